@@ -1,0 +1,1 @@
+//! Placeholder: the analyzer arrives with the analyzer issue.

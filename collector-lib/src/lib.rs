@@ -1,0 +1,1 @@
+//! Placeholder: the collector library arrives with the collector issue.

@@ -1,0 +1,1 @@
+//! The rdbx command language.

@@ -1,0 +1,1 @@
+//! Placeholder: the experiment format arrives with the collector issue.
