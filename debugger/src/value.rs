@@ -1,1 +1,202 @@
-//! (under construction)
+//! Values read from the target, as the expression evaluator and `print`
+//! see them. Formatting follows gdb so that results can be compared with it.
+
+use std::fmt;
+
+/// A value of the target program. Base types are fully represented; other
+/// aggregates are carried as already-rendered text until the data-inspection
+/// work gives them a structure of their own.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// Any integer type other than char and bool.
+    Integer {
+        value: i128,
+        size: u8,
+        signed: bool,
+        type_name: String,
+    },
+    /// `char`, `signed char`, `unsigned char` (and wider character types).
+    Char {
+        value: i64,
+        size: u8,
+        type_name: String,
+    },
+    Bool(bool),
+    Float {
+        value: f64,
+        size: u8,
+        type_name: String,
+    },
+    /// A pointer; `detail` is what gdb shows after the address, for example
+    /// `"hello"` for a `char *` or `<main>` for a code pointer.
+    Pointer {
+        address: u64,
+        type_name: String,
+        detail: Option<String>,
+    },
+    Enum {
+        value: i64,
+        name: Option<String>,
+        type_name: String,
+    },
+    /// Structures, unions and arrays, rendered by the reader.
+    Composite {
+        type_name: String,
+        text: String,
+    },
+    OptimizedOut,
+    Unavailable(String),
+}
+
+impl Value {
+    /// An `int`-typed integer, the type of C integer literals and comparisons.
+    pub fn int(value: i128) -> Value {
+        Value::Integer {
+            value,
+            size: 4,
+            signed: true,
+            type_name: "int".to_string(),
+        }
+    }
+
+    /// The value as an integer, if it has one (pointers give their address).
+    pub fn as_integer(&self) -> Option<i128> {
+        match self {
+            Value::Integer { value, .. } => Some(*value),
+            Value::Char { value, .. } | Value::Enum { value, .. } => Some(i128::from(*value)),
+            Value::Bool(b) => Some(i128::from(*b)),
+            Value::Pointer { address, .. } => Some(i128::from(*address)),
+            Value::Float { value, .. } => Some(*value as i128),
+            _ => None,
+        }
+    }
+
+    /// The value as a floating-point number, if it is numeric.
+    pub fn as_float(&self) -> Option<f64> {
+        match self {
+            Value::Float { value, .. } => Some(*value),
+            other => other.as_integer().map(|i| i as f64),
+        }
+    }
+
+    pub fn is_float(&self) -> bool {
+        matches!(self, Value::Float { .. })
+    }
+
+    /// C truth: non-zero is true. `None` for values with no scalar meaning.
+    pub fn is_true(&self) -> Option<bool> {
+        match self {
+            Value::Float { value, .. } => Some(*value != 0.0),
+            other => other.as_integer().map(|i| i != 0),
+        }
+    }
+
+    /// The name of the value's type, as gdb's `whatis` would print it.
+    pub fn type_name(&self) -> &str {
+        match self {
+            Value::Integer { type_name, .. }
+            | Value::Char { type_name, .. }
+            | Value::Float { type_name, .. }
+            | Value::Pointer { type_name, .. }
+            | Value::Enum { type_name, .. }
+            | Value::Composite { type_name, .. } => type_name,
+            Value::Bool(_) => "bool",
+            Value::OptimizedOut | Value::Unavailable(_) => "",
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Integer { value, .. } => write!(f, "{value}"),
+            Value::Char { value, .. } => write!(f, "{value} {}", char_literal(*value)),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Float { value, size, .. } => write!(f, "{}", format_float(*value, *size)),
+            Value::Pointer {
+                address, detail, ..
+            } => match detail {
+                Some(detail) => write!(f, "0x{address:x} {detail}"),
+                None => write!(f, "0x{address:x}"),
+            },
+            Value::Enum { value, name, .. } => match name {
+                Some(name) => f.write_str(name),
+                None => write!(f, "{value}"),
+            },
+            Value::Composite { text, .. } => f.write_str(text),
+            Value::OptimizedOut => f.write_str("<optimized out>"),
+            Value::Unavailable(why) => write!(f, "<{why}>"),
+        }
+    }
+}
+
+/// A character as gdb shows it: `'a'`, `'\n'`, `'\000'`, `'\377'`.
+pub fn char_literal(value: i64) -> String {
+    let byte = (value & 0xff) as u8;
+    let body = match byte {
+        b'\\' => "\\\\".to_string(),
+        b'\'' => "\\'".to_string(),
+        b'\n' => "\\n".to_string(),
+        b'\t' => "\\t".to_string(),
+        b'\r' => "\\r".to_string(),
+        0x07 => "\\a".to_string(),
+        0x08 => "\\b".to_string(),
+        0x0c => "\\f".to_string(),
+        0x0b => "\\v".to_string(),
+        0x1b => "\\033".to_string(),
+        0x20..=0x7e => (byte as char).to_string(),
+        _ => format!("\\{byte:03o}"),
+    };
+    format!("'{body}'")
+}
+
+/// Shortest text that reads back as the same float or double, as gdb prints.
+pub fn format_float(value: f64, size: u8) -> String {
+    if value.is_nan() {
+        return if value.is_sign_negative() {
+            "-nan(0x8000000000000)"
+        } else {
+            "nan(0x8000000000000)"
+        }
+        .to_string();
+    }
+    if value.is_infinite() {
+        return if value < 0.0 { "-inf" } else { "inf" }.to_string();
+    }
+    if size == 4 {
+        format!("{}", value as f32)
+    } else {
+        format!("{value}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chars_are_shown_with_their_code() {
+        let c = Value::Char {
+            value: 97,
+            size: 1,
+            type_name: "char".into(),
+        };
+        assert_eq!(c.to_string(), "97 'a'");
+        assert_eq!(char_literal(10), "'\\n'");
+        assert_eq!(char_literal(-1), "'\\377'");
+    }
+
+    #[test]
+    fn floats_print_shortest_round_trip() {
+        assert_eq!(format_float(2.5, 8), "2.5");
+        assert_eq!(format_float(0.1f32 as f64, 4), "0.1");
+        assert_eq!(format_float(f64::INFINITY, 8), "inf");
+    }
+
+    #[test]
+    fn truth_follows_c() {
+        assert_eq!(Value::int(0).is_true(), Some(false));
+        assert_eq!(Value::int(-3).is_true(), Some(true));
+        assert_eq!(Value::OptimizedOut.is_true(), None);
+    }
+}
