@@ -1,1 +1,64 @@
-fn main() {}
+//! rdbx: a Linux x86-64 debugger with dbx's command language.
+
+mod format;
+mod input;
+mod session;
+
+use anyhow::Result;
+use clap::Parser;
+use std::path::PathBuf;
+
+/// Command-line options, as gdb and dbx users expect them.
+#[derive(Parser, Debug)]
+#[command(name = "rdbx", version, about = "A Linux x86-64 debugger in the tradition of dbx")]
+struct Options {
+    /// Run COMMAND at start (repeatable).
+    #[arg(short = 'c', long = "eval", value_name = "COMMAND")]
+    commands: Vec<String>,
+    /// Run the commands in FILE at start.
+    #[arg(short = 'x', value_name = "FILE")]
+    script: Vec<PathBuf>,
+    /// Exit after the start-up commands, killing a program rdbx started.
+    #[arg(long)]
+    batch: bool,
+    /// The program to debug, and its arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    program: Vec<String>,
+}
+
+fn main() {
+    let options = Options::parse();
+    std::process::exit(match run(options) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rdbx: {e:#}");
+            1
+        }
+    });
+}
+
+fn run(options: Options) -> Result<i32> {
+    let mut session = session::Session::new()?;
+    let mut load_failed = false;
+    if let Some((program, args)) = options.program.split_first() {
+        if let Err(e) = session.load_program(program, args) {
+            eprintln!("rdbx: {e}");
+            load_failed = true;
+        }
+    }
+    input::install_interrupt_handler();
+    for script in &options.script {
+        session.run_script(script);
+    }
+    for command in &options.commands {
+        session.execute_line(command);
+        if session.quit_requested() {
+            break;
+        }
+    }
+    if !options.batch && !session.quit_requested() {
+        input::read_commands(&mut session);
+    }
+    session.shutdown();
+    Ok(if options.batch && load_failed { 1 } else { 0 })
+}

@@ -2,10 +2,21 @@
 //! DWARF), unwinding, disassembly and expressions. It performs no terminal
 //! I/O of its own; the `rdbx` binary drives it and prints what it returns.
 
+pub mod breakpoints;
 pub mod disasm;
+pub mod engine;
 pub mod error;
 pub mod expr;
+pub mod inferior;
+pub mod maps;
+pub mod memory;
+pub mod objects;
+pub mod ptrace;
+pub mod regs;
 pub mod relocate;
+pub mod signals;
+pub mod stack;
+pub mod stepping;
 pub mod symbols;
 pub mod unwind;
 pub mod value;

@@ -1,0 +1,269 @@
+//! Breakpoints: the user's (logical) breakpoints, and the physical `int3`
+//! sites in the target that implement them and the debugger's own
+//! internal stops.
+//!
+//! Resuming from a site executes its displaced instruction out of line, in
+//! a per-site slot of a scratch page in the target followed by a jump
+//! back, so a breakpoint hit costs one ptrace stop and no single-step.
+//! The slot depends only on the site, so every thread can use it at once.
+
+use crate::memory::Memory;
+use crate::relocate::{self, Displacement};
+use crate::Result;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where the user asked to stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocationSpec {
+    Function(String),
+    Line { file: Option<String>, line: u32 },
+    Address(u64),
+}
+
+/// What happens at a hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    Stop,
+    /// dbx `when`: the session runs command list N, then resumes unless
+    /// the list contains `stop`.
+    When(usize),
+}
+
+#[derive(Debug, Clone)]
+pub struct Breakpoint {
+    pub id: u32,
+    pub location: LocationSpec,
+    pub condition: Option<String>,
+    /// Stop on the Nth hit (dbx `-count N`).
+    pub count: Option<u64>,
+    pub temporary: bool,
+    pub enabled: bool,
+    pub action: Action,
+    /// Hits so far (condition true).
+    pub hits: u64,
+    /// Runtime addresses; empty while pending.
+    pub addresses: Vec<u64>,
+    /// The line actually used when the requested one had no code.
+    pub resolved_line: Option<u32>,
+}
+
+impl Breakpoint {
+    pub fn is_pending(&self) -> bool {
+        self.addresses.is_empty()
+    }
+}
+
+/// Who needs a site to exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Owner {
+    User(u32),
+    /// The dynamic loader's `_dl_debug_state`: a library was (un)loaded.
+    LoaderEvent,
+    /// A temporary stop of `next`, `step up` or `finish` (the return address).
+    StepResume,
+}
+
+#[derive(Debug, Clone)]
+pub struct Site {
+    pub address: u64,
+    /// The original instruction bytes (up to 16), with no int3 in them.
+    pub original: Vec<u8>,
+    pub owners: BTreeSet<Owner>,
+    /// How to get past it; decided at the first resume over the site.
+    pub displacement: Option<Displacement>,
+    /// Address of the out-of-line slot, for `Displacement::OutOfLine`.
+    pub slot: Option<u64>,
+    /// Length of the original instruction (where the jump back starts in the slot).
+    pub instruction_len: usize,
+}
+
+/// A page of the target's memory holding out-of-line slots.
+#[derive(Debug, Clone)]
+struct ScratchPage {
+    base: u64,
+    used: usize,
+}
+
+pub const SCRATCH_SIZE: usize = 4096;
+
+#[derive(Debug, Default)]
+pub struct Breakpoints {
+    pub user: BTreeMap<u32, Breakpoint>,
+    next_id: u32,
+    pub sites: BTreeMap<u64, Site>,
+    scratch: Vec<ScratchPage>,
+    /// Slots freed by removed sites, reused before new ones are cut.
+    free_slots: Vec<u64>,
+}
+
+impl Breakpoints {
+    pub fn next_id(&mut self) -> u32 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Makes sure an int3 is at `address` for `owner`.
+    pub fn insert_site(&mut self, memory: &Memory, address: u64, owner: Owner) -> Result<()> {
+        if let Some(site) = self.sites.get_mut(&address) {
+            site.owners.insert(owner);
+            return Ok(());
+        }
+        let mut original = vec![0u8; 16];
+        let readable = memory.read_partial(address, &mut original);
+        if readable == 0 {
+            return Err(crate::Error::Memory(address));
+        }
+        original.truncate(readable);
+        self.unpatch(address, &mut original);
+        memory.write(address, &[0xcc])?;
+        self.sites.insert(
+            address,
+            Site {
+                address,
+                original,
+                owners: BTreeSet::from([owner]),
+                displacement: None,
+                slot: None,
+                instruction_len: 0,
+            },
+        );
+        Ok(())
+    }
+
+    /// Drops `owner` from the site; removes the int3 when nobody is left.
+    pub fn remove_owner(&mut self, memory: Option<&Memory>, address: u64, owner: Owner) {
+        let Some(site) = self.sites.get_mut(&address) else {
+            return;
+        };
+        site.owners.remove(&owner);
+        if site.owners.is_empty() {
+            let site = self.sites.remove(&address).expect("present");
+            if let Some(memory) = memory {
+                // The process may be gone; then there is nothing to restore.
+                let _ = memory.write(address, &site.original[..1]);
+            }
+            if let Some(slot) = site.slot {
+                self.free_slots.push(slot);
+            }
+        }
+    }
+
+    /// Removes every site owned only by `owner`.
+    pub fn remove_all_of(&mut self, memory: Option<&Memory>, owner: Owner) {
+        let addresses: Vec<u64> = self
+            .sites
+            .values()
+            .filter(|s| s.owners.contains(&owner))
+            .map(|s| s.address)
+            .collect();
+        for address in addresses {
+            self.remove_owner(memory, address, owner);
+        }
+    }
+
+    /// Replaces int3 bytes of our sites inside `buf` (read from `address`)
+    /// with the original bytes, so the caller sees the program's code.
+    pub fn unpatch(&self, address: u64, buf: &mut [u8]) {
+        let end = address + buf.len() as u64;
+        for (site_address, site) in self.sites.range(address..end) {
+            if let Some(&byte) = site.original.first() {
+                buf[(site_address - address) as usize] = byte;
+            }
+        }
+    }
+
+    /// Reads memory as the program's code is, without our int3s.
+    pub fn read_code(&self, memory: &Memory, address: u64, buf: &mut [u8]) -> usize {
+        let n = memory.read_partial(address, buf);
+        self.unpatch(address, &mut buf[..n]);
+        n
+    }
+
+    /// Forgets every site (the address space went away: exit or exec).
+    pub fn forget_sites(&mut self) {
+        self.sites.clear();
+        self.scratch.clear();
+        self.free_slots.clear();
+        for bp in self.user.values_mut() {
+            bp.addresses.clear();
+        }
+    }
+
+    pub fn add_scratch_page(&mut self, base: u64) {
+        self.scratch.push(ScratchPage { base, used: 0 });
+    }
+
+    /// A free slot within ±2 GiB of `near`, if any page has room.
+    fn take_slot(&mut self, near: u64) -> Option<u64> {
+        let in_range = |slot: u64| slot.abs_diff(near) < (1 << 31) - SCRATCH_SIZE as u64;
+        if let Some(i) = self.free_slots.iter().position(|&s| in_range(s)) {
+            return Some(self.free_slots.swap_remove(i));
+        }
+        let page = self
+            .scratch
+            .iter_mut()
+            .find(|p| in_range(p.base) && p.used + relocate::SLOT_SIZE <= SCRATCH_SIZE)?;
+        let slot = page.base + page.used as u64;
+        page.used += relocate::SLOT_SIZE;
+        Some(slot)
+    }
+
+    pub fn has_scratch_near(&self, near: u64) -> bool {
+        let in_range = |a: u64| a.abs_diff(near) < (1 << 31) - SCRATCH_SIZE as u64;
+        self.free_slots.iter().any(|&s| in_range(s))
+            || self
+                .scratch
+                .iter()
+                .any(|p| in_range(p.base) && p.used + relocate::SLOT_SIZE <= SCRATCH_SIZE)
+    }
+
+    /// Decides how to get past the site at `address`, preparing its slot.
+    /// `instruction_len` is the decoded length of the original instruction.
+    pub fn prepare_displacement(
+        &mut self,
+        memory: &Memory,
+        address: u64,
+        instruction_len: usize,
+    ) -> Result<Displacement> {
+        if let Some(d) = self.sites.get(&address).and_then(|s| s.displacement.clone()) {
+            return Ok(d);
+        }
+        let slot = self.take_slot(address);
+        let Some(site) = self.sites.get_mut(&address) else {
+            return Ok(Displacement::SingleStep);
+        };
+        site.instruction_len = instruction_len;
+        let displacement = match slot {
+            Some(slot) => relocate::displace(&site.original, address, slot),
+            None => Displacement::SingleStep,
+        };
+        match (&displacement, slot) {
+            (Displacement::OutOfLine { code }, Some(slot)) => {
+                memory.write(slot, code)?;
+                site.slot = Some(slot);
+            }
+            (_, Some(slot)) => self.free_slots.push(slot),
+            _ => {}
+        }
+        if let Some(site) = self.sites.get_mut(&address) {
+            site.displacement = Some(displacement.clone());
+        }
+        Ok(displacement)
+    }
+
+    /// If `pc` lies inside an out-of-line slot, the address in the
+    /// program it stands for, and whether the displaced instruction has
+    /// not run yet (so the thread is logically at the breakpoint).
+    pub fn translate_slot_pc(&self, pc: u64) -> Option<(u64, bool)> {
+        self.sites.values().find_map(|site| {
+            let slot = site.slot?;
+            if pc == slot {
+                Some((site.address, true))
+            } else if pc > slot && pc < slot + relocate::SLOT_SIZE as u64 {
+                Some((site.address + site.instruction_len as u64, false))
+            } else {
+                None
+            }
+        })
+    }
+}

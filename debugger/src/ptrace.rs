@@ -1,0 +1,190 @@
+//! A thin layer over the raw ptrace and wait system calls.
+//!
+//! nix's `Signal` and `WaitStatus` cannot represent real-time signals
+//! (glibc itself uses signals 32 and 33 in every threaded program), so the
+//! calls that carry a signal number or decode a wait status are made here
+//! with plain integers.
+
+use crate::Result;
+use nix::errno::Errno;
+
+pub type Tid = i32;
+
+/// The tracing options every traced process gets.
+pub const OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
+    | libc::PTRACE_O_TRACEFORK
+    | libc::PTRACE_O_TRACEVFORK
+    | libc::PTRACE_O_TRACEVFORKDONE
+    | libc::PTRACE_O_TRACEEXEC;
+
+/// What `waitpid` reported for one task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitEvent {
+    Exited { tid: Tid, code: i32 },
+    Killed { tid: Tid, signal: i32 },
+    /// Signal-delivery stop (or a group stop; we do not use
+    /// PTRACE_SEIZE, so those look alike and are told apart by the caller).
+    Signal { tid: Tid, signal: i32 },
+    /// A PTRACE_EVENT_* stop.
+    Event { tid: Tid, event: i32 },
+}
+
+impl WaitEvent {
+    pub fn tid(&self) -> Tid {
+        match *self {
+            WaitEvent::Exited { tid, .. }
+            | WaitEvent::Killed { tid, .. }
+            | WaitEvent::Signal { tid, .. }
+            | WaitEvent::Event { tid, .. } => tid,
+        }
+    }
+}
+
+fn check(ret: libc::c_long) -> Result<libc::c_long> {
+    if ret == -1 {
+        Err(Errno::last().into())
+    } else {
+        Ok(ret)
+    }
+}
+
+/// Waits for the next event of any traced task (`tid` = -1) or of one.
+/// Returns `None` when interrupted by a signal (Ctrl-C) or when `nohang`
+/// is set and nothing is ready.
+pub fn wait(tid: Tid, nohang: bool) -> Result<Option<WaitEvent>> {
+    let mut status = 0;
+    let flags = libc::__WALL | if nohang { libc::WNOHANG } else { 0 };
+    // SAFETY: status is a valid out-pointer.
+    let ret = unsafe { libc::waitpid(tid, &mut status, flags) };
+    if ret == -1 {
+        let errno = Errno::last();
+        if errno == Errno::EINTR {
+            return Ok(None);
+        }
+        return Err(errno.into());
+    }
+    if ret == 0 {
+        return Ok(None);
+    }
+    Ok(Some(decode_status(ret, status)))
+}
+
+fn decode_status(tid: Tid, status: i32) -> WaitEvent {
+    if libc::WIFEXITED(status) {
+        WaitEvent::Exited {
+            tid,
+            code: libc::WEXITSTATUS(status),
+        }
+    } else if libc::WIFSIGNALED(status) {
+        WaitEvent::Killed {
+            tid,
+            signal: libc::WTERMSIG(status),
+        }
+    } else {
+        let signal = libc::WSTOPSIG(status);
+        let event = (status >> 16) & 0xff;
+        if signal == libc::SIGTRAP && event != 0 {
+            WaitEvent::Event { tid, event }
+        } else {
+            WaitEvent::Signal { tid, signal }
+        }
+    }
+}
+
+pub fn cont(tid: Tid, signal: i32) -> Result<()> {
+    // SAFETY: PTRACE_CONT takes the signal in the data argument.
+    check(unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0usize, signal as usize) }).map(drop)
+}
+
+pub fn single_step(tid: Tid, signal: i32) -> Result<()> {
+    // SAFETY: as for cont.
+    check(unsafe { libc::ptrace(libc::PTRACE_SINGLESTEP, tid, 0usize, signal as usize) })
+        .map(drop)
+}
+
+pub fn detach(tid: Tid, signal: i32) -> Result<()> {
+    // SAFETY: as for cont.
+    check(unsafe { libc::ptrace(libc::PTRACE_DETACH, tid, 0usize, signal as usize) }).map(drop)
+}
+
+pub fn set_options(tid: Tid, options: libc::c_int) -> Result<()> {
+    // SAFETY: options go in the data argument.
+    check(unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, tid, 0usize, options as usize) })
+        .map(drop)
+}
+
+/// The message of the last PTRACE_EVENT stop (new tid, child pid...).
+pub fn event_message(tid: Tid) -> Result<u64> {
+    let mut message: libc::c_ulong = 0;
+    // SAFETY: the kernel writes one unsigned long to the pointer.
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETEVENTMSG,
+            tid,
+            0usize,
+            &mut message as *mut libc::c_ulong,
+        )
+    })?;
+    Ok(message)
+}
+
+pub fn siginfo(tid: Tid) -> Result<libc::siginfo_t> {
+    // SAFETY: zeroed siginfo_t is valid; the kernel fills it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETSIGINFO,
+            tid,
+            0usize,
+            &mut info as *mut libc::siginfo_t,
+        )
+    })?;
+    Ok(info)
+}
+
+pub fn get_regs(tid: Tid) -> Result<libc::user_regs_struct> {
+    // SAFETY: user_regs_struct is plain integers.
+    let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETREGS,
+            tid,
+            0usize,
+            &mut regs as *mut libc::user_regs_struct,
+        )
+    })?;
+    Ok(regs)
+}
+
+pub fn set_regs(tid: Tid, regs: &libc::user_regs_struct) -> Result<()> {
+    // SAFETY: the kernel reads a user_regs_struct from the pointer.
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_SETREGS,
+            tid,
+            0usize,
+            regs as *const libc::user_regs_struct,
+        )
+    })
+    .map(drop)
+}
+
+pub fn get_fpregs(tid: Tid) -> Result<libc::user_fpregs_struct> {
+    // SAFETY: user_fpregs_struct is plain integers.
+    let mut regs: libc::user_fpregs_struct = unsafe { std::mem::zeroed() };
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETFPREGS,
+            tid,
+            0usize,
+            &mut regs as *mut libc::user_fpregs_struct,
+        )
+    })?;
+    Ok(regs)
+}
+
+/// Sends `signal` to one thread of process `pid`.
+pub fn tgkill(pid: i32, tid: Tid, signal: i32) -> Result<()> {
+    // SAFETY: plain system call with integer arguments.
+    check(unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, signal) }).map(drop)
+}

@@ -1,0 +1,134 @@
+//! The x86-64 register file of a stopped thread: ptrace's
+//! `user_regs_struct`, register names as gdb spells them, and the DWARF
+//! register numbering used by CFI and location expressions.
+
+use libc::user_regs_struct;
+
+/// General registers in the order gdb's `info registers` shows them.
+pub const GENERAL_REGISTERS: [&str; 24] = [
+    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
+    "r13", "r14", "r15", "rip", "eflags", "cs", "ss", "ds", "es", "fs", "gs",
+];
+
+/// DWARF register numbers 0..=16 mapped to names.
+pub const DWARF_NAMES: [&str; 17] = [
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
+    "r13", "r14", "r15", "rip",
+];
+
+/// Reads a 64-bit register by name (also `pc`, `sp`, `fp`, `fs_base`).
+pub fn get(regs: &user_regs_struct, name: &str) -> Option<u64> {
+    Some(match name {
+        "rax" => regs.rax,
+        "rbx" => regs.rbx,
+        "rcx" => regs.rcx,
+        "rdx" => regs.rdx,
+        "rsi" => regs.rsi,
+        "rdi" => regs.rdi,
+        "rbp" | "fp" => regs.rbp,
+        "rsp" | "sp" => regs.rsp,
+        "r8" => regs.r8,
+        "r9" => regs.r9,
+        "r10" => regs.r10,
+        "r11" => regs.r11,
+        "r12" => regs.r12,
+        "r13" => regs.r13,
+        "r14" => regs.r14,
+        "r15" => regs.r15,
+        "rip" | "pc" => regs.rip,
+        "eflags" => regs.eflags,
+        "cs" => regs.cs,
+        "ss" => regs.ss,
+        "ds" => regs.ds,
+        "es" => regs.es,
+        "fs" => regs.fs,
+        "gs" => regs.gs,
+        "fs_base" => regs.fs_base,
+        "gs_base" => regs.gs_base,
+        "orig_rax" => regs.orig_rax,
+        _ => return sub_register(regs, name),
+    })
+}
+
+/// `eax`, `ax`, `al`, `r8d`... read as the low part of their full register.
+fn sub_register(regs: &user_regs_struct, name: &str) -> Option<u64> {
+    let (full, mask) = if let Some(stem) = name.strip_suffix('d').filter(|s| s.starts_with('r')) {
+        (stem.to_string(), 0xffff_ffff)
+    } else if let Some(stem) = name.strip_prefix('e') {
+        (format!("r{stem}"), 0xffff_ffff)
+    } else {
+        return None;
+    };
+    get(regs, &full).map(|v| v & mask)
+}
+
+/// Writes a 64-bit register by name; false if there is no such register.
+pub fn set(regs: &mut user_regs_struct, name: &str, value: u64) -> bool {
+    let slot = match name {
+        "rax" => &mut regs.rax,
+        "rbx" => &mut regs.rbx,
+        "rcx" => &mut regs.rcx,
+        "rdx" => &mut regs.rdx,
+        "rsi" => &mut regs.rsi,
+        "rdi" => &mut regs.rdi,
+        "rbp" | "fp" => &mut regs.rbp,
+        "rsp" | "sp" => &mut regs.rsp,
+        "r8" => &mut regs.r8,
+        "r9" => &mut regs.r9,
+        "r10" => &mut regs.r10,
+        "r11" => &mut regs.r11,
+        "r12" => &mut regs.r12,
+        "r13" => &mut regs.r13,
+        "r14" => &mut regs.r14,
+        "r15" => &mut regs.r15,
+        "rip" | "pc" => &mut regs.rip,
+        "eflags" => &mut regs.eflags,
+        _ => return false,
+    };
+    *slot = value;
+    true
+}
+
+/// The register with DWARF number `n` (0..=16).
+pub fn dwarf_get(regs: &user_regs_struct, n: u16) -> Option<u64> {
+    DWARF_NAMES.get(n as usize).and_then(|name| get(regs, name))
+}
+
+/// All DWARF registers 0..=16, as the unwinder takes them.
+pub fn to_dwarf_array(regs: &user_regs_struct) -> [Option<u64>; 17] {
+    let mut out = [None; 17];
+    for (n, slot) in out.iter_mut().enumerate() {
+        *slot = dwarf_get(regs, n as u16);
+    }
+    out
+}
+
+/// Floating-point and vector state (`PTRACE_GETFPREGS`): what `finish`
+/// needs to show a `double` return value from xmm0.
+pub fn xmm_low(fpregs: &libc::user_fpregs_struct, n: usize) -> u64 {
+    let words = &fpregs.xmm_space[n * 4..n * 4 + 2];
+    u64::from(words[0]) | (u64::from(words[1]) << 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zeroed() -> user_regs_struct {
+        // SAFETY: user_regs_struct is plain integers; all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+
+    #[test]
+    fn names_and_subregisters() {
+        let mut regs = zeroed();
+        assert!(set(&mut regs, "rax", 0x1_2345_6789));
+        assert_eq!(get(&regs, "eax"), Some(0x2345_6789));
+        assert!(set(&mut regs, "r8", 0xffff_ffff_0000_0001));
+        assert_eq!(get(&regs, "r8d"), Some(1));
+        assert_eq!(get(&regs, "pc"), Some(0));
+        assert_eq!(get(&regs, "bogus"), None);
+        assert_eq!(dwarf_get(&regs, 0), Some(0x1_2345_6789));
+        assert_eq!(dwarf_get(&regs, 8), Some(0xffff_ffff_0000_0001));
+    }
+}

@@ -1,0 +1,263 @@
+//! Call stacks of stopped threads: physical frames from the unwinder,
+//! expanded into inlined frames from DWARF, each with what `where` shows.
+
+use crate::engine::Debugger;
+use crate::memory::Memory;
+use crate::ptrace::Tid;
+use crate::regs;
+use crate::symbols::{FrameContext, SourceLocation};
+use crate::unwind::{self, FrameKind, UnwindMemory, UnwindRegs};
+use crate::value::Value;
+use crate::{Error, Result};
+
+/// Deep enough for real recursion, bounded so a corrupt stack cannot hang us.
+pub const MAX_FRAMES: usize = 4096;
+
+/// One frame as the user sees it (inlined calls are frames of their own).
+#[derive(Debug, Clone)]
+pub struct StackFrame {
+    /// The frame's pc (for callers, the return address).
+    pub pc: u64,
+    /// The address used for symbol lookup: pc - 1 for return addresses.
+    pub lookup_pc: u64,
+    pub cfa: Option<u64>,
+    pub regs: UnwindRegs,
+    pub function: Option<String>,
+    /// pc minus the start of the function's ELF symbol.
+    pub offset: u64,
+    pub location: Option<SourceLocation>,
+    /// Short name of the load object.
+    pub object: Option<String>,
+    pub inlined: bool,
+    /// The kernel's signal trampoline: "<signal handler called>".
+    pub signal_trampoline: bool,
+    /// Index of the physical frame this one belongs to.
+    pub physical: usize,
+}
+
+struct TargetMemory<'a>(&'a Memory);
+
+impl UnwindMemory for TargetMemory<'_> {
+    fn read_u64(&self, addr: u64) -> Option<u64> {
+        self.0.read_u64(addr).ok()
+    }
+}
+
+/// Registers and memory of one frame, for DWARF location expressions.
+pub struct FrameView<'a> {
+    pub memory: &'a Memory,
+    pub regs: UnwindRegs,
+    pub cfa: Option<u64>,
+    pub bias: u64,
+    /// xmm registers are only known for the innermost frame.
+    pub xmm: Option<[u64; 16]>,
+}
+
+impl FrameContext for FrameView<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.memory.read(addr, buf)
+    }
+
+    fn register(&self, dwarf_regno: u16) -> Option<u64> {
+        match dwarf_regno {
+            0..=16 => self.regs.regs[dwarf_regno as usize],
+            17..=32 => self.xmm.map(|x| x[(dwarf_regno - 17) as usize]),
+            _ => None,
+        }
+    }
+
+    fn cfa(&self) -> Option<u64> {
+        self.cfa
+    }
+
+    fn load_bias(&self) -> u64 {
+        self.bias
+    }
+}
+
+impl Debugger {
+    /// The call stack of thread `tid`, innermost first, at most `limit` frames.
+    pub fn backtrace(&self, tid: Tid, limit: usize) -> Result<Vec<StackFrame>> {
+        let process = self.process()?;
+        let registers = process.regs(tid)?;
+        let initial = UnwindRegs {
+            regs: regs::to_dwarf_array(&registers),
+        };
+        let physical = unwind::unwind(
+            &self.objects,
+            &TargetMemory(&process.memory),
+            initial,
+            limit.min(MAX_FRAMES),
+        );
+        let mut frames = Vec::new();
+        let mut after_signal = true; // frame 0 is at its pc, not after a call
+        for (index, frame) in physical.iter().enumerate() {
+            let is_trampoline = frame.kind == FrameKind::SignalHandlerCaller;
+            let lookup_pc = if after_signal || is_trampoline {
+                frame.pc
+            } else {
+                frame.pc.wrapping_sub(1)
+            };
+            after_signal = is_trampoline;
+            let symbolized = self.objects.symbolize(lookup_pc);
+            if is_trampoline {
+                frames.push(StackFrame {
+                    pc: frame.pc,
+                    lookup_pc,
+                    cfa: frame.cfa,
+                    regs: frame.regs,
+                    function: symbolized.function,
+                    offset: symbolized.offset,
+                    location: None,
+                    object: symbolized.object,
+                    inlined: false,
+                    signal_trampoline: true,
+                    physical: index,
+                });
+                continue;
+            }
+            let inline = self.objects.inline_frames(lookup_pc);
+            if inline.is_empty() {
+                frames.push(StackFrame {
+                    pc: frame.pc,
+                    lookup_pc,
+                    cfa: frame.cfa,
+                    regs: frame.regs,
+                    function: symbolized.function,
+                    offset: symbolized.offset,
+                    location: symbolized.location,
+                    object: symbolized.object.clone(),
+                    inlined: false,
+                    signal_trampoline: false,
+                    physical: index,
+                });
+            }
+            for level in inline {
+                frames.push(StackFrame {
+                    pc: frame.pc,
+                    lookup_pc,
+                    cfa: frame.cfa,
+                    regs: frame.regs,
+                    function: Some(level.function),
+                    offset: symbolized.offset,
+                    location: level.location,
+                    object: symbolized.object.clone(),
+                    inlined: level.inlined,
+                    signal_trampoline: false,
+                    physical: index,
+                });
+            }
+            if frames.len() >= limit {
+                break;
+            }
+        }
+        frames.truncate(limit);
+        Ok(frames)
+    }
+
+    /// The frame selected by `up`/`down`/`frame` in the current thread.
+    pub fn selected_frame(&self) -> Result<StackFrame> {
+        let frames = self.backtrace(self.current_tid, self.selected_frame + 1)?;
+        frames
+            .get(self.selected_frame)
+            .or(frames.last())
+            .cloned()
+            .ok_or_else(|| Error::Unwind("no frames".into()))
+    }
+
+    /// A view of `frame` for reading its variables.
+    pub fn frame_view(&self, frame: &StackFrame) -> Result<FrameView<'_>> {
+        let process = self.process()?;
+        let bias = self
+            .objects
+            .object_at(frame.lookup_pc)
+            .map(|o| o.bias)
+            .unwrap_or(0);
+        let xmm = if frame.physical == 0 {
+            crate::ptrace::get_fpregs(self.current_tid).ok().map(|fp| {
+                let mut x = [0u64; 16];
+                for (i, slot) in x.iter_mut().enumerate() {
+                    *slot = regs::xmm_low(&fp, i);
+                }
+                x
+            })
+        } else {
+            None
+        };
+        Ok(FrameView {
+            memory: &process.memory,
+            regs: frame.regs,
+            cfa: frame.cfa,
+            bias,
+            xmm,
+        })
+    }
+
+    /// Parameters of `frame` with their values, for `where`.
+    pub fn frame_arguments(&self, frame: &StackFrame) -> Vec<(String, Value)> {
+        let Some(object) = self.objects.object_at(frame.lookup_pc) else {
+            return Vec::new();
+        };
+        if frame.inlined || frame.signal_trampoline {
+            // Only the innermost function's parameters are known at this pc.
+        }
+        let Ok(view) = self.frame_view(frame) else {
+            return Vec::new();
+        };
+        let address = object.file_address(frame.lookup_pc);
+        object
+            .file
+            .parameters_at(address)
+            .into_iter()
+            .map(|var| {
+                let value = object
+                    .file
+                    .read_variable(&var, &view)
+                    .unwrap_or_else(|e| Value::Unavailable(e.to_string()));
+                (var.name().to_string(), value)
+            })
+            .collect()
+    }
+
+    /// Looks `name` up as seen from the selected frame: locals and
+    /// parameters, then statics and globals of every object.
+    pub fn read_variable(&self, name: &str) -> Result<Value> {
+        if self.process.is_none() {
+            return self.read_static_variable(name);
+        }
+        let frame = self.selected_frame()?;
+        if let Some(object) = self.objects.object_at(frame.lookup_pc) {
+            let address = object.file_address(frame.lookup_pc);
+            if let Some(var) = object.file.lookup_variable(Some(address), name) {
+                let view = self.frame_view(&frame)?;
+                return object.file.read_variable(&var, &view);
+            }
+        }
+        for object in &self.objects.list {
+            if let Some(var) = object.file.lookup_variable(None, name) {
+                let view = FrameView {
+                    bias: object.bias,
+                    ..self.frame_view(&frame)?
+                };
+                return object.file.read_variable(&var, &view);
+            }
+        }
+        Err(Error::NoSuchSymbol(name.to_string()))
+    }
+
+    /// Globals can't be read without a process; say so clearly.
+    fn read_static_variable(&self, name: &str) -> Result<Value> {
+        let known = self
+            .objects
+            .list
+            .iter()
+            .any(|o| o.file.lookup_variable(None, name).is_some());
+        if known {
+            Err(Error::Other(format!(
+                "\"{name}\" is not available: the program is not running"
+            )))
+        } else {
+            Err(Error::NoSuchSymbol(name.to_string()))
+        }
+    }
+}

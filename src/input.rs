@@ -1,0 +1,127 @@
+//! Where commands come from: a line editor on a terminal (history, Tab
+//! completion), or plain lines from a pipe or file.
+
+use crate::session::Session;
+use rustyline::completion::{Completer, Pair};
+use rustyline::error::ReadlineError;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::Validator;
+use rustyline::{Context, Editor, Helper};
+use std::io::{BufRead, IsTerminal};
+use std::sync::atomic::Ordering;
+
+const PROMPT: &str = "(rdbx) ";
+
+extern "C" fn on_interrupt(_: libc::c_int) {
+    debugger::engine::INTERRUPT.store(true, Ordering::SeqCst);
+}
+
+/// Ctrl-C must interrupt the program, not kill the debugger. No
+/// SA_RESTART: a blocked waitpid returns EINTR so the engine notices.
+pub fn install_interrupt_handler() {
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_interrupt as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        action.sa_flags = 0;
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    }
+}
+
+pub fn read_commands(session: &mut Session) {
+    if std::io::stdin().is_terminal() {
+        interactive(session);
+    } else {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            session.execute_line(&line);
+            if session.quit_requested() {
+                break;
+            }
+        }
+    }
+}
+
+fn history_path() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".rdbx_history"))
+}
+
+fn interactive(session: &mut Session) {
+    let mut editor = match Editor::<Completion, rustyline::history::DefaultHistory>::new() {
+        Ok(editor) => editor,
+        Err(e) => {
+            eprintln!("rdbx: cannot start the line editor: {e}");
+            return;
+        }
+    };
+    let history = history_path();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    loop {
+        editor.set_helper(Some(Completion {
+            words: session.completion_words(),
+        }));
+        match editor.readline(PROMPT) {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = editor.add_history_entry(line.as_str());
+                }
+                session.execute_line(&line);
+                if session.quit_requested() {
+                    break;
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(_) => break,
+        }
+    }
+    if let Some(path) = &history {
+        let _ = editor.save_history(path);
+    }
+}
+
+/// Tab completion: command names for the first word, then function and
+/// file names.
+struct Completion {
+    words: std::rc::Rc<crate::session::CompletionWords>,
+}
+
+impl Completer for Completion {
+    type Candidate = Pair;
+
+    fn complete(&self, line: &str, pos: usize, _: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let before = &line[..pos];
+        let start = before
+            .rfind(|c: char| c.is_whitespace() || c == '"')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let word = &before[start..];
+        let first_word = before[..start].trim().is_empty();
+        let pool: Box<dyn Iterator<Item = &String>> = if first_word {
+            Box::new(self.words.commands.iter())
+        } else {
+            Box::new(self.words.functions.iter().chain(self.words.files.iter()))
+        };
+        let mut matches: Vec<Pair> = pool
+            .filter(|candidate| candidate.starts_with(word))
+            .take(500)
+            .map(|candidate| Pair {
+                display: candidate.clone(),
+                replacement: candidate.clone(),
+            })
+            .collect();
+        matches.sort_by(|a, b| a.display.cmp(&b.display));
+        matches.dedup_by(|a, b| a.display == b.display);
+        Ok((start, matches))
+    }
+}
+
+impl Hinter for Completion {
+    type Hint = String;
+}
+impl Highlighter for Completion {}
+impl Validator for Completion {}
+impl Helper for Completion {}
