@@ -1,1 +1,26 @@
-//! The rdbx command language.
+//! The rdbx command language: dbx commands, with gdb's spellings as
+//! aliases, parsed into typed [`Command`]s. No I/O happens here; the
+//! `rdbx` binary executes what [`parse`] returns.
+//!
+//! The command table in [`all_help`] is the single source of names,
+//! aliases, usage lines and help texts, so that parsing, `help`, tab
+//! completion and the documentation cannot drift apart.
+
+mod command;
+mod error;
+mod help;
+mod parse;
+mod signal;
+mod words;
+
+pub use command::{
+    BreakpointSpec, Command, Delivery, Disposition, ListTarget, Location, PrintSpec, Redirects,
+    Selection, SignalCommand, SignalFilter,
+};
+pub use error::ParseError;
+pub use help::{all_help, command_names, find_help, help_for, help_summary, CommandHelp};
+pub use parse::parse;
+pub use signal::Signal;
+
+#[cfg(test)]
+mod tests;

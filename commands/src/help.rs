@@ -1,0 +1,597 @@
+//! The command table: names, aliases, usage and help text in one place, so
+//! that parsing, `help`, tab completion and the documentation agree.
+
+use std::sync::OnceLock;
+
+/// Everything known about one command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommandHelp {
+    /// The dbx name (`step up` is two words).
+    pub name: &'static str,
+    /// Other spellings, gdb's mostly; `info b` style ones are two words.
+    pub aliases: &'static [&'static str],
+    /// One line; alternatives separated by ` | `.
+    pub usage: &'static str,
+    /// One line for `help` with no topic.
+    pub summary: &'static str,
+    pub description: &'static str,
+    pub example: &'static str,
+}
+
+const fn entry(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    usage: &'static str,
+    summary: &'static str,
+    description: &'static str,
+    example: &'static str,
+) -> CommandHelp {
+    CommandHelp {
+        name,
+        aliases,
+        usage,
+        summary,
+        description,
+        example,
+    }
+}
+
+static COMMANDS: &[CommandHelp] = &[
+    entry(
+        "run",
+        &["r"],
+        "run [ARGS] [< IN] [> OUT | >> OUT]",
+        "start the program",
+        "Start the program with ARGS (quoted as in the shell) and optional redirections. \
+         With no arguments, the arguments and redirections of the previous run are used again.",
+        "run -v input.txt > out.log",
+    ),
+    entry(
+        "rerun",
+        &[],
+        "rerun [ARGS] [< IN] [> OUT | >> OUT]",
+        "start the program afresh, with no arguments unless given",
+        "Like run, but with no arguments the program is started with none at all.",
+        "rerun",
+    ),
+    entry(
+        "kill",
+        &["k"],
+        "kill",
+        "kill the program",
+        "Kill the program being debugged; breakpoints are kept for the next run.",
+        "kill",
+    ),
+    entry(
+        "quit",
+        &["q", "exit"],
+        "quit",
+        "leave rdbx",
+        "Leave rdbx, killing a program it started (a program it attached to is detached).",
+        "quit",
+    ),
+    entry(
+        "attach",
+        &[],
+        "attach PID",
+        "debug a running process",
+        "Attach to the running process PID and stop it.",
+        "attach 4242",
+    ),
+    entry(
+        "detach",
+        &[],
+        "detach",
+        "let the process run free",
+        "Remove breakpoints and let the process continue without the debugger.",
+        "detach",
+    ),
+    entry(
+        "stop",
+        &[],
+        "stop in FUNCTION | stop at [FILE:]LINE  [-if EXPR] [-count N] [-temp]",
+        "set a breakpoint",
+        "Stop when FUNCTION is entered or LINE is reached. -if stops only when EXPR is true \
+         (the rest of the line is the expression), -count N stops at every N-th hit, \
+         -temp deletes the breakpoint after its first stop. FILE may be quoted.",
+        "stop at hello.c:12 -if i == 3",
+    ),
+    entry(
+        "stopi",
+        &[],
+        "stopi at ADDRESS | stopi in FUNCTION  [-if EXPR] [-count N] [-temp]",
+        "set a breakpoint on an instruction",
+        "Stop when the instruction at ADDRESS (a number or an expression) is about to execute.",
+        "stopi at 0x401136",
+    ),
+    entry(
+        "break",
+        &["b", "br", "brea"],
+        "break LOCATION [if EXPR]",
+        "set a breakpoint (gdb style)",
+        "gdb's form of stop. LOCATION is FUNCTION, FILE:LINE, LINE, FILE:FUNCTION or *ADDRESS.",
+        "break main.c:20 if n > 10",
+    ),
+    entry(
+        "tbreak",
+        &[],
+        "tbreak LOCATION [if EXPR]",
+        "set a temporary breakpoint (gdb style)",
+        "Like break, but the breakpoint is deleted when it is first hit.",
+        "tbreak main",
+    ),
+    entry(
+        "when",
+        &[],
+        "when in FUNCTION | when at [FILE:]LINE  [-if EXPR] { COMMAND; ... }",
+        "run commands when a location is reached",
+        "Each time the location is reached (and EXPR is true), run the commands in braces, \
+         separated by semicolons, then continue unless one of them stops.",
+        "when at loop.c:8 { print i; print sum }",
+    ),
+    entry(
+        "status",
+        &["info breakpoints", "info break", "info b", "i b"],
+        "status",
+        "list breakpoints",
+        "List the breakpoints and when-commands with their numbers.",
+        "status",
+    ),
+    entry(
+        "delete",
+        &["d"],
+        "delete N [N...] | delete all",
+        "delete breakpoints",
+        "Delete the breakpoints with the given numbers (from status), or all of them.",
+        "delete 2 3",
+    ),
+    entry(
+        "clear",
+        &[],
+        "clear [LOCATION]",
+        "delete the breakpoints at a location",
+        "Delete the breakpoints at LOCATION, or at the current line when none is given.",
+        "clear hello.c:12",
+    ),
+    entry(
+        "ignore",
+        &[],
+        "ignore [SIGNAL...] | ignore N COUNT",
+        "let signals through, or skip breakpoint hits",
+        "With signal names or numbers: do not stop when the program receives them, pass them \
+         on. With none: list the ignored signals. With two numbers (gdb): breakpoint N \
+         ignores its next COUNT hits.",
+        "ignore SIGALRM",
+    ),
+    entry(
+        "condition",
+        &[],
+        "condition N [EXPR]",
+        "set or remove a breakpoint condition",
+        "Make breakpoint N stop only when EXPR is true; without EXPR it stops always.",
+        "condition 1 argc > 2",
+    ),
+    entry(
+        "enable",
+        &[],
+        "enable [N...]",
+        "enable breakpoints",
+        "Enable the given breakpoints, or all of them.",
+        "enable 2",
+    ),
+    entry(
+        "disable",
+        &[],
+        "disable [N...]",
+        "disable breakpoints",
+        "Disable the given breakpoints, or all of them; they are kept but do not stop.",
+        "disable 2",
+    ),
+    entry(
+        "cont",
+        &["c", "continue"],
+        "cont [N] [sig SIGNAL]",
+        "continue the program",
+        "Continue after a stop. With N, stop only at the N-th hit of the current breakpoint. \
+         sig SIGNAL delivers that signal as the program resumes (sig 0: none).",
+        "cont sig SIGUSR1",
+    ),
+    entry(
+        "step",
+        &["s"],
+        "step [N]",
+        "step one source line, into calls",
+        "Run to the next source line, entering called functions; N times.",
+        "step 3",
+    ),
+    entry(
+        "step up",
+        &["finish", "fin"],
+        "step up",
+        "run until the current function returns",
+        "Continue until the current function returns to its caller, and show the return value.",
+        "step up",
+    ),
+    entry(
+        "next",
+        &["n"],
+        "next [N]",
+        "step one source line, over calls",
+        "Run to the next source line in this function, stepping over calls; N times.",
+        "next",
+    ),
+    entry(
+        "stepi",
+        &["si"],
+        "stepi [N]",
+        "step one instruction",
+        "Execute one machine instruction (N instructions), entering calls.",
+        "stepi",
+    ),
+    entry(
+        "nexti",
+        &["ni"],
+        "nexti [N]",
+        "step one instruction, over calls",
+        "Execute one machine instruction (N instructions), stepping over calls.",
+        "nexti 4",
+    ),
+    entry(
+        "where",
+        &["bt", "backtrace"],
+        "where [N]",
+        "show the call stack",
+        "Print the call stack, innermost frame first; only the innermost N frames with N.",
+        "where 5",
+    ),
+    entry(
+        "up",
+        &[],
+        "up [N]",
+        "select a calling frame",
+        "Move N frames (default 1) towards main and show the new frame.",
+        "up 2",
+    ),
+    entry(
+        "down",
+        &[],
+        "down [N]",
+        "select a called frame",
+        "Move N frames (default 1) towards the innermost frame and show it.",
+        "down",
+    ),
+    entry(
+        "frame",
+        &["f"],
+        "frame [N]",
+        "select or show a frame",
+        "Select frame N (as numbered by where), or show the current frame.",
+        "frame 1",
+    ),
+    entry(
+        "threads",
+        &["info threads"],
+        "threads",
+        "list threads",
+        "List the threads of the program; the current one is marked.",
+        "threads",
+    ),
+    entry(
+        "thread",
+        &["t"],
+        "thread N",
+        "select a thread",
+        "Make thread N current; where, print and the like then apply to it.",
+        "thread 2",
+    ),
+    entry(
+        "regs",
+        &["info registers", "info reg", "i r"],
+        "regs [REGISTER...]",
+        "show registers",
+        "Show the general-purpose registers of the current frame, or only those named.",
+        "info registers rip",
+    ),
+    entry(
+        "list",
+        &["l"],
+        "list [FUNCTION | [FILE:]LINE | [FILE:]FIRST,LAST | -]",
+        "show source lines",
+        "Show source lines around a function or line; with no argument, the next lines; \
+         with -, the lines before the last ones shown.",
+        "list main",
+    ),
+    entry(
+        "dis",
+        &["disassemble", "disas", "x"],
+        "dis [ADDRESS | FUNCTION [COUNT]] | x/Ni ADDRESS",
+        "disassemble instructions",
+        "Disassemble COUNT instructions from ADDRESS (default: the current pc). gdb's \
+         disassemble shows the whole function; x/Ni ADDRESS shows N instructions.",
+        "dis $pc 5",
+    ),
+    entry(
+        "loadobjects",
+        &["info sharedlibrary", "info sharedlib"],
+        "loadobjects",
+        "list loaded objects",
+        "List the executable and the shared libraries loaded, with their addresses.",
+        "loadobjects",
+    ),
+    entry(
+        "print",
+        &["p"],
+        "print [-FMT] EXPR | print/FMT EXPR",
+        "evaluate and print an expression",
+        "Evaluate the C expression EXPR in the current frame and print its value. FMT is one \
+         of x (hex), d, u, o (octal), t (binary), a (address), c (char), f (float), s, z.",
+        "print/x flags & 0xff",
+    ),
+    entry(
+        "display",
+        &[],
+        "display [EXPR] | display/FMT EXPR",
+        "print an expression at every stop",
+        "Print EXPR each time the program stops; with no argument, show the displays.",
+        "display i",
+    ),
+    entry(
+        "undisplay",
+        &[],
+        "undisplay N [N...] | undisplay all",
+        "stop displaying expressions",
+        "Remove the displays with the given numbers, or all of them.",
+        "undisplay 1",
+    ),
+    entry(
+        "whatis",
+        &[],
+        "whatis EXPR",
+        "show the type of an expression",
+        "Print the type of EXPR (or the declaration of a name).",
+        "whatis argv",
+    ),
+    entry(
+        "ptype",
+        &[],
+        "ptype EXPR",
+        "show a type in full",
+        "Print the type of EXPR with the members of structures expanded.",
+        "ptype struct node",
+    ),
+    entry(
+        "assign",
+        &["set var", "set variable", "set"],
+        "assign LVALUE = EXPR",
+        "change a variable",
+        "Evaluate EXPR and store it into LVALUE in the current frame.",
+        "assign count = 0",
+    ),
+    entry(
+        "catch",
+        &[],
+        "catch [SIGNAL...]",
+        "stop when signals arrive",
+        "Stop when the program receives one of the signals; with none, list the caught \
+         signals. Signals may be given as SIGSEGV, SEGV, segv or 11.",
+        "catch SIGUSR1",
+    ),
+    entry(
+        "handle",
+        &["info signals"],
+        "handle SIGNAL... [stop|nostop|print|noprint|pass|nopass]...",
+        "set what happens on signals (gdb style)",
+        "Set whether SIGNAL stops the program, is reported, and is passed to the program. \
+         stop implies print, noprint implies nostop. Without actions, show the settings; \
+         SIGNAL may be all.",
+        "handle SIGPIPE nostop noprint pass",
+    ),
+    entry(
+        "help",
+        &["h"],
+        "help [COMMAND]",
+        "show help",
+        "List the commands, or show how to use one of them.",
+        "help stop",
+    ),
+    entry(
+        "source",
+        &[],
+        "source FILE",
+        "run commands from a file",
+        "Read FILE and run each of its lines as a command.",
+        "source ~/.rdbxrc",
+    ),
+    entry(
+        "collector",
+        &[],
+        "collector ...",
+        "control the performance collector",
+        "Configure performance data collection for the next run (not available yet).",
+        "collector enable",
+    ),
+    entry(
+        "analyze",
+        &[],
+        "analyze [COMMAND]",
+        "analyze collected performance data",
+        "Show or analyze the performance data of an experiment (not available yet).",
+        "analyze functions",
+    ),
+];
+
+/// The whole command table, in the order of `help`.
+pub fn all_help() -> &'static [CommandHelp] {
+    COMMANDS
+}
+
+/// Every first word that starts a command (names and aliases), sorted, for
+/// tab completion.
+pub fn command_names() -> &'static [&'static str] {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<&'static str> = COMMANDS
+            .iter()
+            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .filter_map(|spelling| spelling.split_whitespace().next())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    })
+}
+
+/// One line per command: name, aliases and summary.
+pub fn help_summary() -> String {
+    let mut out = String::new();
+    for command in COMMANDS {
+        let single: Vec<&str> = command
+            .aliases
+            .iter()
+            .copied()
+            .filter(|a| !a.contains(' '))
+            .collect();
+        let name = if single.is_empty() {
+            command.name.to_string()
+        } else {
+            format!("{} ({})", command.name, single.join(", "))
+        };
+        out.push_str(&format!("{name:<28} {}\n", command.summary));
+    }
+    out
+}
+
+/// Usage, aliases, description and example of a command, found by its name
+/// or any alias (`help b` gives break).
+pub fn help_for(name: &str) -> Option<String> {
+    let command = find_help(name)?;
+    let mut text = format!("usage: {}\n", command.usage);
+    if !command.aliases.is_empty() {
+        text.push_str(&format!("aliases: {}\n", command.aliases.join(", ")));
+    }
+    text.push_str(command.description);
+    text.push_str(&format!("\nexample: {}\n", command.example));
+    Some(text)
+}
+
+/// The table entry for a name or alias, multi-word ones included.
+pub fn find_help(name: &str) -> Option<&'static CommandHelp> {
+    let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+    COMMANDS
+        .iter()
+        .find(|c| c.name == name || c.aliases.contains(&name.as_str()))
+}
+
+/// The entry a one-word command spelling stands for.
+pub(crate) fn resolve_word(word: &str) -> Option<&'static CommandHelp> {
+    COMMANDS
+        .iter()
+        .find(|c| c.name == word || c.aliases.contains(&word))
+}
+
+/// The usage line of a command in the table.
+pub(crate) fn usage_of(name: &str) -> &'static str {
+    find_help(name).map_or("", |c| c.usage)
+}
+
+/// The known spelling nearest to `word`, if it is near enough to be a typo.
+pub(crate) fn suggest(word: &str) -> Option<String> {
+    let word = word.to_ascii_lowercase();
+    let max_distance = if word.chars().count() <= 3 { 1 } else { 2 };
+    command_names()
+        .iter()
+        .map(|name| (edit_distance(&word, name), *name))
+        .filter(|(d, name)| *d <= max_distance && *d < word.len().max(name.len()))
+        // Prefer the closest, then the longer (more descriptive) spelling.
+        .min_by_key(|(d, name)| (*d, std::cmp::Reverse(name.len())))
+        .map(|(_, name)| name.to_string())
+}
+
+/// Optimal string alignment distance: Levenshtein plus adjacent swaps, so
+/// that `stpo` is one edit from `stop`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let width = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * width];
+    for i in 0..=a.len() {
+        for j in 0..=b.len() {
+            d[i * width + j] = if i == 0 || j == 0 {
+                i + j
+            } else {
+                let cost = usize::from(a[i - 1] != b[j - 1]);
+                let mut best = (d[(i - 1) * width + j] + 1)
+                    .min(d[i * width + j - 1] + 1)
+                    .min(d[(i - 1) * width + j - 1] + cost);
+                if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                    best = best.min(d[(i - 2) * width + j - 2] + 1);
+                }
+                best
+            };
+        }
+    }
+    d[a.len() * width + b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distances() {
+        assert_eq!(edit_distance("stpo", "stop"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest("stpo").as_deref(), Some("stop"));
+        assert_eq!(suggest("contnue").as_deref(), Some("continue"));
+        assert_eq!(suggest("wehre").as_deref(), Some("where"));
+        assert_eq!(suggest("xyzzy"), None);
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut all: Vec<&str> = COMMANDS
+            .iter()
+            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .collect();
+        let count = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), count, "a spelling names two commands");
+    }
+
+    #[test]
+    fn every_entry_is_complete_and_one_line() {
+        for c in COMMANDS {
+            for text in [c.usage, c.summary, c.description, c.example] {
+                assert!(!text.is_empty() && !text.contains('\n'), "{}", c.name);
+            }
+        }
+    }
+
+    #[test]
+    fn help_resolves_aliases() {
+        let b = help_for("b").unwrap();
+        assert!(b.starts_with("usage: break LOCATION"), "{b}");
+        assert_eq!(help_for("info  b"), help_for("status"));
+        assert_eq!(help_for("finish"), help_for("step up"));
+        assert!(help_for("nosuch").is_none());
+        let summary = help_summary();
+        assert_eq!(summary.lines().count(), COMMANDS.len());
+        assert!(summary.contains("cont (c, continue)"));
+    }
+
+    #[test]
+    fn completion_names() {
+        let names = command_names();
+        for name in ["stop", "info", "i", "x", "set", "step", "finish", "bt"] {
+            assert!(names.contains(&name), "{name}");
+        }
+        assert!(!names.contains(&"up") || names.iter().filter(|n| **n == "up").count() == 1);
+        assert!(names.windows(2).all(|w| w[0] < w[1]));
+    }
+}
