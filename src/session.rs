@@ -1,0 +1,1147 @@
+//! A debugging session: executes parsed commands against the engine and
+//! prints what happened, in dbx's formats.
+
+use crate::format::{self, Sources};
+use anyhow::{anyhow, bail, Context as _, Result};
+use commands::{
+    BreakpointSpec, Command, Delivery, ListTarget, Location, PrintSpec, Redirects, Selection,
+    SignalCommand, SignalFilter,
+};
+use debugger::breakpoints::{Action, LocationSpec};
+use debugger::engine::{Debugger, Notice, Stop, StopReason};
+use debugger::expr::{self, EvalContext};
+use debugger::inferior::{LaunchSpec, StopCause};
+use debugger::signals::{signal_description, signal_name, Disposition};
+use debugger::stepping::StepKind;
+use debugger::value::Value;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// Words offered by Tab completion.
+#[derive(Default)]
+pub struct CompletionWords {
+    pub commands: Vec<String>,
+    pub functions: Vec<String>,
+    pub files: Vec<String>,
+}
+
+/// A `when` body: the text for `status` and the commands to run.
+struct WhenBody {
+    text: String,
+    commands: Vec<Command>,
+}
+
+pub struct Session {
+    dbg: Debugger,
+    sources: Sources,
+    when_bodies: Vec<WhenBody>,
+    quit: bool,
+    /// gdb's value history: `$1`, `$2`...
+    history: Vec<Value>,
+    /// Where `list` with no argument continues.
+    list_cursor: Option<(PathBuf, String, u32)>,
+    args: Vec<String>,
+    redirects: Redirects,
+    completion: Option<Rc<CompletionWords>>,
+}
+
+impl Session {
+    pub fn new() -> Result<Session> {
+        Ok(Session {
+            dbg: Debugger::new()?,
+            sources: Sources::default(),
+            when_bodies: Vec::new(),
+            quit: false,
+            history: Vec::new(),
+            list_cursor: None,
+            args: Vec::new(),
+            redirects: Redirects::default(),
+            completion: None,
+        })
+    }
+
+    pub fn load_program(&mut self, program: &str, args: &[String]) -> Result<()> {
+        let path = find_program(program)?;
+        self.dbg.load(&path)?;
+        self.args = args.to_vec();
+        self.completion = None;
+        Ok(())
+    }
+
+    pub fn quit_requested(&self) -> bool {
+        self.quit
+    }
+
+    /// Leaves nothing behind: a process we started is killed.
+    pub fn shutdown(&mut self) {
+        if self.dbg.is_running() {
+            self.dbg.kill();
+        }
+    }
+
+    pub fn completion_words(&mut self) -> Rc<CompletionWords> {
+        if let Some(words) = &self.completion {
+            return words.clone();
+        }
+        let mut words = CompletionWords {
+            commands: commands::command_names()
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            ..Default::default()
+        };
+        if let Some(main) = self.dbg.objects.main() {
+            words.functions = main.file.function_names();
+            words.files = main
+                .file
+                .source_files()
+                .iter()
+                .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect();
+        }
+        let words = Rc::new(words);
+        self.completion = Some(words.clone());
+        words
+    }
+
+    pub fn run_script(&mut self, path: &Path) {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                for line in text.lines() {
+                    self.execute_line(line);
+                    if self.quit {
+                        break;
+                    }
+                }
+            }
+            Err(e) => eprintln!("rdbx: {}: {e}", path.display()),
+        }
+    }
+
+    /// Parses and runs one line; errors are printed as one line.
+    pub fn execute_line(&mut self, line: &str) {
+        let command = match commands::parse(line) {
+            Ok(command) => command,
+            Err(e) => {
+                eprintln!("rdbx: {e}");
+                return;
+            }
+        };
+        if let Err(e) = self.execute(command) {
+            eprintln!("rdbx: {e:#}");
+        }
+        self.print_notices();
+    }
+
+    fn execute(&mut self, command: Command) -> Result<()> {
+        match command {
+            Command::Nothing => Ok(()),
+            Command::Run { args, redirects } => {
+                if let Some(args) = args {
+                    self.args = args;
+                    self.redirects = redirects;
+                }
+                self.start_and_run()
+            }
+            Command::Rerun { args, redirects } => {
+                self.args = args;
+                self.redirects = redirects;
+                self.start_and_run()
+            }
+            Command::Kill => {
+                let pid = self.dbg.process()?.pid;
+                self.dbg.kill();
+                println!("process {pid} killed");
+                Ok(())
+            }
+            Command::Quit => {
+                self.quit = true;
+                Ok(())
+            }
+            Command::Attach { .. } | Command::Detach => {
+                bail!("attach and detach are not available yet")
+            }
+            Command::Stop(spec) => self.add_breakpoint(spec, Action::Stop),
+            Command::When {
+                spec,
+                body_text,
+                body,
+            } => {
+                self.when_bodies.push(WhenBody {
+                    text: body_text,
+                    commands: body,
+                });
+                let index = self.when_bodies.len() - 1;
+                self.add_breakpoint(spec, Action::When(index))
+            }
+            Command::Status => {
+                self.status();
+                Ok(())
+            }
+            Command::Delete(selection) => self.delete(selection),
+            Command::Clear(location) => self.clear(location),
+            Command::IgnoreCount { id, count } => {
+                let bp = self
+                    .dbg
+                    .breakpoints
+                    .user
+                    .get_mut(&id)
+                    .ok_or_else(|| anyhow!("no breakpoint ({id})"))?;
+                bp.count = Some(bp.hits + u64::from(count) + 1);
+                println!("will ignore next {count} crossings of breakpoint ({id})");
+                Ok(())
+            }
+            Command::Condition { id, condition } => {
+                let bp = self
+                    .dbg
+                    .breakpoints
+                    .user
+                    .get_mut(&id)
+                    .ok_or_else(|| anyhow!("no breakpoint ({id})"))?;
+                if let Some(text) = &condition {
+                    expr::parse(text)?;
+                }
+                bp.condition = condition;
+                Ok(())
+            }
+            Command::Enable(selection) => self.set_enabled(selection, true),
+            Command::Disable(selection) => self.set_enabled(selection, false),
+            Command::Continue { count, signal } => self.cont(count, signal),
+            Command::Step { count } => self.repeat(count, |s| s.step(StepKind::Into)),
+            Command::Next { count } => self.repeat(count, |s| s.step(StepKind::Over)),
+            Command::StepUp => self.step_up(),
+            Command::StepInstruction { count } => self.repeat(count, |s| s.step_instruction(false)),
+            Command::NextInstruction { count } => self.repeat(count, |s| s.step_instruction(true)),
+            Command::Where { depth } => self.where_(depth.map(|d| d as usize)),
+            Command::Up { count } => self.move_frame(self.dbg.selected_frame as i64 + i64::from(count)),
+            Command::Down { count } => self.move_frame(self.dbg.selected_frame as i64 - i64::from(count)),
+            Command::Frame { number } => match number {
+                Some(n) => self.move_frame(i64::from(n) - 1),
+                None => self.move_frame(self.dbg.selected_frame as i64),
+            },
+            Command::Threads => self.threads(),
+            Command::Thread { id } => self.select_thread(id),
+            Command::Registers { names } => self.registers(&names),
+            Command::List(target) => self.list(target),
+            Command::Disassemble {
+                start,
+                count,
+                gdb_style,
+            } => self.disassemble(start, count, gdb_style),
+            Command::LoadObjects => {
+                self.load_objects();
+                Ok(())
+            }
+            Command::Print(spec) => self.print(spec),
+            Command::Whatis(text) | Command::Ptype(text) => {
+                let value = self.evaluate(&text)?;
+                println!("type = {}", value.type_name());
+                Ok(())
+            }
+            Command::Display { .. } | Command::Undisplay(_) | Command::Assign { .. } => {
+                bail!("this command arrives with data inspection; not available yet")
+            }
+            Command::Signals(command) => self.signals(command),
+            Command::Help(topic) => {
+                match topic {
+                    None => print!("{}", commands::help_summary()),
+                    Some(topic) => match commands::help_for(&topic) {
+                        Some(text) => println!("{text}"),
+                        None => bail!("no help for \"{topic}\""),
+                    },
+                }
+                Ok(())
+            }
+            Command::Source(file) => {
+                self.run_script(Path::new(&file));
+                Ok(())
+            }
+            Command::Collector(_) => bail!("the collector is not available yet"),
+            Command::Analyze(_) => bail!("the analyzer is not available yet"),
+        }
+    }
+
+    fn print_notices(&mut self) {
+        while let Some(notice) = self.dbg.notices.pop_front() {
+            match notice {
+                Notice::NewThread { number, tid } => println!("[New thread t@{number} (lwp {tid})]"),
+                Notice::ThreadExited { number, tid } => {
+                    println!("[Thread t@{number} (lwp {tid}) exited]")
+                }
+                Notice::ForkDetached { child } => {
+                    println!("[Detaching after fork from child process {child}]")
+                }
+                Notice::Exec { path } => println!(
+                    "[process {} is executing new program: {}]",
+                    self.dbg.process.as_ref().map(|p| p.pid).unwrap_or(0),
+                    path.display()
+                ),
+                Notice::BreakpointResolved { id } => {
+                    if let Some(bp) = self.dbg.breakpoints.user.get(&id) {
+                        let addresses: Vec<String> =
+                            bp.addresses.iter().map(|a| format!("0x{a:x}")).collect();
+                        println!("breakpoint ({id}) resolved at {}", addresses.join(", "));
+                    }
+                }
+                Notice::Warning(text) => eprintln!("rdbx: warning: {text}"),
+            }
+        }
+    }
+
+    // ----- running -----------------------------------------------------
+
+    fn start_and_run(&mut self) -> Result<()> {
+        let program = self
+            .dbg
+            .program
+            .clone()
+            .ok_or_else(|| anyhow!("no program to run; give one on the command line"))?;
+        let spec = LaunchSpec {
+            program: program.clone(),
+            args: self.args.clone(),
+            stdin: self.redirects.stdin.as_ref().map(PathBuf::from),
+            stdout: self.redirects.stdout.as_ref().map(PathBuf::from),
+            append_stdout: self.redirects.append,
+            env: Vec::new(),
+        };
+        let pid = self.dbg.start(spec)?;
+        let mut shown = program.display().to_string();
+        for arg in &self.args {
+            shown.push(' ');
+            shown.push_str(arg);
+        }
+        println!("Running: {shown}");
+        println!("(process id {pid})");
+        self.print_notices();
+        self.resume(|dbg, conditions| dbg.cont(conditions))
+    }
+
+    fn cont(&mut self, count: Option<u32>, signal: Delivery) -> Result<()> {
+        let tid = self.dbg.current_tid;
+        let process = self.dbg.process_mut()?;
+        if let Some(thread) = process.thread_mut(tid) {
+            match signal {
+                Delivery::Pending => {}
+                Delivery::Cancel => thread.pending_signal = 0,
+                Delivery::Signal(sig) => thread.pending_signal = sig.number(),
+            }
+        }
+        if let Some(n) = count.filter(|&n| n > 1) {
+            // gdb: ignore the breakpoint we are at N-1 more times.
+            if let Some(bp) = self.breakpoints_at_pc().into_iter().next() {
+                if let Some(bp) = self.dbg.breakpoints.user.get_mut(&bp) {
+                    bp.count = Some(bp.hits + u64::from(n));
+                }
+            }
+        }
+        self.resume(|dbg, conditions| dbg.cont(conditions))
+    }
+
+    fn breakpoints_at_pc(&self) -> Vec<u32> {
+        let Ok(pc) = self.dbg.process().and_then(|p| p.pc(self.dbg.current_tid)) else {
+            return Vec::new();
+        };
+        self.dbg
+            .breakpoints
+            .user
+            .values()
+            .filter(|b| b.addresses.contains(&pc))
+            .map(|b| b.id)
+            .collect()
+    }
+
+    fn step(&mut self, kind: StepKind) -> Result<()> {
+        self.resume(|dbg, conditions| dbg.step_line(kind, conditions))
+    }
+
+    fn step_instruction(&mut self, over: bool) -> Result<()> {
+        self.resume(|dbg, conditions| dbg.step_instruction(over, conditions))
+    }
+
+    fn step_up(&mut self) -> Result<()> {
+        let frame = self.dbg.selected_frame;
+        self.resume(|dbg, conditions| dbg.finish_frame(frame, conditions).map(|(stop, _)| stop))
+    }
+
+    fn repeat(&mut self, count: u32, mut once: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+        for _ in 0..count.max(1) {
+            once(self)?;
+            if !self.dbg.is_running() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the program with `how`, runs `when` bodies at their
+    /// breakpoints (resuming unless they say `stop`), and reports the stop.
+    fn resume(
+        &mut self,
+        mut how: impl FnMut(&mut Debugger, debugger::engine::ConditionEvaluator) -> debugger::Result<Stop>,
+    ) -> Result<()> {
+        self.dbg.process()?;
+        let mut run = |dbg: &mut Debugger| how(dbg, &evaluate_condition);
+        loop {
+            let stop = run(&mut self.dbg)?;
+            self.print_notices();
+            for (id, why) in self.dbg.take_condition_failures() {
+                eprintln!("rdbx: the condition of breakpoint ({id}) could not be evaluated: {why}");
+            }
+            if let StopReason::Breakpoint { ids } = &stop.reason {
+                if self.run_when_bodies(ids) {
+                    // Only `when` events, none of which asked to stop: go on.
+                    let resume = |dbg: &mut Debugger| dbg.cont(&evaluate_condition);
+                    run = Box::leak(Box::new(resume)) as &mut dyn FnMut(&mut Debugger) -> debugger::Result<Stop>;
+                    continue;
+                }
+            }
+            self.report_stop(&stop);
+            return Ok(());
+        }
+    }
+
+    /// Runs the bodies of the `when` breakpoints among `ids`. True when
+    /// the program should simply continue.
+    fn run_when_bodies(&mut self, ids: &[u32]) -> bool {
+        let mut keep_going = true;
+        for id in ids {
+            let action = self.dbg.breakpoints.user.get(id).map(|b| b.action.clone());
+            match action {
+                Some(Action::When(index)) => {
+                    let body = self.when_bodies[index].commands.clone();
+                    for command in body {
+                        if is_stop_request(&command) {
+                            keep_going = false;
+                            continue;
+                        }
+                        if resumes_program(&command) {
+                            eprintln!("rdbx: commands that resume the program are not allowed in a when body");
+                            continue;
+                        }
+                        if let Err(e) = self.execute(command) {
+                            eprintln!("rdbx: {e:#}");
+                        }
+                    }
+                }
+                _ => keep_going = false,
+            }
+        }
+        keep_going
+    }
+
+    fn report_stop(&mut self, stop: &Stop) {
+        match &stop.reason {
+            StopReason::Exited { code } => {
+                println!("execution completed, exit code is {code}");
+                return;
+            }
+            StopReason::Killed { signal } => {
+                println!("program terminated by signal {}", format::signal_text(*signal));
+                return;
+            }
+            StopReason::Finished {
+                function,
+                value: Some(value),
+            } => println!("{function} returns {value}"),
+            _ => {}
+        }
+        let (place, source) = self.describe_current_stop();
+        match &stop.reason {
+            StopReason::Signal { signal } => {
+                println!("signal {} {place}", format::signal_text(*signal))
+            }
+            _ => println!("stopped {place}"),
+        }
+        if let Some(line) = source {
+            println!("{line}");
+        }
+    }
+
+    /// `in main at line 5 in file "t.c"` and the source line, for the
+    /// innermost frame of the current thread.
+    fn describe_current_stop(&mut self) -> (String, Option<String>) {
+        let frame = self
+            .dbg
+            .backtrace(self.dbg.current_tid, 8)
+            .ok()
+            .and_then(|frames| frames.into_iter().next());
+        let Some(frame) = frame else {
+            return ("at an unknown location".into(), None);
+        };
+        describe_frame(&mut self.sources, &frame)
+    }
+
+    // ----- breakpoints -------------------------------------------------
+
+    fn location_spec(&self, location: Location) -> Result<LocationSpec> {
+        Ok(match location {
+            Location::Function(name) => LocationSpec::Function(name),
+            Location::FunctionInFile { function, .. } => LocationSpec::Function(function),
+            Location::Line { file, line } => LocationSpec::Line { file, line },
+            Location::Address(text) => LocationSpec::Address(self.evaluate_address(&text)?),
+        })
+    }
+
+    fn evaluate_address(&self, text: &str) -> Result<u64> {
+        let value = self.evaluate(text)?;
+        value
+            .as_integer()
+            .map(|v| v as u64)
+            .ok_or_else(|| anyhow!("\"{text}\" is not an address"))
+    }
+
+    fn add_breakpoint(&mut self, spec: BreakpointSpec, action: Action) -> Result<()> {
+        if let Some(condition) = &spec.condition {
+            expr::parse(condition)?;
+        }
+        let location = self.location_spec(spec.location)?;
+        let id = self.dbg.add_breakpoint(
+            location.clone(),
+            spec.condition,
+            spec.count.map(u64::from),
+            spec.temporary,
+            action,
+        )?;
+        let bp = &self.dbg.breakpoints.user[&id];
+        if let (LocationSpec::Line { line, .. }, Some(moved)) = (&location, bp.resolved_line) {
+            println!("line {line} has no code; using line {moved}");
+        }
+        println!("{}", format::breakpoint_description(bp, &self.when_texts()));
+        if bp.is_pending() {
+            let what = match &location {
+                LocationSpec::Function(name) => format!("no function \"{name}\""),
+                LocationSpec::Line { file, line } => format!(
+                    "no code for \"{}\":{line}",
+                    file.clone().unwrap_or_default()
+                ),
+                LocationSpec::Address(a) => format!("no code at 0x{a:x}"),
+            };
+            eprintln!(
+                "rdbx: warning: {what} in the loaded objects; breakpoint ({id}) is pending until a library defines it"
+            );
+        }
+        Ok(())
+    }
+
+    fn when_texts(&self) -> Vec<String> {
+        self.when_bodies.iter().map(|b| b.text.clone()).collect()
+    }
+
+    fn status(&self) {
+        let texts = self.when_texts();
+        for bp in self.dbg.breakpoints.user.values() {
+            let mut line = format::breakpoint_description(bp, &texts);
+            line += &format!("  [hits: {}]", bp.hits);
+            if bp.is_pending() {
+                line += "  [pending]";
+            }
+            if !bp.enabled {
+                line += "  [disabled]";
+            }
+            println!("{line}");
+        }
+    }
+
+    fn selected_ids(&self, selection: &Selection) -> Result<Vec<u32>> {
+        match selection {
+            Selection::All => Ok(self.dbg.breakpoints.user.keys().copied().collect()),
+            Selection::Ids(ids) => {
+                for id in ids {
+                    if !self.dbg.breakpoints.user.contains_key(id) {
+                        bail!("no breakpoint ({id})");
+                    }
+                }
+                Ok(ids.clone())
+            }
+        }
+    }
+
+    fn delete(&mut self, selection: Selection) -> Result<()> {
+        for id in self.selected_ids(&selection)? {
+            self.dbg.delete_breakpoint(id)?;
+        }
+        Ok(())
+    }
+
+    fn set_enabled(&mut self, selection: Selection, enabled: bool) -> Result<()> {
+        for id in self.selected_ids(&selection)? {
+            if let Some(bp) = self.dbg.breakpoints.user.get_mut(&id) {
+                bp.enabled = enabled;
+            }
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self, location: Option<Location>) -> Result<()> {
+        let addresses: Vec<u64> = match location {
+            Some(location) => {
+                let spec = self.location_spec(location)?;
+                self.dbg.resolve(&spec)?.0
+            }
+            None => {
+                let frame = self.dbg.selected_frame()?;
+                let span = self
+                    .dbg
+                    .objects
+                    .object_at(frame.pc)
+                    .and_then(|o| {
+                        o.file
+                            .line_range_at(o.file_address(frame.pc))
+                            .map(|r| (o.runtime_address(r.start), o.runtime_address(r.end)))
+                    })
+                    .unwrap_or((frame.pc, frame.pc + 1));
+                (span.0..span.1).collect()
+            }
+        };
+        let ids: Vec<u32> = self
+            .dbg
+            .breakpoints
+            .user
+            .values()
+            .filter(|b| b.addresses.iter().any(|a| addresses.contains(a)))
+            .map(|b| b.id)
+            .collect();
+        if ids.is_empty() {
+            bail!("no breakpoint there");
+        }
+        for id in ids {
+            self.dbg.delete_breakpoint(id)?;
+            println!("deleted breakpoint ({id})");
+        }
+        Ok(())
+    }
+
+    // ----- stack and threads -------------------------------------------
+
+    fn where_(&mut self, depth: Option<usize>) -> Result<()> {
+        let frames = self
+            .dbg
+            .backtrace(self.dbg.current_tid, depth.unwrap_or(usize::MAX))?;
+        for (index, frame) in frames.iter().enumerate() {
+            let marker = if index == self.dbg.selected_frame { "=>" } else { "  " };
+            let args = self.dbg.frame_arguments(frame);
+            println!("{marker}[{}] {}", index + 1, format::frame_line(frame, &args));
+        }
+        Ok(())
+    }
+
+    fn move_frame(&mut self, target: i64) -> Result<()> {
+        if target < 0 {
+            bail!("already at the innermost frame");
+        }
+        let frames = self.dbg.backtrace(self.dbg.current_tid, target as usize + 1)?;
+        let Some(frame) = frames.get(target as usize) else {
+            bail!("already at the outermost frame");
+        };
+        self.dbg.selected_frame = target as usize;
+        let args = self.dbg.frame_arguments(frame);
+        println!("=>[{}] {}", target + 1, format::frame_line(frame, &args));
+        if let Some(location) = &frame.location {
+            if let Some(text) = self.sources.line(&location.full_path, location.line) {
+                println!("{}", format::source_line(location.line, &text));
+            }
+        }
+        Ok(())
+    }
+
+    fn threads(&mut self) -> Result<()> {
+        let process = self.dbg.process()?;
+        let threads: Vec<_> = process.threads.values().cloned().collect();
+        for thread in threads {
+            let marker = if thread.tid == self.dbg.current_tid { "=> " } else { "   " };
+            let state = match thread.cause {
+                StopCause::Breakpoint => "breakpoint".to_string(),
+                StopCause::Signal(sig) => format!("signal {}", signal_name(sig)),
+                StopCause::Step => "step".to_string(),
+                StopCause::Stopped => "stopped".to_string(),
+            };
+            let frame = self
+                .dbg
+                .backtrace(thread.tid, 1)
+                .ok()
+                .and_then(|f| f.into_iter().next());
+            let place = match &frame {
+                Some(frame) => {
+                    let name = frame.function.clone().unwrap_or_else(|| "??".into());
+                    match &frame.location {
+                        Some(l) => format!(
+                            "in {name}() at line {} in \"{}\"",
+                            l.line,
+                            format::file_name(l)
+                        ),
+                        None => format!("in {name}() at 0x{:x}", frame.pc),
+                    }
+                }
+                None => String::new(),
+            };
+            println!(
+                "{marker}t@{} (lwp {}) {state} {place}",
+                thread.number, thread.tid
+            );
+        }
+        Ok(())
+    }
+
+    fn select_thread(&mut self, number: u32) -> Result<()> {
+        let tid = self
+            .dbg
+            .process()?
+            .thread_by_number(number)
+            .map(|t| t.tid)
+            .ok_or_else(|| anyhow!("no thread t@{number}"))?;
+        self.dbg.current_tid = tid;
+        self.dbg.selected_frame = 0;
+        let (place, source) = self.describe_current_stop();
+        println!("t@{number} (lwp {tid}) {place}");
+        if let Some(line) = source {
+            println!("{line}");
+        }
+        Ok(())
+    }
+
+    fn registers(&self, names: &[String]) -> Result<()> {
+        let regs = self.dbg.process()?.regs(self.dbg.current_tid)?;
+        let frame_regs = if self.dbg.selected_frame > 0 {
+            Some(self.dbg.selected_frame()?.regs)
+        } else {
+            None
+        };
+        let value_of = |name: &str| -> Option<u64> {
+            if let Some(unwound) = &frame_regs {
+                if let Some(n) = debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
+                    return unwound.regs[n];
+                }
+            }
+            debugger::regs::get(&regs, name)
+        };
+        let names: Vec<String> = if names.is_empty() {
+            debugger::regs::GENERAL_REGISTERS
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        } else {
+            names.to_vec()
+        };
+        for name in names {
+            match value_of(&name) {
+                Some(value) => println!("{}", format::register_line(&name, value)),
+                None => bail!("no register named \"{name}\""),
+            }
+        }
+        Ok(())
+    }
+
+    // ----- source and code ---------------------------------------------
+
+    fn list(&mut self, target: ListTarget) -> Result<()> {
+        let (path, name, center) = match target {
+            ListTarget::Next => match self.list_cursor.clone() {
+                Some((path, name, next)) => (path, name, next + 5),
+                None => self.default_list_position()?,
+            },
+            ListTarget::Previous => match self.list_cursor.clone() {
+                Some((path, name, next)) => (path, name, next.saturating_sub(15).max(6)),
+                None => self.default_list_position()?,
+            },
+            ListTarget::Around(location) => self.list_position(location)?,
+            ListTarget::Range { file, first, last } => {
+                let (path, name, _) = match file {
+                    Some(file) => self.list_position(Location::Line {
+                        file: Some(file),
+                        line: first,
+                    })?,
+                    None => self.default_list_position()?,
+                };
+                return self.list_lines(path, name, first, last);
+            }
+        };
+        let first = center.saturating_sub(5).max(1);
+        self.list_lines(path, name, first, first + 9)
+    }
+
+    fn list_lines(&mut self, path: PathBuf, name: String, first: u32, last: u32) -> Result<()> {
+        let lines = self
+            .sources
+            .lines(&path)
+            .ok_or_else(|| anyhow!("cannot read source file \"{}\"", path.display()))?
+            .clone();
+        if first as usize > lines.len() {
+            bail!("line {first} is past the end of \"{name}\" ({} lines)", lines.len());
+        }
+        let last = (last as usize).min(lines.len());
+        for number in first as usize..=last {
+            println!("{}", format::source_line(number as u32, &lines[number - 1]));
+        }
+        self.list_cursor = Some((path, name, last as u32 + 1 + 4));
+        Ok(())
+    }
+
+    fn default_list_position(&mut self) -> Result<(PathBuf, String, u32)> {
+        if self.dbg.is_running() {
+            if let Ok(frame) = self.dbg.selected_frame() {
+                if let Some(l) = frame.location {
+                    return Ok((l.full_path.clone(), format::file_name(&l), l.line));
+                }
+            }
+        }
+        self.list_position(Location::Function("main".into()))
+    }
+
+    fn list_position(&mut self, location: Location) -> Result<(PathBuf, String, u32)> {
+        match location {
+            Location::Function(name) | Location::FunctionInFile { function: name, .. } => {
+                for object in &self.dbg.objects.list {
+                    if let Some(f) = object.file.find_functions(&name).into_iter().next() {
+                        let location = object
+                            .file
+                            .location_at(f.low_pc)
+                            .or(f.location)
+                            .ok_or_else(|| anyhow!("function \"{name}\" has no line information"))?;
+                        return Ok((location.full_path.clone(), format::file_name(&location), location.line));
+                    }
+                }
+                bail!("no function named \"{name}\"")
+            }
+            Location::Line { file, line } => {
+                let spec = LocationSpec::Line { file: file.clone(), line };
+                let file_text = match file {
+                    Some(f) => f,
+                    None => self
+                        .dbg
+                        .default_source_file()
+                        .ok_or_else(|| anyhow!("no default source file"))?,
+                };
+                for object in &self.dbg.objects.list {
+                    if let Ok(found) = object.file.lines_for(&file_text, 1) {
+                        let full = object
+                            .file
+                            .source_files()
+                            .into_iter()
+                            .find(|p| p.ends_with(&found.file) || *p == found.file)
+                            .unwrap_or(found.file.clone());
+                        return Ok((full, found.file.display().to_string(), line));
+                    }
+                }
+                let _ = spec;
+                bail!("no source file named \"{file_text}\"")
+            }
+            Location::Address(text) => {
+                let address = self.evaluate_address(&text)?;
+                let location = self
+                    .dbg
+                    .objects
+                    .symbolize(address)
+                    .location
+                    .ok_or_else(|| anyhow!("no line information for 0x{address:x}"))?;
+                Ok((location.full_path.clone(), format::file_name(&location), location.line))
+            }
+        }
+    }
+
+    fn disassemble(&mut self, start: Option<Location>, count: Option<u32>, gdb_style: bool) -> Result<()> {
+        let pc = self
+            .dbg
+            .process()
+            .ok()
+            .and_then(|_| self.dbg.selected_frame().ok())
+            .map(|f| f.pc);
+        let (address, end) = match start {
+            None => {
+                let pc = pc.ok_or_else(|| anyhow!("no process; say which function or address to disassemble"))?;
+                if gdb_style {
+                    self.function_bounds(pc).map(|(s, e)| (s, Some(e))).unwrap_or((pc, None))
+                } else {
+                    (pc, None)
+                }
+            }
+            Some(Location::Function(name)) | Some(Location::FunctionInFile { function: name, .. }) => {
+                let (low, high) = self.function_range(&name)?;
+                (low, if count.is_none() { Some(high) } else { None })
+            }
+            Some(Location::Address(text)) => (self.evaluate_address(&text)?, None),
+            Some(location @ Location::Line { .. }) => {
+                let spec = self.location_spec(location)?;
+                let addresses = self.dbg.resolve(&spec)?.0;
+                (*addresses.first().ok_or_else(|| anyhow!("no code there"))?, None)
+            }
+        };
+        let count = count.unwrap_or(if end.is_some() { u32::MAX } else { 10 }) as usize;
+        let mut bytes = vec![0u8; end.map(|e| (e - address) as usize).unwrap_or(count * 15).min(1 << 20)];
+        let n = if self.dbg.is_running() {
+            let process = self.dbg.process()?;
+            self.dbg.breakpoints.read_code(&process.memory, address, &mut bytes)
+        } else {
+            self.read_file_code(address, &mut bytes)
+        };
+        if n == 0 {
+            bail!("cannot access memory at 0x{address:x}");
+        }
+        let instructions = self.dbg.disassembler().decode(&bytes[..n], address, count);
+        if instructions.is_empty() {
+            bail!("cannot disassemble at 0x{address:x}");
+        }
+        for insn in instructions {
+            let marker = if Some(insn.address) == pc { "=> " } else { "   " };
+            let label = self.symbol_label(insn.address);
+            let mut operands = insn.operands.clone();
+            if let Some(target) = insn.branch_target {
+                let target_label = self.symbol_label(target);
+                if !target_label.is_empty() {
+                    operands = format!("{operands} {target_label}");
+                }
+            }
+            println!(
+                "{marker}0x{:016x} {label}:\t{:<6} {operands}",
+                insn.address, insn.mnemonic
+            );
+        }
+        Ok(())
+    }
+
+    /// `<main+4>` for an address, empty if no symbol covers it.
+    fn symbol_label(&self, address: u64) -> String {
+        let symbolized = self.dbg.objects.symbolize(address);
+        match symbolized.function {
+            Some(name) if symbolized.offset == 0 => format!("<{name}>"),
+            Some(name) => format!("<{name}+{}>", symbolized.offset),
+            None => String::new(),
+        }
+    }
+
+    fn function_bounds(&self, pc: u64) -> Option<(u64, u64)> {
+        let object = self.dbg.objects.object_at(pc)?;
+        let f = object.file.function_at(object.file_address(pc))?;
+        Some((object.runtime_address(f.low_pc), object.runtime_address(f.high_pc)))
+    }
+
+    fn function_range(&self, name: &str) -> Result<(u64, u64)> {
+        for object in &self.dbg.objects.list {
+            if let Some(f) = object.file.find_functions(name).into_iter().next() {
+                return Ok((object.runtime_address(f.low_pc), object.runtime_address(f.high_pc)));
+            }
+            if let Some(s) = object.file.lookup_symbol(name).into_iter().find(|s| s.is_function) {
+                let start = object.runtime_address(s.address);
+                return Ok((start, start + s.size.max(1)));
+            }
+        }
+        bail!("no function named \"{name}\"")
+    }
+
+    /// Code bytes from the executable file, before the program runs.
+    fn read_file_code(&self, address: u64, buf: &mut [u8]) -> usize {
+        let Some(main) = self.dbg.objects.main() else {
+            return 0;
+        };
+        let data = main.file.elf_bytes();
+        for segment in main.file.segments() {
+            if address >= segment.vaddr && address < segment.vaddr + segment.filesz {
+                let offset = (segment.offset + address - segment.vaddr) as usize;
+                let available = (segment.vaddr + segment.filesz - address) as usize;
+                let n = buf.len().min(available).min(data.len().saturating_sub(offset));
+                buf[..n].copy_from_slice(&data[offset..offset + n]);
+                return n;
+            }
+        }
+        0
+    }
+
+    fn load_objects(&self) {
+        for object in &self.dbg.objects.list {
+            let debug = if object.file.has_debug_info() { "" } else { "  (no debug info)" };
+            println!("0x{:016x}  {}{debug}", object.start, object.path.display());
+        }
+    }
+
+    // ----- data --------------------------------------------------------
+
+    fn evaluate(&self, text: &str) -> Result<Value> {
+        let expr = expr::parse(text)?;
+        Ok(expr::evaluate(&expr, &SessionEval { dbg: &self.dbg })?)
+    }
+
+    fn print(&mut self, spec: PrintSpec) -> Result<()> {
+        let value = self.evaluate(&spec.expr)?;
+        let shown = match spec.format {
+            Some(letter) => format_with(&value, letter)?,
+            None => value.to_string(),
+        };
+        if spec.gdb_style {
+            self.history.push(value);
+            println!("${} = {shown}", self.history.len());
+        } else {
+            println!("{} = {shown}", spec.expr.trim());
+        }
+        Ok(())
+    }
+
+    fn signals(&mut self, command: SignalCommand) -> Result<()> {
+        match command {
+            SignalCommand::Show(filter) => {
+                let list: Vec<i32> = match filter {
+                    SignalFilter::Caught => self.dbg.signals.caught(),
+                    SignalFilter::Ignored => self.dbg.signals.ignored(),
+                    SignalFilter::All => (1..65).collect(),
+                    SignalFilter::Only(signals) => signals.iter().map(|s| s.number()).collect(),
+                };
+                match filter_kind(&list) {
+                    _ => {
+                        for signal in list {
+                            let d = self.dbg.signals.get(signal);
+                            println!(
+                                "{:<12}{:<6}{:<6}{}",
+                                signal_name(signal),
+                                if d.stop { "stop" } else { "" },
+                                if d.pass { "pass" } else { "" },
+                                signal_description(signal)
+                            );
+                        }
+                    }
+                }
+                Ok(())
+            }
+            SignalCommand::Set {
+                signals,
+                disposition,
+            } => {
+                for signal in signals {
+                    let current = self.dbg.signals.get(signal.number());
+                    let stop = disposition.stop.unwrap_or(current.stop);
+                    let pass = disposition.pass.unwrap_or(current.pass);
+                    self.dbg.signals.set(signal.number(), Disposition { stop, pass });
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn filter_kind(_: &[i32]) {}
+
+/// `in main at line 5 in file "t.c"` and the formatted source line.
+fn describe_frame(sources: &mut Sources, frame: &debugger::stack::StackFrame) -> (String, Option<String>) {
+    let function = frame.function.clone();
+    match (&function, &frame.location) {
+        (Some(name), Some(location)) => {
+            let place = format!(
+                "in {name} at line {} in file \"{}\"",
+                location.line,
+                format::file_name(location)
+            );
+            let source = sources
+                .line(&location.full_path, location.line)
+                .map(|text| format::source_line(location.line, &text));
+            (place, source)
+        }
+        (Some(name), None) => (format!("in {name} at 0x{:x}", frame.pc), None),
+        (None, _) => (format!("at 0x{:x}", frame.pc), None),
+    }
+}
+
+/// dbx's bare `stop` inside a `when` body.
+fn is_stop_request(command: &Command) -> bool {
+    matches!(command, Command::Stop(spec) if matches!(&spec.location, Location::Function(f) if f.is_empty()))
+}
+
+fn resumes_program(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Run { .. }
+            | Command::Rerun { .. }
+            | Command::Continue { .. }
+            | Command::Step { .. }
+            | Command::Next { .. }
+            | Command::StepUp
+            | Command::StepInstruction { .. }
+            | Command::NextInstruction { .. }
+            | Command::Kill
+    )
+}
+
+/// gdb's print formats: x d u o t c.
+fn format_with(value: &Value, letter: char) -> Result<String> {
+    let Some(raw) = value.as_integer() else {
+        return Ok(value.to_string());
+    };
+    let size = match value {
+        Value::Integer { size, .. } | Value::Char { size, .. } | Value::Float { size, .. } => *size,
+        _ => 8,
+    };
+    let mask: u128 = if size >= 16 { u128::MAX } else { (1u128 << (size as u32 * 8)) - 1 };
+    let unsigned = (raw as u128) & mask;
+    Ok(match letter {
+        'x' => format!("0x{unsigned:x}"),
+        'o' => format!("0{unsigned:o}"),
+        't' => format!("{unsigned:b}"),
+        'd' => raw.to_string(),
+        'u' => unsigned.to_string(),
+        'c' => format!("{} {}", raw as i8, debugger::value::char_literal(raw as i64)),
+        'a' => format!("0x{unsigned:x}"),
+        other => bail!("format letter \"{other}\" is not supported here"),
+    })
+}
+
+/// Breakpoint conditions are evaluated in the stopped thread's innermost frame.
+fn evaluate_condition(dbg: &Debugger, text: &str) -> debugger::Result<bool> {
+    let expr = expr::parse(text)?;
+    let value = expr::evaluate(&expr, &SessionEval { dbg })?;
+    value
+        .is_true()
+        .ok_or_else(|| debugger::Error::Expression(format!("\"{text}\" is not a truth value")))
+}
+
+/// Expressions see the selected frame's variables, registers and memory.
+struct SessionEval<'a> {
+    dbg: &'a Debugger,
+}
+
+impl EvalContext for SessionEval<'_> {
+    fn variable(&self, name: &str) -> debugger::Result<Value> {
+        self.dbg.read_variable(name)
+    }
+
+    fn register(&self, name: &str) -> Option<Value> {
+        let frame = self.dbg.selected_frame().ok()?;
+        let value = match debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
+            Some(n) if self.dbg.selected_frame > 0 => frame.regs.regs[n]?,
+            _ => {
+                let regs = self.dbg.process().ok()?.regs(self.dbg.current_tid).ok()?;
+                debugger::regs::get(&regs, name)?
+            }
+        };
+        let pointer = matches!(name, "rip" | "pc" | "rsp" | "sp" | "rbp" | "fp");
+        Some(if pointer {
+            Value::Pointer {
+                address: value,
+                type_name: if name == "rip" || name == "pc" { "void (*)()" } else { "void *" }.into(),
+                detail: None,
+            }
+        } else {
+            Value::Integer {
+                value: i128::from(value as i64),
+                size: 8,
+                signed: true,
+                type_name: "long".into(),
+            }
+        })
+    }
+
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
+        self.dbg.read_memory(addr, buf)
+    }
+}
+
+/// The program as given, or found on PATH like a shell would.
+fn find_program(name: &str) -> Result<PathBuf> {
+    let path = PathBuf::from(name);
+    if name.contains('/') || path.exists() {
+        if !path.exists() {
+            bail!("{name}: No such file or directory");
+        }
+        return Ok(path);
+    }
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .with_context(|| format!("{name}: No such file or directory"))
+}
