@@ -126,7 +126,12 @@ impl CfiTable {
                 bases = bases.clone().set_eh_frame_hdr(address);
                 EhFrameHdr::new(data, LittleEndian).parse(&bases, 8).ok()
             });
-            EhFrameSource { section, bases, header, index: OnceLock::new() }
+            EhFrameSource {
+                section,
+                bases,
+                header,
+                index: OnceLock::new(),
+            }
         });
         let debug_file = debug.and_then(|bytes| object::File::parse(bytes).ok());
         let debug_frame = debug_file
@@ -136,9 +141,16 @@ impl CfiTable {
             .map(|(data, _)| {
                 let mut section = DebugFrame::new(data, LittleEndian);
                 section.set_address_size(8);
-                DebugFrameSource { section, bases: bases.clone(), index: OnceLock::new() }
+                DebugFrameSource {
+                    section,
+                    bases: bases.clone(),
+                    index: OnceLock::new(),
+                }
             });
-        Ok(CfiTable { eh_frame, debug_frame })
+        Ok(CfiTable {
+            eh_frame,
+            debug_frame,
+        })
     }
 
     /// True when the object has no call frame information at all.
@@ -154,13 +166,21 @@ impl CfiTable {
             }
         }
         let debug = self.debug_frame.as_ref()?;
-        let index = debug.index.get_or_init(|| build_index(&debug.section, &debug.bases));
+        let index = debug
+            .index
+            .get_or_init(|| build_index(&debug.section, &debug.bases));
         let span = find_span(index, address)?;
         let fde = debug
             .section
-            .fde_from_offset(&debug.bases, span.offset.into(), DebugFrame::cie_from_offset)
+            .fde_from_offset(
+                &debug.bases,
+                span.offset.into(),
+                DebugFrame::cie_from_offset,
+            )
             .ok()?;
-        let row = fde.unwind_info_for_address(&debug.section, &debug.bases, context, address).ok()?;
+        let row = fde
+            .unwind_info_for_address(&debug.section, &debug.bases, context, address)
+            .ok()?;
         Some(own_row(row, &fde, &debug.section))
     }
 }
@@ -169,17 +189,26 @@ impl EhFrameSource {
     fn recipe_for(&self, context: &mut Context, address: u64) -> Option<FrameRecipe> {
         let fde = match self.header.as_ref().and_then(|h| h.table()) {
             Some(table) => table
-                .fde_for_address(&self.section, &self.bases, address, EhFrame::cie_from_offset)
+                .fde_for_address(
+                    &self.section,
+                    &self.bases,
+                    address,
+                    EhFrame::cie_from_offset,
+                )
                 .ok()?,
             None => {
-                let index = self.index.get_or_init(|| build_index(&self.section, &self.bases));
+                let index = self
+                    .index
+                    .get_or_init(|| build_index(&self.section, &self.bases));
                 let span = find_span(index, address)?;
                 self.section
                     .fde_from_offset(&self.bases, span.offset.into(), EhFrame::cie_from_offset)
                     .ok()?
             }
         };
-        let row = fde.unwind_info_for_address(&self.section, &self.bases, context, address).ok()?;
+        let row = fde
+            .unwind_info_for_address(&self.section, &self.bases, context, address)
+            .ok()?;
         Some(own_row(row, &fde, &self.section))
     }
 }
@@ -227,36 +256,39 @@ fn own_row<S: UnwindSection<Slice>>(
 ) -> FrameRecipe {
     let expression = |e: &gimli::UnwindExpression<usize>| e.get(section).ok();
     let cfa = match row.cfa() {
-        CfaRule::RegisterAndOffset { register, offset } => {
-            CfaRecipe::RegisterOffset { register: register.0, offset: *offset }
-        }
+        CfaRule::RegisterAndOffset { register, offset } => CfaRecipe::RegisterOffset {
+            register: register.0,
+            offset: *offset,
+        },
         CfaRule::Expression(e) => match expression(e) {
             Some(e) => CfaRecipe::Expression(e),
             // An unreadable expression: a CFA that no register yields.
-            None => CfaRecipe::RegisterOffset { register: u16::MAX, offset: 0 },
+            None => CfaRecipe::RegisterOffset {
+                register: u16::MAX,
+                offset: 0,
+            },
         },
     };
-    let registers = row
-        .registers()
-        .map(|(Register(register), rule)| {
-            let recipe = match rule {
-                RegisterRule::Undefined => RegisterRecipe::Undefined,
-                RegisterRule::SameValue => RegisterRecipe::SameValue,
-                RegisterRule::Offset(n) => RegisterRecipe::AtCfaOffset(*n),
-                RegisterRule::ValOffset(n) => RegisterRecipe::CfaOffset(*n),
-                RegisterRule::Register(Register(r)) => RegisterRecipe::InRegister(*r),
-                RegisterRule::Expression(e) => {
-                    expression(e).map_or(RegisterRecipe::Undefined, RegisterRecipe::AtExpression)
-                }
-                RegisterRule::ValExpression(e) => {
-                    expression(e).map_or(RegisterRecipe::Undefined, RegisterRecipe::Expression)
-                }
-                RegisterRule::Constant(c) => RegisterRecipe::Constant(*c),
-                _ => RegisterRecipe::Undefined,
-            };
-            (*register, recipe)
-        })
-        .collect();
+    let registers =
+        row.registers()
+            .map(|(Register(register), rule)| {
+                let recipe = match rule {
+                    RegisterRule::Undefined => RegisterRecipe::Undefined,
+                    RegisterRule::SameValue => RegisterRecipe::SameValue,
+                    RegisterRule::Offset(n) => RegisterRecipe::AtCfaOffset(*n),
+                    RegisterRule::ValOffset(n) => RegisterRecipe::CfaOffset(*n),
+                    RegisterRule::Register(Register(r)) => RegisterRecipe::InRegister(*r),
+                    RegisterRule::Expression(e) => expression(e)
+                        .map_or(RegisterRecipe::Undefined, RegisterRecipe::AtExpression),
+                    RegisterRule::ValExpression(e) => {
+                        expression(e).map_or(RegisterRecipe::Undefined, RegisterRecipe::Expression)
+                    }
+                    RegisterRule::Constant(c) => RegisterRecipe::Constant(*c),
+                    _ => RegisterRecipe::Undefined,
+                };
+                (*register, recipe)
+            })
+            .collect();
     FrameRecipe {
         cfa,
         registers,

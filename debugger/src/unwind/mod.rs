@@ -129,8 +129,12 @@ pub fn unwind(
     });
     let mut context = Box::new(Context::new());
     while frames.len() < max_frames {
-        let Some(callee) = frames.last_mut() else { break };
-        let Some(step) = step(objects, memory, &mut context, callee) else { break };
+        let Some(callee) = frames.last_mut() else {
+            break;
+        };
+        let Some(step) = step(objects, memory, &mut context, callee) else {
+            break;
+        };
         callee.cfa = Some(step.cfa);
         let Some(caller) = step.caller else { break };
         if !plausible_caller(callee, &caller, step.method) {
@@ -166,9 +170,9 @@ fn step(
         return signal_step(memory, &frame.regs);
     }
     let lookup_pc = frame.lookup_pc();
-    let recipe = objects.cfi_for(lookup_pc).and_then(|(table, bias)| {
-        table.recipe_for(context, lookup_pc.wrapping_sub(bias))
-    });
+    let recipe = objects
+        .cfi_for(lookup_pc)
+        .and_then(|(table, bias)| table.recipe_for(context, lookup_pc.wrapping_sub(bias)));
     match recipe {
         Some(recipe) => cfi_step(memory, &frame.regs, &recipe),
         None => frame_pointer_step(memory, &frame.regs),
@@ -194,9 +198,9 @@ fn plausible_caller(callee: &Frame, caller: &UnwindRegs, method: UnwindMethod) -
 
 fn cfi_step(memory: &dyn UnwindMemory, regs: &UnwindRegs, recipe: &FrameRecipe) -> Option<Step> {
     let cfa = match &recipe.cfa {
-        CfaRecipe::RegisterOffset { register, offset } => {
-            regs.get(usize::from(*register))?.wrapping_add(*offset as u64)
-        }
+        CfaRecipe::RegisterOffset { register, offset } => regs
+            .get(usize::from(*register))?
+            .wrapping_add(*offset as u64),
         CfaRecipe::Expression(expression) => {
             evaluate(expression, recipe.encoding, regs, memory, None)?
         }
@@ -204,7 +208,11 @@ fn cfi_step(memory: &dyn UnwindMemory, regs: &UnwindRegs, recipe: &FrameRecipe) 
     let return_address_rule = recipe.register(recipe.return_address_register);
     if matches!(return_address_rule, RegisterRecipe::Undefined) {
         // DW_CFA_undefined rip: _start, clone, clone3 — the end of the stack.
-        return Some(Step { cfa, caller: None, method: UnwindMethod::Cfi });
+        return Some(Step {
+            cfa,
+            caller: None,
+            method: UnwindMethod::Cfi,
+        });
     }
     let mut caller = UnwindRegs::default();
     for register in 0..REGISTER_COUNT {
@@ -216,8 +224,15 @@ fn cfi_step(memory: &dyn UnwindMemory, regs: &UnwindRegs, recipe: &FrameRecipe) 
         };
         caller.set(register, value);
     }
-    caller.set(RIP, recover(return_address_rule, RIP, cfa, regs, memory, recipe.encoding));
-    Some(Step { cfa, caller: Some(caller), method: UnwindMethod::Cfi })
+    caller.set(
+        RIP,
+        recover(return_address_rule, RIP, cfa, regs, memory, recipe.encoding),
+    );
+    Some(Step {
+        cfa,
+        caller: Some(caller),
+        method: UnwindMethod::Cfi,
+    })
 }
 
 fn recover(
@@ -272,7 +287,9 @@ fn evaluate(
             }
             EvaluationResult::RequiresRegister { register, .. } => {
                 let value = regs.get(usize::from(register.0))?;
-                evaluation.resume_with_register(Value::Generic(value)).ok()?
+                evaluation
+                    .resume_with_register(Value::Generic(value))
+                    .ok()?
             }
             _ => return None,
         };
@@ -319,9 +336,16 @@ fn signal_step(memory: &dyn UnwindMemory, regs: &UnwindRegs) -> Option<Step> {
     let gregs = sp.wrapping_add(UCONTEXT_GREGS);
     let mut caller = UnwindRegs::default();
     for (index, register) in GREGS_DWARF.iter().enumerate() {
-        caller.set(*register, memory.read_u64(gregs.wrapping_add(8 * index as u64)));
+        caller.set(
+            *register,
+            memory.read_u64(gregs.wrapping_add(8 * index as u64)),
+        );
     }
-    Some(Step { cfa: sp, caller: Some(caller), method: UnwindMethod::SignalContext })
+    Some(Step {
+        cfa: sp,
+        caller: Some(caller),
+        method: UnwindMethod::SignalContext,
+    })
 }
 
 /// Largest believable distance from sp to rbp in a frame-pointer frame.
@@ -340,7 +364,11 @@ fn frame_pointer_step(memory: &dyn UnwindMemory, regs: &UnwindRegs) -> Option<St
     caller.set(RBP, Some(memory.read_u64(rbp)?));
     caller.set(RIP, Some(memory.read_u64(rbp + 8)?));
     caller.set(RSP, Some(cfa));
-    Some(Step { cfa, caller: Some(caller), method: UnwindMethod::FramePointer })
+    Some(Step {
+        cfa,
+        caller: Some(caller),
+        method: UnwindMethod::FramePointer,
+    })
 }
 
 #[cfg(test)]

@@ -24,8 +24,18 @@ pub(crate) fn compile(name: &str, source: &str, flags: &[&str]) -> PathBuf {
     let c_file = dir.join(format!("{name}.c"));
     std::fs::write(&c_file, source).unwrap();
     let binary = dir.join(name);
-    let output = Command::new("gcc").args(flags).arg("-o").arg(&binary).arg(&c_file).output().unwrap();
-    assert!(output.status.success(), "gcc failed: {}", String::from_utf8_lossy(&output.stderr));
+    let output = Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&binary)
+        .arg(&c_file)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "gcc failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     binary
 }
 
@@ -86,7 +96,10 @@ impl Tracee {
         MappedObjects::read(self.pid, &|_| None)
     }
 
-    pub(crate) fn objects_with_debug(&self, debug: &dyn Fn(&Path) -> Option<&'static [u8]>) -> MappedObjects {
+    pub(crate) fn objects_with_debug(
+        &self,
+        debug: &dyn Fn(&Path) -> Option<&'static [u8]>,
+    ) -> MappedObjects {
         MappedObjects::read(self.pid, debug)
     }
 }
@@ -121,7 +134,8 @@ pub(crate) struct MappedObjects {
 impl MappedObjects {
     fn read(pid: Pid, debug: &dyn Fn(&Path) -> Option<&'static [u8]>) -> MappedObjects {
         let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
-        let mut files: HashMap<PathBuf, Option<(&'static [u8], &'static CfiTable)>> = HashMap::new();
+        let mut files: HashMap<PathBuf, Option<(&'static [u8], &'static CfiTable)>> =
+            HashMap::new();
         let mut mappings = Vec::new();
         for line in maps.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
@@ -138,15 +152,27 @@ impl MappedObjects {
                 let table = CfiTable::new(bytes, debug(&path)).ok()?;
                 Some((bytes, &*Box::leak(Box::new(table))))
             });
-            let Some((bytes, table)) = loaded else { continue };
-            let Some(bias) = load_bias(bytes, start, offset) else { continue };
-            mappings.push(Mapping { start, end, bias, path, table });
+            let Some((bytes, table)) = loaded else {
+                continue;
+            };
+            let Some(bias) = load_bias(bytes, start, offset) else {
+                continue;
+            };
+            mappings.push(Mapping {
+                start,
+                end,
+                bias,
+                path,
+                table,
+            });
         }
         MappedObjects { mappings }
     }
 
     pub(crate) fn mapping_for(&self, address: u64) -> Option<&Mapping> {
-        self.mappings.iter().find(|m| m.start <= address && address < m.end)
+        self.mappings
+            .iter()
+            .find(|m| m.start <= address && address < m.end)
     }
 }
 
@@ -159,7 +185,10 @@ fn load_bias(elf: &[u8], start: u64, offset: u64) -> Option<u64> {
         let page_offset = file_offset & !0xfff;
         (page_offset <= offset && offset < file_offset + file_size.max(1)).then(|| {
             // The segment's first byte sits at vaddr; file offset `offset` at start.
-            start.wrapping_sub(segment.address()).wrapping_add(file_offset).wrapping_sub(offset)
+            start
+                .wrapping_sub(segment.address())
+                .wrapping_add(file_offset)
+                .wrapping_sub(offset)
         })
     })
 }
@@ -170,7 +199,7 @@ impl ObjectLookup for MappedObjects {
     }
 }
 
-/// The pcs of gdb's physical frames (inline frames skipped) at the
+/// The pcs of gdb's physical frames (inline and tail-call frames skipped) at the
 /// program's first SIGTRAP, with the whole stack shown (past main/entry).
 pub(crate) fn gdb_backtrace_pcs(binary: &Path) -> Vec<u64> {
     let script = binary.with_extension("gdb.py");
@@ -178,14 +207,19 @@ pub(crate) fn gdb_backtrace_pcs(binary: &Path) -> Vec<u64> {
         &script,
         "frame = gdb.newest_frame()\n\
          while frame is not None:\n\
-         \x20   if frame.type() != gdb.INLINE_FRAME:\n\
+         \x20   if frame.type() not in (gdb.INLINE_FRAME, gdb.TAILCALL_FRAME):\n\
          \x20       print('PC 0x%x' % frame.pc())\n\
          \x20   frame = frame.older()\n",
     )
     .unwrap();
     let output = Command::new("gdb")
         .args(["-batch", "-nx", "-iex", "set debuginfod enabled off"])
-        .args(["-ex", "set backtrace past-main on", "-ex", "set backtrace past-entry on"])
+        .args([
+            "-ex",
+            "set backtrace past-main on",
+            "-ex",
+            "set backtrace past-entry on",
+        ])
         .args(["-ex", "handle SIGUSR1 nostop noprint pass", "-ex", "run"])
         .arg("-x")
         .arg(&script)
@@ -218,4 +252,14 @@ pub(crate) fn symbol_name(objects: &MappedObjects, address: u64) -> Option<Strin
         .filter(|s| s.address() <= file_address && file_address < s.address() + s.size().max(1))
         .filter_map(|s| s.name().ok().map(str::to_string))
         .next()
+}
+
+impl Tracee {
+    pub(crate) fn single_step(&self) -> bool {
+        ptrace::step(self.pid, None).unwrap();
+        matches!(
+            waitpid(self.pid, None).unwrap(),
+            WaitStatus::Stopped(_, Signal::SIGTRAP)
+        )
+    }
 }
