@@ -8,7 +8,13 @@ fn compile(name: &str, source: &str, flags: &[&str]) -> std::path::PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, source).unwrap();
     let out = dir.join(name);
-    let status = Command::new("gcc").args(flags).arg("-o").arg(&out).arg(&c).status().unwrap();
+    let status = Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&c)
+        .status()
+        .unwrap();
     assert!(status.success());
     out
 }
@@ -24,14 +30,26 @@ fn objdump_lines(binary: &std::path::Path) -> Vec<(u64, String)> {
     let text = String::from_utf8(out.stdout).unwrap();
     let mut lines = Vec::new();
     for line in text.lines() {
-        let Some((addr, rest)) = line.split_once(":\t") else { continue };
-        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else { continue };
+        let Some((addr, rest)) = line.split_once(":\t") else {
+            continue;
+        };
+        let Ok(addr) = u64::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
         let rest = rest.split('#').next().unwrap();
         let rest = match rest.find(" <") {
             Some(i) => &rest[..i],
             None => rest,
         };
-        let words: Vec<&str> = rest.split_whitespace().collect();
+        let words: Vec<String> = rest
+            .split_whitespace()
+            .enumerate()
+            .map(|(i, w)| match u64::from_str_radix(w, 16) {
+                // objdump prints branch targets as bare hex, gdb with 0x.
+                Ok(target) if i > 0 && w.len() >= 3 => format!("{target:#x}"),
+                _ => w.to_string(),
+            })
+            .collect();
         lines.push((addr, words.join(" ")));
     }
     lines
@@ -57,7 +75,11 @@ int main(int c, char**v){
 "#;
 
 fn compare_with_objdump(flags: &[&str]) {
-    let binary = compile(&format!("p{}", flags.join("").replace('-', "")), PROGRAM, flags);
+    let binary = compile(
+        &format!("p{}", flags.join("").replace('-', "")),
+        PROGRAM,
+        flags,
+    );
     let data = std::fs::read(&binary).unwrap();
     let file = object::File::parse(&*data).unwrap();
     use object::{Object, ObjectSection};
@@ -69,14 +91,24 @@ fn compare_with_objdump(flags: &[&str]) {
     let mut mismatches = Vec::new();
     let mut ours_iter = ours.iter();
     for (addr, expected) in &theirs {
-        let Some(insn) = ours_iter.next() else { panic!("ran out at {addr:x}") };
+        let Some(insn) = ours_iter.next() else {
+            panic!("ran out at {addr:x}")
+        };
         assert_eq!(insn.address, *addr, "instruction boundaries differ");
         let got = format!("{} {}", insn.mnemonic, insn.operands);
         if got.trim() != expected {
-            mismatches.push(format!("{addr:x}: ours `{}` objdump `{expected}`", got.trim()));
+            mismatches.push(format!(
+                "{addr:x}: ours `{}` objdump `{expected}`",
+                got.trim()
+            ));
         }
     }
-    assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert!(
+        mismatches.is_empty(),
+        "{} mismatches:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
 }
 
 #[test]

@@ -268,7 +268,7 @@ fn evaluate(
     memory: &dyn UnwindMemory,
     initial: Option<u64>,
 ) -> Option<u64> {
-    let mut evaluation = expression.clone().evaluation(encoding);
+    let mut evaluation = (*expression).evaluation(encoding);
     evaluation.set_max_iterations(10_000);
     if let Some(value) = initial {
         evaluation.set_initial_value(value);
@@ -372,6 +372,6 @@ fn frame_pointer_step(memory: &dyn UnwindMemory, regs: &UnwindRegs) -> Option<St
 }
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 #[cfg(test)]
 mod tests;

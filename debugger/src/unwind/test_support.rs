@@ -55,13 +55,19 @@ impl Tracee {
                 ptrace::traceme().map_err(std::io::Error::from)
             });
         }
+        // Reaped with waitpid in Drop, not through Child.
+        #[allow(clippy::zombie_processes)]
         let child = command.spawn().unwrap();
         let pid = Pid::from_raw(child.id() as i32);
         match waitpid(pid, None).unwrap() {
             WaitStatus::Stopped(_, Signal::SIGTRAP) => {}
             other => panic!("unexpected first stop {other:?}"),
         }
-        let mem = std::fs::File::open(format!("/proc/{pid}/mem")).unwrap();
+        let mem = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(format!("/proc/{pid}/mem"))
+            .unwrap();
         Tracee { pid, mem }
     }
 
@@ -257,9 +263,22 @@ pub(crate) fn symbol_name(objects: &MappedObjects, address: u64) -> Option<Strin
 impl Tracee {
     pub(crate) fn single_step(&self) -> bool {
         ptrace::step(self.pid, None).unwrap();
-        matches!(
-            waitpid(self.pid, None).unwrap(),
-            WaitStatus::Stopped(_, Signal::SIGTRAP)
-        )
+        let status = waitpid(self.pid, None).unwrap();
+        if !matches!(status, WaitStatus::Stopped(_, Signal::SIGTRAP)) {
+            eprintln!("single step ended with {status:?}");
+        }
+        matches!(status, WaitStatus::Stopped(_, Signal::SIGTRAP))
+    }
+}
+
+impl Tracee {
+    pub(crate) fn read_bytes(&self, address: u64, len: usize) -> Vec<u8> {
+        let mut bytes = vec![0; len];
+        self.mem.read_exact_at(&mut bytes, address).unwrap();
+        bytes
+    }
+
+    pub(crate) fn write_bytes(&self, address: u64, bytes: &[u8]) {
+        self.mem.write_all_at(bytes, address).unwrap();
     }
 }
