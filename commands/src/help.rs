@@ -464,6 +464,9 @@ pub fn help_summary() -> String {
 /// Usage, aliases, description and example of a command, found by its name
 /// or any alias (`help b` gives break).
 pub fn help_for(name: &str) -> Option<String> {
+    if name.trim() == "info" || name.trim() == "i" {
+        return Some(info_help());
+    }
     let command = find_help(name)?;
     let mut text = format!("usage: {}\n", command.usage);
     if !command.aliases.is_empty() {
@@ -472,6 +475,17 @@ pub fn help_for(name: &str) -> Option<String> {
     text.push_str(command.description);
     text.push_str(&format!("\nexample: {}\n", command.example));
     Some(text)
+}
+
+/// `info` is no command of its own: list the gdb `info` spellings.
+fn info_help() -> String {
+    let mut text = String::from("gdb's info commands and the rdbx commands they stand for:\n");
+    for command in COMMANDS {
+        for alias in command.aliases.iter().filter(|a| a.starts_with("info ")) {
+            text.push_str(&format!("  {alias:<20} = {}\n", command.name));
+        }
+    }
+    text
 }
 
 /// The table entry for a name or alias, multi-word ones included.
@@ -580,6 +594,9 @@ mod tests {
         assert_eq!(help_for("info  b"), help_for("status"));
         assert_eq!(help_for("finish"), help_for("step up"));
         assert!(help_for("nosuch").is_none());
+        assert!(help_for("info")
+            .unwrap()
+            .contains("info registers       = regs"));
         let summary = help_summary();
         assert_eq!(summary.lines().count(), COMMANDS.len());
         assert!(summary.contains("cont (c, continue)"));

@@ -668,7 +668,7 @@ impl<'a> Args<'a> {
         let Some(topic) = non_empty(self.text) else {
             return Ok(Command::Help(None));
         };
-        if find_help(&topic).is_some() {
+        if find_help(&topic).is_some() || topic == "info" || topic == "i" {
             return Ok(Command::Help(Some(topic)));
         }
         let hint = match suggest(&topic) {

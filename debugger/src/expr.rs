@@ -1,1 +1,1618 @@
-//! (under construction)
+//! C-like expressions: parsing into an [`Expr`] tree and evaluating it
+//! against a stopped program through an [`EvalContext`].
+//!
+//! Arithmetic follows C on LP64 x86-64 (integer promotions, the usual
+//! arithmetic conversions, wrapping to the result type), with gdb's answers
+//! where C leaves things undefined: over-wide shifts give 0, float division
+//! by zero gives inf, integer division by zero is an error.
+
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// An expression tree.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    /// Integer, floating-point and character literals, already typed.
+    Literal(Value),
+    /// A string literal, escapes resolved.
+    String(String),
+    /// A variable, possibly qualified (`ns::x`).
+    Name(String),
+    /// `$rip`, `$pc`, `$eax`...: the name without `$`.
+    Register(String),
+    Unary {
+        op: UnaryOp,
+        operand: Box<Expr>,
+    },
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    /// `condition ? then : otherwise`.
+    Conditional {
+        condition: Box<Expr>,
+        then: Box<Expr>,
+        otherwise: Box<Expr>,
+    },
+    /// `base.field`, or `base->field` when `arrow`.
+    Member {
+        base: Box<Expr>,
+        field: String,
+        arrow: bool,
+    },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    Plus,
+    Negate,
+    Not,
+    Complement,
+    Deref,
+    AddressOf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    Mul,
+    Div,
+    Rem,
+    Add,
+    Sub,
+    Shl,
+    Shr,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+    Ne,
+    BitAnd,
+    BitXor,
+    BitOr,
+    And,
+    Or,
+}
+
+impl BinaryOp {
+    /// Binding strength; higher binds tighter. All are left-associative.
+    fn precedence(self) -> u8 {
+        use BinaryOp::*;
+        match self {
+            Or => 1,
+            And => 2,
+            BitOr => 3,
+            BitXor => 4,
+            BitAnd => 5,
+            Eq | Ne => 6,
+            Lt | Le | Gt | Ge => 7,
+            Shl | Shr => 8,
+            Add | Sub => 9,
+            Mul | Div | Rem => 10,
+        }
+    }
+
+    fn from_token(text: &str) -> Option<BinaryOp> {
+        use BinaryOp::*;
+        Some(match text {
+            "*" => Mul,
+            "/" => Div,
+            "%" => Rem,
+            "+" => Add,
+            "-" => Sub,
+            "<<" => Shl,
+            ">>" => Shr,
+            "<" => Lt,
+            "<=" => Le,
+            ">" => Gt,
+            ">=" => Ge,
+            "==" => Eq,
+            "!=" => Ne,
+            "&" => BitAnd,
+            "^" => BitXor,
+            "|" => BitOr,
+            "&&" => And,
+            "||" => Or,
+            _ => return None,
+        })
+    }
+}
+
+/// What the evaluator needs from the debugger: the program's variables,
+/// registers and memory in the selected frame.
+pub trait EvalContext {
+    /// A local, parameter or global; `Err(Error::NoSuchSymbol)` when unknown.
+    fn variable(&self, name: &str) -> Result<Value>;
+    /// A register by name without `$` ("rip", "rsp", "pc", "eax"...).
+    fn register(&self, name: &str) -> Option<Value>;
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
+}
+
+// ---------------------------------------------------------------- lexing
+
+#[derive(Debug, Clone, PartialEq)]
+enum TokenKind {
+    Literal(Value),
+    String(String),
+    Name(String),
+    Register(String),
+    Punct(&'static str),
+    End,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Token {
+    kind: TokenKind,
+    /// 1-based character column where the token starts.
+    column: usize,
+}
+
+/// Longest first, so that `<<` wins over `<`.
+const PUNCTUATION: [&str; 28] = [
+    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "&",
+    "^", "|", "!", "~", "?", ":", "(", ")", "[", "]", ".",
+];
+
+fn syntax_error(column: usize, message: impl std::fmt::Display) -> Error {
+    Error::Expression(format!("syntax error at column {column}: {message}"))
+}
+
+struct Lexer {
+    chars: Vec<char>,
+    pos: usize,
+}
+
+impl Lexer {
+    fn tokens(text: &str) -> Result<Vec<Token>> {
+        let mut lexer = Lexer {
+            chars: text.chars().collect(),
+            pos: 0,
+        };
+        let mut tokens = Vec::new();
+        loop {
+            while lexer.peek(0).is_some_and(char::is_whitespace) {
+                lexer.pos += 1;
+            }
+            let column = lexer.pos + 1;
+            let Some(c) = lexer.peek(0) else {
+                tokens.push(Token {
+                    kind: TokenKind::End,
+                    column,
+                });
+                return Ok(tokens);
+            };
+            let kind = if c.is_ascii_digit()
+                || (c == '.' && lexer.peek(1).is_some_and(|d| d.is_ascii_digit()))
+            {
+                lexer.number(column)?
+            } else if c.is_alphabetic() || c == '_' {
+                TokenKind::Name(lexer.identifier(true))
+            } else if c == '$' {
+                lexer.pos += 1;
+                TokenKind::Register(lexer.identifier(false))
+            } else if c == '\'' {
+                lexer.char_literal(column)?
+            } else if c == '"' {
+                lexer.string_literal(column)?
+            } else {
+                lexer.punctuation(column)?
+            };
+            tokens.push(Token { kind, column });
+        }
+    }
+
+    fn peek(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.pos + ahead).copied()
+    }
+
+    /// Letters, digits and `_`; with `qualified`, also `::` between parts.
+    fn identifier(&mut self, qualified: bool) -> String {
+        let mut name = String::new();
+        loop {
+            match self.peek(0) {
+                Some(c) if c.is_alphanumeric() || c == '_' => {
+                    name.push(c);
+                    self.pos += 1;
+                }
+                Some(':')
+                    if qualified
+                        && self.peek(1) == Some(':')
+                        && self.peek(2).is_some_and(|c| c.is_alphabetic() || c == '_') =>
+                {
+                    name.push_str("::");
+                    self.pos += 2;
+                }
+                _ => return name,
+            }
+        }
+    }
+
+    fn number(&mut self, column: usize) -> Result<TokenKind> {
+        let start = self.pos;
+        let hex = self.peek(0) == Some('0') && matches!(self.peek(1), Some('x' | 'X'));
+        while let Some(c) = self.peek(0) {
+            let exponent_sign = !hex
+                && (c == '+' || c == '-')
+                && matches!(self.chars.get(self.pos.wrapping_sub(1)), Some('e' | 'E'));
+            if c.is_alphanumeric() || c == '.' || c == '_' || exponent_sign {
+                self.pos += 1;
+            } else {
+                break;
+            }
+        }
+        let text: String = self.chars[start..self.pos].iter().collect();
+        let literal = if !hex && (text.contains('.') || text.contains(['e', 'E'])) {
+            float_literal(&text)
+        } else {
+            integer_literal(&text)
+        };
+        literal
+            .map(TokenKind::Literal)
+            .ok_or_else(|| syntax_error(column, format!("invalid number \"{text}\"")))
+    }
+
+    /// One possibly escaped character inside quotes.
+    fn quoted_char(&mut self, column: usize) -> Result<u32> {
+        let c = self
+            .peek(0)
+            .ok_or_else(|| syntax_error(column, "unterminated quote"))?;
+        self.pos += 1;
+        if c != '\\' {
+            return Ok(c as u32);
+        }
+        let e = self
+            .peek(0)
+            .ok_or_else(|| syntax_error(column, "unterminated quote"))?;
+        self.pos += 1;
+        Ok(match e {
+            'n' => 10,
+            't' => 9,
+            'r' => 13,
+            'a' => 7,
+            'b' => 8,
+            'f' => 12,
+            'v' => 11,
+            'e' => 27,
+            '0'..='7' => {
+                let mut value = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match self.peek(0).and_then(|d| d.to_digit(8)) {
+                        Some(d) => {
+                            value = value * 8 + d;
+                            self.pos += 1;
+                        }
+                        None => break,
+                    }
+                }
+                value
+            }
+            'x' => {
+                let mut value = 0u32;
+                let mut digits = 0;
+                while let Some(d) = self.peek(0).and_then(|d| d.to_digit(16)) {
+                    value = value.wrapping_mul(16).wrapping_add(d);
+                    self.pos += 1;
+                    digits += 1;
+                }
+                if digits == 0 {
+                    return Err(syntax_error(column, "\\x without hex digits"));
+                }
+                value
+            }
+            other => other as u32,
+        })
+    }
+
+    fn char_literal(&mut self, column: usize) -> Result<TokenKind> {
+        self.pos += 1;
+        if self.peek(0) == Some('\'') {
+            return Err(syntax_error(column, "empty character constant"));
+        }
+        let code = self.quoted_char(column)?;
+        if self.peek(0) != Some('\'') {
+            return Err(syntax_error(column, "invalid character constant"));
+        }
+        self.pos += 1;
+        // `char` is signed on x86-64: '\377' is -1.
+        let value = if code <= 0xff {
+            i64::from(code as u8 as i8)
+        } else {
+            i64::from(code)
+        };
+        Ok(TokenKind::Literal(Value::Char {
+            value,
+            size: 1,
+            type_name: "char".to_string(),
+        }))
+    }
+
+    fn string_literal(&mut self, column: usize) -> Result<TokenKind> {
+        self.pos += 1;
+        let mut text = String::new();
+        loop {
+            match self.peek(0) {
+                None => return Err(syntax_error(column, "unterminated string")),
+                Some('"') => {
+                    self.pos += 1;
+                    return Ok(TokenKind::String(text));
+                }
+                Some(_) => {
+                    let code = self.quoted_char(column)?;
+                    text.push(char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER));
+                }
+            }
+        }
+    }
+
+    fn punctuation(&mut self, column: usize) -> Result<TokenKind> {
+        let rest: String = self.chars[self.pos..].iter().take(2).collect();
+        match PUNCTUATION.iter().find(|p| rest.starts_with(**p)) {
+            Some(p) => {
+                self.pos += p.chars().count();
+                Ok(TokenKind::Punct(p))
+            }
+            None => {
+                let c = self.chars[self.pos];
+                Err(syntax_error(column, format!("unexpected character '{c}'")))
+            }
+        }
+    }
+}
+
+/// A C integer literal with LP64 typing: the first of int, (unsigned int,)
+/// long, unsigned long that holds it, as the suffix and base allow.
+fn integer_literal(text: &str) -> Option<Value> {
+    let digits_end = text
+        .rfind(|c: char| !matches!(c, 'u' | 'U' | 'l' | 'L'))
+        .map_or(0, |i| i + 1);
+    let (digits, suffix) = text.split_at(digits_end);
+    let suffix = suffix.to_ascii_lowercase();
+    let unsigned = suffix.contains('u');
+    let long = suffix.contains('l');
+    if suffix.len() > usize::from(unsigned) + 2 || suffix.replace('u', "").chars().any(|c| c != 'l')
+    {
+        return None;
+    }
+    let (radix, body) = if let Some(hex) = digits.strip_prefix("0x").or(digits.strip_prefix("0X")) {
+        (16, hex)
+    } else if let Some(bin) = digits.strip_prefix("0b").or(digits.strip_prefix("0B")) {
+        (2, bin)
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        (8, &digits[1..])
+    } else {
+        (10, digits)
+    };
+    let value = u64::from_str_radix(body, radix).ok()?;
+    let decimal = radix == 10;
+    let fits_int = value <= i32::MAX as u64;
+    let fits_uint = value <= u32::MAX as u64;
+    let fits_long = value <= i64::MAX as u64;
+    let (size, signed) = match (unsigned, long) {
+        (false, false) if fits_int => (4, true),
+        (false, false) if fits_uint && !decimal => (4, false),
+        (true, false) if fits_uint => (4, false),
+        (false, _) if fits_long => (8, true),
+        _ => (8, false),
+    };
+    Some(make_integer(i128::from(value), size, signed))
+}
+
+/// `1.5`, `1e3`, `.5f`; `f` makes a float, `l` a long double (kept as a
+/// double, which is all the precision we carry).
+fn float_literal(text: &str) -> Option<Value> {
+    let (body, size, type_name) = match text.chars().last()? {
+        'f' | 'F' => (&text[..text.len() - 1], 4, "float"),
+        'l' | 'L' => (&text[..text.len() - 1], 16, "long double"),
+        _ => (text, 8, "double"),
+    };
+    let value: f64 = body.parse().ok()?;
+    let value = if size == 4 {
+        value as f32 as f64
+    } else {
+        value
+    };
+    Some(Value::Float {
+        value,
+        size,
+        type_name: type_name.to_string(),
+    })
+}
+
+// ---------------------------------------------------------------- parsing
+
+/// Parses a whole expression; errors name the 1-based column.
+pub fn parse(text: &str) -> Result<Expr> {
+    let tokens = Lexer::tokens(text)?;
+    let mut parser = Parser { tokens, pos: 0 };
+    let expr = parser.conditional()?;
+    match parser.peek() {
+        TokenKind::End => Ok(expr),
+        _ => Err(parser.unexpected()),
+    }
+}
+
+struct Parser {
+    tokens: Vec<Token>,
+    pos: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &TokenKind {
+        &self.tokens[self.pos.min(self.tokens.len() - 1)].kind
+    }
+
+    fn column(&self) -> usize {
+        self.tokens[self.pos.min(self.tokens.len() - 1)].column
+    }
+
+    fn advance(&mut self) -> TokenKind {
+        let kind = self.peek().clone();
+        if self.pos < self.tokens.len() - 1 {
+            self.pos += 1;
+        }
+        kind
+    }
+
+    fn at_punct(&self, p: &str) -> bool {
+        matches!(self.peek(), TokenKind::Punct(q) if *q == p)
+    }
+
+    fn expect(&mut self, p: &str) -> Result<()> {
+        if self.at_punct(p) {
+            self.advance();
+            Ok(())
+        } else {
+            Err(syntax_error(
+                self.column(),
+                format!("expected '{p}', found {}", self.describe()),
+            ))
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.peek() {
+            TokenKind::End => "end of expression".to_string(),
+            TokenKind::Punct(p) => format!("'{p}'"),
+            TokenKind::Name(n) => format!("\"{n}\""),
+            TokenKind::Register(r) => format!("\"${r}\""),
+            TokenKind::Literal(v) => format!("\"{v}\""),
+            TokenKind::String(s) => format!("{s:?}"),
+        }
+    }
+
+    fn unexpected(&self) -> Error {
+        syntax_error(self.column(), format!("unexpected {}", self.describe()))
+    }
+
+    /// `a ? b : c`, right-associative, lowest precedence.
+    fn conditional(&mut self) -> Result<Expr> {
+        let condition = self.binary(1)?;
+        if !self.at_punct("?") {
+            return Ok(condition);
+        }
+        self.advance();
+        let then = self.conditional()?;
+        self.expect(":")?;
+        let otherwise = self.conditional()?;
+        Ok(Expr::Conditional {
+            condition: Box::new(condition),
+            then: Box::new(then),
+            otherwise: Box::new(otherwise),
+        })
+    }
+
+    /// Precedence climbing over the binary operators.
+    fn binary(&mut self, min_precedence: u8) -> Result<Expr> {
+        let mut left = self.unary()?;
+        loop {
+            let op = match self.peek() {
+                TokenKind::Punct(p) => BinaryOp::from_token(p),
+                _ => None,
+            };
+            let Some(op) = op.filter(|op| op.precedence() >= min_precedence) else {
+                return Ok(left);
+            };
+            self.advance();
+            let right = self.binary(op.precedence() + 1)?;
+            left = Expr::Binary {
+                op,
+                left: Box::new(left),
+                right: Box::new(right),
+            };
+        }
+    }
+
+    fn unary(&mut self) -> Result<Expr> {
+        let op = match self.peek() {
+            TokenKind::Punct("+") => UnaryOp::Plus,
+            TokenKind::Punct("-") => UnaryOp::Negate,
+            TokenKind::Punct("!") => UnaryOp::Not,
+            TokenKind::Punct("~") => UnaryOp::Complement,
+            TokenKind::Punct("*") => UnaryOp::Deref,
+            TokenKind::Punct("&") => UnaryOp::AddressOf,
+            _ => return self.postfix(),
+        };
+        self.advance();
+        Ok(Expr::Unary {
+            op,
+            operand: Box::new(self.unary()?),
+        })
+    }
+
+    fn postfix(&mut self) -> Result<Expr> {
+        let mut expr = self.primary()?;
+        loop {
+            if self.at_punct("[") {
+                self.advance();
+                let index = self.conditional()?;
+                self.expect("]")?;
+                expr = Expr::Index {
+                    base: Box::new(expr),
+                    index: Box::new(index),
+                };
+            } else if self.at_punct(".") || self.at_punct("->") {
+                let arrow = self.at_punct("->");
+                self.advance();
+                let TokenKind::Name(field) = self.peek().clone() else {
+                    return Err(syntax_error(
+                        self.column(),
+                        format!("expected a field name, found {}", self.describe()),
+                    ));
+                };
+                self.advance();
+                expr = Expr::Member {
+                    base: Box::new(expr),
+                    field,
+                    arrow,
+                };
+            } else {
+                return Ok(expr);
+            }
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr> {
+        match self.peek().clone() {
+            TokenKind::Literal(value) => {
+                self.advance();
+                Ok(Expr::Literal(value))
+            }
+            TokenKind::String(text) => {
+                self.advance();
+                Ok(Expr::String(text))
+            }
+            TokenKind::Name(name) => {
+                self.advance();
+                Ok(Expr::Name(name))
+            }
+            TokenKind::Register(name) => {
+                self.advance();
+                Ok(Expr::Register(name))
+            }
+            TokenKind::Punct("(") => {
+                self.advance();
+                let inner = self.conditional()?;
+                self.expect(")")?;
+                Ok(inner)
+            }
+            _ => Err(self.unexpected()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- evaluation
+
+/// Evaluates an expression in the context of the selected frame.
+pub fn evaluate(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    match expr {
+        Expr::Literal(value) => Ok(value.clone()),
+        Expr::String(text) => Ok(Value::Composite {
+            type_name: format!("char [{}]", text.len() + 1),
+            text: format!("{text:?}"),
+        }),
+        Expr::Name(name) => ctx.variable(name),
+        Expr::Register(name) => ctx
+            .register(name)
+            .ok_or_else(|| Error::Expression(format!("no register \"${name}\""))),
+        Expr::Unary { op, operand } => unary(*op, operand, ctx),
+        Expr::Binary { op, left, right } => binary(*op, left, right, ctx),
+        Expr::Conditional {
+            condition,
+            then,
+            otherwise,
+        } => {
+            if truth(&evaluate(condition, ctx)?)? {
+                evaluate(then, ctx)
+            } else {
+                evaluate(otherwise, ctx)
+            }
+        }
+        Expr::Index { base, index } => {
+            let base = evaluate(base, ctx)?;
+            if !matches!(base, Value::Pointer { .. }) {
+                return Err(Error::Expression(format!(
+                    "subscripting a value of type \"{}\" is not supported yet",
+                    base.type_name()
+                )));
+            }
+            let index = evaluate(index, ctx)?;
+            let element = pointer_arithmetic(BinaryOp::Add, &base, &index)?;
+            dereference(&element, ctx)
+        }
+        Expr::Member { arrow, .. } => Err(Error::Expression(format!(
+            "the {} operator is not supported yet",
+            if *arrow { "->" } else { "." }
+        ))),
+    }
+}
+
+/// A value reduced to what arithmetic needs.
+#[derive(Debug, Clone, PartialEq)]
+enum Operand {
+    Int {
+        value: i128,
+        size: u8,
+        signed: bool,
+    },
+    Float {
+        value: f64,
+        size: u8,
+        type_name: String,
+    },
+    Pointer {
+        address: u64,
+        type_name: String,
+    },
+}
+
+/// The operand after C's integer promotions (everything narrower than
+/// int becomes int).
+fn operand(value: &Value) -> Result<Operand> {
+    let int = |value: i128| Operand::Int {
+        value,
+        size: 4,
+        signed: true,
+    };
+    Ok(match value {
+        Value::Integer {
+            value,
+            size,
+            signed,
+            ..
+        } if *size >= 4 => Operand::Int {
+            value: *value,
+            size: *size,
+            signed: *signed,
+        },
+        Value::Integer { value, .. } => int(*value),
+        Value::Char { value, .. } => int(i128::from(*value)),
+        Value::Bool(b) => int(i128::from(*b)),
+        Value::Enum { value, .. } if i32::try_from(*value).is_ok() => int(i128::from(*value)),
+        Value::Enum { value, .. } => Operand::Int {
+            value: i128::from(*value),
+            size: 8,
+            signed: true,
+        },
+        Value::Float {
+            value,
+            size,
+            type_name,
+        } => Operand::Float {
+            value: *value,
+            size: *size,
+            type_name: type_name.clone(),
+        },
+        Value::Pointer {
+            address, type_name, ..
+        } => Operand::Pointer {
+            address: *address,
+            type_name: type_name.clone(),
+        },
+        Value::OptimizedOut => {
+            return Err(Error::Expression("value has been optimized out".into()))
+        }
+        Value::Unavailable(why) => {
+            return Err(Error::Expression(format!("value is not available: {why}")))
+        }
+        Value::Composite { type_name, .. } => {
+            return Err(Error::Expression(format!(
+                "arithmetic on a value of type \"{type_name}\" is not supported"
+            )))
+        }
+    })
+}
+
+fn truth(value: &Value) -> Result<bool> {
+    operand(value)?;
+    value
+        .is_true()
+        .ok_or_else(|| Error::Expression("value has no truth value".into()))
+}
+
+/// The canonical LP64 name of an integer type.
+fn integer_type_name(size: u8, signed: bool) -> &'static str {
+    match (size, signed) {
+        (1, true) => "signed char",
+        (1, false) => "unsigned char",
+        (2, true) => "short",
+        (2, false) => "unsigned short",
+        (4, true) => "int",
+        (4, false) => "unsigned int",
+        (8, true) => "long",
+        (8, false) => "unsigned long",
+        (_, true) => "__int128",
+        (_, false) => "unsigned __int128",
+    }
+}
+
+/// `value` converted to an integer of `size` bytes, as C conversion does:
+/// keep the low bits, then sign-extend if the type is signed.
+fn wrap(value: i128, size: u8, signed: bool) -> i128 {
+    let bits = u32::from(size) * 8;
+    if bits == 0 || bits >= 128 {
+        return value;
+    }
+    let low = value & ((1i128 << bits) - 1);
+    if signed && low >= 1i128 << (bits - 1) {
+        low - (1i128 << bits)
+    } else {
+        low
+    }
+}
+
+fn make_integer(value: i128, size: u8, signed: bool) -> Value {
+    Value::Integer {
+        value: wrap(value, size, signed),
+        size,
+        signed,
+        type_name: integer_type_name(size, signed).to_string(),
+    }
+}
+
+fn make_float(value: f64, size: u8, type_name: &str) -> Value {
+    Value::Float {
+        value: if size == 4 {
+            value as f32 as f64
+        } else {
+            value
+        },
+        size,
+        type_name: type_name.to_string(),
+    }
+}
+
+fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    let value = evaluate(operand_expr, ctx)?;
+    match op {
+        UnaryOp::Not => Ok(Value::int(i128::from(!truth(&value)?))),
+        UnaryOp::Deref => dereference(&value, ctx),
+        UnaryOp::AddressOf => Err(Error::Expression(
+            "taking the address of a value is not supported yet".into(),
+        )),
+        UnaryOp::Plus | UnaryOp::Negate | UnaryOp::Complement => match (op, operand(&value)?) {
+            (
+                UnaryOp::Plus,
+                Operand::Int {
+                    value,
+                    size,
+                    signed,
+                },
+            ) => Ok(make_integer(value, size, signed)),
+            (
+                UnaryOp::Negate,
+                Operand::Int {
+                    value,
+                    size,
+                    signed,
+                },
+            ) => Ok(make_integer(value.wrapping_neg(), size, signed)),
+            (
+                UnaryOp::Complement,
+                Operand::Int {
+                    value,
+                    size,
+                    signed,
+                },
+            ) => Ok(make_integer(!value, size, signed)),
+            (
+                UnaryOp::Plus,
+                Operand::Float {
+                    value,
+                    size,
+                    type_name,
+                },
+            ) => Ok(make_float(value, size, &type_name)),
+            (
+                UnaryOp::Negate,
+                Operand::Float {
+                    value,
+                    size,
+                    type_name,
+                },
+            ) => Ok(make_float(-value, size, &type_name)),
+            _ => Err(Error::Expression(format!(
+                "invalid operand of type \"{}\" to unary {}",
+                value.type_name(),
+                match op {
+                    UnaryOp::Plus => "+",
+                    UnaryOp::Negate => "-",
+                    _ => "~",
+                }
+            ))),
+        },
+    }
+}
+
+fn binary(op: BinaryOp, left: &Expr, right: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    // && and || evaluate their right side only when needed.
+    if op == BinaryOp::And || op == BinaryOp::Or {
+        let left = truth(&evaluate(left, ctx)?)?;
+        if left == (op == BinaryOp::Or) {
+            return Ok(Value::int(i128::from(left)));
+        }
+        return Ok(Value::int(i128::from(truth(&evaluate(right, ctx)?)?)));
+    }
+    let left = evaluate(left, ctx)?;
+    let right = evaluate(right, ctx)?;
+    match (operand(&left)?, operand(&right)?) {
+        (Operand::Pointer { .. }, _) | (_, Operand::Pointer { .. }) => {
+            pointer_arithmetic(op, &left, &right)
+        }
+        (a @ Operand::Float { .. }, b) | (a, b @ Operand::Float { .. }) => {
+            float_arithmetic(op, a, b)
+        }
+        (
+            Operand::Int {
+                value: a,
+                size: a_size,
+                signed: a_signed,
+            },
+            Operand::Int {
+                value: b,
+                size: b_size,
+                signed: b_signed,
+            },
+        ) => {
+            if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
+                return Ok(shift(op, a, a_size, a_signed, b));
+            }
+            // The usual arithmetic conversions: the wider type wins, and at
+            // equal width unsigned wins.
+            let size = a_size.max(b_size);
+            let signed = match a_size.cmp(&b_size) {
+                std::cmp::Ordering::Equal => a_signed && b_signed,
+                std::cmp::Ordering::Greater => a_signed,
+                std::cmp::Ordering::Less => b_signed,
+            };
+            integer_arithmetic(
+                op,
+                wrap(a, size, signed),
+                wrap(b, size, signed),
+                size,
+                signed,
+            )
+        }
+    }
+}
+
+fn integer_arithmetic(op: BinaryOp, a: i128, b: i128, size: u8, signed: bool) -> Result<Value> {
+    use BinaryOp::*;
+    let flag = |b: bool| Ok(Value::int(i128::from(b)));
+    let value = match op {
+        Add => a.wrapping_add(b),
+        Sub => a.wrapping_sub(b),
+        Mul => a.wrapping_mul(b),
+        Div | Rem if b == 0 => return Err(Error::Expression("division by zero".into())),
+        Div => a.wrapping_div(b),
+        Rem => a.wrapping_rem(b),
+        BitAnd => a & b,
+        BitOr => a | b,
+        BitXor => a ^ b,
+        Lt => return flag(a < b),
+        Le => return flag(a <= b),
+        Gt => return flag(a > b),
+        Ge => return flag(a >= b),
+        Eq => return flag(a == b),
+        Ne => return flag(a != b),
+        Shl | Shr | And | Or => unreachable!("handled by the caller"),
+    };
+    Ok(make_integer(value, size, signed))
+}
+
+/// Shifts have the type of the (promoted) left operand; counts that are
+/// negative or not less than its width give 0, as gdb does.
+fn shift(op: BinaryOp, value: i128, size: u8, signed: bool, count: i128) -> Value {
+    let bits = i128::from(size) * 8;
+    if !(0..bits).contains(&count) {
+        return make_integer(0, size, signed);
+    }
+    let result = if op == BinaryOp::Shl {
+        value << count
+    } else {
+        // Right shift of a signed value is arithmetic, of unsigned logical;
+        // `value` is already sign-correct for its type.
+        value >> count
+    };
+    make_integer(result, size, signed)
+}
+
+fn float_arithmetic(op: BinaryOp, a: Operand, b: Operand) -> Result<Value> {
+    use BinaryOp::*;
+    // The result has the widest floating type among the operands.
+    let (mut size, mut type_name) = (0u8, "double".to_string());
+    let mut number = |o: Operand| match o {
+        Operand::Float {
+            value,
+            size: s,
+            type_name: t,
+        } => {
+            if s > size {
+                (size, type_name) = (s, t);
+            }
+            value
+        }
+        Operand::Int { value, .. } => value as f64,
+        Operand::Pointer { address, .. } => address as f64,
+    };
+    let (x, y) = (number(a), number(b));
+    let flag = |b: bool| Ok(Value::int(i128::from(b)));
+    let value = match op {
+        Add => x + y,
+        Sub => x - y,
+        Mul => x * y,
+        Div => x / y,
+        Lt => return flag(x < y),
+        Le => return flag(x <= y),
+        Gt => return flag(x > y),
+        Ge => return flag(x >= y),
+        Eq => return flag(x == y),
+        Ne => return flag(x != y),
+        Rem | Shl | Shr | BitAnd | BitOr | BitXor | And | Or => {
+            return Err(Error::Expression(
+                "integer-only operation on a floating-point number".into(),
+            ))
+        }
+    };
+    Ok(make_float(value, size, &type_name))
+}
+
+/// `p + n`, `n + p`, `p - n`, `p - q`, and comparisons involving pointers.
+fn pointer_arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
+    use BinaryOp::*;
+    let (a, b) = (operand(left)?, operand(right)?);
+    let address = |o: &Operand| match o {
+        Operand::Pointer { address, .. } => Ok(i128::from(*address)),
+        Operand::Int { value, .. } => Ok(*value),
+        Operand::Float { .. } => Err(Error::Expression(
+            "invalid operands: pointer and floating-point number".into(),
+        )),
+    };
+    let (x, y) = (address(&a)?, address(&b)?);
+    let flag = |b: bool| Ok(Value::int(i128::from(b)));
+    match (op, &a, &b) {
+        (Eq, ..) => flag(x == y),
+        (Ne, ..) => flag(x != y),
+        (Lt, ..) => flag(x < y),
+        (Le, ..) => flag(x <= y),
+        (Gt, ..) => flag(x > y),
+        (Ge, ..) => flag(x >= y),
+        (Add | Sub, Operand::Pointer { type_name, .. }, Operand::Int { value, .. })
+        | (Add, Operand::Int { value, .. }, Operand::Pointer { type_name, .. }) => {
+            let scale = pointee_size(type_name)?;
+            let offset = value.wrapping_mul(i128::from(scale));
+            let base = if matches!(a, Operand::Pointer { .. }) {
+                x
+            } else {
+                y
+            };
+            let target = if op == Sub {
+                base.wrapping_sub(offset)
+            } else {
+                base.wrapping_add(offset)
+            };
+            Ok(Value::Pointer {
+                address: wrap(target, 8, false) as u64,
+                type_name: type_name.clone(),
+                detail: None,
+            })
+        }
+        (Sub, Operand::Pointer { type_name, .. }, Operand::Pointer { .. }) => {
+            let scale = i128::from(pointee_size(type_name)?.max(1));
+            Ok(make_integer((x - y) / scale, 8, true))
+        }
+        _ => Err(Error::Expression(format!(
+            "invalid operands of types \"{}\" and \"{}\"",
+            left.type_name(),
+            right.type_name()
+        ))),
+    }
+}
+
+/// The type a pointer type points to: `"int *"` gives `"int"`.
+fn pointee(type_name: &str) -> Option<&str> {
+    type_name.trim_end().strip_suffix('*').map(str::trim_end)
+}
+
+/// The size of what a pointer points to, for the base types we know.
+fn pointee_size(pointer_type: &str) -> Result<u64> {
+    // gdb, like GNU C, steps void and function pointers by bytes.
+    if pointer_type.contains("(*)") {
+        return Ok(1);
+    }
+    let target = pointee(pointer_type).unwrap_or("");
+    if target == "void" {
+        return Ok(1);
+    }
+    base_type(target)
+        .map(|(size, _)| u64::from(size))
+        .ok_or_else(|| {
+            Error::Expression(format!(
+                "arithmetic on a pointer to \"{target}\" is not supported yet"
+            ))
+        })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BaseKind {
+    Signed,
+    Unsigned,
+    Char,
+    Bool,
+    Float,
+    Pointer,
+}
+
+/// Size and kind of a C base type spelled as gdb spells it.
+fn base_type(name: &str) -> Option<(u8, BaseKind)> {
+    use BaseKind::*;
+    let name = name
+        .trim()
+        .trim_start_matches("const ")
+        .trim_start_matches("volatile ");
+    if name.ends_with('*') {
+        return Some((8, Pointer));
+    }
+    Some(match name {
+        "char" | "signed char" => (1, Char),
+        "unsigned char" => (1, Char),
+        "_Bool" | "bool" => (1, Bool),
+        "short" | "short int" | "int16_t" => (2, Signed),
+        "unsigned short" | "short unsigned int" | "uint16_t" => (2, Unsigned),
+        "int" | "int32_t" => (4, Signed),
+        "unsigned int" | "unsigned" | "uint32_t" => (4, Unsigned),
+        "long" | "long int" | "long long" | "long long int" | "int64_t" | "ssize_t" => (8, Signed),
+        "unsigned long"
+        | "long unsigned int"
+        | "unsigned long long"
+        | "long long unsigned int"
+        | "uint64_t"
+        | "size_t" => (8, Unsigned),
+        "float" => (4, Float),
+        "double" => (8, Float),
+        _ => return None,
+    })
+}
+
+/// `*p` for pointers to base types: reads the pointee from memory.
+fn dereference(value: &Value, ctx: &dyn EvalContext) -> Result<Value> {
+    let Value::Pointer {
+        address, type_name, ..
+    } = value
+    else {
+        return Err(Error::Expression(format!(
+            "attempt to take contents of a non-pointer value of type \"{}\"",
+            value.type_name()
+        )));
+    };
+    let target = pointee(type_name).unwrap_or("");
+    let Some((size, kind)) = base_type(target) else {
+        return Err(Error::Expression(format!(
+            "dereferencing a pointer to \"{target}\" is not supported yet"
+        )));
+    };
+    let mut bytes = [0u8; 8];
+    let bytes = &mut bytes[..usize::from(size)];
+    ctx.read_memory(*address, bytes)?;
+    let mut raw = [0u8; 8];
+    raw[..bytes.len()].copy_from_slice(bytes);
+    let unsigned = u64::from_le_bytes(raw);
+    let signed = wrap(i128::from(unsigned), size, true);
+    let type_name = target.to_string();
+    Ok(match kind {
+        BaseKind::Char if target.starts_with("unsigned") => Value::Char {
+            value: unsigned as i64,
+            size,
+            type_name,
+        },
+        BaseKind::Char => Value::Char {
+            value: signed as i64,
+            size,
+            type_name,
+        },
+        BaseKind::Bool => Value::Bool(unsigned != 0),
+        BaseKind::Signed => Value::Integer {
+            value: signed,
+            size,
+            signed: true,
+            type_name,
+        },
+        BaseKind::Unsigned => Value::Integer {
+            value: i128::from(unsigned),
+            size,
+            signed: false,
+            type_name,
+        },
+        BaseKind::Float if size == 4 => {
+            make_float(f64::from(f32::from_bits(unsigned as u32)), 4, &type_name)
+        }
+        BaseKind::Float => make_float(f64::from_bits(unsigned), 8, &type_name),
+        BaseKind::Pointer => Value::Pointer {
+            address: unsigned,
+            type_name,
+            detail: None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// Variables by name, a few registers, and memory from 0x1000 on.
+    struct Mock {
+        variables: HashMap<&'static str, Value>,
+        memory: Vec<u8>,
+    }
+
+    const MEMORY: u64 = 0x1000;
+
+    impl EvalContext for Mock {
+        fn variable(&self, name: &str) -> Result<Value> {
+            self.variables
+                .get(name)
+                .cloned()
+                .ok_or_else(|| Error::NoSuchSymbol(name.to_string()))
+        }
+
+        fn register(&self, name: &str) -> Option<Value> {
+            match name {
+                "rip" | "pc" => Some(pointer(0x401136, "void (*)()")),
+                "rsp" | "sp" => Some(pointer(0x7ffe_0000, "void *")),
+                "eax" => Some(integer(7, 4, true, "int")),
+                _ => None,
+            }
+        }
+
+        fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+            let start = addr.checked_sub(MEMORY).ok_or(Error::Memory(addr))? as usize;
+            let bytes = self
+                .memory
+                .get(start..start + buf.len())
+                .ok_or(Error::Memory(addr))?;
+            buf.copy_from_slice(bytes);
+            Ok(())
+        }
+    }
+
+    fn integer(value: i128, size: u8, signed: bool, type_name: &str) -> Value {
+        Value::Integer {
+            value,
+            size,
+            signed,
+            type_name: type_name.into(),
+        }
+    }
+
+    fn pointer(address: u64, type_name: &str) -> Value {
+        Value::Pointer {
+            address,
+            type_name: type_name.into(),
+            detail: None,
+        }
+    }
+
+    fn mock() -> Mock {
+        // Memory: int[3] {10, 20, 30} at 0x1000, "hi\0" at 0x100c,
+        // double 2.5 at 0x1010, a pointer to 0x1000 at 0x1018.
+        let mut memory = Vec::new();
+        for i in [10i32, 20, 30] {
+            memory.extend(i.to_le_bytes());
+        }
+        memory.extend(b"hi\0\0");
+        memory.extend(2.5f64.to_le_bytes());
+        memory.extend(MEMORY.to_le_bytes());
+        let variables = HashMap::from([
+            ("x", Value::int(3)),
+            ("l", integer(-5, 8, true, "long")),
+            (
+                "uc",
+                Value::Char {
+                    value: 200,
+                    size: 1,
+                    type_name: "unsigned char".into(),
+                },
+            ),
+            (
+                "c",
+                Value::Char {
+                    value: 97,
+                    size: 1,
+                    type_name: "char".into(),
+                },
+            ),
+            ("s", integer(-2, 2, true, "short")),
+            ("u", integer(1, 4, false, "unsigned int")),
+            (
+                "d",
+                Value::Float {
+                    value: 2.5,
+                    size: 8,
+                    type_name: "double".into(),
+                },
+            ),
+            (
+                "f",
+                Value::Float {
+                    value: 0.5,
+                    size: 4,
+                    type_name: "float".into(),
+                },
+            ),
+            ("b", Value::Bool(true)),
+            (
+                "e",
+                Value::Enum {
+                    value: 2,
+                    name: Some("GREEN".into()),
+                    type_name: "enum color".into(),
+                },
+            ),
+            ("p", pointer(MEMORY, "int *")),
+            ("q", pointer(MEMORY + 8, "int *")),
+            ("cp", pointer(MEMORY + 12, "char *")),
+            ("dp", pointer(MEMORY + 16, "double *")),
+            ("pp", pointer(MEMORY + 24, "int **")),
+            ("vp", pointer(MEMORY, "void *")),
+            ("sp", pointer(MEMORY, "struct node *")),
+            ("bad", pointer(0x10, "int *")),
+            ("gone", Value::OptimizedOut),
+            (
+                "arr",
+                Value::Composite {
+                    type_name: "int [3]".into(),
+                    text: "{10, 20, 30}".into(),
+                },
+            ),
+            ("ns::g", Value::int(42)),
+        ]);
+        Mock { variables, memory }
+    }
+
+    fn eval(text: &str) -> Result<Value> {
+        evaluate(&parse(text)?, &mock())
+    }
+
+    /// Value and type name, as `print` and `whatis` would show them.
+    fn show(text: &str) -> (String, String) {
+        let value = eval(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        (value.to_string(), value.type_name().to_string())
+    }
+
+    fn value(text: &str) -> String {
+        show(text).0
+    }
+
+    fn error(text: &str) -> String {
+        match eval(text) {
+            Ok(v) => panic!("{text} gave {v:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn precedence_and_associativity() {
+        for (text, expected) in [
+            ("1 + 2 * 3", "7"),
+            ("(1 + 2) * 3", "9"),
+            ("1 - 2 - 3", "-4"),
+            ("2 * 3 % 4", "2"),
+            ("1 << 2 + 1", "8"),
+            ("1 < 2 == 1", "1"),
+            ("1 | 2 ^ 3 & 1", "3"),
+            ("0 ? 1 : 0 ? 2 : 3", "3"),
+            ("1 ? 2 : 3 + 4", "2"),
+            ("- -3", "3"),
+            ("!0 + !5", "1"),
+            ("~0", "-1"),
+            ("-x * 2", "-6"),
+            ("+x", "3"),
+        ] {
+            assert_eq!(value(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn the_tree_has_the_expected_shape() {
+        let expr = parse("a->b[1].c").unwrap();
+        let Expr::Member { base, field, arrow } = expr else {
+            panic!("not a member")
+        };
+        assert_eq!((field.as_str(), arrow), ("c", false));
+        let Expr::Index { base, index } = *base else {
+            panic!("not an index")
+        };
+        assert_eq!(*index, Expr::Literal(Value::int(1)));
+        assert_eq!(
+            *base,
+            Expr::Member {
+                base: Box::new(Expr::Name("a".into())),
+                field: "b".into(),
+                arrow: true
+            }
+        );
+        assert_eq!(parse("$rip").unwrap(), Expr::Register("rip".into()));
+        assert_eq!(parse("ns::g").unwrap(), Expr::Name("ns::g".into()));
+        assert_eq!(parse(r#""a\tb""#).unwrap(), Expr::String("a\tb".into()));
+    }
+
+    #[test]
+    fn syntax_errors_name_the_column() {
+        for (text, message) in [
+            (
+                "1 +",
+                "syntax error at column 4: unexpected end of expression",
+            ),
+            (
+                "(1",
+                "syntax error at column 3: expected ')', found end of expression",
+            ),
+            (
+                "1 @ 2",
+                "syntax error at column 3: unexpected character '@'",
+            ),
+            ("1 2", "syntax error at column 3: unexpected \"2\""),
+            (
+                "a.",
+                "syntax error at column 3: expected a field name, found end of expression",
+            ),
+            (
+                "x ? 1",
+                "syntax error at column 6: expected ':', found end of expression",
+            ),
+            ("0x", "syntax error at column 1: invalid number \"0x\""),
+            ("1 + 09", "syntax error at column 5: invalid number \"09\""),
+            (
+                "'ab'",
+                "syntax error at column 1: invalid character constant",
+            ),
+            ("''", "syntax error at column 1: empty character constant"),
+            ("\"abc", "syntax error at column 1: unterminated string"),
+            ("", "syntax error at column 1: unexpected end of expression"),
+            (
+                "a[1",
+                "syntax error at column 4: expected ']', found end of expression",
+            ),
+            ("1uu2", "syntax error at column 1: invalid number \"1uu2\""),
+        ] {
+            match parse(text) {
+                Err(Error::Expression(m)) => assert_eq!(m, message, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn literals_are_typed_like_c() {
+        let cases = [
+            ("42", "42", "int"),
+            ("2147483648", "2147483648", "long"),
+            ("0xffffffff", "4294967295", "unsigned int"),
+            ("0x100000000", "4294967296", "long"),
+            (
+                "18446744073709551615",
+                "18446744073709551615",
+                "unsigned long",
+            ),
+            ("1u", "1", "unsigned int"),
+            ("1L", "1", "long"),
+            ("1ul", "1", "unsigned long"),
+            ("010", "8", "int"),
+            ("0b101", "5", "int"),
+            ("'a'", "97 'a'", "char"),
+            ("'\\n'", "10 '\\n'", "char"),
+            ("'\\377'", "-1 '\\377'", "char"),
+            ("'\\x41'", "65 'A'", "char"),
+            ("1.5", "1.5", "double"),
+            ("1.5f", "1.5", "float"),
+            (".5", "0.5", "double"),
+            ("1e3", "1000", "double"),
+            ("2.5e-1", "0.25", "double"),
+        ];
+        for (text, expected, type_name) in cases {
+            assert_eq!(show(text), (expected.into(), type_name.into()), "{text}");
+        }
+    }
+
+    #[test]
+    fn integer_arithmetic_follows_c() {
+        let cases = [
+            ("-1 < 1u", "0", "int"),
+            ("-7 / 2", "-3", "int"),
+            ("-7 % 3", "-1", "int"),
+            ("2147483647 + 1", "-2147483648", "int"),
+            ("0x7fffffffffffffff + 1", "-9223372036854775808", "long"),
+            ("0u - 1", "4294967295", "unsigned int"),
+            ("~0u", "4294967295", "unsigned int"),
+            ("1u + 1", "2", "unsigned int"),
+            ("1 + 1L", "2", "long"),
+            ("u + l", "-4", "long"),
+            (
+                "u + 0xfffffffffffffffbul",
+                "18446744073709551612",
+                "unsigned long",
+            ),
+            ("x + l", "-2", "long"),
+            ("'a' + 1", "98", "int"),
+            ("c + c", "194", "int"),
+            ("uc + 1", "201", "int"),
+            ("s * s", "4", "int"),
+            ("b + 1", "2", "int"),
+            ("e + 1", "3", "int"),
+            ("1 << 40", "0", "int"),
+            ("1L << 40", "1099511627776", "long"),
+            ("1 << -1", "0", "int"),
+            ("-16 >> 2", "-4", "int"),
+            ("0x80000000u >> 31", "1", "unsigned int"),
+            ("6 & 3 | 8 ^ 1", "11", "int"),
+            ("x == 3 && l < 0", "1", "int"),
+            ("$eax * 2", "14", "int"),
+        ];
+        for (text, expected, type_name) in cases {
+            assert_eq!(show(text), (expected.into(), type_name.into()), "{text}");
+        }
+        assert_eq!(error("1 / 0"), "division by zero");
+        assert_eq!(error("5 % (x - 3)"), "division by zero");
+    }
+
+    #[test]
+    fn float_arithmetic() {
+        let cases = [
+            ("10 / 3.0", "3.3333333333333335", "double"),
+            ("d * 2", "5", "double"),
+            ("f + 1", "1.5", "float"),
+            ("f + d", "3", "double"),
+            ("1.0 / 0", "inf", "double"),
+            ("-d", "-2.5", "double"),
+            ("d > 2", "1", "int"),
+            ("!d", "0", "int"),
+            ("1.5f * 3", "4.5", "float"),
+        ];
+        for (text, expected, type_name) in cases {
+            assert_eq!(show(text), (expected.into(), type_name.into()), "{text}");
+        }
+        assert!(error("1.5 % 2").contains("integer-only operation"));
+        assert!(error("d << 1").contains("integer-only operation"));
+        assert!(error("~d").contains("invalid operand of type \"double\" to unary ~"));
+    }
+
+    #[test]
+    fn logic_short_circuits() {
+        assert_eq!(value("0 && nosuch"), "0");
+        assert_eq!(value("1 || nosuch"), "1");
+        assert_eq!(value("x > 2 ? 10 : nosuch"), "10");
+        assert_eq!(value("2 && 3"), "1");
+        assert_eq!(value("0 || 0.0"), "0");
+        assert_eq!(
+            error("1 && nosuch"),
+            "no symbol \"nosuch\" in current context"
+        );
+        assert_eq!(
+            error("nosuch + 1"),
+            "no symbol \"nosuch\" in current context"
+        );
+    }
+
+    #[test]
+    fn registers_and_names() {
+        assert_eq!(value("$rip"), "0x401136");
+        assert_eq!(value("$pc + 1"), "0x401137");
+        assert_eq!(value("$sp == $rsp"), "1");
+        assert_eq!(error("$nosuch"), "no register \"$nosuch\"");
+        assert_eq!(value("ns::g"), "42");
+        assert_eq!(error("gone + 1"), "value has been optimized out");
+        assert_eq!(value("e"), "GREEN");
+    }
+
+    #[test]
+    fn pointers() {
+        assert_eq!(show("p + 1"), ("0x1004".into(), "int *".into()));
+        assert_eq!(show("2 + p"), ("0x1008".into(), "int *".into()));
+        assert_eq!(show("q - 1"), ("0x1004".into(), "int *".into()));
+        assert_eq!(show("q - p"), ("2".into(), "long".into()));
+        assert_eq!(value("vp + 3"), "0x1003");
+        assert_eq!(value("p < q"), "1");
+        assert_eq!(value("p == 0"), "0");
+        assert_eq!(value("!p"), "0");
+        assert!(error("sp + 1").contains("pointer to \"struct node\" is not supported yet"));
+        assert!(error("p * 2").contains("invalid operands of types \"int *\" and \"int\""));
+    }
+
+    #[test]
+    fn dereferencing_reads_memory() {
+        assert_eq!(show("*p"), ("10".into(), "int".into()));
+        assert_eq!(value("p[2]"), "30");
+        assert_eq!(value("*(p + 1) + p[0]"), "30");
+        assert_eq!(value("q[-1]"), "20");
+        assert_eq!(show("*cp"), ("104 'h'".into(), "char".into()));
+        assert_eq!(value("cp[1]"), "105 'i'");
+        assert_eq!(show("*dp"), ("2.5".into(), "double".into()));
+        assert_eq!(show("*pp"), ("0x1000".into(), "int *".into()));
+        assert_eq!(value("**pp"), "10");
+        assert_eq!(error("*bad"), "cannot access memory at 0x10");
+        assert!(error("*x").contains("non-pointer value of type \"int\""));
+        assert!(error("*sp").contains("\"struct node\" is not supported yet"));
+    }
+
+    #[test]
+    fn unsupported_operations_say_so() {
+        assert!(error("&x").contains("not supported yet"));
+        assert!(error("sp->next").contains("-> operator is not supported yet"));
+        assert!(error("arr[1]").contains("not supported yet"));
+        assert!(error("arr + 1").contains("\"int [3]\""));
+        assert_eq!(show("\"hi\""), ("\"hi\"".into(), "char [3]".into()));
+    }
+
+    /// Constant expressions give what gdb prints for them.
+    #[test]
+    fn constants_agree_with_gdb() {
+        let expressions = [
+            "1 + 2 * 3",
+            "-7 / 2",
+            "-7 % 3",
+            "2147483647 + 1",
+            "-1 < 1u",
+            "0u - 1",
+            "~0u",
+            "'a' + 1",
+            "'\\377'",
+            "10 / 3.0",
+            "1.5f * 3",
+            "1 << 40",
+            "-16 >> 2",
+            "0x7fffffffffffffff + 1",
+            "1 ? 2 : 3",
+            "!5",
+            "0x80000000u >> 31",
+            "1.0 / 0",
+            "3 > 2 && 2 > 1",
+            "100000 * 100000",
+            "-5u",
+            "7 % -3",
+            "2.5e-1",
+            "~5",
+            "6 ^ 3",
+        ];
+        let mut command = std::process::Command::new("gdb");
+        command.args(["-nx", "-batch", "-ex", "set language c"]);
+        for expr in expressions {
+            command.args(["-ex", &format!("print {expr}")]);
+        }
+        let Ok(output) = command.output() else {
+            eprintln!("gdb not available; skipping");
+            return;
+        };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let answers: Vec<&str> = stdout.lines().filter(|l| l.starts_with('$')).collect();
+        assert_eq!(answers.len(), expressions.len(), "gdb said: {stdout}");
+        for (i, (expr, answer)) in expressions.iter().zip(answers).enumerate() {
+            let ours = format!("${} = {}", i + 1, value(expr));
+            assert_eq!(ours, answer, "{expr}");
+        }
+    }
+}
