@@ -23,7 +23,7 @@ pub fn install_interrupt_handler() {
     // SAFETY: the handler only stores to an atomic.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_interrupt as usize;
+        action.sa_sigaction = on_interrupt as *const () as usize;
         libc::sigemptyset(&mut action.sa_mask);
         action.sa_flags = 0;
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());

@@ -380,9 +380,8 @@ impl Session {
         mut how: impl FnMut(&mut Debugger, debugger::engine::ConditionEvaluator) -> debugger::Result<Stop>,
     ) -> Result<()> {
         self.dbg.process()?;
-        let mut run = |dbg: &mut Debugger| how(dbg, &evaluate_condition);
+        let mut stop = how(&mut self.dbg, &evaluate_condition)?;
         loop {
-            let stop = run(&mut self.dbg)?;
             self.print_notices();
             for (id, why) in self.dbg.take_condition_failures() {
                 eprintln!("rdbx: the condition of breakpoint ({id}) could not be evaluated: {why}");
@@ -390,8 +389,7 @@ impl Session {
             if let StopReason::Breakpoint { ids } = &stop.reason {
                 if self.run_when_bodies(ids) {
                     // Only `when` events, none of which asked to stop: go on.
-                    let resume = |dbg: &mut Debugger| dbg.cont(&evaluate_condition);
-                    run = Box::leak(Box::new(resume)) as &mut dyn FnMut(&mut Debugger) -> debugger::Result<Stop>;
+                    stop = self.dbg.cont(&evaluate_condition)?;
                     continue;
                 }
             }

@@ -45,6 +45,8 @@ pub struct Breakpoint {
     pub addresses: Vec<u64>,
     /// The line actually used when the requested one had no code.
     pub resolved_line: Option<u32>,
+    /// It has resolved at least once (so a later resolution is no news).
+    pub ever_resolved: bool,
 }
 
 impl Breakpoint {

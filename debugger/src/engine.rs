@@ -220,6 +220,7 @@ impl Debugger {
                 hits: 0,
                 addresses: Vec::new(),
                 resolved_line,
+                ever_resolved: !addresses.is_empty(),
             },
         );
         if !addresses.is_empty() {
@@ -328,7 +329,7 @@ impl Debugger {
             let Some(bp) = self.breakpoints.user.get(&id) else {
                 continue;
             };
-            let was_pending = bp.is_pending();
+            let was_pending = !bp.ever_resolved;
             if self.process.is_some() && !bp.addresses.is_empty() {
                 let inserted_everywhere = bp
                     .addresses
@@ -342,6 +343,7 @@ impl Debugger {
             if let Ok((addresses, line)) = self.resolve(&location) {
                 if let Some(bp) = self.breakpoints.user.get_mut(&id) {
                     bp.resolved_line = line.or(bp.resolved_line);
+                    bp.ever_resolved = true;
                 }
                 self.install(id, addresses);
                 if was_pending {
@@ -401,6 +403,13 @@ impl Debugger {
         }
         self.resume_all()?;
         loop {
+            // Events seen while one thread was single-stepped come first.
+            if let Some(event) = self.deferred.pop_front() {
+                if let Some(stop) = self.handle_event(event, conditions)? {
+                    return self.finish_stop(stop);
+                }
+                continue;
+            }
             let event = match ptrace::wait(-1, false)? {
                 Some(event) => event,
                 None => {
@@ -461,6 +470,16 @@ impl Debugger {
                 .collect(),
             None => return Err(Error::NoProcess),
         };
+        // Prepare every out-of-line slot first: that may run an injected
+        // system call, which must happen while no thread runs.
+        for &tid in &tids {
+            let pc = self.process()?.pc(tid)?;
+            let will_pass = tid == self.current_tid
+                || self.process()?.thread(tid).and_then(|t| t.pass_at) == Some(pc);
+            if will_pass && self.breakpoints.sites.contains_key(&pc) {
+                self.displacement_for(tid, pc)?;
+            }
+        }
         for tid in tids {
             self.resume_thread(tid)?;
         }
@@ -478,7 +497,16 @@ impl Debugger {
             return Ok(());
         }
         let mut regs = self.process()?.regs(tid)?;
-        if self.breakpoints.sites.contains_key(&regs.rip) && !self.vfork_in_progress {
+        if ptrace::trace_enabled() {
+            eprintln!("[rdbx trace] resume {tid} at 0x{:x}", regs.rip);
+        }
+        let trapped_here = self
+            .process_mut()?
+            .thread_mut(tid)
+            .and_then(|t| t.pass_at.take())
+            == Some(regs.rip);
+        let pass = trapped_here || tid == self.current_tid;
+        if pass && self.breakpoints.sites.contains_key(&regs.rip) && !self.vfork_in_progress {
             match self.displacement_for(tid, regs.rip)? {
                 Displacement::OutOfLine { .. } => {
                     let slot = self.breakpoints.sites[&regs.rip].slot.unwrap_or(regs.rip);
@@ -520,8 +548,13 @@ impl Debugger {
             return Ok(d);
         }
         if !self.breakpoints.has_scratch_near(address) {
-            if let Ok(base) = self.allocate_scratch(tid, address) {
-                self.breakpoints.add_scratch_page(base);
+            match self.allocate_scratch(tid, address) {
+                Ok(base) => self.breakpoints.add_scratch_page(base),
+                Err(e) => {
+                    if ptrace::trace_enabled() {
+                        eprintln!("[rdbx trace] no scratch page near 0x{address:x}: {e}");
+                    }
+                }
             }
         }
         let mut code = [0u8; 16];
@@ -537,8 +570,13 @@ impl Debugger {
             return Ok(Displacement::SingleStep);
         }
         let process = self.process.as_ref().ok_or(Error::NoProcess)?;
-        self.breakpoints
-            .prepare_displacement(&process.memory, address, len)
+        let displacement = self
+            .breakpoints
+            .prepare_displacement(&process.memory, address, len)?;
+        if ptrace::trace_enabled() {
+            eprintln!("[rdbx trace] displacement at 0x{address:x}: {displacement:?}");
+        }
+        Ok(displacement)
     }
 
     /// Maps a page for out-of-line slots near `near` by making the
@@ -563,15 +601,18 @@ impl Debugger {
 
     /// Runs one system call in the stopped thread `tid` and returns its
     /// result, leaving registers and memory as they were. The thread
-    /// executes a `syscall` instruction written over its current pc.
+    /// executes a `syscall` instruction written over the program's entry
+    /// point, which no thread executes again once the program has started
+    /// (writing at the thread's own pc could be seen by another thread).
     pub fn inject_syscall(&mut self, tid: Tid, number: u64, args: [u64; 6]) -> Result<u64> {
+        let at = self.entry_point()?;
         let process = self.process.as_ref().ok_or(Error::NoProcess)?;
         let saved = process.regs(tid)?;
-        let at = saved.rip;
         let mut original = [0u8; 2];
         process.memory.read(at, &mut original)?;
         process.memory.write(at, &[0x0f, 0x05])?;
         let mut regs = saved;
+        regs.rip = at;
         regs.rax = number;
         regs.rdi = args[0];
         regs.rsi = args[1];
@@ -703,7 +744,8 @@ impl Debugger {
                 WaitEvent::Signal { signal, .. }
                     if signal == libc::SIGTRAP && self.rewind_if_breakpoint(tid)? =>
                 {
-                    // Its hit will be taken again when it resumes.
+                    // Its hit will be taken again when it resumes; our
+                    // SIGSTOP is still pending and is swallowed then.
                     if let Some(thread) = self.process.as_mut().and_then(|p| p.thread_mut(tid)) {
                         thread.state = ThreadState::Stopped;
                     }
@@ -904,6 +946,10 @@ impl Debugger {
         signal: i32,
         conditions: ConditionEvaluator,
     ) -> Result<Option<Stop>> {
+        if ptrace::trace_enabled() {
+            let pc = ptrace::get_regs(tid).map(|r| r.rip).unwrap_or(0);
+            eprintln!("[rdbx trace] signal {signal} in {tid} at 0x{pc:x}");
+        }
         let process = self.process_mut()?;
         if !process.threads.contains_key(&tid) {
             // A new thread's first stop, seen before its parent's clone event.
@@ -970,6 +1016,9 @@ impl Debugger {
             return Ok(None);
         }
         let pc = self.process()?.pc(tid)?;
+        if let Some(thread) = self.process_mut()?.thread_mut(tid) {
+            thread.pass_at = Some(pc);
+        }
         let owners = self.breakpoints.sites[&pc].owners.clone();
         if owners.contains(&Owner::LoaderEvent) {
             self.library_event()?;
@@ -1083,6 +1132,20 @@ impl Debugger {
     }
 
     // ----- helpers for the other engine modules -------------------------
+
+    /// The runtime address of the executable's entry point.
+    fn entry_point(&self) -> Result<u64> {
+        let pid = self.process()?.pid;
+        let program = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
+        let main = self
+            .objects
+            .list
+            .iter()
+            .find(|o| Some(&o.path) == program.as_ref())
+            .or(self.objects.main())
+            .ok_or_else(|| Error::Other("the executable is not mapped".into()))?;
+        Ok(main.runtime_address(main.file.entry()))
+    }
 
     pub(crate) fn take_deferred(&mut self) -> Option<WaitEvent> {
         self.deferred.pop_front()

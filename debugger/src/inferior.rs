@@ -49,10 +49,11 @@ pub struct Thread {
     pub pending_signal: i32,
     /// We sent SIGSTOP and have not seen it yet; when it arrives it is ours.
     pub sigstop_expected: bool,
-    /// The thread stands at this breakpoint site and was already told
-    /// about it: resuming must execute the displaced instruction instead
-    /// of trapping again.
-    pub resume_over: Option<u64>,
+    /// The thread trapped at this breakpoint site itself: resuming must
+    /// step past it. A thread that merely stands on a site (stopped there
+    /// by us, or rewound after a trap that raced with stopping) executes
+    /// the int3 again so that its hit is not lost.
+    pub pass_at: Option<u64>,
 }
 
 pub struct Inferior {
@@ -142,7 +143,7 @@ impl Inferior {
                     cause: StopCause::Stopped,
                     pending_signal: 0,
                     sigstop_expected: false,
-                    resume_over: None,
+                    pass_at: None,
                 },
             );
         }
@@ -158,7 +159,7 @@ impl Inferior {
         }
         for thread in self.threads.values_mut() {
             thread.number = 1;
-            thread.resume_over = None;
+            thread.pass_at = None;
         }
         self.next_thread_number = 2;
         // The address space is new: /proc/PID/mem must be opened again.

@@ -66,7 +66,17 @@ pub fn wait(tid: Tid, nohang: bool) -> Result<Option<WaitEvent>> {
     if ret == 0 {
         return Ok(None);
     }
-    Ok(Some(decode_status(ret, status)))
+    let event = decode_status(ret, status);
+    if trace_enabled() {
+        eprintln!("[rdbx trace] {event:?}");
+    }
+    Ok(Some(event))
+}
+
+/// `RDBX_TRACE=1` prints every wait event on stderr, for debugging the engine.
+pub(crate) fn trace_enabled() -> bool {
+    static ENABLED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ENABLED.get_or_init(|| std::env::var_os("RDBX_TRACE").is_some())
 }
 
 fn decode_status(tid: Tid, status: i32) -> WaitEvent {
