@@ -25,6 +25,7 @@ int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
     int f = fact(6); /* MARK:main_fact */
+    /* MARK:comment_in_main (no code on this line) */
     int g = fib(10);
     printf("fact=%d fib=%d\n", f, g);
     return 0;
