@@ -722,8 +722,12 @@ impl Outcome {
 
     /// PIDs from `(process id PID)` lines.
     pub fn process_ids(&self) -> Vec<u32> {
-        self.stdout
-            .lines()
+        Self::pids_in(&self.stdout)
+    }
+
+    /// PIDs from `(process id PID)` lines of any transcript.
+    pub fn pids_in(text: &str) -> Vec<u32> {
+        text.lines()
             .filter_map(|l| {
                 let rest = l.trim().strip_prefix("(process id ")?;
                 rest.strip_suffix(')')?.trim().parse().ok()
