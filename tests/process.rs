@@ -13,13 +13,19 @@ fn exit_line_and_running_line() {
     o.assert_no_errors();
     o.assert_stderr_well_formed();
     assert!(
-        o.stdout.lines().any(|l| l.starts_with("Running: ") && l.contains("loop-O0") && l.trim_end().ends_with(" 4")),
+        o.stdout.lines().any(|l| l.starts_with("Running: ")
+            && l.contains("loop-O0")
+            && l.trim_end().ends_with(" 4")),
         "{}",
         o.transcript()
     );
     assert_eq!(o.process_ids().len(), 1);
     o.assert_out_contains("sum=10");
-    assert!(o.has_line("execution completed, exit code is 3"), "{}", o.transcript());
+    assert!(
+        o.has_line("execution completed, exit code is 3"),
+        "{}",
+        o.transcript()
+    );
     assert_eq!(o.exit_code(), Some(0), "rdbx itself exits 0");
 }
 
@@ -44,11 +50,16 @@ fn run_with_redirections() {
     let output = dir.join("out.txt");
     write_file(&input, "first line\nsecond line\n");
     let o = Rdbx::batch()
-        .cmd(&format!("run one < {} > {}", input.display(), output.display()))
+        .cmd(&format!(
+            "run one < {} > {}",
+            input.display(),
+            output.display()
+        ))
         .prog(&p, &[])
         .run();
     o.assert_no_errors();
-    let written = fs::read_to_string(&output).unwrap_or_else(|e| panic!("no output file: {e}\n{}", o.transcript()));
+    let written = fs::read_to_string(&output)
+        .unwrap_or_else(|e| panic!("no output file: {e}\n{}", o.transcript()));
     assert_eq!(
         written,
         "argc=2\nargv[1]=one\nstdin: first line\nstdin: second line\nlines=2\n",
@@ -64,7 +75,12 @@ fn rerun_runs_again() {
     let p = prog("loop-O0");
     let o = Rdbx::batch().cmds(&["run 2", "rerun"]).prog(&p, &[]).run();
     o.assert_stderr_well_formed();
-    assert_eq!(o.stdout.matches("Running: ").count(), 2, "{}", o.transcript());
+    assert_eq!(
+        o.stdout.matches("Running: ").count(),
+        2,
+        "{}",
+        o.transcript()
+    );
     let pids = o.process_ids();
     assert_eq!(pids.len(), 2, "{}", o.transcript());
     assert_ne!(pids[0], pids[1]);
@@ -84,7 +100,11 @@ fn rerun_while_stopped_replaces_the_process() {
     let pids = Outcome::pids_in(&s.stdout());
     assert_eq!(pids.len(), 2, "{}", s.transcript());
     assert_eq!(first[0], pids[0]);
-    assert!(gone_soon(pids[0]), "the first process is gone after rerun\n{}", s.transcript());
+    assert!(
+        gone_soon(pids[0]),
+        "the first process is gone after rerun\n{}",
+        s.transcript()
+    );
     assert!(proc_state(pids[1]).is_some());
     s.send("print i");
     s.wait_for("i = 1");
@@ -114,7 +134,11 @@ fn kill_ends_the_process_and_session_goes_on() {
     s.send("kill");
     s.send("cont");
     s.wait_until("no process error", |_, e| e.contains("rdbx: no process"));
-    assert!(gone_soon(pid), "killed process is reaped (no zombie)\n{}", s.transcript());
+    assert!(
+        gone_soon(pid),
+        "killed process is reaped (no zombie)\n{}",
+        s.transcript()
+    );
     // A new run works after kill.
     s.send("run");
     s.wait_for_count("stopped in hit", 2);
@@ -148,7 +172,12 @@ fn fork_child_runs_free_and_parent_continues() {
     assert_eq!(o.stops().len(), 1, "{}", o.transcript());
     assert_eq!(o.printed("who"), ["1"], "{}", o.transcript());
     let children = o.fork_child_ids();
-    assert_eq!(children.len(), 1, "[Detaching after fork from child process PID]\n{}", o.transcript());
+    assert_eq!(
+        children.len(),
+        1,
+        "[Detaching after fork from child process PID]\n{}",
+        o.transcript()
+    );
     let child = children[0];
     o.assert_out_contains(&format!("child {child} running"));
     o.assert_out_contains(&format!("parent: child {child} exited with 7"));
@@ -178,14 +207,19 @@ fn exec_is_reported_and_new_program_breakpoint_hit() {
     o.assert_out_contains("before exec");
     let pid = o.process_ids()[0];
     assert!(
-        o.stdout.contains(&format!("[process {pid} is executing new program: {io_s}]")),
+        o.stdout
+            .contains(&format!("[process {pid} is executing new program: {io_s}]")),
         "{}",
         o.transcript()
     );
     let s = o.nth_stop(0);
     assert_eq!(
         (s.func.as_str(), s.line, s.file.as_deref()),
-        ("print_args", Some(line_of("io.c", "print_args_body")), Some("io.c")),
+        (
+            "print_args",
+            Some(line_of("io.c", "print_args_body")),
+            Some("io.c")
+        ),
         "{}",
         o.transcript()
     );
@@ -201,6 +235,10 @@ fn exec_of_program_without_symbols_we_know() {
     let p = prog("exec-O0");
     let o = Rdbx::batch().cmds(&["run"]).prog(&p, &["/bin/true"]).run();
     o.assert_stderr_well_formed();
-    assert!(o.stdout.contains("is executing new program: /bin/true]"), "{}", o.transcript());
+    assert!(
+        o.stdout.contains("is executing new program: /bin/true]"),
+        "{}",
+        o.transcript()
+    );
     assert_eq!(o.exit_lines(), [0], "{}", o.transcript());
 }

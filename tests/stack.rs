@@ -33,11 +33,17 @@ fn recursion_where_matches_gdb_bt() {
     assert_eq!(frames[0].file.as_deref(), Some("recurse.c"));
     // Argument list in the contract's spelling.
     assert!(
-        o.stdout.lines().any(|l| l.starts_with("=>[1] fact(n = 1), line ")),
+        o.stdout
+            .lines()
+            .any(|l| l.starts_with("=>[1] fact(n = 1), line ")),
         "{}",
         o.transcript()
     );
-    assert!(o.stdout.contains("  [2] fact(n = 2), line "), "{}", o.transcript());
+    assert!(
+        o.stdout.contains("  [2] fact(n = 2), line "),
+        "{}",
+        o.transcript()
+    );
 }
 
 #[test]
@@ -82,14 +88,38 @@ fn inline_where(variant: &str) {
     let gdb = gdb_bt(&p, &[], &[&format!("break inline.c:{line}")]);
     assert_same_stack(&frames, &gdb, &o);
     let names: Vec<&str> = frames.iter().take(3).map(|f| f.func.as_str()).collect();
-    assert_eq!(names, ["inner_inl", "outer_inl", "main"], "{}", o.transcript());
-    assert!(frames[0].inlined && frames[1].inlined, "inlined frames are marked [inlined]\n{}", o.transcript());
-    assert!(!frames[2].inlined, "main is a real frame\n{}", o.transcript());
-    assert_eq!(frames[1].line, Some(line_of("inline.c", "outer_calls_inner")));
-    assert_eq!(frames[2].line, Some(line_of("inline.c", "main_calls_outer")));
+    assert_eq!(
+        names,
+        ["inner_inl", "outer_inl", "main"],
+        "{}",
+        o.transcript()
+    );
+    assert!(
+        frames[0].inlined && frames[1].inlined,
+        "inlined frames are marked [inlined]\n{}",
+        o.transcript()
+    );
+    assert!(
+        !frames[2].inlined,
+        "main is a real frame\n{}",
+        o.transcript()
+    );
+    assert_eq!(
+        frames[1].line,
+        Some(line_of("inline.c", "outer_calls_inner"))
+    );
+    assert_eq!(
+        frames[2].line,
+        Some(line_of("inline.c", "main_calls_outer"))
+    );
     let stop = o.nth_stop(0);
     assert_eq!(stop.line, Some(line), "{}", o.transcript());
-    assert_eq!(stop.func, "inner_inl", "the stop names the innermost inlined function\n{}", o.transcript());
+    assert_eq!(
+        stop.func,
+        "inner_inl",
+        "the stop names the innermost inlined function\n{}",
+        o.transcript()
+    );
 }
 
 #[test]
@@ -113,17 +143,28 @@ fn where_in_function_without_debug_info() {
     o.assert_stderr_well_formed();
     let stop = o.nth_stop(0);
     assert_eq!(stop.func, "nd_compute", "{}", o.transcript());
-    assert!(stop.line.is_none() && stop.addr.is_some(), "no line info: stopped in F at 0xADDR\n{}", o.transcript());
+    assert!(
+        stop.line.is_none() && stop.addr.is_some(),
+        "no line info: stopped in F at 0xADDR\n{}",
+        o.transcript()
+    );
     let frames = o.nth_where(0);
     assert_eq!(frames[0].func, "nd_compute");
     assert_eq!(frames[0].line, None);
     assert!(
-        o.stdout.lines().any(|l| l.starts_with("=>[1] nd_compute() + 0x") && l.contains(", at 0x") && l.trim_end().ends_with(" in nodebug-O0")),
+        o.stdout
+            .lines()
+            .any(|l| l.starts_with("=>[1] nd_compute() + 0x")
+                && l.contains(", at 0x")
+                && l.trim_end().ends_with(" in nodebug-O0")),
         "no-debug frame format `FUNC() + 0xOFF, at 0xADDR in LIBNAME`\n{}",
         o.transcript()
     );
     assert_eq!(frames[1].func, "main");
-    assert_eq!(frames[1].line, Some(line_of("nodebug_main.c", "call_nodebug")));
+    assert_eq!(
+        frames[1].line,
+        Some(line_of("nodebug_main.c", "call_nodebug"))
+    );
 }
 
 #[test]
@@ -150,17 +191,33 @@ fn up_down_frame_move_the_selection() {
     assert_eq!(o.printed("n"), ["2", "4", "3"], "{}", o.transcript());
     let w = o.nth_where(0);
     let sel: Vec<u32> = w.iter().filter(|f| f.selected).map(|f| f.index).collect();
-    assert_eq!(sel, [4], "=> marks the selected frame after up\n{}", o.transcript());
+    assert_eq!(
+        sel,
+        [4],
+        "=> marks the selected frame after up\n{}",
+        o.transcript()
+    );
     // up prints the frame's where-line then its source line.
     let rec = line_of("recurse.c", "fact_rec");
-    assert!(o.stdout.contains(&format!("[2] fact(n = 2), line {rec} in \"recurse.c\"")), "{}", o.transcript());
     assert!(
-        o.stdout.contains(&format!("{rec:>6}\t{}", source_line("recurse.c", rec))),
+        o.stdout
+            .contains(&format!("[2] fact(n = 2), line {rec} in \"recurse.c\"")),
+        "{}",
+        o.transcript()
+    );
+    assert!(
+        o.stdout
+            .contains(&format!("{rec:>6}\t{}", source_line("recurse.c", rec))),
         "{}",
         o.transcript()
     );
     // frame 7 is main; `f` is main's local, not yet assigned, but printable.
     let main_line = line_of("recurse.c", "main_fact");
-    assert!(o.stdout.contains(&format!("[7] main(), line {main_line} in \"recurse.c\"")), "{}", o.transcript());
+    assert!(
+        o.stdout
+            .contains(&format!("[7] main(), line {main_line} in \"recurse.c\"")),
+        "{}",
+        o.transcript()
+    );
     assert_eq!(o.printed("f").len(), 1, "{}", o.transcript());
 }

@@ -11,8 +11,12 @@ fn commands_from_x_file() {
     write_file(&script, "stop in fact -if n == 1\nrun\nwhere\n");
     let o = Rdbx::batch().arg("-x").arg(&script).prog(&p, &[]).run();
     o.assert_no_errors();
-    assert!(o.has_line("(1) stop in fact -if n == 1"), "{}", o.transcript());
-    assert_eq!(o.nth_where(0).len() >= 7, true, "{}", o.transcript());
+    assert!(
+        o.has_line("(1) stop in fact -if n == 1"),
+        "{}",
+        o.transcript()
+    );
+    assert!(o.nth_where(0).len() >= 7, "{}", o.transcript());
 }
 
 #[test]
@@ -23,7 +27,11 @@ fn commands_from_stdin_pipe() {
         .prog(&p, &[])
         .run();
     o.assert_no_errors();
-    assert!(o.has_line("(1) stop in fact -if n == 1"), "{}", o.transcript());
+    assert!(
+        o.has_line("(1) stop in fact -if n == 1"),
+        "{}",
+        o.transcript()
+    );
     assert_eq!(o.stops().len(), 1);
     assert!(o.nth_where(0).len() >= 7);
     o.assert_out_contains("fact=720 fib=55");
@@ -34,7 +42,10 @@ fn commands_from_stdin_pipe() {
 #[test]
 fn stdin_pipe_until_eof_without_quit() {
     let p = prog("recurse-O0");
-    let o = Rdbx::interactive().stdin("stop in fact\nrun\n").prog(&p, &[]).run();
+    let o = Rdbx::interactive()
+        .stdin("stop in fact\nrun\n")
+        .prog(&p, &[])
+        .run();
     assert_eq!(o.stops().len(), 1, "{}", o.transcript());
     assert_eq!(o.exit_code(), Some(0));
 }
@@ -86,7 +97,11 @@ fn assert_prints_match(results: &[(String, String, String)]) {
     for (expr, r, g) in results {
         let g = normalize_gdb(g);
         if g.starts_with("0x") {
-            assert_eq!(parse_hex(r), parse_hex(&g), "print {expr}: rdbx {r:?} gdb {g:?}");
+            assert_eq!(
+                parse_hex(r),
+                parse_hex(&g),
+                "print {expr}: rdbx {r:?} gdb {g:?}"
+            );
         } else {
             assert_eq!(r, &g, "print {expr}: rdbx {r:?} gdb {g:?}");
         }
@@ -106,7 +121,17 @@ fn print_parameters_of_base_types_like_gdb() {
 #[test]
 fn print_globals_of_base_types_like_gdb() {
     let r = compare_prints(
-        &["g_int", "g_unsigned", "g_long", "g_char", "g_double", "g_float", "g_bool", "g_ptr", "g_short"],
+        &[
+            "g_int",
+            "g_unsigned",
+            "g_long",
+            "g_char",
+            "g_double",
+            "g_float",
+            "g_bool",
+            "g_ptr",
+            "g_short",
+        ],
         None,
     );
     assert_prints_match(&r);
@@ -119,13 +144,31 @@ fn print_inexact_double_has_gdb_value() {
     // gdb prints 3.1415899999999999 (%.17g); accept any spelling of the same double.
     let r = compare_prints(&["g_pi", "g_uchar"], None);
     let (rv, gv) = (&r[0].1, &r[0].2);
-    assert_eq!(rv.parse::<f64>().ok(), gv.parse::<f64>().ok(), "rdbx {rv} gdb {gv}");
+    assert_eq!(
+        rv.parse::<f64>().ok(),
+        gv.parse::<f64>().ok(),
+        "rdbx {rv} gdb {gv}"
+    );
     assert!(r[1].1.starts_with("200"), "{:?}", r[1]);
 }
 
 #[test]
 fn print_locals_in_caller_and_expressions() {
-    let r = compare_prints(&["li", "lu", "ll", "lc", "ld", "lf", "lb", "a+b", "li * 2 + 1", "*lp"], Some("up"));
+    let r = compare_prints(
+        &[
+            "li",
+            "lu",
+            "ll",
+            "lc",
+            "ld",
+            "lf",
+            "lb",
+            "a+b",
+            "li * 2 + 1",
+            "*lp",
+        ],
+        Some("up"),
+    );
     assert_prints_match(&r);
     assert_eq!(r[7].1, "7");
 }
@@ -146,7 +189,10 @@ fn gdb_style_p_uses_history_numbers() {
 #[test]
 fn regs_layout_and_pc_like_gdb() {
     let p = prog("recurse-O0");
-    let o = Rdbx::batch().cmds(&["stop in fact", "run", "regs"]).prog(&p, &[]).run();
+    let o = Rdbx::batch()
+        .cmds(&["stop in fact", "run", "regs"])
+        .prog(&p, &[])
+        .run();
     o.assert_no_errors();
     let gout = gdb(&p, &[], &["break fact", "run", "info registers"]);
     let reg = |text: &str, name: &str| -> Option<(String, u64)> {
@@ -154,11 +200,20 @@ fn regs_layout_and_pc_like_gdb() {
             if l.len() < 16 || l[..15].trim_end() != name {
                 return None;
             }
-            Some((l.to_string(), parse_hex(l[15..].split_whitespace().next()?)?))
+            Some((
+                l.to_string(),
+                parse_hex(l[15..].split_whitespace().next()?)?,
+            ))
         })
     };
-    for name in ["rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r15", "rip", "eflags"] {
-        assert!(reg(&o.stdout, name).is_some(), "regs shows {name} (name padded to 15)\n{}", o.transcript());
+    for name in [
+        "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r15", "rip", "eflags",
+    ] {
+        assert!(
+            reg(&o.stdout, name).is_some(),
+            "regs shows {name} (name padded to 15)\n{}",
+            o.transcript()
+        );
     }
     for name in ["rip", "rdi", "rbp"] {
         let (_, r) = reg(&o.stdout, name).unwrap();
@@ -197,15 +252,26 @@ fn dis_function_matches_gdb() {
         .run();
     o.assert_no_errors();
     o.assert_out_contains("<main+");
-    let gout = gdb(&p, &[], &["break main", "run", "x/6i main", "info registers rip"]);
+    let gout = gdb(
+        &p,
+        &[],
+        &["break main", "run", "x/6i main", "info registers rip"],
+    );
     let g = dis_lines(&gout.replace("=> ", "   "));
     let r = dis_lines(&o.stdout);
     assert!(r.len() >= 6, "{}", o.transcript());
     let r6: Vec<(u64, String)> = r.iter().take(6).map(|(a, m, _)| (*a, m.clone())).collect();
     let g6: Vec<(u64, String)> = g.iter().take(6).map(|(a, m, _)| (*a, m.clone())).collect();
-    assert_eq!(r6, g6, "dis main vs gdb x/6i main\n{gout}\n{}", o.transcript());
+    assert_eq!(
+        r6,
+        g6,
+        "dis main vs gdb x/6i main\n{gout}\n{}",
+        o.transcript()
+    );
     assert!(
-        o.stdout.lines().any(|l| l.contains("call") && l.contains("<fact>")),
+        o.stdout
+            .lines()
+            .any(|l| l.contains("call") && l.contains("<fact>")),
         "call targets are symbolized\n{}",
         o.transcript()
     );
@@ -214,7 +280,11 @@ fn dis_function_matches_gdb() {
         .find_map(|l| parse_hex(l.strip_prefix("rip")?.split_whitespace().next()?))
         .unwrap();
     let cur: Vec<u64> = r.iter().filter(|x| x.2).map(|x| x.0).collect();
-    assert!(!cur.is_empty() && cur.iter().all(|a| *a == rip), "`=> ` marks the pc {rip:#x}\n{}", o.transcript());
+    assert!(
+        !cur.is_empty() && cur.iter().all(|a| *a == rip),
+        "`=> ` marks the pc {rip:#x}\n{}",
+        o.transcript()
+    );
 }
 
 #[test]
@@ -235,7 +305,11 @@ fn list_function_shows_source_lines() {
         assert_eq!(t, &source_line("recurse.c", *n), "line {n}");
     }
     let rec = line_of("recurse.c", "fact_rec");
-    assert!(listed.iter().any(|(n, _)| *n == rec), "list fact includes fact's body\n{}", o.transcript());
+    assert!(
+        listed.iter().any(|(n, _)| *n == rec),
+        "list fact includes fact's body\n{}",
+        o.transcript()
+    );
     for l in o.stdout.lines().filter(|l| l.contains('\t')) {
         let (n, _) = l.split_once('\t').unwrap();
         assert_eq!(n.len(), 6, "line numbers right-aligned in 6 columns: {l:?}");
@@ -247,14 +321,19 @@ fn list_line_range() {
     let p = prog("recurse-O0");
     let o = Rdbx::batch().cmds(&["list 8,12"]).prog(&p, &[]).run();
     o.assert_no_errors();
-    let want: String = (8..=12).map(|n| format!("{n:>6}\t{}\n", source_line("recurse.c", n))).collect();
+    let want: String = (8..=12)
+        .map(|n| format!("{n:>6}\t{}\n", source_line("recurse.c", n)))
+        .collect();
     o.assert_out_contains(&want);
 }
 
 #[test]
 fn loadobjects_lists_libc_and_loader() {
     let p = prog("recurse-O0");
-    let o = Rdbx::batch().cmds(&["stop in main", "run", "loadobjects"]).prog(&p, &[]).run();
+    let o = Rdbx::batch()
+        .cmds(&["stop in main", "run", "loadobjects"])
+        .prog(&p, &[])
+        .run();
     o.assert_no_errors();
     let objs: Vec<(u64, String)> = o
         .stdout
@@ -267,7 +346,15 @@ fn loadobjects_lists_libc_and_loader() {
             Some((parse_hex(a)?, path.trim().to_string()))
         })
         .collect();
-    assert!(objs.iter().any(|(_, p)| p.ends_with("libc.so.6")), "{}", o.transcript());
-    assert!(objs.iter().any(|(_, p)| p.contains("ld-linux-x86-64.so.2")), "{}", o.transcript());
+    assert!(
+        objs.iter().any(|(_, p)| p.ends_with("libc.so.6")),
+        "{}",
+        o.transcript()
+    );
+    assert!(
+        objs.iter().any(|(_, p)| p.contains("ld-linux-x86-64.so.2")),
+        "{}",
+        o.transcript()
+    );
     assert!(objs.iter().all(|(a, _)| *a != 0), "{}", o.transcript());
 }

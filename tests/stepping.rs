@@ -6,7 +6,12 @@ use common::*;
 
 /// Runs `setup` (rdbx and gdb spellings), `run`, then `steps` in both
 /// debuggers and compares (function, line) after each command.
-fn compare_steps(p: &std::path::Path, rdbx_setup: &[&str], gdb_setup: &[&str], steps: &[&str]) -> Outcome {
+fn compare_steps(
+    p: &std::path::Path,
+    rdbx_setup: &[&str],
+    gdb_setup: &[&str],
+    steps: &[&str],
+) -> Outcome {
     let mut cmds: Vec<&str> = rdbx_setup.to_vec();
     cmds.push("run");
     cmds.extend_from_slice(steps);
@@ -23,7 +28,10 @@ fn compare_steps(p: &std::path::Path, rdbx_setup: &[&str], gdb_setup: &[&str], s
     let gout = gdb(p, &[], &g);
     let expected = parse_gdb_markers(&gout);
     assert_eq!(expected.len(), steps.len() + 1, "gdb transcript:\n{gout}");
-    assert!(!gout.contains("not meaningful"), "test sequence finishes out of main:\n{gout}");
+    assert!(
+        !gout.contains("not meaningful"),
+        "test sequence finishes out of main:\n{gout}"
+    );
 
     let got: Vec<(String, u32)> = o
         .stops()
@@ -41,13 +49,18 @@ fn compare_steps(p: &std::path::Path, rdbx_setup: &[&str], gdb_setup: &[&str], s
 }
 
 const SEQUENCE: &[&str] = &[
-    "next", "next", "next", "step", "next", "finish", "next", "step", "step", "finish", "finish", "next", "next",
-    "next",
+    "next", "next", "next", "step", "next", "finish", "next", "step", "step", "finish", "finish",
+    "next", "next", "next",
 ];
 
 #[test]
 fn step_next_finish_match_gdb_o0() {
-    let o = compare_steps(&prog("steps-O0"), &["stop in main"], &["break main"], SEQUENCE);
+    let o = compare_steps(
+        &prog("steps-O0"),
+        &["stop in main"],
+        &["break main"],
+        SEQUENCE,
+    );
     // finish prints the returned value before the stop line.
     o.assert_out_contains("add returns 3");
     o.assert_out_contains("add returns 6");
@@ -55,7 +68,8 @@ fn step_next_finish_match_gdb_o0() {
     // Each stop is followed by its source line.
     let first = line_of("steps.c", "main_first");
     assert!(
-        o.stdout.contains(&format!("{first:>6}\t{}", source_line("steps.c", first))),
+        o.stdout
+            .contains(&format!("{first:>6}\t{}", source_line("steps.c", first))),
         "{}",
         o.transcript()
     );
@@ -65,9 +79,15 @@ fn step_next_finish_match_gdb_o0() {
 fn step_next_finish_match_gdb_o2() {
     // At -O2 `x = 1; acc = x;` share code with line 26, so one fewer `next` is needed.
     const O2_SEQUENCE: &[&str] = &[
-        "next", "next", "step", "next", "finish", "next", "step", "step", "finish", "finish", "next", "next", "next",
+        "next", "next", "step", "next", "finish", "next", "step", "step", "finish", "finish",
+        "next", "next", "next",
     ];
-    compare_steps(&prog("steps-O2"), &["stop in main"], &["break main"], O2_SEQUENCE);
+    compare_steps(
+        &prog("steps-O2"),
+        &["stop in main"],
+        &["break main"],
+        O2_SEQUENCE,
+    );
 }
 
 #[test]
@@ -100,7 +120,12 @@ fn step_over_nodebug(variant: &str) {
         &["step", "next"],
     );
     let s = o.nth_stop(1);
-    assert_eq!(s.func, "main", "step over a function without line info stays in main\n{}", o.transcript());
+    assert_eq!(
+        s.func,
+        "main",
+        "step over a function without line info stays in main\n{}",
+        o.transcript()
+    );
     assert!(s.line.unwrap_or(0) > call, "{}", o.transcript());
 }
 
@@ -109,10 +134,22 @@ fn step_over_function_without_debug_info_o0() {
     step_over_nodebug("nodebug-O0");
     // At -O0 the next line is exactly the line after the call.
     let o = Rdbx::batch()
-        .cmds(&[&format!("stop at \"nodebug_main.c\":{}", line_of("nodebug_main.c", "call_nodebug")), "run", "step"])
+        .cmds(&[
+            &format!(
+                "stop at \"nodebug_main.c\":{}",
+                line_of("nodebug_main.c", "call_nodebug")
+            ),
+            "run",
+            "step",
+        ])
         .prog(&prog("nodebug-O0"), &[])
         .run();
-    assert_eq!(o.nth_stop(1).line, Some(line_of("nodebug_main.c", "after_nodebug")), "{}", o.transcript());
+    assert_eq!(
+        o.nth_stop(1).line,
+        Some(line_of("nodebug_main.c", "after_nodebug")),
+        "{}",
+        o.transcript()
+    );
 }
 
 #[test]
@@ -128,8 +165,24 @@ fn stepi_moves_pc_like_gdb() {
         .prog(&p, &[])
         .run();
     o.assert_stderr_well_formed();
-    assert_eq!(o.stops().len(), 4, "one stop line per stepi\n{}", o.transcript());
-    let gout = gdb(&p, &[], &["break main", "run", "stepi", "stepi", "stepi", "info registers rip"]);
+    assert_eq!(
+        o.stops().len(),
+        4,
+        "one stop line per stepi\n{}",
+        o.transcript()
+    );
+    let gout = gdb(
+        &p,
+        &[],
+        &[
+            "break main",
+            "run",
+            "stepi",
+            "stepi",
+            "stepi",
+            "info registers rip",
+        ],
+    );
     let g_rip = gout
         .lines()
         .find_map(|l| l.strip_prefix("rip").and_then(parse_hex_field))

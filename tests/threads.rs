@@ -13,7 +13,12 @@ fn breakpoint_in_worker_thread() {
         .run();
     o.assert_stderr_well_formed();
     let stop = o.nth_stop(0);
-    assert_eq!((stop.func.as_str(), stop.line), ("work", Some(body)), "{}", o.transcript());
+    assert_eq!(
+        (stop.func.as_str(), stop.line),
+        ("work", Some(body)),
+        "{}",
+        o.transcript()
+    );
 
     // All five threads exist (the workers passed a barrier with main).
     let listed: Vec<&str> = o
@@ -21,17 +26,35 @@ fn breakpoint_in_worker_thread() {
         .lines()
         .filter(|l| l.trim_start().starts_with("=> t@") || l.trim_start().starts_with("t@"))
         .collect();
-    assert_eq!(listed.len(), 5, "threads lists 5 threads\n{}", o.transcript());
+    assert_eq!(
+        listed.len(),
+        5,
+        "threads lists 5 threads\n{}",
+        o.transcript()
+    );
     let current: Vec<&&str> = listed.iter().filter(|l| l.starts_with("=> t@")).collect();
-    assert_eq!(current.len(), 1, "exactly one current thread\n{}", o.transcript());
+    assert_eq!(
+        current.len(),
+        1,
+        "exactly one current thread\n{}",
+        o.transcript()
+    );
     assert!(current[0].contains("(lwp "), "{}", o.transcript());
-    assert!(current[0].contains("work()"), "current thread is in work\n{}", o.transcript());
+    assert!(
+        current[0].contains("work()"),
+        "current thread is in work\n{}",
+        o.transcript()
+    );
     assert!(
         !current[0].contains("t@1 "),
         "the breakpoint is hit by a worker, not the main thread\n{}",
         o.transcript()
     );
-    assert!(listed.iter().any(|l| l.contains("t@1 ")), "{}", o.transcript());
+    assert!(
+        listed.iter().any(|l| l.contains("t@1 ")),
+        "{}",
+        o.transcript()
+    );
     // lwps are distinct
     let mut lwps: Vec<&str> = listed
         .iter()
@@ -65,9 +88,21 @@ fn worker_breakpoint_hit_four_times_then_exit() {
     o.assert_out_contains("threads done sum=60");
     assert_eq!(o.exit_lines(), [0], "{}", o.transcript());
     let new_threads = o.stdout.matches("[New thread t@").count();
-    assert!(new_threads >= 4, "new threads are announced\n{}", o.transcript());
-    let exited = o.stdout.lines().filter(|l| l.starts_with("[Thread t@") && l.contains(" exited]")).count();
-    assert!(exited >= 4, "thread exits are announced\n{}", o.transcript());
+    assert!(
+        new_threads >= 4,
+        "new threads are announced\n{}",
+        o.transcript()
+    );
+    let exited = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("[Thread t@") && l.contains(" exited]"))
+        .count();
+    assert!(
+        exited >= 4,
+        "thread exits are announced\n{}",
+        o.transcript()
+    );
 }
 
 #[test]

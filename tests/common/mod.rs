@@ -45,7 +45,11 @@ impl Programs {
     /// Path of a built program, e.g. `path("recurse-O0")`, `path("libdllib.so")`.
     pub fn path(&self, name: &str) -> PathBuf {
         let p = self.dir.join(name);
-        assert!(p.exists(), "test program {name} was not built ({})", p.display());
+        assert!(
+            p.exists(),
+            "test program {name} was not built ({})",
+            p.display()
+        );
         p
     }
 
@@ -97,11 +101,25 @@ fn single_source_recipes() -> Vec<Recipe> {
     }
     out.push(recipe(
         "libdllib.so",
-        &["-g", "-O0", "-shared", "-fPIC", "dllib.c", "-o", "libdllib.so"],
+        &[
+            "-g",
+            "-O0",
+            "-shared",
+            "-fPIC",
+            "dllib.c",
+            "-o",
+            "libdllib.so",
+        ],
     ));
     // No -g on purpose: main must step over/through a function without line info.
-    out.push(recipe("nodebug_lib-O0.o", &["-O0", "-c", "nodebug_lib.c", "-o", "nodebug_lib-O0.o"]));
-    out.push(recipe("nodebug_lib-O2.o", &["-O2", "-c", "nodebug_lib.c", "-o", "nodebug_lib-O2.o"]));
+    out.push(recipe(
+        "nodebug_lib-O0.o",
+        &["-O0", "-c", "nodebug_lib.c", "-o", "nodebug_lib-O0.o"],
+    ));
+    out.push(recipe(
+        "nodebug_lib-O2.o",
+        &["-O2", "-c", "nodebug_lib.c", "-o", "nodebug_lib-O2.o"],
+    ));
     out
 }
 
@@ -685,7 +703,10 @@ impl Outcome {
 
     /// Error lines (stderr), which the contract says all start with `rdbx: `.
     pub fn error_lines(&self) -> Vec<&str> {
-        self.stderr.lines().filter(|l| !l.trim().is_empty()).collect()
+        self.stderr
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect()
     }
 
     /// Every stderr line is a one-line `rdbx: ` message (no panics, no noise).
@@ -839,7 +860,11 @@ impl Outcome {
 
     pub fn printed_one(&self, name: &str) -> String {
         let v = self.printed(name);
-        assert!(!v.is_empty(), "nothing printed for {name}\n{}", self.transcript());
+        assert!(
+            !v.is_empty(),
+            "nothing printed for {name}\n{}",
+            self.transcript()
+        );
         v[0].clone()
     }
 
@@ -1024,7 +1049,8 @@ pub fn through_main(frames: &[Frame]) -> Vec<(String, Option<u32>)> {
 // ---------------------------------------------------------------------------
 
 /// gdb command printing `@@STOP FUNC LINE` for the selected frame (LINE 0 without line info).
-pub const GDB_WHERE_AM_I: &str = "python f = gdb.selected_frame(); print('@@STOP %s %d' % (f.name(), f.find_sal().line))";
+pub const GDB_WHERE_AM_I: &str =
+    "python f = gdb.selected_frame(); print('@@STOP %s %d' % (f.name(), f.find_sal().line))";
 
 /// Runs `gdb -batch -nx` with the given commands on `prog args`; returns stdout+stderr.
 pub fn gdb(prog: &Path, args: &[&str], cmds: &[&str]) -> String {
