@@ -206,6 +206,7 @@ fn build_all(root: &Path, key: &str) -> PathBuf {
         .expect("open lock file");
     let _guard = FileLock::new(&lock);
     if final_dir.join(".complete").exists() {
+        remove_stale_builds(root, key);
         return final_dir;
     }
     let tmp = root.join(format!("{key}.tmp.{}", std::process::id()));
@@ -216,7 +217,21 @@ fn build_all(root: &Path, key: &str) -> PathBuf {
     fs::write(tmp.join(".complete"), key).expect("mark build complete");
     let _ = fs::remove_dir_all(&final_dir);
     fs::rename(&tmp, &final_dir).expect("publish build dir");
+    remove_stale_builds(root, key);
     final_dir
+}
+
+/// Builds of older sources (other hash keys); called with the lock held.
+fn remove_stale_builds(root: &Path, key: &str) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name != key && !name.starts_with('.') && e.path().join(".complete").exists() {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// flock-based lock: several test binaries may start building at once.
@@ -566,6 +581,17 @@ impl Session {
         loop {
             if pred(&self.stdout(), &self.stderr()) {
                 return;
+            }
+            let exited = matches!(self.child.try_wait(), Ok(Some(_)));
+            if exited {
+                // Give the readers a moment for the last output, then look once more.
+                thread::sleep(Duration::from_millis(50));
+                if pred(&self.stdout(), &self.stderr()) {
+                    return;
+                }
+                let t = self.transcript();
+                self.abort();
+                panic!("rdbx exited while waiting for {what}\n{t}");
             }
             if Instant::now() >= deadline {
                 let t = self.transcript();
