@@ -58,9 +58,12 @@ impl Sources {
         self.files
             .entry(path.to_path_buf())
             .or_insert_with(|| {
-                std::fs::read(path)
-                    .ok()
-                    .map(|bytes| String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect())
+                std::fs::read(path).ok().map(|bytes| {
+                    String::from_utf8_lossy(&bytes)
+                        .lines()
+                        .map(str::to_string)
+                        .collect()
+                })
             })
             .as_ref()
     }

@@ -10,7 +10,11 @@ use std::path::PathBuf;
 
 /// Command-line options, as gdb and dbx users expect them.
 #[derive(Parser, Debug)]
-#[command(name = "rdbx", version, about = "A Linux x86-64 debugger in the tradition of dbx")]
+#[command(
+    name = "rdbx",
+    version,
+    about = "A Linux x86-64 debugger in the tradition of dbx"
+)]
 struct Options {
     /// Run COMMAND at start (repeatable).
     #[arg(short = 'c', long = "eval", value_name = "COMMAND")]

@@ -213,8 +213,12 @@ impl Session {
             Command::StepInstruction { count } => self.repeat(count, |s| s.step_instruction(false)),
             Command::NextInstruction { count } => self.repeat(count, |s| s.step_instruction(true)),
             Command::Where { depth } => self.where_(depth.map(|d| d as usize)),
-            Command::Up { count } => self.move_frame(self.dbg.selected_frame as i64 + i64::from(count)),
-            Command::Down { count } => self.move_frame(self.dbg.selected_frame as i64 - i64::from(count)),
+            Command::Up { count } => {
+                self.move_frame(self.dbg.selected_frame as i64 + i64::from(count))
+            }
+            Command::Down { count } => {
+                self.move_frame(self.dbg.selected_frame as i64 - i64::from(count))
+            }
             Command::Frame { number } => match number {
                 Some(n) => self.move_frame(i64::from(n) - 1),
                 None => self.move_frame(self.dbg.selected_frame as i64),
@@ -264,7 +268,9 @@ impl Session {
     fn print_notices(&mut self) {
         while let Some(notice) = self.dbg.notices.pop_front() {
             match notice {
-                Notice::NewThread { number, tid } => println!("[New thread t@{number} (lwp {tid})]"),
+                Notice::NewThread { number, tid } => {
+                    println!("[New thread t@{number} (lwp {tid})]")
+                }
                 Notice::ThreadExited { number, tid } => {
                     println!("[Thread t@{number} (lwp {tid}) exited]")
                 }
@@ -377,7 +383,10 @@ impl Session {
     /// breakpoints (resuming unless they say `stop`), and reports the stop.
     fn resume(
         &mut self,
-        mut how: impl FnMut(&mut Debugger, debugger::engine::ConditionEvaluator) -> debugger::Result<Stop>,
+        mut how: impl FnMut(
+            &mut Debugger,
+            debugger::engine::ConditionEvaluator,
+        ) -> debugger::Result<Stop>,
     ) -> Result<()> {
         self.dbg.process()?;
         let mut stop = how(&mut self.dbg, &evaluate_condition)?;
@@ -434,7 +443,10 @@ impl Session {
                 return;
             }
             StopReason::Killed { signal } => {
-                println!("program terminated by signal {}", format::signal_text(*signal));
+                println!(
+                    "program terminated by signal {}",
+                    format::signal_text(*signal)
+                );
                 return;
             }
             StopReason::Finished {
@@ -616,9 +628,17 @@ impl Session {
             .dbg
             .backtrace(self.dbg.current_tid, depth.unwrap_or(usize::MAX))?;
         for (index, frame) in frames.iter().enumerate() {
-            let marker = if index == self.dbg.selected_frame { "=>" } else { "  " };
+            let marker = if index == self.dbg.selected_frame {
+                "=>"
+            } else {
+                "  "
+            };
             let args = self.dbg.frame_arguments(frame);
-            println!("{marker}[{}] {}", index + 1, format::frame_line(frame, &args));
+            println!(
+                "{marker}[{}] {}",
+                index + 1,
+                format::frame_line(frame, &args)
+            );
         }
         Ok(())
     }
@@ -627,7 +647,9 @@ impl Session {
         if target < 0 {
             bail!("already at the innermost frame");
         }
-        let frames = self.dbg.backtrace(self.dbg.current_tid, target as usize + 1)?;
+        let frames = self
+            .dbg
+            .backtrace(self.dbg.current_tid, target as usize + 1)?;
         let Some(frame) = frames.get(target as usize) else {
             bail!("already at the outermost frame");
         };
@@ -646,7 +668,11 @@ impl Session {
         let process = self.dbg.process()?;
         let threads: Vec<_> = process.threads.values().cloned().collect();
         for thread in threads {
-            let marker = if thread.tid == self.dbg.current_tid { "=> " } else { "   " };
+            let marker = if thread.tid == self.dbg.current_tid {
+                "=> "
+            } else {
+                "   "
+            };
             let state = match thread.cause {
                 StopCause::Breakpoint => "breakpoint".to_string(),
                 StopCause::Signal(sig) => format!("signal {}", signal_name(sig)),
@@ -764,7 +790,10 @@ impl Session {
             .ok_or_else(|| anyhow!("cannot read source file \"{}\"", path.display()))?
             .clone();
         if first as usize > lines.len() {
-            bail!("line {first} is past the end of \"{name}\" ({} lines)", lines.len());
+            bail!(
+                "line {first} is past the end of \"{name}\" ({} lines)",
+                lines.len()
+            );
         }
         let last = (last as usize).min(lines.len());
         for number in first as usize..=last {
@@ -794,14 +823,23 @@ impl Session {
                             .file
                             .location_at(f.low_pc)
                             .or(f.location)
-                            .ok_or_else(|| anyhow!("function \"{name}\" has no line information"))?;
-                        return Ok((location.full_path.clone(), format::file_name(&location), location.line));
+                            .ok_or_else(|| {
+                                anyhow!("function \"{name}\" has no line information")
+                            })?;
+                        return Ok((
+                            location.full_path.clone(),
+                            format::file_name(&location),
+                            location.line,
+                        ));
                     }
                 }
                 bail!("no function named \"{name}\"")
             }
             Location::Line { file, line } => {
-                let spec = LocationSpec::Line { file: file.clone(), line };
+                let spec = LocationSpec::Line {
+                    file: file.clone(),
+                    line,
+                };
                 let file_text = match file {
                     Some(f) => f,
                     None => self
@@ -831,12 +869,21 @@ impl Session {
                     .symbolize(address)
                     .location
                     .ok_or_else(|| anyhow!("no line information for 0x{address:x}"))?;
-                Ok((location.full_path.clone(), format::file_name(&location), location.line))
+                Ok((
+                    location.full_path.clone(),
+                    format::file_name(&location),
+                    location.line,
+                ))
             }
         }
     }
 
-    fn disassemble(&mut self, start: Option<Location>, count: Option<u32>, gdb_style: bool) -> Result<()> {
+    fn disassemble(
+        &mut self,
+        start: Option<Location>,
+        count: Option<u32>,
+        gdb_style: bool,
+    ) -> Result<()> {
         let pc = self
             .dbg
             .process()
@@ -845,14 +892,19 @@ impl Session {
             .map(|f| f.pc);
         let (address, end) = match start {
             None => {
-                let pc = pc.ok_or_else(|| anyhow!("no process; say which function or address to disassemble"))?;
+                let pc = pc.ok_or_else(|| {
+                    anyhow!("no process; say which function or address to disassemble")
+                })?;
                 if gdb_style {
-                    self.function_bounds(pc).map(|(s, e)| (s, Some(e))).unwrap_or((pc, None))
+                    self.function_bounds(pc)
+                        .map(|(s, e)| (s, Some(e)))
+                        .unwrap_or((pc, None))
                 } else {
                     (pc, None)
                 }
             }
-            Some(Location::Function(name)) | Some(Location::FunctionInFile { function: name, .. }) => {
+            Some(Location::Function(name))
+            | Some(Location::FunctionInFile { function: name, .. }) => {
                 let (low, high) = self.function_range(&name)?;
                 (low, if count.is_none() { Some(high) } else { None })
             }
@@ -860,14 +912,24 @@ impl Session {
             Some(location @ Location::Line { .. }) => {
                 let spec = self.location_spec(location)?;
                 let addresses = self.dbg.resolve(&spec)?.0;
-                (*addresses.first().ok_or_else(|| anyhow!("no code there"))?, None)
+                (
+                    *addresses.first().ok_or_else(|| anyhow!("no code there"))?,
+                    None,
+                )
             }
         };
         let count = count.unwrap_or(if end.is_some() { u32::MAX } else { 10 }) as usize;
-        let mut bytes = vec![0u8; end.map(|e| (e - address) as usize).unwrap_or(count * 15).min(1 << 20)];
+        let mut bytes = vec![
+            0u8;
+            end.map(|e| (e - address) as usize)
+                .unwrap_or(count * 15)
+                .min(1 << 20)
+        ];
         let n = if self.dbg.is_running() {
             let process = self.dbg.process()?;
-            self.dbg.breakpoints.read_code(&process.memory, address, &mut bytes)
+            self.dbg
+                .breakpoints
+                .read_code(&process.memory, address, &mut bytes)
         } else {
             self.read_file_code(address, &mut bytes)
         };
@@ -879,7 +941,11 @@ impl Session {
             bail!("cannot disassemble at 0x{address:x}");
         }
         for insn in instructions {
-            let marker = if Some(insn.address) == pc { "=> " } else { "   " };
+            let marker = if Some(insn.address) == pc {
+                "=> "
+            } else {
+                "   "
+            };
             let label = self.symbol_label(insn.address);
             let mut operands = insn.operands.clone();
             if let Some(target) = insn.branch_target {
@@ -909,15 +975,26 @@ impl Session {
     fn function_bounds(&self, pc: u64) -> Option<(u64, u64)> {
         let object = self.dbg.objects.object_at(pc)?;
         let f = object.file.function_at(object.file_address(pc))?;
-        Some((object.runtime_address(f.low_pc), object.runtime_address(f.high_pc)))
+        Some((
+            object.runtime_address(f.low_pc),
+            object.runtime_address(f.high_pc),
+        ))
     }
 
     fn function_range(&self, name: &str) -> Result<(u64, u64)> {
         for object in &self.dbg.objects.list {
             if let Some(f) = object.file.find_functions(name).into_iter().next() {
-                return Ok((object.runtime_address(f.low_pc), object.runtime_address(f.high_pc)));
+                return Ok((
+                    object.runtime_address(f.low_pc),
+                    object.runtime_address(f.high_pc),
+                ));
             }
-            if let Some(s) = object.file.lookup_symbol(name).into_iter().find(|s| s.is_function) {
+            if let Some(s) = object
+                .file
+                .lookup_symbol(name)
+                .into_iter()
+                .find(|s| s.is_function)
+            {
                 let start = object.runtime_address(s.address);
                 return Ok((start, start + s.size.max(1)));
             }
@@ -935,7 +1012,10 @@ impl Session {
             if address >= segment.vaddr && address < segment.vaddr + segment.filesz {
                 let offset = (segment.offset + address - segment.vaddr) as usize;
                 let available = (segment.vaddr + segment.filesz - address) as usize;
-                let n = buf.len().min(available).min(data.len().saturating_sub(offset));
+                let n = buf
+                    .len()
+                    .min(available)
+                    .min(data.len().saturating_sub(offset));
                 buf[..n].copy_from_slice(&data[offset..offset + n]);
                 return n;
             }
@@ -945,7 +1025,11 @@ impl Session {
 
     fn load_objects(&self) {
         for object in &self.dbg.objects.list {
-            let debug = if object.file.has_debug_info() { "" } else { "  (no debug info)" };
+            let debug = if object.file.has_debug_info() {
+                ""
+            } else {
+                "  (no debug info)"
+            };
             println!("0x{:016x}  {}{debug}", object.start, object.path.display());
         }
     }
@@ -1005,7 +1089,9 @@ impl Session {
                     let current = self.dbg.signals.get(signal.number());
                     let stop = disposition.stop.unwrap_or(current.stop);
                     let pass = disposition.pass.unwrap_or(current.pass);
-                    self.dbg.signals.set(signal.number(), Disposition { stop, pass });
+                    self.dbg
+                        .signals
+                        .set(signal.number(), Disposition { stop, pass });
                 }
                 Ok(())
             }
@@ -1016,7 +1102,10 @@ impl Session {
 fn filter_kind(_: &[i32]) {}
 
 /// `in main at line 5 in file "t.c"` and the formatted source line.
-fn describe_frame(sources: &mut Sources, frame: &debugger::stack::StackFrame) -> (String, Option<String>) {
+fn describe_frame(
+    sources: &mut Sources,
+    frame: &debugger::stack::StackFrame,
+) -> (String, Option<String>) {
     let function = frame.function.clone();
     match (&function, &frame.location) {
         (Some(name), Some(location)) => {
@@ -1064,7 +1153,11 @@ fn format_with(value: &Value, letter: char) -> Result<String> {
         Value::Integer { size, .. } | Value::Char { size, .. } | Value::Float { size, .. } => *size,
         _ => 8,
     };
-    let mask: u128 = if size >= 16 { u128::MAX } else { (1u128 << (size as u32 * 8)) - 1 };
+    let mask: u128 = if size >= 16 {
+        u128::MAX
+    } else {
+        (1u128 << (size as u32 * 8)) - 1
+    };
     let unsigned = (raw as u128) & mask;
     Ok(match letter {
         'x' => format!("0x{unsigned:x}"),
@@ -1072,7 +1165,11 @@ fn format_with(value: &Value, letter: char) -> Result<String> {
         't' => format!("{unsigned:b}"),
         'd' => raw.to_string(),
         'u' => unsigned.to_string(),
-        'c' => format!("{} {}", raw as i8, debugger::value::char_literal(raw as i64)),
+        'c' => format!(
+            "{} {}",
+            raw as i8,
+            debugger::value::char_literal(raw as i64)
+        ),
         'a' => format!("0x{unsigned:x}"),
         other => bail!("format letter \"{other}\" is not supported here"),
     })
@@ -1110,7 +1207,12 @@ impl EvalContext for SessionEval<'_> {
         Some(if pointer {
             Value::Pointer {
                 address: value,
-                type_name: if name == "rip" || name == "pc" { "void (*)()" } else { "void *" }.into(),
+                type_name: if name == "rip" || name == "pc" {
+                    "void (*)()"
+                } else {
+                    "void *"
+                }
+                .into(),
                 detail: None,
             }
         } else {

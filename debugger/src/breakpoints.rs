@@ -227,7 +227,11 @@ impl Breakpoints {
         address: u64,
         instruction_len: usize,
     ) -> Result<Displacement> {
-        if let Some(d) = self.sites.get(&address).and_then(|s| s.displacement.clone()) {
+        if let Some(d) = self
+            .sites
+            .get(&address)
+            .and_then(|s| s.displacement.clone())
+        {
             return Ok(d);
         }
         let slot = self.take_slot(address);

@@ -36,7 +36,9 @@ pub enum Notice {
 #[derive(Debug, Clone, PartialEq)]
 pub enum StopReason {
     /// User breakpoints whose conditions held and counts were reached.
-    Breakpoint { ids: Vec<u32> },
+    Breakpoint {
+        ids: Vec<u32>,
+    },
     /// A step, next, stepi or nexti finished.
     Step,
     /// `step up` / `finish` returned from `function`.
@@ -44,10 +46,16 @@ pub enum StopReason {
         function: String,
         value: Option<Value>,
     },
-    Signal { signal: i32 },
+    Signal {
+        signal: i32,
+    },
     Interrupted,
-    Exited { code: i32 },
-    Killed { signal: i32 },
+    Exited {
+        code: i32,
+    },
+    Killed {
+        signal: i32,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -96,8 +104,10 @@ pub struct Debugger {
     deferred: VecDeque<WaitEvent>,
     /// A vfork child shares our memory: breakpoints are out until it execs or exits.
     vfork_in_progress: bool,
-    /// Set while breakpoint conditions can be evaluated.
+    /// Conditions that failed to evaluate at the last stop, with why.
     condition_failures: Vec<(u32, String)>,
+    /// Forked children whose first stop came before the fork event.
+    early_children: Vec<i32>,
 }
 
 impl Debugger {
@@ -117,6 +127,7 @@ impl Debugger {
             deferred: VecDeque::new(),
             vfork_in_progress: false,
             condition_failures: Vec::new(),
+            early_children: Vec::new(),
         })
     }
 
@@ -373,10 +384,17 @@ impl Debugger {
         };
         let found = self.objects.list.iter().find_map(|object| {
             let name = object.short_name();
-            if !name.starts_with("ld-linux") && !name.starts_with("ld.so") && !name.starts_with("ld-") {
+            if !name.starts_with("ld-linux")
+                && !name.starts_with("ld.so")
+                && !name.starts_with("ld-")
+            {
                 return None;
             }
-            let symbol = object.file.lookup_symbol("_dl_debug_state").into_iter().next()?;
+            let symbol = object
+                .file
+                .lookup_symbol("_dl_debug_state")
+                .into_iter()
+                .next()?;
             Some(object.runtime_address(symbol.address))
         });
         if let Some(address) = found {
@@ -588,7 +606,14 @@ impl Debugger {
         let result = self.inject_syscall(
             tid,
             libc::SYS_mmap as u64,
-            [hint, crate::breakpoints::SCRATCH_SIZE as u64, prot, flags, u64::MAX, 0],
+            [
+                hint,
+                crate::breakpoints::SCRATCH_SIZE as u64,
+                prot,
+                flags,
+                u64::MAX,
+                0,
+            ],
         )?;
         if (result as i64) < 0 && (result as i64) > -4096 {
             return Err(Error::Other(format!(
@@ -718,9 +743,10 @@ impl Debugger {
             }
         }
         loop {
-            let still_running = self.process.as_ref().is_some_and(|p| {
-                p.threads.values().any(|t| t.state == ThreadState::Running)
-            });
+            let still_running = self
+                .process
+                .as_ref()
+                .is_some_and(|p| p.threads.values().any(|t| t.state == ThreadState::Running));
             if !still_running {
                 return Ok(());
             }
@@ -900,12 +926,17 @@ impl Debugger {
     /// and detach. A vfork child shares our memory, so the breakpoints are
     /// taken out of it until the child execs or exits (VFORK_DONE).
     fn release_child(&mut self, child: i32, shares_memory: bool) -> Result<()> {
-        // The child starts with a SIGSTOP; wait for it before touching it.
-        loop {
-            match ptrace::wait(child, false)? {
-                Some(WaitEvent::Signal { .. }) | Some(WaitEvent::Event { .. }) => break,
-                Some(_) => return Ok(()),
-                None => continue,
+        // The child starts with a SIGSTOP; wait for it before touching it
+        // (unless it was already seen).
+        if let Some(i) = self.early_children.iter().position(|&c| c == child) {
+            self.early_children.swap_remove(i);
+        } else {
+            loop {
+                match ptrace::wait(child, false)? {
+                    Some(WaitEvent::Signal { .. }) | Some(WaitEvent::Event { .. }) => break,
+                    Some(_) => return Ok(()),
+                    None => continue,
+                }
             }
         }
         let restore: Vec<(u64, u8)> = self
@@ -952,6 +983,12 @@ impl Debugger {
         }
         let process = self.process_mut()?;
         if !process.threads.contains_key(&tid) {
+            if thread_group_of(tid) != Some(process.pid) {
+                // A new child's first stop, seen before its parent's fork
+                // event: the fork event releases it.
+                self.early_children.push(tid);
+                return Ok(None);
+            }
             // A new thread's first stop, seen before its parent's clone event.
             let thread = process.add_thread(tid, ThreadState::Stopped);
             if signal == libc::SIGSTOP {
@@ -1065,7 +1102,12 @@ impl Debugger {
 
     /// Counts a hit of breakpoint `id` if its condition holds; true when
     /// the user should see it (count reached).
-    fn user_breakpoint_triggers(&mut self, id: u32, tid: Tid, conditions: ConditionEvaluator) -> bool {
+    fn user_breakpoint_triggers(
+        &mut self,
+        id: u32,
+        tid: Tid,
+        conditions: ConditionEvaluator,
+    ) -> bool {
         let Some(bp) = self.breakpoints.user.get(&id) else {
             return false;
         };
@@ -1112,7 +1154,12 @@ impl Debugger {
         self.objects.refresh(pid)?;
         // Sites in objects that went away (dlclose) are gone with them.
         for (path, start, end) in before {
-            if !self.objects.list.iter().any(|o| o.path == path && o.start == start) {
+            if !self
+                .objects
+                .list
+                .iter()
+                .any(|o| o.path == path && o.start == start)
+            {
                 let dead: Vec<u64> = self
                     .breakpoints
                     .sites
@@ -1155,7 +1202,9 @@ impl Debugger {
     pub fn instruction_at(&self, address: u64) -> Option<Instruction> {
         let process = self.process.as_ref()?;
         let mut code = [0u8; 16];
-        let n = self.breakpoints.read_code(&process.memory, address, &mut code);
+        let n = self
+            .breakpoints
+            .read_code(&process.memory, address, &mut code);
         self.disassembler.decode_one(&code[..n], address)
     }
 
@@ -1170,6 +1219,15 @@ impl Debugger {
     pub fn disassembler(&self) -> &Disassembler {
         &self.disassembler
     }
+}
+
+/// The process a task belongs to (its thread group), from /proc.
+fn thread_group_of(tid: Tid) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Tgid:"))
+        .and_then(|value| value.trim().parse().ok())
 }
 
 /// Checks that `path` is an executable we can debug (ObjectFile::open has

@@ -278,7 +278,8 @@ impl Inferior {
         unsafe { libc::kill(self.pid, libc::SIGKILL) };
         loop {
             match ptrace::wait(-1, false) {
-                Ok(Some(WaitEvent::Exited { tid, .. })) | Ok(Some(WaitEvent::Killed { tid, .. }))
+                Ok(Some(WaitEvent::Exited { tid, .. }))
+                | Ok(Some(WaitEvent::Killed { tid, .. }))
                     if tid == self.pid =>
                 {
                     break

@@ -37,9 +37,7 @@ impl LoadedObject {
     /// The CFI, parsed the first time the unwinder needs it.
     pub fn cfi(&self) -> Option<&CfiTable> {
         self.cfi
-            .get_or_init(|| {
-                CfiTable::new(self.file.elf_bytes(), self.file.debug_file_bytes()).ok()
-            })
+            .get_or_init(|| CfiTable::new(self.file.elf_bytes(), self.file.debug_file_bytes()).ok())
             .as_ref()
     }
 
@@ -106,8 +104,10 @@ impl LoadedObjects {
                 None => by_path.push((path, vec![mapping])),
             }
         }
-        let mut old: Vec<Option<LoadedObject>> =
-            std::mem::take(&mut self.list).into_iter().map(Some).collect();
+        let mut old: Vec<Option<LoadedObject>> = std::mem::take(&mut self.list)
+            .into_iter()
+            .map(Some)
+            .collect();
         let mut new_indexes = Vec::new();
         for (path, mappings) in by_path {
             let start = mappings.iter().map(|m| m.start).min().unwrap_or(0);

@@ -20,13 +20,25 @@ pub const OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
 /// What `waitpid` reported for one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitEvent {
-    Exited { tid: Tid, code: i32 },
-    Killed { tid: Tid, signal: i32 },
+    Exited {
+        tid: Tid,
+        code: i32,
+    },
+    Killed {
+        tid: Tid,
+        signal: i32,
+    },
     /// Signal-delivery stop (or a group stop; we do not use
     /// PTRACE_SEIZE, so those look alike and are told apart by the caller).
-    Signal { tid: Tid, signal: i32 },
+    Signal {
+        tid: Tid,
+        signal: i32,
+    },
     /// A PTRACE_EVENT_* stop.
-    Event { tid: Tid, event: i32 },
+    Event {
+        tid: Tid,
+        event: i32,
+    },
 }
 
 impl WaitEvent {
@@ -108,8 +120,7 @@ pub fn cont(tid: Tid, signal: i32) -> Result<()> {
 
 pub fn single_step(tid: Tid, signal: i32) -> Result<()> {
     // SAFETY: as for cont.
-    check(unsafe { libc::ptrace(libc::PTRACE_SINGLESTEP, tid, 0usize, signal as usize) })
-        .map(drop)
+    check(unsafe { libc::ptrace(libc::PTRACE_SINGLESTEP, tid, 0usize, signal as usize) }).map(drop)
 }
 
 pub fn detach(tid: Tid, signal: i32) -> Result<()> {
@@ -119,8 +130,7 @@ pub fn detach(tid: Tid, signal: i32) -> Result<()> {
 
 pub fn set_options(tid: Tid, options: libc::c_int) -> Result<()> {
     // SAFETY: options go in the data argument.
-    check(unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, tid, 0usize, options as usize) })
-        .map(drop)
+    check(unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, tid, 0usize, options as usize) }).map(drop)
 }
 
 /// The message of the last PTRACE_EVENT stop (new tid, child pid...).

@@ -6,14 +6,14 @@ use libc::user_regs_struct;
 
 /// General registers in the order gdb's `info registers` shows them.
 pub const GENERAL_REGISTERS: [&str; 24] = [
-    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
-    "r13", "r14", "r15", "rip", "eflags", "cs", "ss", "ds", "es", "fs", "gs",
+    "rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15", "rip", "eflags", "cs", "ss", "ds", "es", "fs", "gs",
 ];
 
 /// DWARF register numbers 0..=16 mapped to names.
 pub const DWARF_NAMES: [&str; 17] = [
-    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12",
-    "r13", "r14", "r15", "rip",
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8", "r9", "r10", "r11", "r12", "r13",
+    "r14", "r15", "rip",
 ];
 
 /// Reads a 64-bit register by name (also `pc`, `sp`, `fp`, `fs_base`).

@@ -8,7 +8,7 @@
 //! middle of the caller's line stops there at once.
 
 use crate::breakpoints::Owner;
-use crate::engine::{ConditionEvaluator, Debugger, Stop, StepResume, StopReason};
+use crate::engine::{ConditionEvaluator, Debugger, StepResume, Stop, StopReason};
 use crate::ptrace::{self, Tid};
 use crate::{Error, Result};
 
@@ -123,7 +123,9 @@ impl Debugger {
                 .unwrap_or(0);
             ptrace::single_step(tid, signal)?;
             if let Err(e) = self.wait_for_step(tid) {
-                return self.deferred_stop(conditions).and_then(|s| s.ok_or(e).map(Some));
+                return self
+                    .deferred_stop(conditions)
+                    .and_then(|s| s.ok_or(e).map(Some));
             }
         }
         self.deferred_stop(conditions)
@@ -233,7 +235,10 @@ impl Debugger {
                 None => {
                     // A jump into code without line information (a tail
                     // call into a library): leave it through its return.
-                    if self.function_entry(pc).is_some_and(|(entry, _)| entry == pc) {
+                    if self
+                        .function_entry(pc)
+                        .is_some_and(|(entry, _)| entry == pc)
+                    {
                         let sp = self.current_regs(tid)?.rsp;
                         let return_address = self.process()?.memory.read_u64(sp)?;
                         if let Some(stop) = self.run_to(tid, return_address, sp + 8, conditions)? {
@@ -244,7 +249,9 @@ impl Debugger {
                 }
                 Some(new_span) => {
                     let moved_line = (new_span.file.clone(), new_span.line) != start_line;
-                    if self.function_entry(pc).is_some_and(|(entry, _)| entry == pc)
+                    if self
+                        .function_entry(pc)
+                        .is_some_and(|(entry, _)| entry == pc)
                         && self.function_entry(pc) != self.function_entry(start_pc)
                     {
                         // A tail call into another function with line info.
@@ -287,7 +294,9 @@ impl Debugger {
             .iter()
             .find(|f| f.physical > returning.physical)
             .cloned()
-            .ok_or_else(|| Error::Other("\"finish\" not meaningful in the outermost frame".into()))?;
+            .ok_or_else(|| {
+                Error::Other("\"finish\" not meaningful in the outermost frame".into())
+            })?;
         let cfa = returning
             .cfa
             .ok_or_else(|| Error::Unwind("cannot find the frame's return address".into()))?;
@@ -312,7 +321,9 @@ impl Debugger {
             return None;
         }
         let object = self.objects.object_at(frame.lookup_pc)?;
-        let function = object.file.function_at(object.file_address(frame.lookup_pc))?;
+        let function = object
+            .file
+            .function_at(object.file_address(frame.lookup_pc))?;
         let regs = self.current_regs(self.current_tid).ok()?;
         let xmm0 = ptrace::get_fpregs(self.current_tid)
             .map(|fp| crate::regs::xmm_low(&fp, 0))
