@@ -40,8 +40,12 @@ pub(crate) fn die_contains(
 /// The entry range of a function: its low_pc range (or the first range).
 fn entry_range(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>, entry: &Die) -> Option<(u64, u64)> {
     let mut ranges = dwarf.die_ranges(unit, entry).ok()?;
-    let first = ranges.next().ok()??;
-    Some((first.begin, first.end))
+    while let Some(range) = ranges.next().ok()? {
+        if range.end > range.begin {
+            return Some((range.begin, range.end));
+        }
+    }
+    None
 }
 
 /// The subprogram / lexical block / inlined subroutine DIEs containing
@@ -196,6 +200,20 @@ fn index_cu(
                     let _ = q;
                 }
             }
+            // gdb only finds inlined copies of functions declared inline.
+            gimli::DW_TAG_inlined_subroutine if declared_inline(unit, entry) => {
+                let (display, linkage) = function_name(dwarf, unit, entry.offset());
+                let mut keys = vec![without_parameters(&display).to_string(), display];
+                keys.extend(linkage);
+                if let Some(simple) = keys[0].rsplit("::").next().map(str::to_string) {
+                    keys.push(simple);
+                }
+                keys.sort();
+                keys.dedup();
+                for key in keys {
+                    map.entry(key).or_default().push((cu.offset, entry.offset()));
+                }
+            }
             gimli::DW_TAG_subprogram => {
                 let is_declaration = entry.attr_value(gimli::DW_AT_declaration)?.is_some();
                 if is_declaration {
@@ -244,6 +262,13 @@ fn index_cu(
         }
     }
     Ok(())
+}
+
+fn declared_inline(unit: &gimli::Unit<R>, entry: &Die) -> bool {
+    matches!(
+        attr_through_origin(unit, entry.offset(), gimli::DW_AT_inline),
+        Some((_, AttributeValue::Inline(gimli::DW_INL_declared_inlined | gimli::DW_INL_declared_not_inlined)))
+    )
 }
 
 /// gdb's amd64 prologue analysis: after `[endbr64] push %rbp; mov
@@ -401,10 +426,57 @@ impl ObjectFile {
             .collect();
         if found.is_empty() {
             found = self.functions_from_dwarf(name);
+        } else {
+            let copies: Vec<FunctionInfo> =
+                found.iter().flat_map(|f| self.inlined_copies(f.low_pc)).collect();
+            found.extend(copies);
         }
         found.sort_by_key(|f| f.low_pc);
         found.dedup_by_key(|f| f.low_pc);
         found
+    }
+
+    /// Inlined copies of the function whose out-of-line body starts at
+    /// `low_pc` (gdb breaks in those too). Scans that function's CU only,
+    /// and only when the function is an instance of an inline function.
+    fn inlined_copies(&self, low_pc: u64) -> Vec<FunctionInfo> {
+        let Some(data) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(cu) = data.cu_for_address(low_pc) else {
+            return Vec::new();
+        };
+        let chain = scope_chain(&data.dwarf, &cu.unit, low_pc);
+        let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
+            return Vec::new();
+        };
+        let Some(origin) = cu
+            .unit
+            .entry(function.offset)
+            .ok()
+            .and_then(|e| match e.attr_value(gimli::DW_AT_abstract_origin) {
+                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                _ => None,
+            })
+        else {
+            return Vec::new();
+        };
+        let mut copies = Vec::new();
+        let mut entries = cu.unit.entries();
+        while let Ok(Some((_, entry))) = entries.next_dfs() {
+            if entry.tag() == gimli::DW_TAG_inlined_subroutine
+                && matches!(
+                    entry.attr_value(gimli::DW_AT_abstract_origin),
+                    Ok(Some(AttributeValue::UnitRef(o))) if o == origin
+                )
+            {
+                copies.push(entry.offset());
+            }
+        }
+        copies
+            .into_iter()
+            .filter_map(|o| self.function_from_die(&cu, o))
+            .collect()
     }
 
     fn functions_from_dwarf(&self, name: &str) -> Vec<FunctionInfo> {

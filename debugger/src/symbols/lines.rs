@@ -262,7 +262,8 @@ impl ObjectFile {
             scopes_seen.push(scope);
             let address = match self.function_at(address) {
                 Some(f) if f.low_pc == address => {
-                    if addresses.is_empty() {
+                    // gdb reports the line after the prologue, if it moved.
+                    if addresses.is_empty() && f.breakpoint_address != address {
                         if let Some(l) = &f.location {
                             reported_line = l.line;
                         }

@@ -112,17 +112,25 @@ struct GdbBreak {
 }
 
 fn gdb_breaks(program: &Path, specs: &[&str]) -> Vec<Option<GdbBreak>> {
-    let mut cmd = Command::new("gdb");
-    cmd.args(["-batch", "-nx"]);
+    // stderr merged into stdout, to keep gdb's answers in order.
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "exec gdb \"$@\" 2>&1", "sh", "-batch", "-nx"]);
     for spec in specs {
         cmd.args(["-ex", &format!("break {spec}")]);
     }
     cmd.args(["-ex", "info breakpoints"]).arg(program);
     let output = cmd.output().expect("run gdb");
-    let text = String::from_utf8_lossy(&output.stdout).into_owned()
-        + &String::from_utf8_lossy(&output.stderr);
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
     let mut results = vec![None; specs.len()];
+    // gdb numbers only the breakpoints it could set; map numbers to specs
+    // by the order of its answers.
+    let mut cursor = 0;
+    let mut spec_of_number = std::collections::HashMap::new();
     for line in text.lines() {
+        if line.contains("not defined") || line.starts_with("No line") || line.starts_with("No source") {
+            cursor += 1;
+            continue;
+        }
         // "Breakpoint 1 at 0x11be: file t.c, line 32."
         if let Some(rest) = line.strip_prefix("Breakpoint ") {
             let mut parts = rest.splitn(2, " at 0x");
@@ -136,8 +144,10 @@ fn gdb_breaks(program: &Path, specs: &[&str]) -> Vec<Option<GdbBreak>> {
                 }
                 None => (None, None),
             };
-            if number >= 1 && number <= specs.len() {
-                results[number - 1] = Some(GdbBreak {
+            spec_of_number.insert(number, cursor);
+            cursor += 1;
+            if let Some(slot) = results.get_mut(cursor - 1) {
+                *slot = Some(GdbBreak {
                     addresses: address.into_iter().collect(),
                     file,
                     line: line_no,
@@ -155,7 +165,8 @@ fn gdb_breaks(program: &Path, specs: &[&str]) -> Vec<Option<GdbBreak>> {
             continue;
         };
         let Ok(address) = u64::from_str_radix(&hex[2..], 16) else { continue };
-        if let Some(Some(b)) = results.get_mut(number - 1) {
+        let Some(&index) = spec_of_number.get(&number) else { continue };
+        if let Some(Some(b)) = results.get_mut(index) {
             if b.file.is_none() {
                 b.addresses.retain(|_| false);
                 b.file = Some(String::new());
