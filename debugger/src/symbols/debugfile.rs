@@ -13,8 +13,8 @@ pub(crate) fn find_debug_file(
     build_id: Option<&[u8]>,
 ) -> Option<&'static [u8]> {
     if let Some(id) = build_id {
-        if let Some(data) = build_id_path(Path::new(DEBUG_ROOT), id)
-            .and_then(|p| super::map_file(&p).ok())
+        if let Some(data) =
+            build_id_path(Path::new(DEBUG_ROOT), id).and_then(|p| super::map_file(&p).ok())
         {
             return Some(data);
         }

@@ -66,10 +66,7 @@ mod tests {
 
     #[test]
     fn demangles_rust_and_cpp() {
-        assert_eq!(
-            demangle("_ZN4rdbx4main17h0123456789abcdefE"),
-            "rdbx::main"
-        );
+        assert_eq!(demangle("_ZN4rdbx4main17h0123456789abcdefE"), "rdbx::main");
         assert_eq!(demangle("_ZN2ns1fEi"), "ns::f(int)");
         assert_eq!(demangle("main"), "main");
         assert_eq!(without_parameters("ns::f(int)"), "ns::f");

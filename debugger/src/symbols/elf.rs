@@ -89,10 +89,7 @@ impl SymbolTable {
             });
         }
         let end = self.symbols.partition_point(|s| s.address <= addr);
-        let candidates = self.symbols[..end]
-            .iter()
-            .rev()
-            .take(BACKWARD_SEARCH_LIMIT);
+        let candidates = self.symbols[..end].iter().rev().take(BACKWARD_SEARCH_LIMIT);
         let mut data_hit = None;
         let mut zero_size = None;
         for s in candidates {
@@ -168,7 +165,10 @@ impl SymbolTable {
         if let Some(hits) = self.linkage_index().get(name) {
             return hits.clone();
         }
-        self.demangled_index().get(name).cloned().unwrap_or_default()
+        self.demangled_index()
+            .get(name)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Function symbols whose demangled name ends in `::name` (how `break
@@ -236,11 +236,13 @@ where
 /// `jmp *GOT(%rip)` and finding the dynamic relocation of that GOT slot.
 fn plt_entries(elf: &object::File<'static>) -> Vec<PltEntry> {
     let mut slot_names: HashMap<u64, String> = HashMap::new();
-    if let (Some(relocs), Some(dynsyms)) = (elf.dynamic_relocations(), elf.dynamic_symbol_table())
-    {
+    if let (Some(relocs), Some(dynsyms)) = (elf.dynamic_relocations(), elf.dynamic_symbol_table()) {
         for (offset, reloc) in relocs {
             if let RelocationTarget::Symbol(index) = reloc.target() {
-                if let Some(name) = dynsyms.symbol_by_index(index).ok().and_then(|s| s.name().ok())
+                if let Some(name) = dynsyms
+                    .symbol_by_index(index)
+                    .ok()
+                    .and_then(|s| s.name().ok())
                 {
                     if !name.is_empty() {
                         slot_names.insert(offset, name.to_string());

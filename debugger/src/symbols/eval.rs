@@ -33,7 +33,7 @@ pub(crate) fn expression_at(
         return Ok(Some(*expr));
     }
     let Some(mut list) = dwarf
-        .attr_locations(unit, attr.clone())
+        .attr_locations(unit, *attr)
         .map_err(super::dwarf::dwarf_error)?
     else {
         return Ok(None);

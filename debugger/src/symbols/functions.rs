@@ -75,22 +75,23 @@ fn descend(
         match tag {
             gimli::DW_TAG_subprogram
             | gimli::DW_TAG_lexical_block
-            | gimli::DW_TAG_inlined_subroutine => {
-                if die_contains(dwarf, unit, entry, addr) {
-                    chain.push(Scope {
-                        offset: entry.offset(),
-                        tag,
-                    });
-                    descend(dwarf, unit, child, addr, chain)?;
-                    return Ok(true);
-                }
+            | gimli::DW_TAG_inlined_subroutine
+                if die_contains(dwarf, unit, entry, addr) =>
+            {
+                chain.push(Scope {
+                    offset: entry.offset(),
+                    tag,
+                });
+                descend(dwarf, unit, child, addr, chain)?;
+                return Ok(true);
             }
             gimli::DW_TAG_namespace
             | gimli::DW_TAG_module
             | gimli::DW_TAG_structure_type
             | gimli::DW_TAG_class_type
             | gimli::DW_TAG_union_type => {
-                if descend(dwarf, unit, child, addr, chain)? {
+                let found = descend(dwarf, unit, child, addr, chain)?;
+                if found {
                     return Ok(true);
                 }
             }
@@ -135,7 +136,8 @@ pub(crate) fn function_name(
         let s = dwarf.attr_string(unit, value).ok()?;
         Some(s.to_string_lossy().into_owned())
     };
-    let linkage = string(gimli::DW_AT_linkage_name).or_else(|| string(gimli::DW_AT_MIPS_linkage_name));
+    let linkage =
+        string(gimli::DW_AT_linkage_name).or_else(|| string(gimli::DW_AT_MIPS_linkage_name));
     let name = match &linkage {
         Some(l) => demangle(l),
         None => string(gimli::DW_AT_name).unwrap_or_else(|| "??".into()),
@@ -211,7 +213,9 @@ fn index_cu(
                 keys.sort();
                 keys.dedup();
                 for key in keys {
-                    map.entry(key).or_default().push((cu.offset, entry.offset()));
+                    map.entry(key)
+                        .or_default()
+                        .push((cu.offset, entry.offset()));
                 }
             }
             gimli::DW_TAG_subprogram => {
@@ -255,7 +259,9 @@ fn index_cu(
                 keys.sort();
                 keys.dedup();
                 for key in keys {
-                    map.entry(key).or_default().push((cu.offset, entry.offset()));
+                    map.entry(key)
+                        .or_default()
+                        .push((cu.offset, entry.offset()));
                 }
             }
             _ => {}
@@ -267,7 +273,12 @@ fn index_cu(
 fn declared_inline(unit: &gimli::Unit<R>, entry: &Die) -> bool {
     matches!(
         attr_through_origin(unit, entry.offset(), gimli::DW_AT_inline),
-        Some((_, AttributeValue::Inline(gimli::DW_INL_declared_inlined | gimli::DW_INL_declared_not_inlined)))
+        Some((
+            _,
+            AttributeValue::Inline(
+                gimli::DW_INL_declared_inlined | gimli::DW_INL_declared_not_inlined
+            )
+        ))
     )
 }
 
@@ -312,7 +323,10 @@ fn llvm_prologue_end(table: &LineTable, low: u64, high: u64) -> Option<u64> {
 impl ObjectFile {
     pub(crate) fn die_name_index(&self) -> Option<&DieNameIndex> {
         self.dwarf.as_ref()?;
-        Some(self.function_index.get_or_init(|| DieNameIndex::build(self)))
+        Some(
+            self.function_index
+                .get_or_init(|| DieNameIndex::build(self)),
+        )
     }
 
     /// Where gdb's `break FUNC` puts the breakpoint.
@@ -427,8 +441,10 @@ impl ObjectFile {
         if found.is_empty() {
             found = self.functions_from_dwarf(name);
         } else {
-            let copies: Vec<FunctionInfo> =
-                found.iter().flat_map(|f| self.inlined_copies(f.low_pc)).collect();
+            let copies: Vec<FunctionInfo> = found
+                .iter()
+                .flat_map(|f| self.inlined_copies(f.low_pc))
+                .collect();
             found.extend(copies);
         }
         found.sort_by_key(|f| f.low_pc);
@@ -450,15 +466,12 @@ impl ObjectFile {
         let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
             return Vec::new();
         };
-        let Some(origin) = cu
-            .unit
-            .entry(function.offset)
-            .ok()
-            .and_then(|e| match e.attr_value(gimli::DW_AT_abstract_origin) {
+        let Some(origin) = cu.unit.entry(function.offset).ok().and_then(|e| {
+            match e.attr_value(gimli::DW_AT_abstract_origin) {
                 Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
                 _ => None,
-            })
-        else {
+            }
+        }) else {
             return Vec::new();
         };
         let mut copies = Vec::new();
@@ -518,7 +531,11 @@ impl ObjectFile {
     }
 
     /// A key naming the innermost block at `addr` (for grouping lines).
-    pub(crate) fn innermost_scope_key(&self, cu: &CuData, addr: u64) -> Option<(DebugInfoOffset, UnitOffset)> {
+    pub(crate) fn innermost_scope_key(
+        &self,
+        cu: &CuData,
+        addr: u64,
+    ) -> Option<(DebugInfoOffset, UnitOffset)> {
         let data = self.dwarf.as_ref()?;
         let chain = scope_chain(&data.dwarf, &cu.unit, addr);
         chain.last().map(|s| (cu.offset, s.offset))
@@ -600,13 +617,19 @@ mod tests {
 
     #[test]
     fn frame_setup_is_recognized() {
-        assert_eq!(analyze_frame_setup(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000), 0x1004);
+        assert_eq!(
+            analyze_frame_setup(&[0x55, 0x48, 0x89, 0xe5, 0x90], 0x1000),
+            0x1004
+        );
         assert_eq!(
             analyze_frame_setup(&[0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0x48, 0x89, 0xe5], 0x1000),
             0x1008
         );
         // push without mov: frameless for gdb.
         assert_eq!(analyze_frame_setup(&[0x55, 0x53], 0x1000), 0x1000);
-        assert_eq!(analyze_frame_setup(&[0x48, 0x83, 0xec, 0x08], 0x1000), 0x1000);
+        assert_eq!(
+            analyze_frame_setup(&[0x48, 0x83, 0xec, 0x08], 0x1000),
+            0x1000
+        );
     }
 }

@@ -37,7 +37,9 @@ impl LineTable {
             current.push(LineRow {
                 address: row.address(),
                 file: u32::try_from(row.file_index()).unwrap_or(u32::MAX),
-                line: row.line().map_or(0, |l| u32::try_from(l.get()).unwrap_or(0)),
+                line: row
+                    .line()
+                    .map_or(0, |l| u32::try_from(l.get()).unwrap_or(0)),
                 column: match row.column() {
                     gimli::ColumnType::LeftEdge => 0,
                     gimli::ColumnType::Column(c) => u32::try_from(c.get()).unwrap_or(0),
@@ -129,7 +131,11 @@ fn file_table(
                 .directory(header)
                 .and_then(|d| dwarf.attr_string(unit, d).ok())
                 .map(|d| d.to_string_lossy().into_owned());
-            Some(file_paths(comp_dir, dir.as_deref(), &name.to_string_lossy()))
+            Some(file_paths(
+                comp_dir,
+                dir.as_deref(),
+                &name.to_string_lossy(),
+            ))
         })
         .collect()
 }
@@ -199,7 +205,9 @@ impl ObjectFile {
         };
         let mut files = Vec::new();
         for offset in data.all_cu_offsets() {
-            let Some(cu) = data.cu_at(offset) else { continue };
+            let Some(cu) = data.cu_at(offset) else {
+                continue;
+            };
             let Some(program) = cu.unit.line_program.as_ref() else {
                 continue;
             };
@@ -220,7 +228,9 @@ impl ObjectFile {
         let mut candidates = Vec::new();
         let mut file_seen = None;
         for offset in data.all_cu_offsets() {
-            let Some(cu) = data.cu_at(offset) else { continue };
+            let Some(cu) = data.cu_at(offset) else {
+                continue;
+            };
             if !self.cu_mentions_file(&cu, file) {
                 continue;
             }
@@ -238,14 +248,15 @@ impl ObjectFile {
             }
         }
         let file_name = file_seen.ok_or_else(no_file)?;
-        let best_line = candidates
-            .iter()
-            .map(|c| c.2)
-            .min()
-            .ok_or_else(|| Error::NoCodeAtLine {
-                file: file.to_string(),
-                line,
-            })?;
+        let best_line =
+            candidates
+                .iter()
+                .map(|c| c.2)
+                .min()
+                .ok_or_else(|| Error::NoCodeAtLine {
+                    file: file.to_string(),
+                    line,
+                })?;
         let mut addresses = Vec::new();
         let mut scopes_seen = Vec::new();
         let mut reported_line = best_line;

@@ -127,7 +127,10 @@ fn gdb_breaks(program: &Path, specs: &[&str]) -> Vec<Option<GdbBreak>> {
     let mut cursor = 0;
     let mut spec_of_number = std::collections::HashMap::new();
     for line in text.lines() {
-        if line.contains("not defined") || line.starts_with("No line") || line.starts_with("No source") {
+        if line.contains("not defined")
+            || line.starts_with("No line")
+            || line.starts_with("No source")
+        {
             cursor += 1;
             continue;
         }
@@ -158,14 +161,24 @@ fn gdb_breaks(program: &Path, specs: &[&str]) -> Vec<Option<GdbBreak>> {
     // Multi-location breakpoints: "1.2   y   0x0000000000001190 in compute at t.c:23"
     for line in text.lines() {
         let trimmed = line.trim_start();
-        let Some((id, rest)) = trimmed.split_once(' ') else { continue };
-        let Some((number, _)) = id.split_once('.') else { continue };
-        let Ok(number) = number.parse::<usize>() else { continue };
+        let Some((id, rest)) = trimmed.split_once(' ') else {
+            continue;
+        };
+        let Some((number, _)) = id.split_once('.') else {
+            continue;
+        };
+        let Ok(number) = number.parse::<usize>() else {
+            continue;
+        };
         let Some(hex) = rest.split_whitespace().find(|w| w.starts_with("0x")) else {
             continue;
         };
-        let Ok(address) = u64::from_str_radix(&hex[2..], 16) else { continue };
-        let Some(&index) = spec_of_number.get(&number) else { continue };
+        let Ok(address) = u64::from_str_radix(&hex[2..], 16) else {
+            continue;
+        };
+        let Some(&index) = spec_of_number.get(&number) else {
+            continue;
+        };
         if let Some(Some(b)) = results.get_mut(index) {
             if b.file.is_none() {
                 b.addresses.retain(|_| false);
@@ -203,7 +216,10 @@ fn breakpoint_addresses_match_gdb() {
         for (function, want) in functions.iter().zip(&expected) {
             let found = object.find_functions(function);
             let Some(want) = want else {
-                assert!(found.is_empty(), "{name}: gdb has no {function}, we found {found:?}");
+                assert!(
+                    found.is_empty(),
+                    "{name}: gdb has no {function}, we found {found:?}"
+                );
                 continue;
             };
             let mut ours: Vec<u64> = found.iter().map(|f| f.breakpoint_address).collect();
@@ -235,7 +251,10 @@ fn file_line_breakpoints_match_gdb() {
         for (line, want) in lines.iter().zip(&expected) {
             let want = want.as_ref().expect("gdb resolves every line");
             let got = object.lines_for("t.c", *line).expect("lines_for");
-            assert_eq!(got.addresses, want.addresses, "{name}: t.c:{line}: {got:x?}");
+            assert_eq!(
+                got.addresses, want.addresses,
+                "{name}: t.c:{line}: {got:x?}"
+            );
             if let Some(l) = want.line {
                 assert_eq!(got.line, l, "{name}: line reported for t.c:{line}");
             }
@@ -275,10 +294,7 @@ fn open_reports_clear_errors() {
     let dir = scratch("errors");
     let text = dir.join("text");
     std::fs::write(&text, "hello").unwrap();
-    assert!(matches!(
-        ObjectFile::open(&text),
-        Err(Error::NotElf { .. })
-    ));
+    assert!(matches!(ObjectFile::open(&text), Err(Error::NotElf { .. })));
 }
 
 #[test]
@@ -287,7 +303,12 @@ fn elf_facts_and_symbols() {
         return;
     }
     let dir = scratch("elf");
-    let pie = build(&dir, "pie", &[("t.c", PROGRAM)], &["-g", "-O0", "-pie", "-fPIE"]);
+    let pie = build(
+        &dir,
+        "pie",
+        &[("t.c", PROGRAM)],
+        &["-g", "-O0", "-pie", "-fPIE"],
+    );
     let exec = build(&dir, "exec", &[("t.c", PROGRAM)], &["-g", "-O0", "-no-pie"]);
     let pie = ObjectFile::open(&pie).unwrap();
     let exec = ObjectFile::open(&exec).unwrap();
@@ -303,12 +324,18 @@ fn elf_facts_and_symbols() {
     assert!(main.is_function && main.size > 0);
     let inside = pie.symbol_at(main.address + 3).unwrap();
     assert_eq!(inside.name, "main");
-    assert_eq!(pie.symbol_at(main.address + main.size - 1).unwrap().name, "main");
+    assert_eq!(
+        pie.symbol_at(main.address + main.size - 1).unwrap().name,
+        "main"
+    );
 
     let global = pie.lookup_symbol("global_total");
     assert_eq!(global.len(), 1);
     assert!(!global[0].is_function);
-    assert_eq!(pie.symbol_at(global[0].address).unwrap().name, "global_total");
+    assert_eq!(
+        pie.symbol_at(global[0].address).unwrap().name,
+        "global_total"
+    );
 
     // printf is called through the PLT.
     for object in [&pie, &exec] {
@@ -316,7 +343,10 @@ fn elf_facts_and_symbols() {
         assert_eq!(plt.len(), 1, "printf@plt in {:?}", object.path());
         let at = object.symbol_at(plt[0].address + 2).unwrap();
         assert_eq!(at.name, "printf@plt");
-        let objdump = Command::new("objdump").arg("-d").arg(object.path()).output();
+        let objdump = Command::new("objdump")
+            .arg("-d")
+            .arg(object.path())
+            .output();
         if let Ok(out) = objdump {
             let text = String::from_utf8_lossy(&out.stdout);
             let needle = format!("{:x} <printf@plt>:", plt[0].address);
@@ -342,7 +372,9 @@ fn locations_and_ranges() {
     assert!(object.is_statement_start(compute.breakpoint_address));
     assert!(!object.is_statement_start(compute.breakpoint_address + 1));
 
-    let range = object.line_range_at(compute.breakpoint_address + 1).unwrap();
+    let range = object
+        .line_range_at(compute.breakpoint_address + 1)
+        .unwrap();
     assert_eq!(range.start, compute.breakpoint_address);
     assert!(range.end > range.start);
     assert_eq!(range.location.line, 22);
@@ -365,7 +397,16 @@ fn inline_frames_match_gdb_backtrace() {
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O2"]);
     let object = ObjectFile::open(&program).unwrap();
     let output = Command::new("gdb")
-        .args(["-batch", "-nx", "-ex", "break t.c:11", "-ex", "run", "-ex", "bt"])
+        .args([
+            "-batch",
+            "-nx",
+            "-ex",
+            "break t.c:11",
+            "-ex",
+            "run",
+            "-ex",
+            "bt",
+        ])
         .arg(&program)
         .output()
         .unwrap();
@@ -395,7 +436,12 @@ fn inline_frames_match_gdb_backtrace() {
     let frames = object.inline_frames_at(stop_pc);
     let ours: Vec<(String, u32)> = frames
         .iter()
-        .map(|f| (f.function.clone(), f.location.as_ref().map_or(0, |l| l.line)))
+        .map(|f| {
+            (
+                f.function.clone(),
+                f.location.as_ref().map_or(0, |l| l.line),
+            )
+        })
         .collect();
     assert_eq!(ours, gdb_frames, "frames at {stop_pc:#x}: {frames:?}");
     assert!(frames[0].inlined && !frames.last().unwrap().inlined);
@@ -453,13 +499,21 @@ fn variables_in_scope() {
     let total = object.lookup_variable(None, "global_total").unwrap();
     assert!(total.is_global());
     let main = object.find_functions("main").pop().unwrap();
-    let argv = object.lookup_variable(Some(main.breakpoint_address), "argv").unwrap();
+    let argv = object
+        .lookup_variable(Some(main.breakpoint_address), "argv")
+        .unwrap();
     assert_eq!(object.variable_type_name(&argv), "char **");
-    let msg = object.lookup_variable(Some(main.breakpoint_address), "msg").unwrap();
+    let msg = object
+        .lookup_variable(Some(main.breakpoint_address), "msg")
+        .unwrap();
     assert_eq!(object.variable_type_name(&msg), "const char *");
-    let p = object.lookup_variable(Some(main.breakpoint_address), "p").unwrap();
+    let p = object
+        .lookup_variable(Some(main.breakpoint_address), "p")
+        .unwrap();
     assert_eq!(object.variable_type_name(&p), "struct point");
-    assert!(object.lookup_variable(Some(main.breakpoint_address), "nosuch").is_none());
+    assert!(object
+        .lookup_variable(Some(main.breakpoint_address), "nosuch")
+        .is_none());
 }
 
 /// A fake stopped frame over a snapshot of the file's data: memory reads
@@ -473,12 +527,17 @@ struct FakeFrame<'a> {
 
 impl FrameContext for FakeFrame<'_> {
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        if addr >= self.stack_base && addr + buf.len() as u64 <= self.stack_base + self.stack.len() as u64 {
+        if addr >= self.stack_base
+            && addr + buf.len() as u64 <= self.stack_base + self.stack.len() as u64
+        {
             let at = (addr - self.stack_base) as usize;
             buf.copy_from_slice(&self.stack[at..at + buf.len()]);
             return Ok(());
         }
-        let bytes = self.object.code_bytes(addr, buf.len()).ok_or(Error::Memory(addr))?;
+        let bytes = self
+            .object
+            .code_bytes(addr, buf.len())
+            .ok_or(Error::Memory(addr))?;
         if bytes.len() < buf.len() {
             return Err(Error::Memory(addr));
         }
@@ -516,14 +575,25 @@ fn reading_variables_from_a_fake_frame() {
         rip: main.breakpoint_address,
     };
     // `counter` is initialized data in the file: 5.
-    let counter = object.lookup_variable(Some(main.breakpoint_address), "counter").unwrap();
-    assert_eq!(object.read_variable(&counter, &frame).unwrap().to_string(), "5");
+    let counter = object
+        .lookup_variable(Some(main.breakpoint_address), "counter")
+        .unwrap();
+    assert_eq!(
+        object.read_variable(&counter, &frame).unwrap().to_string(),
+        "5"
+    );
 
     // Locals at -O0 are at DW_OP_fbreg(N) from the CFA: find their slots
     // by writing distinct patterns and reading them back.
-    let p = object.lookup_variable(Some(main.breakpoint_address), "p").unwrap();
-    let c = object.lookup_variable(Some(main.breakpoint_address), "c").unwrap();
-    let msg = object.lookup_variable(Some(main.breakpoint_address), "msg").unwrap();
+    let p = object
+        .lookup_variable(Some(main.breakpoint_address), "p")
+        .unwrap();
+    let c = object
+        .lookup_variable(Some(main.breakpoint_address), "c")
+        .unwrap();
+    let msg = object
+        .lookup_variable(Some(main.breakpoint_address), "msg")
+        .unwrap();
     let slot = |var: &Variable| -> u64 {
         // Evaluate the location alone through a frame that records reads.
         let data = object.dwarf.as_ref().unwrap();
@@ -549,9 +619,18 @@ fn reading_variables_from_a_fake_frame() {
     put(c_at, &[1, 0, 0, 0]);
     put(msg_at, &0u64.to_le_bytes());
     let _ = string_at;
-    assert_eq!(object.read_variable(&p, &frame).unwrap().to_string(), "{x = 1, y = 2}");
-    assert_eq!(object.read_variable(&c, &frame).unwrap().to_string(), "GREEN");
-    assert_eq!(object.read_variable(&msg, &frame).unwrap().to_string(), "0x0");
+    assert_eq!(
+        object.read_variable(&p, &frame).unwrap().to_string(),
+        "{x = 1, y = 2}"
+    );
+    assert_eq!(
+        object.read_variable(&c, &frame).unwrap().to_string(),
+        "GREEN"
+    );
+    assert_eq!(
+        object.read_variable(&msg, &frame).unwrap().to_string(),
+        "0x0"
+    );
 }
 
 #[test]
@@ -563,7 +642,9 @@ fn return_values_are_decoded_by_type() {
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
     let object = ObjectFile::open(&program).unwrap();
     let compute = object.find_functions("compute").pop().unwrap();
-    let value = object.return_value(compute.low_pc, (-3i64) as u64, 0).unwrap();
+    let value = object
+        .return_value(compute.low_pc, (-3i64) as u64, 0)
+        .unwrap();
     assert_eq!(value.to_string(), "-3");
 }
 
@@ -576,7 +657,10 @@ fn finding_main_in_a_large_binary_is_fast() {
     let object = ObjectFile::open(&me).unwrap();
     let found = object.find_functions("main");
     let elapsed = start.elapsed();
-    eprintln!("open + find_functions(main) on {}: {elapsed:?}", me.display());
+    eprintln!(
+        "open + find_functions(main) on {}: {elapsed:?}",
+        me.display()
+    );
     assert!(!found.is_empty());
     assert!(elapsed.as_millis() < 2000, "took {elapsed:?}");
 }

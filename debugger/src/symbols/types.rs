@@ -265,12 +265,12 @@ impl<'a> Types<'a> {
                 }
             }
             gimli::DW_TAG_enumeration_type => self.decode_enum(stripped, &entry, bytes, type_name),
-            gimli::DW_TAG_structure_type
-            | gimli::DW_TAG_class_type
-            | gimli::DW_TAG_union_type => Value::Composite {
-                text: self.render_struct(stripped, bytes, depth),
-                type_name,
-            },
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
+                Value::Composite {
+                    text: self.render_struct(stripped, bytes, depth),
+                    type_name,
+                }
+            }
             gimli::DW_TAG_array_type => Value::Composite {
                 text: self.render_array(stripped, &entry, bytes, depth),
                 type_name,
@@ -317,7 +317,13 @@ impl<'a> Types<'a> {
         }
     }
 
-    fn decode_enum(&self, offset: UnitOffset, entry: &Die, bytes: &[u8], type_name: String) -> Value {
+    fn decode_enum(
+        &self,
+        offset: UnitOffset,
+        entry: &Die,
+        bytes: &[u8],
+        type_name: String,
+    ) -> Value {
         let signed = type_ref(entry)
             .and_then(|t| self.entry(t))
             .and_then(|t| match t.attr_value(gimli::DW_AT_encoding) {
@@ -366,10 +372,9 @@ impl<'a> Types<'a> {
                     Ok(Some(AttributeValue::Encoding(e))) => e,
                     _ => return None,
                 };
-                let is_char = matches!(
-                    enc,
-                    gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char
-                ) && udata(&entry, gimli::DW_AT_byte_size) == Some(1);
+                let is_char =
+                    matches!(enc, gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char)
+                        && udata(&entry, gimli::DW_AT_byte_size) == Some(1);
                 if !is_char || !self.is_c_like_strings() {
                     return None;
                 }
@@ -544,7 +549,10 @@ impl<'a> Types<'a> {
     }
 
     fn is_char_type(&self, offset: Option<UnitOffset>) -> bool {
-        let Some(entry) = offset.and_then(|o| self.strip(o)).and_then(|o| self.entry(o)) else {
+        let Some(entry) = offset
+            .and_then(|o| self.strip(o))
+            .and_then(|o| self.entry(o))
+        else {
             return false;
         };
         entry.tag() == gimli::DW_TAG_base_type
@@ -559,7 +567,10 @@ impl<'a> Types<'a> {
 }
 
 fn member_offset(member: &Die) -> Option<u64> {
-    match member.attr_value(gimli::DW_AT_data_member_location).ok()?? {
+    match member
+        .attr_value(gimli::DW_AT_data_member_location)
+        .ok()??
+    {
         AttributeValue::Exprloc(expr) => {
             // gcc's old style: DW_OP_plus_uconst N.
             let mut ops = expr.operations(gimli::Encoding {
@@ -701,12 +712,15 @@ mod tests {
         assert_eq!(format_char_array(b"hi\0\0\0"), "\"hi\\000\\000\"");
         let mut buf = b"hi".to_vec();
         buf.extend([0u8; 20]);
-        assert_eq!(format_char_array(&buf), "\"hi\", '\\000' <repeats 19 times>");
+        assert_eq!(
+            format_char_array(&buf),
+            "\"hi\", '\\000' <repeats 19 times>"
+        );
     }
 
     #[test]
     fn element_runs_fold() {
-        let items: Vec<String> = std::iter::repeat("0".to_string()).take(12).collect();
+        let items: Vec<String> = std::iter::repeat_n("0".to_string(), 12).collect();
         assert_eq!(compress_repeats(&items), "0 <repeats 12 times>");
         let items = vec!["1".to_string(), "2".to_string()];
         assert_eq!(compress_repeats(&items), "1, 2");

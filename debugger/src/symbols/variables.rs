@@ -84,7 +84,11 @@ fn make_variable(
 }
 
 /// Direct children of a DIE with one of the given tags.
-fn children_with_tag(unit: &gimli::Unit<R>, parent: UnitOffset, tags: &[gimli::DwTag]) -> Vec<UnitOffset> {
+fn children_with_tag(
+    unit: &gimli::Unit<R>,
+    parent: UnitOffset,
+    tags: &[gimli::DwTag],
+) -> Vec<UnitOffset> {
     let mut out = Vec::new();
     let Ok(mut tree) = unit.entries_tree(Some(parent)) else {
         return out;
@@ -99,6 +103,9 @@ fn children_with_tag(unit: &gimli::Unit<R>, parent: UnitOffset, tags: &[gimli::D
     out
 }
 
+/// The CU at an address, its scope chain, and the real function's frame base.
+type ScopesAt = (std::rc::Rc<CuData>, Vec<Scope>, Option<AttributeValue<R>>);
+
 fn is_function_scope(scope: &Scope) -> bool {
     matches!(
         scope.tag,
@@ -109,7 +116,7 @@ fn is_function_scope(scope: &Scope) -> bool {
 impl ObjectFile {
     /// The CU at `addr`, its scope chain and the frame base of the real
     /// (outermost) function.
-    fn scopes_at(&self, addr: u64) -> Option<(std::rc::Rc<CuData>, Vec<Scope>, Option<AttributeValue<R>>)> {
+    fn scopes_at(&self, addr: u64) -> Option<ScopesAt> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(addr)?;
         let chain = scope_chain(&data.dwarf, &cu.unit, addr);
@@ -123,7 +130,9 @@ impl ObjectFile {
 
     /// Parameters of the innermost function (inlined or not) at `addr`.
     pub fn parameters_at(&self, addr: u64) -> Vec<Variable> {
-        let (Some(data), Some((cu, chain, frame_base))) = (self.dwarf.as_ref(), self.scopes_at(addr)) else {
+        let (Some(data), Some((cu, chain, frame_base))) =
+            (self.dwarf.as_ref(), self.scopes_at(addr))
+        else {
             return Vec::new();
         };
         let Some(function) = chain.iter().rev().find(|s| is_function_scope(s)) else {
@@ -131,20 +140,22 @@ impl ObjectFile {
         };
         children_with_tag(&cu.unit, function.offset, &[gimli::DW_TAG_formal_parameter])
             .into_iter()
-            .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base.clone()))
+            .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
             .collect()
     }
 
     /// Locals in scope at `addr`, innermost block first, up to the
     /// innermost function.
     pub fn locals_at(&self, addr: u64) -> Vec<Variable> {
-        let (Some(data), Some((cu, chain, frame_base))) = (self.dwarf.as_ref(), self.scopes_at(addr)) else {
+        let (Some(data), Some((cu, chain, frame_base))) =
+            (self.dwarf.as_ref(), self.scopes_at(addr))
+        else {
             return Vec::new();
         };
         let mut out = Vec::new();
         for scope in chain.iter().rev() {
             for o in children_with_tag(&cu.unit, scope.offset, &[gimli::DW_TAG_variable]) {
-                out.extend(make_variable(&data.dwarf, &cu, o, frame_base.clone()));
+                out.extend(make_variable(&data.dwarf, &cu, o, frame_base));
             }
             if is_function_scope(scope) {
                 break;
@@ -178,7 +189,9 @@ impl ObjectFile {
             if Some(offset) == home {
                 continue;
             }
-            let Some(cu) = data.cu_at(offset) else { continue };
+            let Some(cu) = data.cu_at(offset) else {
+                continue;
+            };
             if let Some(v) = self.global_in_cu(&cu, name) {
                 if v.location.is_some() || v.const_value.is_some() {
                     return Some(v);
@@ -258,14 +271,15 @@ impl ObjectFile {
 
     /// Read a variable's value in a stopped frame.
     pub fn read_variable(&self, var: &Variable, frame: &dyn FrameContext) -> Result<Value> {
-        let data = self.dwarf.as_ref().ok_or(Error::NoSuchSymbol(var.name.clone()))?;
+        let data = self
+            .dwarf
+            .as_ref()
+            .ok_or(Error::NoSuchSymbol(var.name.clone()))?;
         let cu = data
             .cu_at(var.cu)
             .ok_or_else(|| Error::Dwarf("variable's unit is gone".into()))?;
         let bias = frame.load_bias();
-        let symbolizer = |runtime: u64| {
-            self.symbol_at(runtime.wrapping_sub(bias)).map(|s| s.name)
-        };
+        let symbolizer = |runtime: u64| self.symbol_at(runtime.wrapping_sub(bias)).map(|s| s.name);
         let types = self
             .types_for(&cu, Some(frame), &symbolizer)
             .ok_or_else(|| Error::Dwarf("no types".into()))?;
