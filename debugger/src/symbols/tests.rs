@@ -664,3 +664,86 @@ fn finding_main_in_a_large_binary_is_fast() {
     assert!(!found.is_empty());
     assert!(elapsed.as_millis() < 2000, "took {elapsed:?}");
 }
+
+#[test]
+fn separate_debug_file_via_debuglink() {
+    if !have_tool("gcc") || !have_tool("objcopy") {
+        return;
+    }
+    let dir = scratch("debuglink");
+    let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
+    let run = |args: &[&str]| {
+        let ok = Command::new("objcopy")
+            .current_dir(&dir)
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "objcopy {args:?}");
+    };
+    run(&["--only-keep-debug", "p", "p.debug"]);
+    run(&["--strip-all", "p"]);
+    run(&["--add-gnu-debuglink=p.debug", "p"]);
+    let object = ObjectFile::open(&program).unwrap();
+    assert!(object.has_debug_info());
+    assert!(object.debug_file_bytes().is_some());
+    let compute = object.find_functions("compute");
+    assert_eq!(compute.len(), 1);
+    assert_eq!(compute[0].location.as_ref().unwrap().line, 22);
+    // The symbol table also comes from the debug file.
+    assert_eq!(object.symbol_at(compute[0].low_pc).unwrap().name, "compute");
+
+    // A debug file whose CRC does not match is ignored.
+    let mut bytes = std::fs::read(dir.join("p.debug")).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(dir.join("p.debug"), bytes).unwrap();
+    let object = ObjectFile::open(&program).unwrap();
+    assert!(!object.has_debug_info());
+}
+
+#[test]
+fn build_id_paths() {
+    let path = super::debugfile::build_id_path(Path::new("/usr/lib/debug"), &[0xab, 0xcd, 0xef]);
+    assert_eq!(
+        path,
+        Some(PathBuf::from("/usr/lib/debug/.build-id/ab/cdef.debug"))
+    );
+}
+
+const CPP_PROGRAM: &str = r#"namespace ns {
+int f(int x) { return x + 1; }
+struct S { int g(int y) const; };
+int S::g(int y) const { return y * 2; }
+}
+int main() { ns::S s; return ns::f(1) + s.g(2); }
+"#;
+
+#[test]
+fn cpp_names_are_demangled_and_found_either_way() {
+    if !have_tool("g++") || !have_tool("gdb") {
+        return;
+    }
+    let dir = scratch("cpp");
+    std::fs::write(dir.join("c.cc"), CPP_PROGRAM).unwrap();
+    let ok = Command::new("g++")
+        .current_dir(&dir)
+        .args(["-g", "-O0", "-o", "c", "c.cc"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok);
+    let program = dir.join("c");
+    let object = ObjectFile::open(&program).unwrap();
+    let specs = ["ns::f", "ns::S::g", "f"];
+    let want = gdb_breaks(&program, &specs);
+    for (spec, want) in specs.iter().zip(&want) {
+        let found = object.find_functions(spec);
+        let ours: Vec<u64> = found.iter().map(|f| f.breakpoint_address).collect();
+        assert_eq!(ours, want.as_ref().unwrap().addresses, "break {spec}");
+    }
+    let by_linkage = object.lookup_symbol("_ZN2ns1fEi");
+    assert_eq!(by_linkage[0].name, "ns::f(int)");
+    assert_eq!(object.lookup_symbol("ns::f(int)").len(), 1);
+    let f = &object.find_functions("ns::f")[0];
+    assert_eq!(f.name, "ns::f(int)");
+    assert_eq!(f.linkage_name.as_deref(), Some("_ZN2ns1fEi"));
+}
