@@ -1,10 +1,10 @@
 //! DWARF sections, the address-to-CU index and the per-CU cache.
 
 use std::borrow::Cow;
-use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::sync::{Mutex, OnceLock};
+
 use std::sync::Arc;
 
 use gimli::{DebugInfoOffset, UnitSectionOffset};
@@ -30,8 +30,8 @@ pub(crate) struct CuData {
     pub(crate) comp_dir: PathBuf,
     pub(crate) producer: String,
     pub(crate) language: Option<gimli::DwLang>,
-    lines: OnceCell<LineTable>,
-    has_location_lists: OnceCell<bool>,
+    lines: OnceLock<LineTable>,
+    has_location_lists: OnceLock<bool>,
 }
 
 impl CuData {
@@ -89,9 +89,9 @@ struct CuRange {
 
 pub(crate) struct DwarfData {
     pub(crate) dwarf: Arc<gimli::Dwarf<R>>,
-    context: OnceCell<Option<addr2line::Context<R>>>,
-    cu_ranges: OnceCell<Vec<CuRange>>,
-    units: RefCell<HashMap<DebugInfoOffset, Rc<CuData>>>,
+    context: OnceLock<Option<addr2line::Context<R>>>,
+    cu_ranges: OnceLock<Vec<CuRange>>,
+    units: Mutex<HashMap<DebugInfoOffset, Arc<CuData>>>,
 }
 
 impl DwarfData {
@@ -111,9 +111,9 @@ impl DwarfData {
         let dwarf = gimli::Dwarf::load(load).map_err(dwarf_error)?;
         Ok(DwarfData {
             dwarf: Arc::new(dwarf),
-            context: OnceCell::new(),
-            cu_ranges: OnceCell::new(),
-            units: RefCell::new(HashMap::new()),
+            context: OnceLock::new(),
+            cu_ranges: OnceLock::new(),
+            units: Mutex::new(HashMap::new()),
         })
     }
 
@@ -178,7 +178,7 @@ impl DwarfData {
     }
 
     /// The CU whose code contains `addr`.
-    pub(crate) fn cu_for_address(&self, addr: u64) -> Option<Rc<CuData>> {
+    pub(crate) fn cu_for_address(&self, addr: u64) -> Option<Arc<CuData>> {
         let ranges = self.cu_ranges();
         let end = ranges.partition_point(|r| r.begin <= addr);
         // Ranges may nest or overlap; look back over all that start before.
@@ -191,14 +191,19 @@ impl DwarfData {
     }
 
     /// The CU at a .debug_info offset (cached).
-    pub(crate) fn cu_at(&self, offset: DebugInfoOffset) -> Option<Rc<CuData>> {
-        if let Some(cu) = self.units.borrow().get(&offset) {
+    pub(crate) fn cu_at(&self, offset: DebugInfoOffset) -> Option<Arc<CuData>> {
+        let lock = || {
+            self.units
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+        };
+        if let Some(cu) = lock().get(&offset) {
             return Some(cu.clone());
         }
         let header = self.dwarf.debug_info.header_from_offset(offset).ok()?;
         let unit = self.dwarf.unit(header).ok()?;
-        let cu = Rc::new(self.make_cu(offset, unit));
-        self.units.borrow_mut().insert(offset, cu.clone());
+        let cu = Arc::new(self.make_cu(offset, unit));
+        lock().insert(offset, cu.clone());
         Some(cu)
     }
 
@@ -214,8 +219,8 @@ impl DwarfData {
             comp_dir,
             producer,
             language,
-            lines: OnceCell::new(),
-            has_location_lists: OnceCell::new(),
+            lines: OnceLock::new(),
+            has_location_lists: OnceLock::new(),
         }
     }
 

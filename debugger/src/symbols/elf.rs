@@ -1,7 +1,7 @@
 //! The ELF symbol table: address lookup, name lookup and PLT stubs.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use object::{Object, ObjectSection, ObjectSymbol, ObjectSymbolTable, RelocationTarget};
 
@@ -36,10 +36,10 @@ pub(crate) struct SymbolTable {
     plt: Vec<PltEntry>,
     /// Address ranges of sections, to keep zero-size symbols in their own.
     sections: Vec<(usize, u64, u64)>,
-    by_linkage: OnceCell<HashMap<&'static str, Vec<usize>>>,
+    by_linkage: OnceLock<HashMap<&'static str, Vec<usize>>>,
     /// Demangled names, and C++ names without parameters. Built only when a
     /// lookup misses the linkage names, since demangling everything costs.
-    by_demangled: OnceCell<HashMap<String, Vec<usize>>>,
+    by_demangled: OnceLock<HashMap<String, Vec<usize>>>,
 }
 
 impl SymbolTable {
@@ -69,8 +69,8 @@ impl SymbolTable {
             symbols,
             plt: plt_entries(elf),
             sections,
-            by_linkage: OnceCell::new(),
-            by_demangled: OnceCell::new(),
+            by_linkage: OnceLock::new(),
+            by_demangled: OnceLock::new(),
         }
     }
 

@@ -20,8 +20,8 @@ mod variables;
 #[cfg(test)]
 mod tests;
 
-use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use object::{Object, ObjectKind as ElfKind, ObjectSegment};
 
@@ -126,8 +126,8 @@ pub trait FrameContext {
 
 /// One ELF file plus its DWARF (possibly from a separate debug file).
 ///
-/// Not `Sync`: lazily built indexes live in cells. The debugger drives
-/// symbols from one thread.
+/// `Send` (lazily built indexes live in `OnceLock`s and a `Mutex`), not
+/// `Sync`: addr2line's lazy context is single-threaded.
 pub struct ObjectFile {
     path: PathBuf,
     kind: ObjectKind,
@@ -139,9 +139,9 @@ pub struct ObjectFile {
     elf: object::File<'static>,
     /// The file whose DWARF and symbol table we use (the debug file if any).
     debug_elf: Option<object::File<'static>>,
-    symbols: OnceCell<elf::SymbolTable>,
+    symbols: OnceLock<elf::SymbolTable>,
     dwarf: Option<dwarf::DwarfData>,
-    function_index: OnceCell<functions::DieNameIndex>,
+    function_index: OnceLock<functions::DieNameIndex>,
 }
 
 /// Map a file for the whole session. Objects are cached by the debugger and
@@ -223,9 +223,9 @@ impl ObjectFile {
             debug_data: debug_elf.as_ref().and(debug_data),
             elf,
             debug_elf,
-            symbols: OnceCell::new(),
+            symbols: OnceLock::new(),
             dwarf,
-            function_index: OnceCell::new(),
+            function_index: OnceLock::new(),
         })
     }
 

@@ -747,3 +747,9 @@ fn cpp_names_are_demangled_and_found_either_way() {
     assert_eq!(f.name, "ns::f(int)");
     assert_eq!(f.linkage_name.as_deref(), Some("_ZN2ns1fEi"));
 }
+
+#[test]
+fn object_files_can_move_between_threads() {
+    fn assert_send<T: Send>() {}
+    assert_send::<ObjectFile>();
+}

@@ -104,7 +104,11 @@ fn children_with_tag(
 }
 
 /// The CU at an address, its scope chain, and the real function's frame base.
-type ScopesAt = (std::rc::Rc<CuData>, Vec<Scope>, Option<AttributeValue<R>>);
+type ScopesAt = (
+    std::sync::Arc<CuData>,
+    Vec<Scope>,
+    Option<AttributeValue<R>>,
+);
 
 fn is_function_scope(scope: &Scope) -> bool {
     matches!(
