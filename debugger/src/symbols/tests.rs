@@ -753,3 +753,176 @@ fn object_files_can_move_between_threads() {
     fn assert_send<T: Send>() {}
     assert_send::<ObjectFile>();
 }
+
+const VALUES_PROGRAM: &str = r#"#include <stdbool.h>
+struct point { int x; int y; };
+union both { int i; unsigned char b[4]; };
+enum color { RED, GREEN, BLUE };
+static int twice(int v) { return 2 * v; }
+int inspect(int n, const char *name)
+{
+    int i = -42;
+    unsigned char uc = 200;
+    char c = 'q';
+    short s = -7;
+    long l = 1234567890123L;
+    double d = 2.5;
+    float f = 0.1f;
+    bool flag = true;
+    char buf[8] = "hi";
+    char big[40] = "x";
+    int arr[3] = {1, 2, 3};
+    int zeros[12] = {0};
+    struct point p = {3, -4};
+    struct point *pp = &p;
+    union both u = { .i = 0x01020304 };
+    enum color col = BLUE;
+    int (*fn)(int) = twice;
+    const char *nul = 0;
+    return i + uc + c + s + (int)l + (int)d + (int)f + flag + buf[0] + big[0] + arr[1]
+        + zeros[0] + p.x + pp->y + u.b[0] + col + fn(n) + (nul != 0) + name[0];
+}
+int main(void) { return inspect(5, "wor\"ld\n") & 1; }
+"#;
+
+/// A stopped frame read from a core file written by gdb's `gcore`.
+struct CoreFrame {
+    segments: Vec<(u64, Vec<u8>)>,
+    registers: Vec<u64>,
+}
+
+impl CoreFrame {
+    /// Memory from the core, then (for read-only data gcore leaves out)
+    /// from the program file.
+    fn open(path: &Path, program: &Path) -> CoreFrame {
+        use object::{Object, ObjectSegment};
+        let data = std::fs::read(path).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let exe_data = std::fs::read(program).unwrap();
+        let exe = object::File::parse(&*exe_data).unwrap();
+        let segments = file
+            .segments()
+            .chain(exe.segments())
+            .filter_map(|s| Some((s.address(), s.data().ok()?.to_vec())))
+            .filter(|(_, d)| !d.is_empty())
+            .collect();
+        // NT_PRSTATUS: user_regs_struct starts 112 bytes into the note.
+        let elf = object::read::elf::ElfFile64::<object::Endianness>::parse(&*data).unwrap();
+        let mut registers = Vec::new();
+        use object::read::elf::ProgramHeader;
+        for ph in elf.elf_program_headers() {
+            let Ok(Some(mut notes)) = ph.notes(elf.endian(), &*data) else { continue };
+            while let Ok(Some(note)) = notes.next() {
+                if note.n_type(elf.endian()) == object::elf::NT_PRSTATUS && registers.is_empty() {
+                    let desc = note.desc();
+                    registers = desc[112..112 + 27 * 8]
+                        .chunks(8)
+                        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+                        .collect();
+                }
+            }
+        }
+        assert!(!registers.is_empty(), "no NT_PRSTATUS in core");
+        CoreFrame { segments, registers }
+    }
+}
+
+impl FrameContext for CoreFrame {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        for (start, data) in &self.segments {
+            if addr >= *start && addr + buf.len() as u64 <= start + data.len() as u64 {
+                let at = (addr - start) as usize;
+                buf.copy_from_slice(&data[at..at + buf.len()]);
+                return Ok(());
+            }
+        }
+        Err(Error::Memory(addr))
+    }
+    fn register(&self, regno: u16) -> Option<u64> {
+        // user_regs_struct order: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax
+        // rcx rdx rsi rdi orig_rax rip cs eflags rsp ...
+        let index = match regno {
+            0 => 10,
+            1 => 12,
+            2 => 11,
+            3 => 5,
+            4 => 13,
+            5 => 14,
+            6 => 4,
+            7 => 19,
+            8 => 9,
+            9 => 8,
+            10 => 7,
+            11 => 6,
+            12 => 3,
+            13 => 2,
+            14 => 1,
+            15 => 0,
+            16 => 16,
+            _ => return None,
+        };
+        self.registers.get(index).copied()
+    }
+    fn cfa(&self) -> Option<u64> {
+        // -O0 code after the prologue: the frame pointer is set up.
+        self.register(6).map(|rbp| rbp + 16)
+    }
+    fn load_bias(&self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn read_variable_matches_gdb_print_on_a_core() {
+    if !have_tool("gcc") || !have_tool("gdb") {
+        return;
+    }
+    let dir = scratch("values");
+    let program = build(&dir, "v", &[("v.c", VALUES_PROGRAM)], &["-g", "-O0", "-no-pie"]);
+    let names = [
+        "n", "name", "i", "uc", "c", "s", "l", "d", "f", "flag", "buf", "big", "arr", "zeros",
+        "p", "pp", "u", "col", "fn", "nul",
+    ];
+    let core = dir.join("core");
+    let mut cmd = Command::new("gdb");
+    cmd.args(["-batch", "-nx", "-ex", "break v.c:27", "-ex", "run"]);
+    cmd.args(["-ex", &format!("gcore {}", core.display())]);
+    for name in names {
+        cmd.args(["-ex", &format!("print {name}")]);
+    }
+    let output = cmd.arg(&program).output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let printed: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('$'))
+        .filter_map(|l| l.split_once(" = ").map(|(_, v)| v.to_string()))
+        .collect();
+    if !core.exists() || printed.len() != names.len() {
+        eprintln!("gdb could not run the program here; skipped: {text}");
+        return;
+    }
+    let object = ObjectFile::open(&program).unwrap();
+    let frame = CoreFrame::open(&core, &program);
+    let pc = frame.register(16).unwrap();
+    for (name, want) in names.iter().zip(&printed) {
+        let var = object
+            .lookup_variable(Some(pc), name)
+            .unwrap_or_else(|| panic!("no variable {name}"));
+        let value = object.read_variable(&var, &frame).unwrap();
+        // gdb prefixes non-string pointers with their type: `(T *) 0x...`.
+        let want = match want.strip_prefix('(') {
+            Some(rest) if value.type_name().contains('*') => {
+                rest.split_once(") ").map_or(want.as_str(), |(_, v)| v)
+            }
+            _ => want.as_str(),
+        };
+        if value.is_float() {
+            // value.rs prints the shortest round-trip form; gdb uses %.9g
+            // for float. Compare the numbers.
+            let ours: f32 = value.to_string().parse().unwrap();
+            assert_eq!(Some(ours), want.parse::<f32>().ok(), "print {name}");
+            continue;
+        }
+        assert_eq!(value.to_string(), want, "print {name}");
+    }
+}
