@@ -1,5 +1,5 @@
 //! Times opening an object and finding a function, as `stop in NAME`
-//! would: `cargo run --release -p debugger --example find_function -- PROG [NAME]`.
+//! would: `cargo run --release -p debugger --example find_function -- PROG [NAME | FILE:LINE]`.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,6 +20,15 @@ fn main() {
         }
     };
     let opened = start.elapsed();
+    if let Some((file, line)) = name.rsplit_once(':').filter(|(f, _)| !f.ends_with(':')) {
+        let line: u32 = line.parse().unwrap_or(1);
+        match object.lines_for(file, line) {
+            Ok(m) => println!("{}:{} -> {:x?}", m.file.display(), m.line, m.addresses),
+            Err(e) => println!("{e}"),
+        }
+        println!("open + lines_for {:?}", start.elapsed());
+        return;
+    }
     let found = object.find_functions(&name);
     let total = start.elapsed();
     for f in &found {

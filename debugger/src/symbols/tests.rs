@@ -811,7 +811,9 @@ impl CoreFrame {
         let mut registers = Vec::new();
         use object::read::elf::ProgramHeader;
         for ph in elf.elf_program_headers() {
-            let Ok(Some(mut notes)) = ph.notes(elf.endian(), &*data) else { continue };
+            let Ok(Some(mut notes)) = ph.notes(elf.endian(), &*data) else {
+                continue;
+            };
             while let Ok(Some(note)) = notes.next() {
                 if note.n_type(elf.endian()) == object::elf::NT_PRSTATUS && registers.is_empty() {
                     let desc = note.desc();
@@ -823,7 +825,10 @@ impl CoreFrame {
             }
         }
         assert!(!registers.is_empty(), "no NT_PRSTATUS in core");
-        CoreFrame { segments, registers }
+        CoreFrame {
+            segments,
+            registers,
+        }
     }
 }
 
@@ -878,10 +883,15 @@ fn read_variable_matches_gdb_print_on_a_core() {
         return;
     }
     let dir = scratch("values");
-    let program = build(&dir, "v", &[("v.c", VALUES_PROGRAM)], &["-g", "-O0", "-no-pie"]);
+    let program = build(
+        &dir,
+        "v",
+        &[("v.c", VALUES_PROGRAM)],
+        &["-g", "-O0", "-no-pie"],
+    );
     let names = [
-        "n", "name", "i", "uc", "c", "s", "l", "d", "f", "flag", "buf", "big", "arr", "zeros",
-        "p", "pp", "u", "col", "fn", "nul",
+        "n", "name", "i", "uc", "c", "s", "l", "d", "f", "flag", "buf", "big", "arr", "zeros", "p",
+        "pp", "u", "col", "fn", "nul",
     ];
     let core = dir.join("core");
     let mut cmd = Command::new("gdb");
@@ -945,7 +955,12 @@ fn optimized_variables_match_gdb_on_a_core() {
         return;
     }
     let dir = scratch("optvalues");
-    let program = build(&dir, "o", &[("o.c", OPTIMIZED_PROGRAM)], &["-g", "-O2", "-no-pie"]);
+    let program = build(
+        &dir,
+        "o",
+        &[("o.c", OPTIMIZED_PROGRAM)],
+        &["-g", "-O2", "-no-pie"],
+    );
     let names = ["a", "b", "sum", "twice"];
     let core = dir.join("core");
     let mut cmd = Command::new("gdb");

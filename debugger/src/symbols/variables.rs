@@ -2,7 +2,7 @@
 
 use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 
-use super::dwarf::{die_string, CuData};
+use super::dwarf::CuData;
 use super::eval::{read_place, EvalContext, Place};
 use super::functions::{attr_through_origin, scope_chain, Scope};
 use super::types::Types;
@@ -101,6 +101,19 @@ fn children_with_tag(
         }
     }
     out
+}
+
+/// Variables at file scope: children of the CU and of namespaces (not of
+/// functions, whose variables are locals).
+fn file_scope_variables(node: gimli::EntriesTreeNode<R>, out: &mut Vec<UnitOffset>) {
+    let mut children = node.children();
+    while let Ok(Some(child)) = children.next() {
+        match child.entry().tag() {
+            gimli::DW_TAG_variable => out.push(child.entry().offset()),
+            gimli::DW_TAG_namespace | gimli::DW_TAG_module => file_scope_variables(child, out),
+            _ => {}
+        }
+    }
 }
 
 /// The CU at an address, its scope chain, and the real function's frame base.
@@ -210,40 +223,23 @@ impl ObjectFile {
     /// the definition over a declaration.
     fn global_in_cu(&self, cu: &CuData, name: &str) -> Option<Variable> {
         let data = self.dwarf.as_ref()?;
-        let unit = &cu.unit;
-        let mut entries = unit.entries();
-        let mut depth = 0isize;
-        let mut best: Option<Variable> = None;
-        while let Ok(Some((delta, entry))) = entries.next_dfs() {
-            depth += delta;
-            match entry.tag() {
-                gimli::DW_TAG_subprogram | gimli::DW_TAG_lexical_block => {
-                    // Skip function bodies: their variables are locals.
-                    let _ = entries.next_sibling();
-                    continue;
-                }
-                gimli::DW_TAG_variable if depth >= 1 => {}
-                _ => continue,
-            }
-            let own_name = die_string(&data.dwarf, unit, entry, gimli::DW_AT_name);
-            let matches = match own_name {
-                Some(n) => n == name,
-                None => attr_through_origin(unit, entry.offset(), gimli::DW_AT_name)
-                    .and_then(|(_, v)| data.dwarf.attr_string(unit, v).ok())
-                    .is_some_and(|s| s.to_string_lossy() == name),
-            };
-            if !matches {
-                continue;
-            }
-            let Some(v) = make_variable(&data.dwarf, cu, entry.offset(), None) else {
+        let mut candidates = Vec::new();
+        let mut tree = cu.unit.entries_tree(None).ok()?;
+        file_scope_variables(tree.root().ok()?, &mut candidates);
+        let mut declaration = None;
+        for offset in candidates {
+            let Some(v) = make_variable(&data.dwarf, cu, offset, None) else {
                 continue;
             };
+            if v.name != name {
+                continue;
+            }
             if v.location.is_some() || v.const_value.is_some() {
                 return Some(v);
             }
-            best.get_or_insert(v);
+            declaration.get_or_insert(v);
         }
-        best
+        declaration
     }
 
     fn types_for<'a>(
