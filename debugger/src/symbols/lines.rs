@@ -157,7 +157,10 @@ impl ObjectFile {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(addr)?;
         let table = cu.lines(&data.dwarf);
-        table.location(table.row_index(addr)?)
+        // Line 0 means "no source line" (compiler-generated code).
+        table
+            .location(table.row_index(addr)?)
+            .filter(|l| l.line != 0)
     }
 
     /// The contiguous range around `addr` whose rows have the same line.

@@ -995,3 +995,19 @@ fn optimized_variables_match_gdb_on_a_core() {
         assert_eq!(&value.to_string(), want, "print {name} at {pc:#x}");
     }
 }
+
+#[test]
+fn zero_size_symbols_cover_up_to_the_next_symbol() {
+    if !have_tool("gcc") {
+        return;
+    }
+    let dir = scratch("zerosize");
+    let source = "__asm__(\".text\\n.globl marker\\nmarker:\\n nop\\n nop\\n nop\\n\");\nint main(void) { return 0; }\n";
+    let program = build(&dir, "z", &[("z.c", source)], &["-g", "-O0"]);
+    let object = ObjectFile::open(&program).unwrap();
+    let marker = object.lookup_symbol("marker");
+    assert_eq!(marker.len(), 1);
+    assert_eq!(marker[0].size, 0);
+    let hit = object.symbol_at(marker[0].address + 2).unwrap();
+    assert_eq!(hit.name, "marker");
+}
