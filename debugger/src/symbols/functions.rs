@@ -375,12 +375,18 @@ impl ObjectFile {
             low_pc,
             high_pc,
             breakpoint_address,
-            location: self.breakpoint_location(breakpoint_address),
+            location: if entry.tag() == gimli::DW_TAG_subprogram {
+                self.breakpoint_location(breakpoint_address)
+            } else {
+                self.location_at(breakpoint_address)
+            },
         })
     }
 
-    /// The location gdb reports for a breakpoint: inside an inlined
-    /// function it names the inlined function's declaration line.
+    /// The location gdb reports for `break FUNC` on a real function: when
+    /// the address after the prologue is inside inlined code, gdb names the
+    /// outermost inlined function's declaration line. (For inlined copies
+    /// gdb keeps the plain line, see `function_from_die`.)
     fn breakpoint_location(&self, addr: u64) -> Option<SourceLocation> {
         let mut location = self.location_at(addr)?;
         let data = self.dwarf.as_ref()?;
@@ -388,15 +394,7 @@ impl ObjectFile {
         let chain = scope_chain(&data.dwarf, &cu.unit, addr);
         let outermost_inline = chain
             .iter()
-            .find(|s| s.tag == gimli::DW_TAG_inlined_subroutine)
-            .filter(|s| {
-                // Only when the breakpoint is at the inlined block's start.
-                cu.unit
-                    .entry(s.offset)
-                    .ok()
-                    .and_then(|e| entry_range(&data.dwarf, &cu.unit, &e))
-                    .is_some_and(|(low, _)| low == addr)
-            });
+            .find(|s| s.tag == gimli::DW_TAG_inlined_subroutine);
         if let Some(scope) = outermost_inline {
             if let Some((_, AttributeValue::Udata(line))) =
                 attr_through_origin(&cu.unit, scope.offset, gimli::DW_AT_decl_line)

@@ -107,6 +107,8 @@ fn build(dir: &Path, out: &str, sources: &[(&str, &str)], flags: &[&str]) -> Pat
 #[derive(Debug, Clone, PartialEq)]
 struct GdbBreak {
     addresses: Vec<u64>,
+    /// (address, line) of each location of a multi-location breakpoint.
+    located: Vec<(u64, u32)>,
     file: Option<String>,
     line: Option<u32>,
 }
@@ -151,6 +153,7 @@ fn gdb_breaks(program: &Path, specs: &[&str]) -> Vec<Option<GdbBreak>> {
             cursor += 1;
             if let Some(slot) = results.get_mut(cursor - 1) {
                 *slot = Some(GdbBreak {
+                    located: Vec::new(),
                     addresses: address.into_iter().collect(),
                     file,
                     line: line_no,
@@ -185,6 +188,9 @@ fn gdb_breaks(program: &Path, specs: &[&str]) -> Vec<Option<GdbBreak>> {
                 b.file = Some(String::new());
             }
             b.addresses.push(address);
+            if let Some(line) = rest.rsplit(':').next().and_then(|l| l.trim().parse().ok()) {
+                b.located.push((address, line));
+            }
         }
     }
     for b in results.iter_mut().flatten() {
@@ -225,6 +231,21 @@ fn breakpoint_addresses_match_gdb() {
             let mut ours: Vec<u64> = found.iter().map(|f| f.breakpoint_address).collect();
             ours.sort_unstable();
             assert_eq!(ours, want.addresses, "{name}: break {function}: {found:x?}");
+            if want.addresses.len() > 1 {
+                assert_eq!(want.located.len(), want.addresses.len(), "parsed {want:?}");
+            }
+            for (address, line) in &want.located {
+                let f = found
+                    .iter()
+                    .find(|f| f.breakpoint_address == *address)
+                    .unwrap();
+                let ours = f.location.as_ref().map(|l| l.line);
+                assert_eq!(
+                    ours,
+                    Some(*line),
+                    "{name}: break {function} at {address:#x}"
+                );
+            }
             if let (Some(line), [single]) = (want.line, found.as_slice()) {
                 let location = single.location.as_ref().expect("location");
                 assert_eq!(location.line, line, "{name}: line of break {function}");
@@ -1010,4 +1031,29 @@ fn zero_size_symbols_cover_up_to_the_next_symbol() {
     assert_eq!(marker[0].size, 0);
     let hit = object.symbol_at(marker[0].address + 2).unwrap();
     assert_eq!(hit.name, "marker");
+}
+
+/// Functions missing from the ELF symbol table are found through DWARF.
+#[test]
+fn dwarf_fallback_when_the_symbol_table_lacks_a_function() {
+    if !have_tool("gcc") || !have_tool("gdb") || !have_tool("objcopy") {
+        return;
+    }
+    let dir = scratch("fallback");
+    let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
+    let ok = Command::new("objcopy")
+        .args(["-N", "add"])
+        .arg(&program)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok);
+    let object = ObjectFile::open(&program).unwrap();
+    assert!(object.lookup_symbol("add").is_empty());
+    let found = object.find_functions("add");
+    let want = gdb_breaks(&program, &["add"]);
+    let ours: Vec<u64> = found.iter().map(|f| f.breakpoint_address).collect();
+    assert_eq!(ours, want[0].as_ref().unwrap().addresses);
+    assert_eq!(found[0].name, "add");
+    // function_at still names it, from DWARF.
+    assert_eq!(object.function_at(found[0].low_pc + 1).unwrap().name, "add");
 }
