@@ -266,6 +266,9 @@ pub(crate) fn file_paths(comp_dir: &Path, dir: Option<&str>, name: &str) -> (Pat
     let display = match dir {
         _ if name_path.is_absolute() => name_path.to_path_buf(),
         Some(d) if !d.is_empty() && Path::new(d) != comp_dir => Path::new(d).join(name),
+        // A relative compilation directory (Debian's path-prefix-mapped
+        // builds, e.g. "./stdio-common") stays in the name, as gdb shows.
+        _ if comp_dir.is_relative() => comp_dir.join(name_path),
         _ => name_path.to_path_buf(),
     };
     let full = if display.is_absolute() {

@@ -557,6 +557,7 @@ impl ObjectFile {
                 .function
                 .as_ref()
                 .and_then(|f| f.demangle().ok().map(|n| n.into_owned()))
+                .or_else(|| self.symbol_at(addr).map(|s| s.name))
                 .unwrap_or_else(|| "??".into());
             let location = if frames.is_empty() {
                 self.location_at(addr)

@@ -343,6 +343,15 @@ mod tests {
             )
         );
         assert_eq!(
+            file_paths(
+                Path::new("./stdio-common"),
+                Some("./stdio-common"),
+                "printf.c"
+            )
+            .0,
+            PathBuf::from("./stdio-common/printf.c")
+        );
+        assert_eq!(
             file_paths(comp, Some("src"), "m.rs").1,
             PathBuf::from("/tmp/build/src/m.rs")
         );
