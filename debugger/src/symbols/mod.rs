@@ -1,59 +1,304 @@
-//! PLACEHOLDER with the agreed signatures; the real module lands from the symbols branch.
-#![allow(unused_variables, dead_code)]
-use crate::value::Value;
-use crate::{Error, Result};
-use std::path::{Path, PathBuf};
+//! The symbol layer: one ELF file plus its DWARF, queried lazily.
+//!
+//! Everything here works in FILE addresses (as written in the ELF, before
+//! the load bias); callers add or subtract the bias themselves.
+//!
+//! Nothing is parsed up front beyond the ELF headers: the symbol table, the
+//! address-to-CU index, each CU's line program and the DWARF name index are
+//! each built on first use and kept.
 
-pub struct ObjectFile { path: PathBuf }
+mod debugfile;
+mod demangle;
+mod dwarf;
+mod elf;
+mod eval;
+mod functions;
+mod lines;
+mod types;
+mod variables;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use object::{Object, ObjectKind as ElfKind, ObjectSegment};
+
+use crate::error::{Error, Result};
+
+pub use variables::Variable;
+
+/// The reader type of all DWARF parsing: the data is a leaked mapping.
+pub(crate) type R = gimli::EndianSlice<'static, gimli::LittleEndian>;
+
+/// ET_EXEC (fixed addresses) or ET_DYN (PIE or shared library).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ObjectKind { Executable, Dynamic }
-#[derive(Debug, Clone)]
-pub struct Segment { pub vaddr: u64, pub memsz: u64, pub offset: u64, pub filesz: u64, pub executable: bool }
-#[derive(Debug, Clone)]
-pub struct Symbol { pub name: String, pub linkage_name: String, pub address: u64, pub size: u64, pub is_function: bool }
+pub enum ObjectKind {
+    Executable,
+    Dynamic,
+}
+
+/// A PT_LOAD segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceLocation { pub file: PathBuf, pub full_path: PathBuf, pub line: u32, pub column: u32 }
-#[derive(Debug, Clone)]
-pub struct FunctionInfo { pub name: String, pub linkage_name: Option<String>, pub low_pc: u64, pub high_pc: u64, pub breakpoint_address: u64, pub location: Option<SourceLocation> }
-#[derive(Debug, Clone)]
-pub struct InlineFrame { pub function: String, pub location: Option<SourceLocation>, pub inlined: bool }
-#[derive(Debug, Clone)]
-pub struct LineRange { pub start: u64, pub end: u64, pub location: SourceLocation }
-#[derive(Debug, Clone)]
-pub struct LineMatch { pub requested_line: u32, pub line: u32, pub file: PathBuf, pub addresses: Vec<u64> }
-#[derive(Debug, Clone)]
-pub struct Variable { name: String }
-impl Variable { pub fn name(&self) -> &str { &self.name } pub fn is_parameter(&self) -> bool { false } }
+pub struct Segment {
+    pub vaddr: u64,
+    pub memsz: u64,
+    pub offset: u64,
+    pub filesz: u64,
+    pub executable: bool,
+}
+
+/// An ELF symbol (or a synthesized `NAME@plt`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    /// Demangled (Rust without the hash, C++ with parameters).
+    pub name: String,
+    pub linkage_name: String,
+    pub address: u64,
+    pub size: u64,
+    pub is_function: bool,
+}
+
+/// A place in the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLocation {
+    /// The file as DWARF names it (relative to the compilation directory
+    /// when it lives there, e.g. "t.c").
+    pub file: PathBuf,
+    /// Absolute, for reading the source.
+    pub full_path: PathBuf,
+    pub line: u32,
+    pub column: u32,
+}
+
+/// A function with the address `break NAME` would use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionInfo {
+    pub name: String,
+    pub linkage_name: Option<String>,
+    pub low_pc: u64,
+    pub high_pc: u64,
+    /// After the prologue, matching gdb's `break NAME`.
+    pub breakpoint_address: u64,
+    /// The source location of `breakpoint_address`.
+    pub location: Option<SourceLocation>,
+}
+
+/// One frame of the inline chain at an address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineFrame {
+    pub function: String,
+    /// Where execution is in this function (the call site for callers).
+    pub location: Option<SourceLocation>,
+    pub inlined: bool,
+}
+
+/// The contiguous address range around an address having the same line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRange {
+    pub start: u64,
+    pub end: u64,
+    pub location: SourceLocation,
+}
+
+/// The result of resolving `FILE:LINE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineMatch {
+    pub requested_line: u32,
+    /// The line that has code (the requested one or the next with code).
+    pub line: u32,
+    pub file: PathBuf,
+    pub addresses: Vec<u64>,
+}
+
+/// What reading a variable needs from a stopped frame.
 pub trait FrameContext {
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
+    /// x86-64 DWARF numbering: 0 rax 1 rdx 2 rcx 3 rbx 4 rsi 5 rdi 6 rbp
+    /// 7 rsp 8..15 r8..r15 16 rip; 17..32 xmm0..15 (low 64 bits).
     fn register(&self, dwarf_regno: u16) -> Option<u64>;
+    /// Canonical frame address (DW_OP_call_frame_cfa).
     fn cfa(&self) -> Option<u64>;
+    /// Runtime address minus file address for this object.
     fn load_bias(&self) -> u64;
 }
+
+/// One ELF file plus its DWARF (possibly from a separate debug file).
+///
+/// `Send` (lazily built indexes live in `OnceLock`s and a `Mutex`), not
+/// `Sync`: addr2line's lazy context is single-threaded.
+pub struct ObjectFile {
+    path: PathBuf,
+    kind: ObjectKind,
+    entry: u64,
+    segments: Vec<Segment>,
+    build_id: Option<Vec<u8>>,
+    elf_data: &'static [u8],
+    debug_data: Option<&'static [u8]>,
+    elf: object::File<'static>,
+    /// The file whose DWARF and symbol table we use (the debug file if any).
+    debug_elf: Option<object::File<'static>>,
+    symbols: OnceLock<elf::SymbolTable>,
+    dwarf: Option<dwarf::DwarfData>,
+    function_index: OnceLock<functions::DieNameIndex>,
+}
+
+/// Map a file for the whole session. Objects are cached by the debugger and
+/// loaded once per session, so leaking the mapping is bounded and gives all
+/// parsed data (gimli readers, object sections) a `'static` lifetime without
+/// self-referential structs.
+fn map_file(path: &Path) -> Result<&'static [u8]> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    // SAFETY: the file is mapped read-only; if another process truncates it
+    // while we run, reads may fault, the same risk every debugger takes.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    let map: &'static memmap2::Mmap = Box::leak(Box::new(map));
+    Ok(&map[..])
+}
+
 impl ObjectFile {
-    pub fn open(path: &Path) -> Result<ObjectFile> { Err(Error::Other("stub".into())) }
-    pub fn path(&self) -> &Path { &self.path }
-    pub fn kind(&self) -> ObjectKind { ObjectKind::Dynamic }
-    pub fn entry(&self) -> u64 { 0 }
-    pub fn segments(&self) -> &[Segment] { &[] }
-    pub fn build_id(&self) -> Option<&[u8]> { None }
-    pub fn elf_bytes(&self) -> &'static [u8] { &[] }
-    pub fn debug_file_bytes(&self) -> Option<&'static [u8]> { None }
-    pub fn has_debug_info(&self) -> bool { false }
-    pub fn symbol_at(&self, addr: u64) -> Option<Symbol> { None }
-    pub fn lookup_symbol(&self, name: &str) -> Vec<Symbol> { vec![] }
-    pub fn find_functions(&self, name: &str) -> Vec<FunctionInfo> { vec![] }
-    pub fn function_at(&self, addr: u64) -> Option<FunctionInfo> { None }
-    pub fn location_at(&self, addr: u64) -> Option<SourceLocation> { None }
-    pub fn inline_frames_at(&self, addr: u64) -> Vec<InlineFrame> { vec![] }
-    pub fn line_range_at(&self, addr: u64) -> Option<LineRange> { None }
-    pub fn is_statement_start(&self, addr: u64) -> bool { false }
-    pub fn lines_for(&self, file: &str, line: u32) -> Result<LineMatch> { Err(Error::NoSuchFile(file.into())) }
-    pub fn source_files(&self) -> Vec<PathBuf> { vec![] }
-    pub fn function_names(&self) -> Vec<String> { vec![] }
-    pub fn parameters_at(&self, addr: u64) -> Vec<Variable> { vec![] }
-    pub fn locals_at(&self, addr: u64) -> Vec<Variable> { vec![] }
-    pub fn lookup_variable(&self, addr: Option<u64>, name: &str) -> Option<Variable> { None }
-    pub fn read_variable(&self, var: &Variable, frame: &dyn FrameContext) -> Result<Value> { Ok(Value::OptimizedOut) }
-    pub fn return_value(&self, function_low_pc: u64, rax: u64, xmm0_low: u64) -> Option<Value> { None }
+    /// Open an ELF file and look for its separate debug file.
+    pub fn open(path: &Path) -> Result<ObjectFile> {
+        let data = map_file(path)?;
+        if data.len() < 4 || &data[..4] != b"\x7fELF" {
+            return Err(Error::NotElf {
+                path: path.to_path_buf(),
+            });
+        }
+        let elf = object::File::parse(data).map_err(|e| Error::BadObject {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        if elf.architecture() != object::Architecture::X86_64 {
+            return Err(Error::WrongArchitecture {
+                path: path.to_path_buf(),
+            });
+        }
+        let kind = match elf.kind() {
+            ElfKind::Executable => ObjectKind::Executable,
+            _ => ObjectKind::Dynamic,
+        };
+        let segments = elf
+            .segments()
+            .map(|s| {
+                let (offset, filesz) = s.file_range();
+                Segment {
+                    vaddr: s.address(),
+                    memsz: s.size(),
+                    offset,
+                    filesz,
+                    executable: matches!(
+                        s.flags(),
+                        object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0
+                    ),
+                }
+            })
+            .collect();
+        let build_id = elf.build_id().ok().flatten().map(<[u8]>::to_vec);
+        let has_own_dwarf = dwarf::has_debug_info(&elf);
+        let debug_data = if has_own_dwarf {
+            None
+        } else {
+            debugfile::find_debug_file(path, &elf, build_id.as_deref())
+        };
+        let debug_elf = debug_data.and_then(|d| object::File::parse(d).ok());
+        let dwarf_source = debug_elf.as_ref().unwrap_or(&elf);
+        let dwarf = if dwarf::has_debug_info(dwarf_source) {
+            dwarf::DwarfData::load(dwarf_source).ok()
+        } else {
+            None
+        };
+        Ok(ObjectFile {
+            path: path.to_path_buf(),
+            kind,
+            entry: elf.entry(),
+            segments,
+            build_id,
+            elf_data: data,
+            debug_data: debug_elf.as_ref().and(debug_data),
+            elf,
+            debug_elf,
+            symbols: OnceLock::new(),
+            dwarf,
+            function_index: OnceLock::new(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn kind(&self) -> ObjectKind {
+        self.kind
+    }
+
+    pub fn entry(&self) -> u64 {
+        self.entry
+    }
+
+    pub fn segments(&self) -> &[Segment] {
+        &self.segments
+    }
+
+    pub fn build_id(&self) -> Option<&[u8]> {
+        self.build_id.as_deref()
+    }
+
+    /// The whole ELF file (the unwinder parses .eh_frame from it).
+    pub fn elf_bytes(&self) -> &'static [u8] {
+        self.elf_data
+    }
+
+    /// The separate debug file, when one was found (for .debug_frame).
+    pub fn debug_file_bytes(&self) -> Option<&'static [u8]> {
+        self.debug_data
+    }
+
+    pub fn has_debug_info(&self) -> bool {
+        self.dwarf.is_some()
+    }
+
+    /// Bytes of the file image at a file address (from the PT_LOAD
+    /// segments), for prologue analysis.
+    pub(crate) fn code_bytes(&self, addr: u64, len: usize) -> Option<&'static [u8]> {
+        let seg = self
+            .segments
+            .iter()
+            .find(|s| addr >= s.vaddr && addr < s.vaddr + s.filesz)?;
+        let start = usize::try_from(seg.offset + (addr - seg.vaddr)).ok()?;
+        let seg_end = usize::try_from(seg.offset + seg.filesz).ok()?;
+        let end = (start + len).min(seg_end).min(self.elf_data.len());
+        self.elf_data.get(start..end)
+    }
+
+    fn symbol_table(&self) -> &elf::SymbolTable {
+        self.symbols
+            .get_or_init(|| elf::SymbolTable::build(&self.elf, self.debug_elf.as_ref()))
+    }
+
+    /// The ELF symbol containing `addr` (functions preferred).
+    pub fn symbol_at(&self, addr: u64) -> Option<Symbol> {
+        self.symbol_table().symbol_at(addr)
+    }
+
+    /// Symbols by demangled or linkage name.
+    pub fn lookup_symbol(&self, name: &str) -> Vec<Symbol> {
+        self.symbol_table().lookup(name)
+    }
+
+    /// Function names for tab completion (demangled, sorted, unique).
+    pub fn function_names(&self) -> Vec<String> {
+        let mut names = self.symbol_table().function_names();
+        if let Some(index) = self.die_name_index() {
+            names.extend(index.names());
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
 }

@@ -1,0 +1,361 @@
+//! Variables and parameters: scope lookup and reading values.
+
+use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
+
+use super::dwarf::CuData;
+use super::eval::{read_place, EvalContext, Place};
+use super::functions::{attr_through_origin, scope_chain, Scope};
+use super::types::Types;
+use super::{FrameContext, ObjectFile, R};
+use crate::error::{Error, Result};
+use crate::value::Value;
+
+/// A DWARF variable or parameter with its type and location.
+#[derive(Debug, Clone)]
+pub struct Variable {
+    name: String,
+    parameter: bool,
+    pub(crate) cu: DebugInfoOffset,
+    die: UnitOffset,
+    type_offset: Option<UnitOffset>,
+    pub(crate) location: Option<AttributeValue<R>>,
+    const_value: Option<AttributeValue<R>>,
+    /// DW_AT_frame_base of the enclosing subprogram (locals only).
+    pub(crate) frame_base: Option<AttributeValue<R>>,
+}
+
+impl Variable {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn is_parameter(&self) -> bool {
+        self.parameter
+    }
+
+    /// Whether this is a file-level (static or global) variable.
+    pub fn is_global(&self) -> bool {
+        self.frame_base.is_none()
+    }
+
+    /// The variable's DIE, as (CU offset, unit offset) in .debug_info.
+    pub fn die_offset(&self) -> (usize, usize) {
+        (self.cu.0, self.die.0)
+    }
+}
+
+fn type_ref(entry: &gimli::DebuggingInformationEntry<R>) -> Option<UnitOffset> {
+    match entry.attr_value(gimli::DW_AT_type).ok()?? {
+        AttributeValue::UnitRef(o) => Some(o),
+        _ => None,
+    }
+}
+
+/// Build a Variable from a DW_TAG_variable / DW_TAG_formal_parameter DIE,
+/// taking name and type from its abstract origin when it has one.
+fn make_variable(
+    dwarf: &gimli::Dwarf<R>,
+    cu: &CuData,
+    offset: UnitOffset,
+    frame_base: Option<AttributeValue<R>>,
+) -> Option<Variable> {
+    let unit = &cu.unit;
+    let entry = unit.entry(offset).ok()?;
+    let (_, name_attr) = attr_through_origin(unit, offset, gimli::DW_AT_name)?;
+    let name = dwarf
+        .attr_string(unit, name_attr)
+        .ok()?
+        .to_string_lossy()
+        .into_owned();
+    let type_offset = match attr_through_origin(unit, offset, gimli::DW_AT_type) {
+        Some((_, AttributeValue::UnitRef(o))) => Some(o),
+        _ => type_ref(&entry),
+    };
+    Some(Variable {
+        name,
+        parameter: entry.tag() == gimli::DW_TAG_formal_parameter,
+        cu: cu.offset,
+        die: offset,
+        type_offset,
+        location: entry.attr_value(gimli::DW_AT_location).ok().flatten(),
+        const_value: attr_through_origin(unit, offset, gimli::DW_AT_const_value).map(|(_, v)| v),
+        frame_base,
+    })
+}
+
+/// Direct children of a DIE with one of the given tags.
+fn children_with_tag(
+    unit: &gimli::Unit<R>,
+    parent: UnitOffset,
+    tags: &[gimli::DwTag],
+) -> Vec<UnitOffset> {
+    let mut out = Vec::new();
+    let Ok(mut tree) = unit.entries_tree(Some(parent)) else {
+        return out;
+    };
+    let Ok(root) = tree.root() else { return out };
+    let mut children = root.children();
+    while let Ok(Some(child)) = children.next() {
+        if tags.contains(&child.entry().tag()) {
+            out.push(child.entry().offset());
+        }
+    }
+    out
+}
+
+/// Variables at file scope: children of the CU and of namespaces (not of
+/// functions, whose variables are locals).
+fn file_scope_variables(node: gimli::EntriesTreeNode<R>, out: &mut Vec<UnitOffset>) {
+    let mut children = node.children();
+    while let Ok(Some(child)) = children.next() {
+        match child.entry().tag() {
+            gimli::DW_TAG_variable => out.push(child.entry().offset()),
+            gimli::DW_TAG_namespace | gimli::DW_TAG_module => file_scope_variables(child, out),
+            _ => {}
+        }
+    }
+}
+
+/// The CU at an address, its scope chain, and the real function's frame base.
+type ScopesAt = (
+    std::sync::Arc<CuData>,
+    Vec<Scope>,
+    Option<AttributeValue<R>>,
+);
+
+fn is_function_scope(scope: &Scope) -> bool {
+    matches!(
+        scope.tag,
+        gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+    )
+}
+
+impl ObjectFile {
+    /// The CU at `addr`, its scope chain and the frame base of the real
+    /// (outermost) function.
+    fn scopes_at(&self, addr: u64) -> Option<ScopesAt> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(addr)?;
+        let chain = scope_chain(&data.dwarf, &cu.unit, addr);
+        let frame_base = chain
+            .iter()
+            .find(|s| s.tag == gimli::DW_TAG_subprogram)
+            .and_then(|s| cu.unit.entry(s.offset).ok())
+            .and_then(|e| e.attr_value(gimli::DW_AT_frame_base).ok().flatten());
+        Some((cu, chain, frame_base))
+    }
+
+    /// Parameters of the innermost function (inlined or not) at `addr`.
+    pub fn parameters_at(&self, addr: u64) -> Vec<Variable> {
+        let (Some(data), Some((cu, chain, frame_base))) =
+            (self.dwarf.as_ref(), self.scopes_at(addr))
+        else {
+            return Vec::new();
+        };
+        let Some(function) = chain.iter().rev().find(|s| is_function_scope(s)) else {
+            return Vec::new();
+        };
+        children_with_tag(&cu.unit, function.offset, &[gimli::DW_TAG_formal_parameter])
+            .into_iter()
+            .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
+            .collect()
+    }
+
+    /// Locals in scope at `addr`, innermost block first, up to the
+    /// innermost function.
+    pub fn locals_at(&self, addr: u64) -> Vec<Variable> {
+        let (Some(data), Some((cu, chain, frame_base))) =
+            (self.dwarf.as_ref(), self.scopes_at(addr))
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for scope in chain.iter().rev() {
+            for o in children_with_tag(&cu.unit, scope.offset, &[gimli::DW_TAG_variable]) {
+                out.extend(make_variable(&data.dwarf, &cu, o, frame_base));
+            }
+            if is_function_scope(scope) {
+                break;
+            }
+        }
+        out
+    }
+
+    /// A variable by name: local or parameter at `addr`, then the statics
+    /// of that CU, then globals anywhere.
+    pub fn lookup_variable(&self, addr: Option<u64>, name: &str) -> Option<Variable> {
+        let data = self.dwarf.as_ref()?;
+        let mut home_cu = None;
+        if let Some(addr) = addr {
+            if let Some(v) = self
+                .locals_at(addr)
+                .into_iter()
+                .chain(self.parameters_at(addr))
+                .find(|v| v.name == name)
+            {
+                return Some(v);
+            }
+            home_cu = data.cu_for_address(addr);
+            if let Some(v) = home_cu.as_ref().and_then(|cu| self.global_in_cu(cu, name)) {
+                return Some(v);
+            }
+        }
+        let home = home_cu.as_ref().map(|cu| cu.offset);
+        let mut declaration = None;
+        for offset in data.all_cu_offsets() {
+            if Some(offset) == home {
+                continue;
+            }
+            let Some(cu) = data.cu_at(offset) else {
+                continue;
+            };
+            if let Some(v) = self.global_in_cu(&cu, name) {
+                if v.location.is_some() || v.const_value.is_some() {
+                    return Some(v);
+                }
+                declaration.get_or_insert(v);
+            }
+        }
+        declaration
+    }
+
+    /// A file-level variable of one CU (also inside namespaces), preferring
+    /// the definition over a declaration.
+    fn global_in_cu(&self, cu: &CuData, name: &str) -> Option<Variable> {
+        let data = self.dwarf.as_ref()?;
+        let mut candidates = Vec::new();
+        let mut tree = cu.unit.entries_tree(None).ok()?;
+        file_scope_variables(tree.root().ok()?, &mut candidates);
+        let mut declaration = None;
+        for offset in candidates {
+            let Some(v) = make_variable(&data.dwarf, cu, offset, None) else {
+                continue;
+            };
+            if v.name != name {
+                continue;
+            }
+            if v.location.is_some() || v.const_value.is_some() {
+                return Some(v);
+            }
+            declaration.get_or_insert(v);
+        }
+        declaration
+    }
+
+    fn types_for<'a>(
+        &'a self,
+        cu: &'a CuData,
+        frame: Option<&'a dyn FrameContext>,
+        symbolizer: &'a dyn Fn(u64) -> Option<String>,
+    ) -> Option<Types<'a>> {
+        let data = self.dwarf.as_ref()?;
+        Some(Types {
+            dwarf: &data.dwarf,
+            unit: &cu.unit,
+            language: cu.language,
+            frame,
+            symbolizer,
+        })
+    }
+
+    /// The gdb-style name of a variable's type (for `whatis`).
+    pub fn variable_type_name(&self, var: &Variable) -> String {
+        let Some(cu) = self.dwarf.as_ref().and_then(|d| d.cu_at(var.cu)) else {
+            return String::new();
+        };
+        let none = |_| None;
+        self.types_for(&cu, None, &none)
+            .map(|t| t.name(var.type_offset))
+            .unwrap_or_default()
+    }
+
+    /// Read a variable's value in a stopped frame.
+    pub fn read_variable(&self, var: &Variable, frame: &dyn FrameContext) -> Result<Value> {
+        let data = self
+            .dwarf
+            .as_ref()
+            .ok_or(Error::NoSuchSymbol(var.name.clone()))?;
+        let cu = data
+            .cu_at(var.cu)
+            .ok_or_else(|| Error::Dwarf("variable's unit is gone".into()))?;
+        let bias = frame.load_bias();
+        let symbolizer = |runtime: u64| self.symbol_at(runtime.wrapping_sub(bias)).map(|s| s.name);
+        let types = self
+            .types_for(&cu, Some(frame), &symbolizer)
+            .ok_or_else(|| Error::Dwarf("no types".into()))?;
+        let size = var
+            .type_offset
+            .and_then(|t| types.size(t))
+            .unwrap_or(8)
+            .min(1 << 20) as usize;
+        let place = match (&var.location, &var.const_value) {
+            (Some(location), _) => {
+                let context = EvalContext {
+                    dwarf: &data.dwarf,
+                    unit: &cu.unit,
+                    frame,
+                    frame_base: var.frame_base.as_ref(),
+                };
+                context.place_of(location)?
+            }
+            (None, Some(constant)) => Place::Bytes(constant_bytes(constant, size)),
+            (None, None) => Place::OptimizedOut,
+        };
+        match read_place(&place, size, frame)? {
+            Ok(bytes) => Ok(types.decode(var.type_offset, &bytes, 0)),
+            Err(value) => Ok(value),
+        }
+    }
+
+    /// Decode a function's return value from rax / xmm0 (for `finish`).
+    pub fn return_value(&self, function_low_pc: u64, rax: u64, xmm0_low: u64) -> Option<Value> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(function_low_pc)?;
+        let chain = scope_chain(&data.dwarf, &cu.unit, function_low_pc);
+        let function = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram)?;
+        let return_type = match attr_through_origin(&cu.unit, function.offset, gimli::DW_AT_type)? {
+            (_, AttributeValue::UnitRef(o)) => o,
+            _ => return None,
+        };
+        let symbolizer = |addr: u64| self.symbol_at(addr).map(|s| s.name);
+        let types = self.types_for(&cu, None, &symbolizer)?;
+        let stripped = types.strip(return_type)?;
+        let entry = cu.unit.entry(stripped).ok()?;
+        let size = types.size(return_type)? as usize;
+        let is_float = entry.tag() == gimli::DW_TAG_base_type
+            && matches!(
+                entry.attr_value(gimli::DW_AT_encoding),
+                Ok(Some(AttributeValue::Encoding(gimli::DW_ATE_float)))
+            );
+        let scalar = matches!(
+            entry.tag(),
+            gimli::DW_TAG_base_type
+                | gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type
+                | gimli::DW_TAG_enumeration_type
+        );
+        if !scalar || size > 8 {
+            return None;
+        }
+        let register = if is_float { xmm0_low } else { rax };
+        let bytes = &register.to_le_bytes()[..size];
+        Some(types.decode(Some(return_type), bytes, 0))
+    }
+}
+
+/// The bytes of a DW_AT_const_value.
+fn constant_bytes(value: &AttributeValue<R>, size: usize) -> Vec<u8> {
+    let mut bytes = match value {
+        AttributeValue::Block(b) => b.slice().to_vec(),
+        AttributeValue::Sdata(v) => v.to_le_bytes().to_vec(),
+        AttributeValue::Udata(v) => v.to_le_bytes().to_vec(),
+        AttributeValue::Data1(v) => vec![*v],
+        AttributeValue::Data2(v) => v.to_le_bytes().to_vec(),
+        AttributeValue::Data4(v) => v.to_le_bytes().to_vec(),
+        AttributeValue::Data8(v) => v.to_le_bytes().to_vec(),
+        _ => Vec::new(),
+    };
+    bytes.resize(size, 0);
+    bytes
+}
