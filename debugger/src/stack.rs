@@ -87,7 +87,8 @@ impl Debugger {
             &self.objects,
             &TargetMemory(&process.memory),
             initial,
-            limit.min(MAX_FRAMES),
+            // One more than asked: a frame's CFA is known once its caller is.
+            limit.saturating_add(1).min(MAX_FRAMES),
         );
         let mut frames = Vec::new();
         let mut after_signal = true; // frame 0 is at its pc, not after a call
