@@ -162,6 +162,9 @@ impl Session {
                 bail!("attach and detach are not available yet")
             }
             Command::Stop(spec) => self.add_breakpoint(spec, Action::Stop),
+            Command::Halt => bail!(
+                "\"stop\" needs a location (stop in FUNC, stop at LINE); a bare \"stop\" belongs in a when body"
+            ),
             Command::When {
                 spec,
                 body_text,
@@ -487,7 +490,11 @@ impl Session {
         Ok(match location {
             Location::Function(name) => LocationSpec::Function(name),
             Location::FunctionInFile { function, .. } => LocationSpec::Function(function),
-            Location::Line { file, line } => LocationSpec::Line { file, line },
+            Location::Line { file, line } => LocationSpec::Line {
+                // A bare line is in the current file; remember which.
+                file: file.or_else(|| self.dbg.default_source_file()),
+                line,
+            },
             Location::Address(text) => LocationSpec::Address(self.evaluate_address(&text)?),
         })
     }
@@ -513,8 +520,9 @@ impl Session {
             action,
         )?;
         let bp = &self.dbg.breakpoints.user[&id];
-        if let (LocationSpec::Line { line, .. }, Some(moved)) = (&location, bp.resolved_line) {
-            println!("line {line} has no code; using line {moved}");
+        if let (LocationSpec::Line { file, line }, Some(moved)) = (&location, bp.resolved_line) {
+            let file = file.clone().unwrap_or_default();
+            println!("line {line} in \"{file}\" has no code; using line {moved}");
         }
         println!("{}", format::breakpoint_description(bp, &self.when_texts()));
         if bp.is_pending() {
@@ -847,18 +855,19 @@ impl Session {
                         .default_source_file()
                         .ok_or_else(|| anyhow!("no default source file"))?,
                 };
+                let _ = spec;
                 for object in &self.dbg.objects.list {
                     if let Ok(found) = object.file.lines_for(&file_text, 1) {
-                        let full = object
-                            .file
-                            .source_files()
-                            .into_iter()
-                            .find(|p| p.ends_with(&found.file) || *p == found.file)
-                            .unwrap_or(found.file.clone());
+                        let source = found
+                            .addresses
+                            .first()
+                            .and_then(|&a| object.file.location_at(a));
+                        let full = source
+                            .map(|l| l.full_path)
+                            .unwrap_or_else(|| found.file.clone());
                         return Ok((full, found.file.display().to_string(), line));
                     }
                 }
-                let _ = spec;
                 bail!("no source file named \"{file_text}\"")
             }
             Location::Address(text) => {
@@ -1008,7 +1017,7 @@ impl Session {
             return 0;
         };
         let data = main.file.elf_bytes();
-        for segment in main.file.segments() {
+        for segment in main.file.segments().iter().filter(|s| s.executable) {
             if address >= segment.vaddr && address < segment.vaddr + segment.filesz {
                 let offset = (segment.offset + address - segment.vaddr) as usize;
                 let available = (segment.vaddr + segment.filesz - address) as usize;
@@ -1126,7 +1135,7 @@ fn describe_frame(
 
 /// dbx's bare `stop` inside a `when` body.
 fn is_stop_request(command: &Command) -> bool {
-    matches!(command, Command::Stop(spec) if matches!(&spec.location, Location::Function(f) if f.is_empty()))
+    matches!(command, Command::Halt)
 }
 
 fn resumes_program(command: &Command) -> bool {

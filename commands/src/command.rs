@@ -32,6 +32,9 @@ pub enum Command {
     // ---- breakpoints ----
     /// `stop`, `stopi`, `break`, `tbreak`.
     Stop(BreakpointSpec),
+    /// A bare `stop`: in a `when` body, stop the program instead of
+    /// resuming after the body.
+    Halt,
     /// `when LOCATION { COMMANDS }`: run the commands each time it is hit.
     When {
         spec: BreakpointSpec,

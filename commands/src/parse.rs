@@ -66,6 +66,8 @@ impl<'a> Args<'a> {
                 pid: self.one_number("process id")?,
             }),
             "detach" => self.none(Command::Detach),
+            // A bare `stop` (in a `when` body) stops the program there.
+            "stop" if self.text.trim().is_empty() => Ok(Command::Halt),
             "stop" => self.stop(StopKind::Dbx).map(Command::Stop),
             "stopi" => self.stop(StopKind::Instruction).map(Command::Stop),
             "break" => self.stop(StopKind::Gdb).map(Command::Stop),

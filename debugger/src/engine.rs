@@ -211,10 +211,8 @@ impl Debugger {
         // Validate what can be validated now: a line with no code, a bad address.
         let (addresses, resolved_line) = match self.resolve(&location) {
             Ok(found) => found,
-            Err(e @ (Error::NoSuchFunction(_) | Error::NoSuchFile(_))) => {
-                let _ = e;
-                (Vec::new(), None)
-            }
+            // A function may come with a library loaded later: pending.
+            Err(Error::NoSuchFunction(_)) => (Vec::new(), None),
             Err(e) => return Err(e),
         };
         let id = self.breakpoints.next_id();
@@ -498,8 +496,12 @@ impl Debugger {
                 self.displacement_for(tid, pc)?;
             }
         }
+        // A thread with an event not handled yet stays stopped until it is.
+        let waiting: Vec<Tid> = self.deferred.iter().map(|e| e.tid()).collect();
         for tid in tids {
-            self.resume_thread(tid)?;
+            if !waiting.contains(&tid) {
+                self.resume_thread(tid)?;
+            }
         }
         Ok(())
     }
@@ -661,6 +663,17 @@ impl Debugger {
 
     /// Waits for `tid`'s single-step to complete; other events are deferred.
     pub(crate) fn wait_for_step(&mut self, tid: Tid) -> Result<()> {
+        let mut reraise = Vec::new();
+        let outcome = self.wait_for_step_inner(tid, &mut reraise);
+        if let Some(pid) = self.process.as_ref().map(|p| p.pid) {
+            for signal in reraise {
+                let _ = ptrace::tgkill(pid, tid, signal);
+            }
+        }
+        outcome
+    }
+
+    fn wait_for_step_inner(&mut self, tid: Tid, reraise: &mut Vec<i32>) -> Result<()> {
         loop {
             let Some(event) = ptrace::wait(-1, false)? else {
                 continue;
@@ -673,9 +686,14 @@ impl Debugger {
                             if signal != libc::SIGTRAP {
                                 if signal == libc::SIGSTOP && thread.sigstop_expected {
                                     thread.sigstop_expected = false;
-                                } else {
-                                    // Keep it for when the thread resumes.
-                                    self.deferred.push_back(event);
+                                } else if self.signals.get(signal).stop {
+                                    // The user must see it: raise it again
+                                    // after our step so it stops the thread.
+                                    reraise.push(signal);
+                                } else if self.signals.get(signal).pass {
+                                    // Delivered, with its siginfo, on resume.
+                                    thread.pending_signal = signal;
+                                    thread.pending_siginfo = ptrace::siginfo(tid).ok();
                                 }
                                 // The instruction did not run; step again.
                                 ptrace::single_step(tid, 0)?;
@@ -783,9 +801,6 @@ impl Debugger {
                     }
                     let process_gone = tid == process.pid
                         && matches!(event, WaitEvent::Exited { .. } | WaitEvent::Killed { .. });
-                    if matches!(event, WaitEvent::Exited { .. } | WaitEvent::Killed { .. }) {
-                        process.threads.remove(&tid);
-                    }
                     if process_gone {
                         process.threads.clear();
                     }

@@ -47,6 +47,9 @@ pub struct Thread {
     pub cause: StopCause,
     /// A signal to deliver when the thread is next resumed.
     pub pending_signal: i32,
+    /// Its siginfo, when it was taken from a stop other than its own
+    /// delivery stop (so it must be set again before delivery).
+    pub pending_siginfo: Option<libc::siginfo_t>,
     /// We sent SIGSTOP and have not seen it yet; when it arrives it is ours.
     pub sigstop_expected: bool,
     /// The thread trapped at this breakpoint site itself: resuming must
@@ -142,6 +145,7 @@ impl Inferior {
                     state,
                     cause: StopCause::Stopped,
                     pending_signal: 0,
+                    pending_siginfo: None,
                     sigstop_expected: false,
                     pass_at: None,
                 },
@@ -258,6 +262,11 @@ impl Inferior {
             return Ok(());
         }
         let signal = std::mem::take(&mut thread.pending_signal);
+        if let Some(info) = thread.pending_siginfo.take() {
+            if signal != 0 {
+                ptrace::set_siginfo(tid, &info)?;
+            }
+        }
         match ptrace::cont(tid, signal) {
             Ok(()) => {
                 thread.state = ThreadState::Running;

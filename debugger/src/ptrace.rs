@@ -162,6 +162,19 @@ pub fn siginfo(tid: Tid) -> Result<libc::siginfo_t> {
     Ok(info)
 }
 
+pub fn set_siginfo(tid: Tid, info: &libc::siginfo_t) -> Result<()> {
+    // SAFETY: the kernel reads a siginfo_t from the pointer.
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_SETSIGINFO,
+            tid,
+            0usize,
+            info as *const libc::siginfo_t,
+        )
+    })
+    .map(drop)
+}
+
 pub fn get_regs(tid: Tid) -> Result<libc::user_regs_struct> {
     // SAFETY: user_regs_struct is plain integers.
     let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
