@@ -1074,19 +1074,15 @@ impl Session {
                     SignalFilter::All => (1..65).collect(),
                     SignalFilter::Only(signals) => signals.iter().map(|s| s.number()).collect(),
                 };
-                match filter_kind(&list) {
-                    _ => {
-                        for signal in list {
-                            let d = self.dbg.signals.get(signal);
-                            println!(
-                                "{:<12}{:<6}{:<6}{}",
-                                signal_name(signal),
-                                if d.stop { "stop" } else { "" },
-                                if d.pass { "pass" } else { "" },
-                                signal_description(signal)
-                            );
-                        }
-                    }
+                for signal in list {
+                    let d = self.dbg.signals.get(signal);
+                    println!(
+                        "{:<12}{:<6}{:<6}{}",
+                        signal_name(signal),
+                        if d.stop { "stop" } else { "" },
+                        if d.pass { "pass" } else { "" },
+                        signal_description(signal)
+                    );
                 }
                 Ok(())
             }
@@ -1107,8 +1103,6 @@ impl Session {
         }
     }
 }
-
-fn filter_kind(_: &[i32]) {}
 
 /// `in main at line 5 in file "t.c"` and the formatted source line.
 fn describe_frame(

@@ -164,7 +164,8 @@ fn dbx_stop_errors() {
         "stop: missing function name; usage: stop in FUNCTION | stop at [FILE:]LINE  \
          [-if EXPR] [-count N] [-temp]"
     );
-    assert!(err("stop").contains("missing location"));
+    // A bare `stop` is dbx's "stop here", meaningful in a `when` body.
+    assert_eq!(parse("stop").unwrap(), Command::Halt);
     assert!(err("stop main").contains("expected \"in\" or \"at\", got \"main\""));
     assert!(err("stop at foo.c:abc").contains("invalid line number \"abc\""));
     assert!(err("stop at 0").contains("invalid line number \"0\""));

@@ -754,10 +754,11 @@ impl Debugger {
         };
         let pid = process.pid;
         for thread in process.threads.values_mut() {
-            if thread.state == ThreadState::Running && !thread.sigstop_expected {
-                if ptrace::tgkill(pid, thread.tid, libc::SIGSTOP).is_ok() {
-                    thread.sigstop_expected = true;
-                }
+            if thread.state == ThreadState::Running
+                && !thread.sigstop_expected
+                && ptrace::tgkill(pid, thread.tid, libc::SIGSTOP).is_ok()
+            {
+                thread.sigstop_expected = true;
             }
         }
         loop {

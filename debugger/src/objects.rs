@@ -8,11 +8,12 @@ use crate::unwind::{CfiTable, ObjectLookup};
 use crate::Result;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::rc::Rc;
+use std::sync::OnceLock;
 
 pub struct LoadedObject {
     pub path: PathBuf,
-    pub file: Arc<ObjectFile>,
+    pub file: Rc<ObjectFile>,
     /// Runtime address minus file address.
     pub bias: u64,
     /// Lowest and highest runtime address of its mappings.
@@ -63,16 +64,16 @@ pub struct Symbolized {
 #[derive(Default)]
 pub struct LoadedObjects {
     pub list: Vec<LoadedObject>,
-    cache: HashMap<PathBuf, Arc<ObjectFile>>,
+    cache: HashMap<PathBuf, Rc<ObjectFile>>,
 }
 
 impl LoadedObjects {
     /// Opens (or takes from the cache) the object file at `path`.
-    pub fn open(&mut self, path: &Path) -> Result<Arc<ObjectFile>> {
+    pub fn open(&mut self, path: &Path) -> Result<Rc<ObjectFile>> {
         if let Some(file) = self.cache.get(path) {
             return Ok(file.clone());
         }
-        let file = Arc::new(ObjectFile::open(path)?);
+        let file = Rc::new(ObjectFile::open(path)?);
         self.cache.insert(path.to_path_buf(), file.clone());
         Ok(file)
     }
