@@ -184,23 +184,13 @@ impl Session {
             Command::Delete(selection) => self.delete(selection),
             Command::Clear(location) => self.clear(location),
             Command::IgnoreCount { id, count } => {
-                let bp = self
-                    .dbg
-                    .breakpoints
-                    .user
-                    .get_mut(&id)
-                    .ok_or_else(|| anyhow!("no breakpoint ({id})"))?;
+                let bp = self.user_breakpoint(id)?;
                 bp.count = Some(bp.hits + u64::from(count) + 1);
                 println!("will ignore next {count} crossings of breakpoint ({id})");
                 Ok(())
             }
             Command::Condition { id, condition } => {
-                let bp = self
-                    .dbg
-                    .breakpoints
-                    .user
-                    .get_mut(&id)
-                    .ok_or_else(|| anyhow!("no breakpoint ({id})"))?;
+                let bp = self.user_breakpoint(id)?;
                 if let Some(text) = &condition {
                     expr::parse(text)?;
                 }
@@ -539,6 +529,14 @@ impl Session {
             );
         }
         Ok(())
+    }
+
+    fn user_breakpoint(&mut self, id: u32) -> Result<&mut debugger::breakpoints::Breakpoint> {
+        self.dbg
+            .breakpoints
+            .user
+            .get_mut(&id)
+            .ok_or_else(|| anyhow!("no breakpoint ({id})"))
     }
 
     fn when_texts(&self) -> Vec<String> {

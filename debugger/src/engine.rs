@@ -730,12 +730,7 @@ impl Debugger {
         if let Some(byte) = original {
             process.memory.write(pc, &[byte])?;
         }
-        let signal = self
-            .process
-            .as_mut()
-            .and_then(|p| p.thread_mut(tid))
-            .map(|t| std::mem::take(&mut t.pending_signal))
-            .unwrap_or(0);
+        let signal = self.take_pending_signal(tid);
         let stepped = ptrace::single_step(tid, signal).and_then(|()| self.wait_for_step(tid));
         if original.is_some() && self.breakpoints.sites.contains_key(&pc) {
             if let Some(process) = &self.process {
@@ -1208,6 +1203,15 @@ impl Debugger {
             .or(self.objects.main())
             .ok_or_else(|| Error::Other("the executable is not mapped".into()))?;
         Ok(main.runtime_address(main.file.entry()))
+    }
+
+    /// The signal `tid` is to receive when resumed, taken (0 for none).
+    pub(crate) fn take_pending_signal(&mut self, tid: Tid) -> i32 {
+        self.process
+            .as_mut()
+            .and_then(|p| p.thread_mut(tid))
+            .map(|t| std::mem::take(&mut t.pending_signal))
+            .unwrap_or(0)
     }
 
     pub(crate) fn take_deferred(&mut self) -> Option<WaitEvent> {

@@ -101,52 +101,33 @@ impl Debugger {
             };
             after_signal = is_trampoline;
             let symbolized = self.objects.symbolize(lookup_pc);
+            let make = |function, location, inlined| StackFrame {
+                pc: frame.pc,
+                lookup_pc,
+                cfa: frame.cfa,
+                regs: frame.regs,
+                function,
+                offset: symbolized.offset,
+                location,
+                object: symbolized.object.clone(),
+                inlined,
+                signal_trampoline: is_trampoline,
+                physical: index,
+            };
             if is_trampoline {
-                frames.push(StackFrame {
-                    pc: frame.pc,
-                    lookup_pc,
-                    cfa: frame.cfa,
-                    regs: frame.regs,
-                    function: symbolized.function,
-                    offset: symbolized.offset,
-                    location: None,
-                    object: symbolized.object,
-                    inlined: false,
-                    signal_trampoline: true,
-                    physical: index,
-                });
+                frames.push(make(symbolized.function.clone(), None, false));
                 continue;
             }
             let inline = self.objects.inline_frames(lookup_pc);
             if inline.is_empty() {
-                frames.push(StackFrame {
-                    pc: frame.pc,
-                    lookup_pc,
-                    cfa: frame.cfa,
-                    regs: frame.regs,
-                    function: symbolized.function,
-                    offset: symbolized.offset,
-                    location: symbolized.location,
-                    object: symbolized.object.clone(),
-                    inlined: false,
-                    signal_trampoline: false,
-                    physical: index,
-                });
+                frames.push(make(
+                    symbolized.function.clone(),
+                    symbolized.location.clone(),
+                    false,
+                ));
             }
             for level in inline {
-                frames.push(StackFrame {
-                    pc: frame.pc,
-                    lookup_pc,
-                    cfa: frame.cfa,
-                    regs: frame.regs,
-                    function: Some(level.function),
-                    offset: symbolized.offset,
-                    location: level.location,
-                    object: symbolized.object.clone(),
-                    inlined: level.inlined,
-                    signal_trampoline: false,
-                    physical: index,
-                });
+                frames.push(make(Some(level.function), level.location, level.inlined));
             }
             if frames.len() >= limit {
                 break;

@@ -115,12 +115,7 @@ impl Debugger {
         if self.breakpoints.sites.contains_key(&pc) {
             self.step_over_site(tid)?;
         } else {
-            let signal = self
-                .process
-                .as_mut()
-                .and_then(|p| p.thread_mut(tid))
-                .map(|t| std::mem::take(&mut t.pending_signal))
-                .unwrap_or(0);
+            let signal = self.take_pending_signal(tid);
             ptrace::single_step(tid, signal)?;
             if let Err(e) = self.wait_for_step(tid) {
                 return self
