@@ -246,3 +246,31 @@ fn catch_and_ignore_lists() {
         o.transcript()
     );
 }
+
+#[test]
+fn ctrl_c_stops_the_running_program_and_returns_to_the_prompt() {
+    let p = prog("spin-O0");
+    let mut s = Session::start(&p, &[]);
+    s.send("run");
+    s.wait_for("spinning");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    s.interrupt();
+    s.wait_for("signal SIGINT (Interrupt) in main at line");
+    // The session goes on: the program can be inspected and resumed.
+    s.send("print spins > 0");
+    s.wait_for("spins > 0 = 1");
+    s.send("cont");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    s.interrupt();
+    s.wait_for_count("signal SIGINT (Interrupt)", 2);
+    s.send("quit");
+    let o = s.finish();
+    o.assert_stderr_well_formed();
+    assert!(o.errors().is_empty(), "{}", o.transcript());
+    let line = line_of("spin.c", "spin_loop");
+    assert!(
+        o.stops().iter().all(|stop| stop.line == Some(line)),
+        "{}",
+        o.transcript()
+    );
+}

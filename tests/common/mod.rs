@@ -90,6 +90,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("io", "O0", &["-O0"]),
         ("steps", "O0", &["-O0"]),
         ("steps", "O2", &["-O2"]),
+        ("spin", "O0", &["-O0"]),
     ];
     let mut out = Vec::new();
     for (stem, variant, flags) in table {
@@ -551,6 +552,13 @@ impl Session {
             err,
             pgid,
         }
+    }
+
+    /// What Ctrl-C on a terminal does: SIGINT to rdbx's process group
+    /// (the program it runs is in that group too).
+    pub fn interrupt(&self) {
+        // SAFETY: plain kill(2) on our own child's process group.
+        unsafe { libc::kill(-self.pgid, libc::SIGINT) };
     }
 
     pub fn send(&mut self, cmd: &str) {
