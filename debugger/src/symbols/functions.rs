@@ -169,6 +169,25 @@ impl DieNameIndex {
     }
 }
 
+/// Indexes a function DIE under each of its names, and under the simple
+/// name of each so that `break f` finds `ns::f`.
+fn index_under(
+    map: &mut HashMap<String, Vec<(DebugInfoOffset, UnitOffset)>>,
+    mut keys: Vec<String>,
+    die: (DebugInfoOffset, UnitOffset),
+) {
+    let simple: Vec<String> = keys
+        .iter()
+        .filter_map(|k| k.rsplit("::").next().map(str::to_string))
+        .collect();
+    keys.extend(simple);
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        map.entry(key).or_default().push(die);
+    }
+}
+
 fn index_cu(
     dwarf: &gimli::Dwarf<R>,
     cu: &CuData,
@@ -207,16 +226,7 @@ fn index_cu(
                 let (display, linkage) = function_name(dwarf, unit, entry.offset());
                 let mut keys = vec![without_parameters(&display).to_string(), display];
                 keys.extend(linkage);
-                if let Some(simple) = keys[0].rsplit("::").next().map(str::to_string) {
-                    keys.push(simple);
-                }
-                keys.sort();
-                keys.dedup();
-                for key in keys {
-                    map.entry(key)
-                        .or_default()
-                        .push((cu.offset, entry.offset()));
-                }
+                index_under(map, keys, (cu.offset, entry.offset()));
             }
             gimli::DW_TAG_subprogram => {
                 let is_declaration = entry.attr_value(gimli::DW_AT_declaration)?.is_some();
@@ -247,22 +257,8 @@ fn index_cu(
                 let (display, linkage) = function_name(dwarf, unit, entry.offset());
                 keys.push(without_parameters(&display).to_string());
                 keys.push(display);
-                if let Some(l) = linkage {
-                    keys.push(l);
-                }
-                // The simple name, so `break f` finds `ns::f`.
-                let simple: Vec<String> = keys
-                    .iter()
-                    .filter_map(|k| k.rsplit("::").next().map(str::to_string))
-                    .collect();
-                keys.extend(simple);
-                keys.sort();
-                keys.dedup();
-                for key in keys {
-                    map.entry(key)
-                        .or_default()
-                        .push((cu.offset, entry.offset()));
-                }
+                keys.extend(linkage);
+                index_under(map, keys, (cu.offset, entry.offset()));
             }
             _ => {}
         }

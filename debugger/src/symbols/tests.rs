@@ -71,11 +71,52 @@ int main(void)
 }
 "#;
 
-fn have_tool(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+/// The tests compare with real tools; `.ci/run` installs them. A missing
+/// tool fails the test rather than letting it pass unchecked.
+fn require_tools(tools: &[&str]) {
+    for tool in tools {
+        let found = Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        assert!(found, "this test needs `{tool}` (bash .ci/run installs it)");
+    }
+}
+
+/// Runs `program` under gdb to `location`, writes a core file there and
+/// prints `names`; returns the core's path and gdb's value for each name.
+fn gdb_core_values(
+    dir: &Path,
+    program: &Path,
+    location: &str,
+    names: &[&str],
+) -> (PathBuf, Vec<String>) {
+    let core = dir.join("core");
+    let mut cmd = Command::new("gdb");
+    cmd.args([
+        "-batch",
+        "-nx",
+        "-ex",
+        &format!("break {location}"),
+        "-ex",
+        "run",
+    ]);
+    cmd.args(["-ex", &format!("gcore {}", core.display())]);
+    for name in names {
+        cmd.args(["-ex", &format!("print {name}")]);
+    }
+    let output = cmd.arg(program).output().expect("run gdb");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let printed: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('$'))
+        .filter_map(|l| l.split_once(" = ").map(|(_, v)| v.to_string()))
+        .collect();
+    assert!(
+        core.exists() && printed.len() == names.len(),
+        "gdb did not stop at {location} and print every value: {text}"
+    );
+    (core, printed)
 }
 
 /// A fresh directory for one test's binaries.
@@ -209,10 +250,7 @@ const VARIANTS: &[(&str, &[&str])] = &[
 
 #[test]
 fn breakpoint_addresses_match_gdb() {
-    if !have_tool("gcc") || !have_tool("gdb") {
-        eprintln!("gcc or gdb missing; skipped");
-        return;
-    }
+    require_tools(&["gcc", "gdb"]);
     let dir = scratch("breaks");
     let functions = ["main", "compute", "add", "square"];
     for (name, flags) in VARIANTS {
@@ -257,9 +295,7 @@ fn breakpoint_addresses_match_gdb() {
 
 #[test]
 fn file_line_breakpoints_match_gdb() {
-    if !have_tool("gcc") || !have_tool("gdb") {
-        return;
-    }
+    require_tools(&["gcc", "gdb"]);
     let dir = scratch("lines");
     // 26 is blank, 21 is an opening brace, 23 a loop header.
     let lines = [21u32, 22, 23, 24, 26, 27, 32, 36];
@@ -286,9 +322,7 @@ fn file_line_breakpoints_match_gdb() {
 
 #[test]
 fn lines_for_reports_missing_files_and_lines() {
-    if !have_tool("gcc") {
-        return;
-    }
+    require_tools(&["gcc"]);
     let dir = scratch("nolines");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
     let object = ObjectFile::open(&program).expect("open");
@@ -320,9 +354,7 @@ fn open_reports_clear_errors() {
 
 #[test]
 fn elf_facts_and_symbols() {
-    if !have_tool("gcc") {
-        return;
-    }
+    require_tools(&["gcc"]);
     let dir = scratch("elf");
     let pie = build(
         &dir,
@@ -379,9 +411,7 @@ fn elf_facts_and_symbols() {
 
 #[test]
 fn locations_and_ranges() {
-    if !have_tool("gcc") {
-        return;
-    }
+    require_tools(&["gcc"]);
     let dir = scratch("loc");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
     let object = ObjectFile::open(&program).unwrap();
@@ -411,9 +441,7 @@ fn locations_and_ranges() {
 /// gdb's `bt` at a breakpoint inside an inlined function at -O2.
 #[test]
 fn inline_frames_match_gdb_backtrace() {
-    if !have_tool("gcc") || !have_tool("gdb") {
-        return;
-    }
+    require_tools(&["gcc", "gdb"]);
     let dir = scratch("inline");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O2"]);
     let object = ObjectFile::open(&program).unwrap();
@@ -470,9 +498,7 @@ fn inline_frames_match_gdb_backtrace() {
 
 #[test]
 fn static_functions_in_several_units() {
-    if !have_tool("gcc") || !have_tool("gdb") {
-        return;
-    }
+    require_tools(&["gcc", "gdb"]);
     let dir = scratch("statics");
     let program = build(
         &dir,
@@ -491,9 +517,7 @@ fn static_functions_in_several_units() {
 
 #[test]
 fn variables_in_scope() {
-    if !have_tool("gcc") {
-        return;
-    }
+    require_tools(&["gcc"]);
     let dir = scratch("vars");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
     let object = ObjectFile::open(&program).unwrap();
@@ -582,9 +606,7 @@ impl FrameContext for FakeFrame<'_> {
 
 #[test]
 fn reading_variables_from_a_fake_frame() {
-    if !have_tool("gcc") {
-        return;
-    }
+    require_tools(&["gcc"]);
     let dir = scratch("read");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0", "-no-pie"]);
     let object = ObjectFile::open(&program).unwrap();
@@ -656,9 +678,7 @@ fn reading_variables_from_a_fake_frame() {
 
 #[test]
 fn return_values_are_decoded_by_type() {
-    if !have_tool("gcc") {
-        return;
-    }
+    require_tools(&["gcc"]);
     let dir = scratch("ret");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
     let object = ObjectFile::open(&program).unwrap();
@@ -688,9 +708,7 @@ fn finding_main_in_a_large_binary_is_fast() {
 
 #[test]
 fn separate_debug_file_via_debuglink() {
-    if !have_tool("gcc") || !have_tool("objcopy") {
-        return;
-    }
+    require_tools(&["gcc", "objcopy"]);
     let dir = scratch("debuglink");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
     let run = |args: &[&str]| {
@@ -741,9 +759,7 @@ int main() { ns::S s; return ns::f(1) + s.g(2); }
 
 #[test]
 fn cpp_names_are_demangled_and_found_either_way() {
-    if !have_tool("g++") || !have_tool("gdb") {
-        return;
-    }
+    require_tools(&["g++", "gdb"]);
     let dir = scratch("cpp");
     std::fs::write(dir.join("c.cc"), CPP_PROGRAM).unwrap();
     let ok = Command::new("g++")
@@ -900,9 +916,7 @@ impl FrameContext for CoreFrame {
 
 #[test]
 fn read_variable_matches_gdb_print_on_a_core() {
-    if !have_tool("gcc") || !have_tool("gdb") {
-        return;
-    }
+    require_tools(&["gcc", "gdb"]);
     let dir = scratch("values");
     let program = build(
         &dir,
@@ -914,24 +928,7 @@ fn read_variable_matches_gdb_print_on_a_core() {
         "n", "name", "i", "uc", "c", "s", "l", "d", "f", "flag", "buf", "big", "arr", "zeros", "p",
         "pp", "u", "col", "fn", "nul",
     ];
-    let core = dir.join("core");
-    let mut cmd = Command::new("gdb");
-    cmd.args(["-batch", "-nx", "-ex", "break v.c:27", "-ex", "run"]);
-    cmd.args(["-ex", &format!("gcore {}", core.display())]);
-    for name in names {
-        cmd.args(["-ex", &format!("print {name}")]);
-    }
-    let output = cmd.arg(&program).output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    let printed: Vec<String> = text
-        .lines()
-        .filter(|l| l.starts_with('$'))
-        .filter_map(|l| l.split_once(" = ").map(|(_, v)| v.to_string()))
-        .collect();
-    if !core.exists() || printed.len() != names.len() {
-        eprintln!("gdb could not run the program here; skipped: {text}");
-        return;
-    }
+    let (core, printed) = gdb_core_values(&dir, &program, "v.c:27", &names);
     let object = ObjectFile::open(&program).unwrap();
     let frame = CoreFrame::open(&core, &program);
     let pc = frame.register(16).unwrap();
@@ -972,9 +969,7 @@ int main(int argc, char **argv) { (void)argv; return work(argc + 2, 7) & 1; }
 /// cannot show are `<optimized out>` for us too.
 #[test]
 fn optimized_variables_match_gdb_on_a_core() {
-    if !have_tool("gcc") || !have_tool("gdb") {
-        return;
-    }
+    require_tools(&["gcc", "gdb"]);
     let dir = scratch("optvalues");
     let program = build(
         &dir,
@@ -983,24 +978,7 @@ fn optimized_variables_match_gdb_on_a_core() {
         &["-g", "-O2", "-no-pie"],
     );
     let names = ["a", "b", "sum", "twice"];
-    let core = dir.join("core");
-    let mut cmd = Command::new("gdb");
-    cmd.args(["-batch", "-nx", "-ex", "break o.c:6", "-ex", "run"]);
-    cmd.args(["-ex", &format!("gcore {}", core.display())]);
-    for name in names {
-        cmd.args(["-ex", &format!("print {name}")]);
-    }
-    let output = cmd.arg(&program).output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    let printed: Vec<String> = text
-        .lines()
-        .filter(|l| l.starts_with('$'))
-        .filter_map(|l| l.split_once(" = ").map(|(_, v)| v.to_string()))
-        .collect();
-    if !core.exists() || printed.len() != names.len() {
-        eprintln!("gdb could not run the program here; skipped: {text}");
-        return;
-    }
+    let (core, printed) = gdb_core_values(&dir, &program, "o.c:6", &names);
     let object = ObjectFile::open(&program).unwrap();
     let frame = CoreFrame::open(&core, &program);
     let pc = frame.register(16).unwrap();
@@ -1019,9 +997,7 @@ fn optimized_variables_match_gdb_on_a_core() {
 
 #[test]
 fn zero_size_symbols_cover_up_to_the_next_symbol() {
-    if !have_tool("gcc") {
-        return;
-    }
+    require_tools(&["gcc"]);
     let dir = scratch("zerosize");
     let source = "__asm__(\".text\\n.globl marker\\nmarker:\\n nop\\n nop\\n nop\\n\");\nint main(void) { return 0; }\n";
     let program = build(&dir, "z", &[("z.c", source)], &["-g", "-O0"]);
@@ -1036,9 +1012,7 @@ fn zero_size_symbols_cover_up_to_the_next_symbol() {
 /// Functions missing from the ELF symbol table are found through DWARF.
 #[test]
 fn dwarf_fallback_when_the_symbol_table_lacks_a_function() {
-    if !have_tool("gcc") || !have_tool("gdb") || !have_tool("objcopy") {
-        return;
-    }
+    require_tools(&["gcc", "gdb", "objcopy"]);
     let dir = scratch("fallback");
     let program = build(&dir, "p", &[("t.c", PROGRAM)], &["-g", "-O0"]);
     let ok = Command::new("objcopy")
