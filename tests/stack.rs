@@ -104,6 +104,15 @@ fn inline_where(variant: &str) {
         "main is a real frame\n{}",
         o.transcript()
     );
+    // Each level shows its own parameters: main has none, although the
+    // functions inlined into it at the same pc do.
+    let where_lines: Vec<&str> = o.stdout.lines().filter(|l| l.contains("] main(")).collect();
+    assert!(
+        where_lines.iter().all(|l| l.contains("] main(),")),
+        "{}",
+        o.transcript()
+    );
+    assert!(o.stdout.contains("] outer_inl(x = "), "{}", o.transcript());
     assert_eq!(
         frames[1].line,
         Some(line_of("inline.c", "outer_calls_inner"))

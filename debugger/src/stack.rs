@@ -33,6 +33,9 @@ pub struct StackFrame {
     pub signal_trampoline: bool,
     /// Index of the physical frame this one belongs to.
     pub physical: usize,
+    /// Position among the inlined frames of the same physical frame:
+    /// 0 for the innermost.
+    pub inline_depth: usize,
 }
 
 struct TargetMemory<'a>(&'a Memory);
@@ -101,7 +104,7 @@ impl Debugger {
             };
             after_signal = is_trampoline;
             let symbolized = self.objects.symbolize(lookup_pc);
-            let make = |function, location, inlined| StackFrame {
+            let make = |function, location, inlined, inline_depth| StackFrame {
                 pc: frame.pc,
                 lookup_pc,
                 cfa: frame.cfa,
@@ -113,9 +116,10 @@ impl Debugger {
                 inlined,
                 signal_trampoline: is_trampoline,
                 physical: index,
+                inline_depth,
             };
             if is_trampoline {
-                frames.push(make(symbolized.function.clone(), None, false));
+                frames.push(make(symbolized.function.clone(), None, false, 0));
                 continue;
             }
             let inline = self.objects.inline_frames(lookup_pc);
@@ -124,10 +128,16 @@ impl Debugger {
                     symbolized.function.clone(),
                     symbolized.location.clone(),
                     false,
+                    0,
                 ));
             }
-            for level in inline {
-                frames.push(make(Some(level.function), level.location, level.inlined));
+            for (depth, level) in inline.into_iter().enumerate() {
+                frames.push(make(
+                    Some(level.function),
+                    level.location,
+                    level.inlined,
+                    depth,
+                ));
             }
             if frames.len() >= limit {
                 break;
@@ -180,8 +190,8 @@ impl Debugger {
         let Some(object) = self.objects.object_at(frame.lookup_pc) else {
             return Vec::new();
         };
-        if frame.inlined || frame.signal_trampoline {
-            // Only the innermost function's parameters are known at this pc.
+        if frame.signal_trampoline {
+            return Vec::new();
         }
         let Ok(view) = self.frame_view(frame) else {
             return Vec::new();
@@ -189,7 +199,7 @@ impl Debugger {
         let address = object.file_address(frame.lookup_pc);
         object
             .file
-            .parameters_at(address)
+            .parameters_at(address, frame.inline_depth)
             .into_iter()
             .map(|var| {
                 let value = object

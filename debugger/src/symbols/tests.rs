@@ -523,7 +523,7 @@ fn variables_in_scope() {
     let object = ObjectFile::open(&program).unwrap();
     let compute = object.find_functions("compute").pop().unwrap();
     let params: Vec<String> = object
-        .parameters_at(compute.breakpoint_address)
+        .parameters_at(compute.breakpoint_address, 0)
         .iter()
         .map(|v| v.name().to_string())
         .collect();

@@ -145,14 +145,21 @@ impl ObjectFile {
         Some((cu, chain, frame_base))
     }
 
-    /// Parameters of the innermost function (inlined or not) at `addr`.
-    pub fn parameters_at(&self, addr: u64) -> Vec<Variable> {
+    /// Parameters of a function active at `addr`: `inline_depth` 0 is the
+    /// innermost (inlined or not), 1 the function it is inlined into, and
+    /// so on, as `inline_frames_at` lists them.
+    pub fn parameters_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
         let (Some(data), Some((cu, chain, frame_base))) =
             (self.dwarf.as_ref(), self.scopes_at(addr))
         else {
             return Vec::new();
         };
-        let Some(function) = chain.iter().rev().find(|s| is_function_scope(s)) else {
+        let Some(function) = chain
+            .iter()
+            .rev()
+            .filter(|s| is_function_scope(s))
+            .nth(inline_depth)
+        else {
             return Vec::new();
         };
         children_with_tag(&cu.unit, function.offset, &[gimli::DW_TAG_formal_parameter])
@@ -190,7 +197,7 @@ impl ObjectFile {
             if let Some(v) = self
                 .locals_at(addr)
                 .into_iter()
-                .chain(self.parameters_at(addr))
+                .chain(self.parameters_at(addr, 0))
                 .find(|v| v.name == name)
             {
                 return Some(v);
