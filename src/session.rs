@@ -465,7 +465,7 @@ impl Session {
     fn describe_current_stop(&mut self) -> (String, Option<String>) {
         let frame = self
             .dbg
-            .backtrace(self.dbg.current_tid, 8)
+            .backtrace(self.dbg.current_tid, 1)
             .ok()
             .and_then(|frames| frames.into_iter().next());
         let Some(frame) = frame else {

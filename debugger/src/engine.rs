@@ -73,6 +73,16 @@ impl Stop {
     }
 }
 
+/// What a SIGTRAP turned out to be.
+enum Trap {
+    /// One of ours, handled; the thread was resumed.
+    Handled,
+    /// One of ours, and the user must see it.
+    Stop(Stop),
+    /// Not ours: the program's own trap, handled as a signal.
+    NotOurs,
+}
+
 /// A pending `next`/`finish` target: stop when `tid` reaches `address`
 /// with its stack pointer at or above `min_sp` (deeper recursive
 /// activations reach the same address with a lower stack pointer).
@@ -549,13 +559,9 @@ impl Debugger {
                     regs.rip = target;
                     self.process()?.set_regs(tid, &regs)?;
                 }
-                Displacement::SingleStep => {
-                    if let Some(stop) = self.step_over_site(tid)? {
-                        // Something happened during the step; report it
-                        // through the normal path.
-                        let _ = stop;
-                    }
-                }
+                // Whatever else happens during the step is deferred and
+                // handled through the normal path.
+                Displacement::SingleStep => self.step_over_site(tid)?,
             }
         }
         self.process_mut()?.resume_thread(tid)
@@ -723,7 +729,7 @@ impl Debugger {
 
     /// Executes the original instruction at a breakpoint site by
     /// single-stepping with the int3 removed (only this thread runs).
-    pub(crate) fn step_over_site(&mut self, tid: Tid) -> Result<Option<Stop>> {
+    pub(crate) fn step_over_site(&mut self, tid: Tid) -> Result<()> {
         let process = self.process.as_ref().ok_or(Error::NoProcess)?;
         let pc = process.pc(tid)?;
         let original = self.breakpoints.sites.get(&pc).map(|s| s.original[0]);
@@ -737,7 +743,7 @@ impl Debugger {
                 let _ = process.memory.write(pc, &[0xcc]);
             }
         }
-        stepped.map(|()| None)
+        stepped
     }
 
     /// Stops every running thread and waits until each has stopped.
@@ -875,32 +881,24 @@ impl Debugger {
                     // Its first stop (SIGSTOP) is still to come.
                     thread.sigstop_expected = true;
                 }
+                // (A thread whose first stop was seen already was resumed then.)
                 self.notices.push_back(Notice::NewThread {
                     number,
                     tid: new_tid,
                 });
-                if known {
-                    self.resume_thread(new_tid)?;
-                }
-                self.mark_stopped(tid);
-                self.resume_thread(tid)?;
-                Ok(None)
+                self.resume_after_event(tid)
             }
             libc::PTRACE_EVENT_FORK | libc::PTRACE_EVENT_VFORK => {
                 let child = ptrace::event_message(tid)? as i32;
                 self.release_child(child, event == libc::PTRACE_EVENT_VFORK)?;
                 self.notices.push_back(Notice::ForkDetached { child });
-                self.mark_stopped(tid);
-                self.resume_thread(tid)?;
-                Ok(None)
+                self.resume_after_event(tid)
             }
             libc::PTRACE_EVENT_VFORK_DONE => {
                 // The child has exec'd or exited: our memory is ours again.
                 self.vfork_in_progress = false;
                 self.reinsert_sites();
-                self.mark_stopped(tid);
-                self.resume_thread(tid)?;
-                Ok(None)
+                self.resume_after_event(tid)
             }
             libc::PTRACE_EVENT_EXEC => {
                 let pid = self.process()?.pid;
@@ -915,22 +913,19 @@ impl Debugger {
                 self.objects.refresh(pid)?;
                 self.insert_loader_breakpoint();
                 self.resolve_all_breakpoints();
-                self.mark_stopped(pid);
-                self.resume_thread(pid)?;
-                Ok(None)
+                self.resume_after_event(pid)
             }
-            _ => {
-                self.mark_stopped(tid);
-                self.resume_thread(tid)?;
-                Ok(None)
-            }
+            _ => self.resume_after_event(tid),
         }
     }
 
-    fn mark_stopped(&mut self, tid: Tid) {
+    /// A thread stopped at an event we handle ourselves goes on at once.
+    fn resume_after_event(&mut self, tid: Tid) -> Result<Option<Stop>> {
         if let Some(thread) = self.process.as_mut().and_then(|p| p.thread_mut(tid)) {
             thread.state = ThreadState::Stopped;
         }
+        self.resume_thread(tid)?;
+        Ok(None)
     }
 
     /// A forked child runs free: take our breakpoints out of its memory
@@ -1016,8 +1011,10 @@ impl Debugger {
             return Ok(None);
         }
         if signal == libc::SIGTRAP {
-            if let Some(stop) = self.handle_trap(tid, conditions)? {
-                return Ok(stop);
+            match self.handle_trap(tid, conditions)? {
+                Trap::Stop(stop) => return Ok(Some(stop)),
+                Trap::Handled => return Ok(None),
+                Trap::NotOurs => {}
             }
         }
         self.translate_slot_pc(tid)?;
@@ -1048,20 +1045,15 @@ impl Debugger {
     }
 
     /// A SIGTRAP: one of our breakpoints, or the program's own trap.
-    /// Returns `Some(result)` when it was ours.
-    fn handle_trap(
-        &mut self,
-        tid: Tid,
-        conditions: ConditionEvaluator,
-    ) -> Result<Option<Option<Stop>>> {
+    fn handle_trap(&mut self, tid: Tid, conditions: ConditionEvaluator) -> Result<Trap> {
         if !self.rewind_if_breakpoint(tid)? {
             let info = ptrace::siginfo(tid)?;
             // A stray single-step trap (TRAP_TRACE) is ours too.
             if info.si_code == 2 {
                 self.resume_thread(tid)?;
-                return Ok(Some(None));
+                return Ok(Trap::Handled);
             }
-            return Ok(None);
+            return Ok(Trap::NotOurs);
         }
         let pc = self.process()?.pc(tid)?;
         if let Some(thread) = self.process_mut()?.thread_mut(tid) {
@@ -1088,10 +1080,10 @@ impl Debugger {
             if let Some(t) = self.process_mut()?.thread_mut(tid) {
                 t.cause = StopCause::Breakpoint;
             }
-            return Ok(Some(Some(Stop {
+            return Ok(Trap::Stop(Stop {
                 tid,
                 reason: StopReason::Breakpoint { ids: hit },
-            })));
+            }));
         }
         if owners.contains(&Owner::StepResume) {
             if let Some(target) = self.step_resume {
@@ -1100,15 +1092,15 @@ impl Debugger {
                     if let Some(t) = self.process_mut()?.thread_mut(tid) {
                         t.cause = StopCause::Step;
                     }
-                    return Ok(Some(Some(Stop {
+                    return Ok(Trap::Stop(Stop {
                         tid,
                         reason: StopReason::Step,
-                    })));
+                    }));
                 }
             }
         }
         self.resume_thread(tid)?;
-        Ok(Some(None))
+        Ok(Trap::Handled)
     }
 
     /// Counts a hit of breakpoint `id` if its condition holds; true when

@@ -5,7 +5,7 @@
 use crate::memory::Memory;
 use crate::ptrace::{self, Tid, WaitEvent};
 use crate::{Error, Result};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -66,9 +66,6 @@ pub struct Inferior {
     next_thread_number: u32,
     /// Started by us (killed on quit) rather than attached to.
     pub started_here: bool,
-    /// Events that arrived while other threads were being stopped, to be
-    /// handled before anything is resumed.
-    pub deferred: VecDeque<WaitEvent>,
 }
 
 impl Inferior {
@@ -127,7 +124,6 @@ impl Inferior {
             threads: BTreeMap::new(),
             next_thread_number: 1,
             started_here: true,
-            deferred: VecDeque::new(),
         };
         inferior.add_thread(pid, ThreadState::Stopped);
         Ok(inferior)
@@ -194,63 +190,6 @@ impl Inferior {
 
     pub fn pc(&self, tid: Tid) -> Result<u64> {
         Ok(self.regs(tid)?.rip)
-    }
-
-    /// Stops every running thread (all-stop), waiting until each is
-    /// stopped. Other events seen meanwhile are deferred for the engine.
-    pub fn stop_all(&mut self) -> Result<()> {
-        let running: Vec<Tid> = self
-            .threads
-            .values()
-            .filter(|t| t.state == ThreadState::Running)
-            .map(|t| t.tid)
-            .collect();
-        for tid in running {
-            if let Some(thread) = self.threads.get_mut(&tid) {
-                if !thread.sigstop_expected && ptrace::tgkill(self.pid, tid, libc::SIGSTOP).is_ok()
-                {
-                    thread.sigstop_expected = true;
-                }
-            }
-        }
-        while self
-            .threads
-            .values()
-            .any(|t| t.state == ThreadState::Running)
-        {
-            let Some(event) = ptrace::wait(-1, false)? else {
-                continue;
-            };
-            let tid = event.tid();
-            match event {
-                WaitEvent::Signal { signal, .. }
-                    if signal == libc::SIGSTOP
-                        && self.threads.get(&tid).is_some_and(|t| t.sigstop_expected) =>
-                {
-                    let thread = self.threads.get_mut(&tid).expect("checked");
-                    thread.sigstop_expected = false;
-                    thread.state = ThreadState::Stopped;
-                    thread.cause = StopCause::Stopped;
-                }
-                WaitEvent::Exited { .. } | WaitEvent::Killed { .. } if tid != self.pid => {
-                    self.threads.remove(&tid);
-                    self.deferred.push_back(event);
-                }
-                _ => {
-                    if let Some(thread) = self.threads.get_mut(&tid) {
-                        thread.state = ThreadState::Stopped;
-                    }
-                    self.deferred.push_back(event);
-                    if tid == self.pid
-                        && matches!(event, WaitEvent::Exited { .. } | WaitEvent::Killed { .. })
-                    {
-                        // The whole process is gone; nothing left to stop.
-                        self.threads.clear();
-                    }
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Resumes one stopped thread with its pending signal.

@@ -50,7 +50,7 @@ pub fn get(regs: &user_regs_struct, name: &str) -> Option<u64> {
     })
 }
 
-/// `eax`, `ax`, `al`, `r8d`... read as the low part of their full register.
+/// `eax`, `r8d`... read as the low 32 bits of their full register.
 fn sub_register(regs: &user_regs_struct, name: &str) -> Option<u64> {
     let (full, mask) = if let Some(stem) = name.strip_suffix('d').filter(|s| s.starts_with('r')) {
         (stem.to_string(), 0xffff_ffff)

@@ -179,6 +179,7 @@ impl Debugger {
             return self.finish_frame(0, conditions).map(|(stop, _)| stop);
         };
         let start_line = (span.file.clone(), span.line);
+        let start_function = self.function_entry(start_pc);
         for _ in 0..MAX_STEPS {
             let regs = self.current_regs(tid)?;
             let pc = regs.rip;
@@ -194,12 +195,7 @@ impl Debugger {
                     let callee = self.current_regs(tid)?.rip;
                     match self.function_entry(callee) {
                         Some((_, Some(stop_at))) => {
-                            if stop_at != callee {
-                                if let Some(stop) = self.run_to(tid, stop_at, 0, conditions)? {
-                                    return Ok(stop);
-                                }
-                            }
-                            return Ok(self.step_stop(tid));
+                            return self.enter_function(tid, callee, stop_at, conditions);
                         }
                         _ => {
                             // No line information (or a PLT stub): step over it.
@@ -244,20 +240,15 @@ impl Debugger {
                 }
                 Some(new_span) => {
                     let moved_line = (new_span.file.clone(), new_span.line) != start_line;
-                    if self
-                        .function_entry(pc)
-                        .is_some_and(|(entry, _)| entry == pc)
-                        && self.function_entry(pc) != self.function_entry(start_pc)
-                    {
+                    let entry = self.function_entry(pc);
+                    if entry.is_some_and(|(start, _)| start == pc) && entry != start_function {
                         // A tail call into another function with line info.
-                        if let Some((_, Some(stop_at))) = self.function_entry(pc) {
-                            if stop_at != pc {
-                                if let Some(stop) = self.run_to(tid, stop_at, 0, conditions)? {
-                                    return Ok(stop);
-                                }
+                        return match entry {
+                            Some((_, Some(stop_at))) => {
+                                self.enter_function(tid, pc, stop_at, conditions)
                             }
-                        }
-                        return Ok(self.step_stop(tid));
+                            _ => Ok(self.step_stop(tid)),
+                        };
                     }
                     if moved_line && self.is_statement_start(pc) {
                         return Ok(self.step_stop(tid));
@@ -269,6 +260,23 @@ impl Debugger {
         Err(Error::Other(
             "step gave up after too many instructions without reaching a new line".into(),
         ))
+    }
+
+    /// `step` arrived at the first instruction `pc` of a function with
+    /// line information: run past its prologue to `stop_at` and stop.
+    fn enter_function(
+        &mut self,
+        tid: Tid,
+        pc: u64,
+        stop_at: u64,
+        conditions: ConditionEvaluator,
+    ) -> Result<Stop> {
+        if stop_at != pc {
+            if let Some(stop) = self.run_to(tid, stop_at, 0, conditions)? {
+                return Ok(stop);
+            }
+        }
+        Ok(self.step_stop(tid))
     }
 
     /// `step up` / `finish`: run until frame `frame` returns to its
