@@ -1,0 +1,292 @@
+//! The per-thread profiling clock: what sends SIGPROF to a thread after it
+//! has used `interval` of CPU time.
+//!
+//! Preferred: a perf_event software `cpu-clock` event per thread, which
+//! the kernel drives from a high-resolution timer, so 1 ms means 1 ms.
+//! Fallback (perf_event_open refused): a POSIX timer on the thread's CPU
+//! clock, which the kernel only checks at its scheduler tick (4 ms at
+//! HZ=250): finer requests are rounded up to the tick, with a warning.
+//! Either way an event's weight is the CPU time the thread really used
+//! since its previous event, so fewer ticks never mean less time.
+
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+/// si_value tag of our POSIX per-thread profile timers.
+pub const PROFILE_TAG: usize = 0x5244_4258_5052_4f46; // "RDBXPROF"
+/// si_value tag of the process-wide periodic-sample timer.
+pub const SAMPLE_TAG: usize = 0x5244_4258_5341_4d50; // "RDBXSAMP"
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClockKind {
+    PerfEvent,
+    PosixTimer,
+}
+
+impl ClockKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockKind::PerfEvent => "perf-event",
+            ClockKind::PosixTimer => "posix-timer",
+        }
+    }
+}
+
+/// Which kind new threads get (decided once per experiment).
+static KIND: AtomicU8 = AtomicU8::new(0);
+const KIND_PERF: u8 = 1;
+const KIND_POSIX: u8 = 2;
+/// Profiling interval in ns.
+static INTERVAL_NS: AtomicU64 = AtomicU64::new(10_000_000);
+
+/// Bitmap of descriptors that are our perf events: the handler tells our
+/// SIGPROF (si_code POLL_IN, si_fd) from anybody else's with it.
+const MAX_FD: usize = 65536;
+static PERF_FDS: [AtomicU64; MAX_FD / 64] = [const { AtomicU64::new(0) }; MAX_FD / 64];
+
+fn mark_fd(fd: i32, ours: bool) {
+    let Ok(fd) = usize::try_from(fd) else { return };
+    if let Some(word) = PERF_FDS.get(fd / 64) {
+        let bit = 1u64 << (fd % 64);
+        if ours {
+            word.fetch_or(bit, Ordering::Release);
+        } else {
+            word.fetch_and(!bit, Ordering::Release);
+        }
+    }
+}
+
+/// Whether `fd` is one of our perf events. Async-signal-safe.
+pub fn is_our_perf_fd(fd: i32) -> bool {
+    let Ok(fd) = usize::try_from(fd) else {
+        return false;
+    };
+    PERF_FDS
+        .get(fd / 64)
+        .is_some_and(|w| w.load(Ordering::Acquire) & (1u64 << (fd % 64)) != 0)
+}
+
+/// Chooses the clock for a new experiment. Returns the kind and, when the
+/// interval had to be rounded, the interval really used.
+pub fn choose(interval_ns: u64) -> (ClockKind, Option<u64>) {
+    INTERVAL_NS.store(interval_ns, Ordering::Relaxed);
+    let tid = crate::sys::gettid();
+    if let Some(fd) = open_perf(tid, interval_ns) {
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+        KIND.store(KIND_PERF, Ordering::Relaxed);
+        return (ClockKind::PerfEvent, None);
+    }
+    KIND.store(KIND_POSIX, Ordering::Relaxed);
+    let tick = kernel_tick_ns();
+    if interval_ns < tick {
+        INTERVAL_NS.store(tick, Ordering::Relaxed);
+        return (ClockKind::PosixTimer, Some(tick));
+    }
+    (ClockKind::PosixTimer, None)
+}
+
+pub fn interval_ns() -> u64 {
+    INTERVAL_NS.load(Ordering::Relaxed)
+}
+
+/// The scheduler tick: the resolution of the coarse monotonic clock.
+fn kernel_tick_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid out-pointer.
+    let rc = unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    if rc == 0 {
+        crate::sys::timespec_ns(&ts).max(1)
+    } else {
+        4_000_000
+    }
+}
+
+/// One thread's clock: a perf event descriptor or a POSIX timer id.
+pub struct ClockSource {
+    perf_fd: AtomicI32,
+    timer: AtomicUsize,
+    has_timer: AtomicU8,
+}
+
+impl ClockSource {
+    pub const fn new() -> ClockSource {
+        ClockSource {
+            perf_fd: AtomicI32::new(-1),
+            timer: AtomicUsize::new(0),
+            has_timer: AtomicU8::new(0),
+        }
+    }
+
+    /// Starts sending SIGPROF to `tid` every interval of its CPU time.
+    pub fn arm(&self, tid: i32) -> bool {
+        self.disarm();
+        let interval = interval_ns();
+        if KIND.load(Ordering::Relaxed) == KIND_PERF {
+            if let Some(fd) = open_perf(tid, interval) {
+                if route_perf_signal(fd, tid) {
+                    mark_fd(fd, true);
+                    self.perf_fd.store(fd, Ordering::Release);
+                    // SAFETY: our perf descriptor. REFRESH enables the
+                    // event for that many overflows, each signalled.
+                    unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1 << 30) };
+                    return true;
+                }
+                // SAFETY: ours.
+                unsafe { libc::close(fd) };
+            }
+        }
+        self.arm_posix(tid, interval)
+    }
+
+    fn arm_posix(&self, tid: i32, interval: u64) -> bool {
+        // SAFETY: sigevent is plain data; we fill the fields the kernel
+        // reads for SIGEV_THREAD_ID.
+        let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
+        event.sigev_notify = libc::SIGEV_THREAD_ID;
+        event.sigev_signo = libc::SIGPROF;
+        event.sigev_value = libc::sigval {
+            sival_ptr: PROFILE_TAG as *mut libc::c_void,
+        };
+        event.sigev_notify_thread_id = tid;
+        let mut timer: libc::timer_t = std::ptr::null_mut();
+        // SAFETY: valid pointers.
+        if unsafe { libc::timer_create(crate::sys::thread_cpu_clock(tid), &mut event, &mut timer) } != 0 {
+            return false;
+        }
+        let period = timespec(interval);
+        let spec = libc::itimerspec {
+            it_interval: period,
+            it_value: period,
+        };
+        // SAFETY: timer was just created.
+        if unsafe { libc::timer_settime(timer, 0, &spec, std::ptr::null_mut()) } != 0 {
+            // SAFETY: ours.
+            unsafe { libc::timer_delete(timer) };
+            return false;
+        }
+        self.timer.store(timer as usize, Ordering::Release);
+        self.has_timer.store(1, Ordering::Release);
+        true
+    }
+
+    /// Stops the clock. Safe to call when not armed.
+    pub fn disarm(&self) {
+        let fd = self.perf_fd.swap(-1, Ordering::AcqRel);
+        if fd >= 0 {
+            mark_fd(fd, false);
+            // SAFETY: ours.
+            unsafe { libc::close(fd) };
+        }
+        if self.has_timer.swap(0, Ordering::AcqRel) == 1 {
+            let timer = self.timer.load(Ordering::Acquire) as libc::timer_t;
+            // SAFETY: a timer we created.
+            unsafe { libc::timer_delete(timer) };
+        }
+    }
+
+    /// In a fork child: POSIX timers are not inherited (forget the id);
+    /// perf descriptors are, but they count the parent's threads: close.
+    pub fn forget_after_fork(&self) {
+        let fd = self.perf_fd.swap(-1, Ordering::AcqRel);
+        if fd >= 0 {
+            mark_fd(fd, false);
+            // SAFETY: the child's copy of the descriptor.
+            unsafe { libc::close(fd) };
+        }
+        self.has_timer.store(0, Ordering::Release);
+    }
+
+    /// Keeps a perf event signalling forever: each overflow used one unit
+    /// of the REFRESH budget. Async-signal-safe (one ioctl, rarely).
+    pub fn top_up(&self, overflows_seen: u64) {
+        if overflows_seen % (1 << 29) == 0 {
+            let fd = self.perf_fd.load(Ordering::Acquire);
+            if fd >= 0 {
+                // SAFETY: ours.
+                unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1 << 30) };
+            }
+        }
+    }
+}
+
+impl Default for ClockSource {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub fn timespec(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    }
+}
+
+const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
+const PERF_TYPE_SOFTWARE: u32 = 1;
+const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+
+/// The fields of `struct perf_event_attr` we set; the rest stay zero.
+/// Written by hand because only these few are needed and the layout is
+/// ABI-stable (PERF_ATTR_SIZE_VER0 = 64 bytes covers them).
+#[repr(C)]
+struct PerfEventAttr {
+    kind: u32,
+    size: u32,
+    config: u64,
+    sample_period: u64,
+    sample_type: u64,
+    read_format: u64,
+    flags: u64,
+    wakeup_events: u32,
+    bp_type: u32,
+    config1: u64,
+}
+
+const ATTR_DISABLED: u64 = 1 << 0;
+const ATTR_EXCLUDE_HV: u64 = 1 << 6;
+
+fn open_perf(tid: i32, interval_ns: u64) -> Option<i32> {
+    let attr = PerfEventAttr {
+        kind: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: PERF_COUNT_SW_CPU_CLOCK,
+        sample_period: interval_ns.max(10_000),
+        sample_type: 0,
+        read_format: 0,
+        flags: ATTR_DISABLED | ATTR_EXCLUDE_HV,
+        wakeup_events: 1,
+        bp_type: 0,
+        config1: 0,
+    };
+    // SAFETY: attr is a valid perf_event_attr prefix of the size we give.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_perf_event_open,
+            &attr as *const PerfEventAttr,
+            tid,
+            -1i32,
+            -1i32,
+            PERF_FLAG_FD_CLOEXEC,
+        )
+    };
+    (fd >= 0).then_some(fd as i32)
+}
+
+/// Overflow of `fd` sends SIGPROF (si_code POLL_IN, si_fd = fd) to `tid`.
+fn route_perf_signal(fd: i32, tid: i32) -> bool {
+    let owner = libc::f_owner_ex {
+        type_: libc::F_OWNER_TID,
+        pid: tid,
+    };
+    // SAFETY: fcntl on our descriptor with valid arguments.
+    unsafe {
+        libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC) == 0
+            && libc::fcntl(fd, libc::F_SETSIG, libc::SIGPROF) == 0
+            && libc::fcntl(fd, libc::F_SETOWN_EX, &owner as *const libc::f_owner_ex) == 0
+    }
+}

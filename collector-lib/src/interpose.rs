@@ -1,0 +1,418 @@
+//! libc functions the collector interposes (it is preloaded, so these
+//! definitions win over libc's for the whole program):
+//! - `sigaction`, `signal`: the collector stays in charge of SIGPROF; the
+//!   program's SIGPROF handler is remembered and called for SIGPROFs that
+//!   are not ours (its own setitimer profiling keeps working);
+//! - `sigprocmask`, `pthread_sigmask`: SIGPROF is never blocked by the
+//!   program while an experiment is active (else its threads go unseen);
+//! - `pthread_create`: a new thread is profiled from its first instruction;
+//! - `fork`: samples around it and the child's experiment (`_fN.er`);
+//! - `dlopen`, `dlclose`: the load-object map and unwind tables follow.
+
+use crate::real::{self, DlcloseFn, ForkFn, PthreadCreateFn, StartRoutine};
+use crate::{log, objects, profile, samples, state, unwind};
+use experiment::layout::SampleCause;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// Whether our SIGPROF handler is installed (from then on the program's
+/// SIGPROF disposition is virtual).
+static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the collector's SIGPROF handler, keeping whatever the program
+/// had as its virtual disposition.
+pub fn install_sigprof_handler() -> Result<(), String> {
+    // SAFETY: plain sigaction structures.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = profile::on_sigprof as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if real::sigaction(libc::SIGPROF, &action, &mut old) != 0 {
+            return Err(format!("cannot install the SIGPROF handler: {}", std::io::Error::last_os_error()));
+        }
+        if !HANDLER_INSTALLED.swap(true, Ordering::AcqRel) && old.sa_sigaction != profile::on_sigprof as usize {
+            profile::USER_HANDLER.store(old.sa_sigaction, Ordering::Release);
+            profile::USER_FLAGS.store(old.sa_flags as usize, Ordering::Release);
+        }
+    }
+    Ok(())
+}
+
+/// The signals `rdbx collect -y` / `-l` use, installed by `install_control_signals`.
+static PAUSE_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static SAMPLE_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Installs handlers for the pause/resume toggle signal and the sample
+/// signal (0 = none).
+pub fn install_control_signals(pause_signal: i32, sample_signal: i32) {
+    PAUSE_SIGNAL.store(pause_signal, Ordering::Release);
+    SAMPLE_SIGNAL.store(sample_signal, Ordering::Release);
+    for signal in [pause_signal, sample_signal] {
+        if signal <= 0 || signal == libc::SIGPROF {
+            continue;
+        }
+        // SAFETY: plain sigaction structures.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_control_signal as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            real::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+extern "C" fn on_control_signal(signal: c_int, _info: *mut libc::siginfo_t, _context: *mut c_void) {
+    let saved = crate::sys::errno();
+    if signal == PAUSE_SIGNAL.load(Ordering::Acquire) {
+        if state::paused() {
+            state::resume("signal");
+        } else {
+            state::pause("signal");
+        }
+    } else if signal == SAMPLE_SIGNAL.load(Ordering::Acquire) {
+        samples::record(SampleCause::Signal, b"");
+    }
+    crate::sys::set_errno(saved);
+}
+
+fn is_control_signal(signal: c_int) -> bool {
+    signal > 0 && (signal == PAUSE_SIGNAL.load(Ordering::Acquire) || signal == SAMPLE_SIGNAL.load(Ordering::Acquire))
+}
+
+/// # Safety
+/// Same contract as libc's sigaction.
+#[no_mangle]
+pub unsafe extern "C" fn sigaction(signal: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+    if is_control_signal(signal) {
+        // The user asked rdbx to use this signal; the program's handler
+        // is not installed (as with gprofng's -y/-l).
+        if !old.is_null() {
+            *old = std::mem::zeroed();
+        }
+        return 0;
+    }
+    if signal != libc::SIGPROF || !HANDLER_INSTALLED.load(Ordering::Acquire) {
+        return real::sigaction(signal, act, old);
+    }
+    if !old.is_null() {
+        *old = std::mem::zeroed();
+        (*old).sa_sigaction = profile::USER_HANDLER.load(Ordering::Acquire);
+        (*old).sa_flags = profile::USER_FLAGS.load(Ordering::Acquire) as c_int;
+    }
+    if !act.is_null() {
+        profile::USER_FLAGS.store((*act).sa_flags as usize, Ordering::Release);
+        profile::USER_HANDLER.store((*act).sa_sigaction, Ordering::Release);
+    }
+    0
+}
+
+/// # Safety
+/// Same contract as libc's signal.
+#[no_mangle]
+pub unsafe extern "C" fn signal(signum: c_int, handler: libc::sighandler_t) -> libc::sighandler_t {
+    let mut action: libc::sigaction = std::mem::zeroed();
+    action.sa_sigaction = handler;
+    // BSD semantics, as glibc's signal(): restart, do not reset.
+    action.sa_flags = libc::SA_RESTART;
+    libc::sigemptyset(&mut action.sa_mask);
+    let mut old: libc::sigaction = std::mem::zeroed();
+    if sigaction(signum, &action, &mut old) != 0 {
+        return libc::SIG_ERR;
+    }
+    old.sa_sigaction
+}
+
+/// A copy of `set` without SIGPROF when the program tries to block it.
+unsafe fn without_sigprof(how: c_int, set: *const libc::sigset_t, copy: &mut libc::sigset_t) -> *const libc::sigset_t {
+    if set.is_null() || how == libc::SIG_UNBLOCK || !state::active() || libc::sigismember(set, libc::SIGPROF) != 1 {
+        return set;
+    }
+    *copy = *set;
+    libc::sigdelset(copy, libc::SIGPROF);
+    copy
+}
+
+/// # Safety
+/// Same contract as libc's sigprocmask.
+#[no_mangle]
+pub unsafe extern "C" fn sigprocmask(how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t) -> c_int {
+    let mut copy: libc::sigset_t = std::mem::zeroed();
+    let set = without_sigprof(how, set, &mut copy);
+    let rc = real::sigmask(&real::SIGPROCMASK, how, set, old);
+    if rc != 0 && real::SIGPROCMASK.address() == 0 {
+        crate::sys::set_errno(rc);
+        return -1;
+    }
+    rc
+}
+
+/// # Safety
+/// Same contract as libc's pthread_sigmask.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_sigmask(how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t) -> c_int {
+    let mut copy: libc::sigset_t = std::mem::zeroed();
+    let set = without_sigprof(how, set, &mut copy);
+    real::sigmask(&real::PTHREAD_SIGMASK, how, set, old)
+}
+
+/// Blocks SIGPROF in the calling thread; returns the previous mask.
+pub fn block_sigprof() -> libc::sigset_t {
+    // SAFETY: plain sigset operations with the real pthread_sigmask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPROF);
+        real::sigmask(&real::PTHREAD_SIGMASK, libc::SIG_BLOCK, &set, &mut old);
+        old
+    }
+}
+
+pub fn restore_mask(mask: libc::sigset_t) {
+    // SAFETY: restoring a mask we saved.
+    unsafe { real::sigmask(&real::PTHREAD_SIGMASK, libc::SIG_SETMASK, &mask, std::ptr::null_mut()) };
+}
+
+// ---- threads ------------------------------------------------------------
+
+struct ThreadStart {
+    routine: StartRoutine,
+    argument: *mut c_void,
+}
+
+/// pthread key whose destructor runs when a profiled thread exits, by
+/// returning or by pthread_exit.
+static EXIT_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
+
+unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
+    state::unregister_current_thread();
+}
+
+fn exit_key() -> Option<libc::pthread_key_t> {
+    *EXIT_KEY.get_or_init(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: valid out-pointer and destructor.
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
+        (rc == 0).then_some(key)
+    })
+}
+
+extern "C" fn start_profiled_thread(data: *mut c_void) -> *mut c_void {
+    // SAFETY: pthread_create below passed a Box<ThreadStart>.
+    let start = unsafe { Box::from_raw(data.cast::<ThreadStart>()) };
+    if state::active() {
+        state::register_current_thread();
+        if let Some(key) = exit_key() {
+            // SAFETY: a key we created; any non-null value arms the destructor.
+            unsafe { libc::pthread_setspecific(key, 1 as *const c_void) };
+        }
+    }
+    (start.routine)(start.argument)
+}
+
+/// # Safety
+/// Same contract as libc's pthread_create.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    routine: StartRoutine,
+    argument: *mut c_void,
+) -> c_int {
+    let real_create = real::PTHREAD_CREATE.address();
+    if real_create == 0 {
+        return libc::ENOSYS;
+    }
+    let real_create: PthreadCreateFn = std::mem::transmute(real_create);
+    if !state::active() {
+        return real_create(thread, attr, routine, argument);
+    }
+    exit_key();
+    let start = Box::into_raw(Box::new(ThreadStart { routine, argument }));
+    let rc = real_create(thread, attr, start_profiled_thread, start.cast());
+    if rc != 0 {
+        drop(Box::from_raw(start));
+    }
+    rc
+}
+
+// ---- fork ----------------------------------------------------------------
+
+/// # Safety
+/// Same contract as libc's fork.
+#[no_mangle]
+pub unsafe extern "C" fn fork() -> libc::pid_t {
+    let real_fork = real::FORK.address();
+    if real_fork == 0 {
+        crate::sys::set_errno(libc::ENOSYS);
+        return -1;
+    }
+    let real_fork: ForkFn = std::mem::transmute(real_fork);
+    if !state::active() {
+        return real_fork();
+    }
+    samples::record(SampleCause::ForkBefore, b"");
+    let reserved = state::reserve_fork_child_dir();
+    let pid = real_fork();
+    match pid {
+        0 => state::after_fork_in_child(reserved),
+        -1 => {
+            let saved = crate::sys::errno();
+            if let Some(dir) = &reserved {
+                let _ = std::fs::remove_dir(dir);
+            }
+            samples::record(SampleCause::ForkAfter, b"");
+            crate::sys::set_errno(saved);
+        }
+        child => {
+            log::write("fork", |line| {
+                line.u64("pid", child as u64);
+                line.str(
+                    "child_expt",
+                    reserved.as_deref().map(state::founder_relative).unwrap_or_default().as_bytes(),
+                );
+            });
+            samples::record(SampleCause::ForkAfter, b"");
+        }
+    }
+    pid
+}
+
+// ---- dlopen / dlclose ------------------------------------------------------
+
+// dlopen looks at its caller's return address to pick the search path
+// (the caller's RUNPATH, $ORIGIN) and namespace. A wrapper that calls the
+// real dlopen itself would become that caller. So the entry is a bit of
+// assembly: it asks `rdbx_dlopen_may_wrap` whether the caller's identity
+// matters; if not, the Rust wrapper (which then refreshes the map and
+// unwind tables) is used, else it jumps straight to the real dlopen with
+// the caller's return address still on the stack.
+std::arch::global_asm!(
+    ".globl dlopen",
+    ".type dlopen,@function",
+    "dlopen:",
+    "push rdi",
+    "push rsi",
+    "sub rsp, 8",
+    "mov rdx, [rsp + 24]",
+    "call {may_wrap}",
+    "add rsp, 8",
+    "pop rsi",
+    "pop rdi",
+    "test eax, eax",
+    "jz 2f",
+    "jmp {wrapped}",
+    "2:",
+    "mov rax, [rip + {real}]",
+    "jmp rax",
+    ".size dlopen, . - dlopen",
+    may_wrap = sym rdbx_dlopen_may_wrap,
+    wrapped = sym rdbx_dlopen_wrapped,
+    real = sym REAL_DLOPEN_ADDRESS,
+);
+
+#[no_mangle]
+static mut REAL_DLOPEN_ADDRESS: usize = 0;
+
+/// Decides whether calling dlopen from here changes what it does: only
+/// when the name is searched (no '/') or uses $ORIGIN, and the caller's
+/// object has its own RPATH/RUNPATH.
+extern "C" fn rdbx_dlopen_may_wrap(file: *const c_char, _mode: c_int, caller: *const c_void) -> c_int {
+    let address = real::DLOPEN.address();
+    // SAFETY: single word store read by the assembly above; resolved
+    // before any use.
+    unsafe { REAL_DLOPEN_ADDRESS = address };
+    if file.is_null() {
+        return 1;
+    }
+    // SAFETY: dlopen's contract: a NUL-terminated name.
+    let name = unsafe { std::ffi::CStr::from_ptr(file) }.to_bytes();
+    let searched = !name.contains(&b'/') || name.contains(&b'$');
+    i32::from(!searched || !caller_has_search_path(caller))
+}
+
+fn caller_has_search_path(caller: *const c_void) -> bool {
+    // SAFETY: dladdr1 with RTLD_DL_LINKMAP fills a link_map pointer.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        let mut map: *mut LinkMap = std::ptr::null_mut();
+        if libc::dladdr1(caller, &mut info, (&mut map as *mut *mut LinkMap).cast(), libc::RTLD_DL_LINKMAP) == 0
+            || map.is_null()
+        {
+            return true; // unknown caller: be conservative
+        }
+        let mut dynamic = (*map).l_ld;
+        while !dynamic.is_null() && (*dynamic).d_tag != 0 {
+            if (*dynamic).d_tag == DT_RPATH || (*dynamic).d_tag == DT_RUNPATH {
+                return true;
+            }
+            dynamic = dynamic.add(1);
+        }
+        false
+    }
+}
+
+const DT_RPATH: i64 = 15;
+const DT_RUNPATH: i64 = 29;
+
+#[repr(C)]
+struct Dyn {
+    d_tag: i64,
+    d_val: u64,
+}
+
+/// The public prefix of glibc's `struct link_map`.
+#[repr(C)]
+struct LinkMap {
+    l_addr: u64,
+    l_name: *const c_char,
+    l_ld: *const Dyn,
+    l_next: *mut LinkMap,
+    l_prev: *mut LinkMap,
+}
+
+extern "C" fn rdbx_dlopen_wrapped(file: *const c_char, mode: c_int) -> *mut c_void {
+    let address = real::DLOPEN.address();
+    if address == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: the real dlopen with the caller's arguments.
+    let handle = unsafe {
+        let real_dlopen: real::DlopenFn = std::mem::transmute(address);
+        real_dlopen(file, mode)
+    };
+    if !handle.is_null() {
+        after_objects_changed();
+    }
+    handle
+}
+
+/// # Safety
+/// Same contract as libc's dlclose.
+#[no_mangle]
+pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
+    let address = real::DLCLOSE.address();
+    if address == 0 {
+        return -1;
+    }
+    let real_dlclose: DlcloseFn = std::mem::transmute(address);
+    let rc = real_dlclose(handle);
+    if rc == 0 {
+        after_objects_changed();
+    }
+    rc
+}
+
+fn after_objects_changed() {
+    if !state::active() {
+        return;
+    }
+    // dlerror state must survive our own loader calls.
+    if let Err(err) = unwind::refresh_tables() {
+        log::warning(&format!("unwind tables: {err}"));
+    }
+    objects::log_all_new();
+}

@@ -1,0 +1,239 @@
+//! The SIGPROF handler: clock-profile events, periodic samples, and
+//! forwarding of SIGPROFs that are not ours to the program's own handler.
+//!
+//! Everything reachable from `on_sigprof` is async-signal-safe: atomics,
+//! raw system calls, stack buffers, the unwinder's prepared tables.
+
+use crate::blocks::WriteError;
+use crate::clock::{self, PROFILE_TAG, SAMPLE_TAG};
+use crate::{log, samples, state, sys, threads, unwind};
+use experiment::layout::{
+    stack_id, ClockEvent, SampleCause, StackRecordHeader, StackStatus, CPU_UNKNOWN,
+};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+/// The program's own SIGPROF disposition (handler address or SIG_DFL /
+/// SIG_IGN, and its sa_flags), kept by our sigaction wrapper.
+pub static USER_HANDLER: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
+pub static USER_FLAGS: AtomicUsize = AtomicUsize::new(0);
+
+/// Next periodic sample due (CLOCK_MONOTONIC ns); 0 = periodic samples off.
+pub static NEXT_SAMPLE_NS: AtomicU64 = AtomicU64::new(0);
+pub static SAMPLE_PERIOD_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Profile events and stacks written, for status and tests.
+pub static EVENTS: AtomicU64 = AtomicU64::new(0);
+static OVERFLOWS: AtomicU64 = AtomicU64::new(0);
+static WRITE_FAILURE_TOLD: AtomicBool = AtomicBool::new(false);
+
+const SI_TIMER: c_int = -2;
+const POLL_IN: c_int = 1;
+
+enum Origin {
+    ProfileTick,
+    SampleTimer,
+    Foreign,
+}
+
+/// The SIGPROF handler.
+pub extern "C" fn on_sigprof(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let saved_errno = sys::errno();
+    match origin(info) {
+        Origin::ProfileTick => {
+            profile_tick(context);
+            periodic_sample_if_due();
+        }
+        Origin::SampleTimer => samples::record(SampleCause::Periodic, b""),
+        Origin::Foreign => forward(signal, info, context),
+    }
+    sys::set_errno(saved_errno);
+}
+
+fn origin(info: *const libc::siginfo_t) -> Origin {
+    if info.is_null() {
+        return Origin::Foreign;
+    }
+    // SAFETY: the kernel passes a valid siginfo.
+    let info = unsafe { &*info };
+    match info.si_code {
+        SI_TIMER => {
+            // SAFETY: SI_TIMER signals carry si_value.
+            let tag = unsafe { info.si_value().sival_ptr } as usize;
+            match tag {
+                PROFILE_TAG => Origin::ProfileTick,
+                SAMPLE_TAG => Origin::SampleTimer,
+                _ => Origin::Foreign,
+            }
+        }
+        POLL_IN if clock::is_our_perf_fd(poll_fd(info)) => Origin::ProfileTick,
+        _ => Origin::Foreign,
+    }
+}
+
+/// si_fd of a SIGPOLL-style siginfo: `long si_band; int si_fd;` after the
+/// three leading ints and padding (offset 24 on x86-64). The libc crate
+/// has no accessor for it.
+fn poll_fd(info: &libc::siginfo_t) -> i32 {
+    let base = (info as *const libc::siginfo_t).cast::<u8>();
+    // SAFETY: siginfo_t is 128 bytes; offset 24 is inside it.
+    unsafe { std::ptr::read_unaligned(base.add(24).cast::<i32>()) }
+}
+
+fn profile_tick(context: *mut c_void) {
+    let Some(slot) = threads::find(sys::gettid()) else {
+        return;
+    };
+    let now_cpu = sys::thread_cpu_ns();
+    let last = slot.last_cpu_ns.swap(now_cpu, Ordering::Relaxed);
+    slot.clock
+        .top_up(OVERFLOWS.fetch_add(1, Ordering::Relaxed) + 1);
+    if !state::recording() {
+        return;
+    }
+    let weight = now_cpu.saturating_sub(last);
+    let timestamp = sys::monotonic_ns();
+    // SAFETY: we are the slot's thread, inside its SIGPROF handler, and
+    // SIGPROF is blocked while it runs: nothing else touches `owned`.
+    let owned = unsafe { slot.owned() };
+    let depth_limit = state::depth_limit();
+    let mut fallback = [0u64; 64];
+    let buffer: &mut [u64] = match owned.pcs.as_deref_mut() {
+        Some(pcs) => pcs,
+        None => &mut fallback,
+    };
+    let limit = depth_limit.min(buffer.len());
+    let Some(out) = buffer.get_mut(..limit) else {
+        return;
+    };
+    // SAFETY: context is the ucontext the kernel passed to this handler.
+    let unwound = unsafe { unwind::unwind_from_signal(context, &mut owned.stack_cache, out) };
+    let pcs = out.get(..unwound.depth).unwrap_or(&[]);
+    let status = status_of(unwound.status);
+    let id = stack_id(status as u16, pcs);
+    let tid = slot.tid();
+    if state::stack_table_insert(id) {
+        let header = StackRecordHeader {
+            stack_id: id,
+            depth: pcs.len() as u16,
+            status: status as u16,
+            reserved: 0,
+        };
+        let result = state::STACKS.append(
+            &mut owned.stacks,
+            &state::BUDGET,
+            tid,
+            timestamp,
+            &[as_bytes(&header), words_as_bytes(pcs)],
+        );
+        if let Err(err) = result {
+            write_failed(err);
+            return;
+        }
+    }
+    let event = ClockEvent {
+        timestamp_ns: timestamp,
+        stack_id: id,
+        weight_ns: weight.min(u64::from(u32::MAX)) as u32,
+        cpu: sys::current_cpu().unwrap_or(CPU_UNKNOWN),
+        reserved: 0,
+    };
+    match state::PROFILE.append(&mut owned.profile, &state::BUDGET, tid, timestamp, &[as_bytes(&event)]) {
+        Ok(()) => {
+            EVENTS.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(err) => write_failed(err),
+    }
+}
+
+fn status_of(status: unwind::UnwindStatus) -> StackStatus {
+    match status {
+        unwind::UnwindStatus::Complete => StackStatus::Complete,
+        unwind::UnwindStatus::Truncated => StackStatus::Truncated,
+        unwind::UnwindStatus::Failed => StackStatus::Failed,
+    }
+}
+
+/// Profiling stops; the target runs on; the log says why, once.
+fn write_failed(err: WriteError) {
+    state::stop_profiling();
+    if WRITE_FAILURE_TOLD.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    match err {
+        WriteError::Limit => log::warning("data limit reached: clock profiling stopped, samples go on"),
+        WriteError::Disk => log::warning("cannot extend a data file (disk full?): clock profiling stopped"),
+        WriteError::TooLarge => log::warning("a stack record was larger than a block: clock profiling stopped"),
+        WriteError::Closed => {}
+    }
+}
+
+pub fn reset_write_failure() {
+    WRITE_FAILURE_TOLD.store(false, Ordering::Relaxed);
+}
+
+fn periodic_sample_if_due() {
+    let due = NEXT_SAMPLE_NS.load(Ordering::Relaxed);
+    if due == 0 || !state::active() {
+        return;
+    }
+    let now = sys::monotonic_ns();
+    if now < due {
+        return;
+    }
+    let period = SAMPLE_PERIOD_NS.load(Ordering::Relaxed).max(1);
+    let next = now + period - (now - due) % period;
+    if NEXT_SAMPLE_NS
+        .compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        samples::record(SampleCause::Periodic, b"");
+    }
+}
+
+/// A SIGPROF that is not ours: do what the program asked for.
+fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+    let handler = USER_HANDLER.load(Ordering::Acquire);
+    let flags = USER_FLAGS.load(Ordering::Acquire) as c_int;
+    match handler {
+        libc::SIG_IGN => {}
+        libc::SIG_DFL => die_by_default(signal),
+        address if flags & libc::SA_SIGINFO != 0 => {
+            // SAFETY: the program installed this as an SA_SIGINFO handler.
+            let f: extern "C" fn(c_int, *mut libc::siginfo_t, *mut c_void) =
+                unsafe { std::mem::transmute(address) };
+            f(signal, info, context);
+        }
+        address => {
+            // SAFETY: the program installed this as a plain handler.
+            let f: extern "C" fn(c_int) = unsafe { std::mem::transmute(address) };
+            f(signal);
+        }
+    }
+}
+
+/// SIGPROF's default action is to terminate: the program would have died
+/// without the collector, so it dies the same way with it.
+fn die_by_default(signal: c_int) {
+    // SAFETY: restoring the default disposition and re-raising.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = libc::SIG_DFL;
+        crate::real::sigaction(signal, &action, std::ptr::null_mut());
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signal);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(signal);
+    }
+}
+
+fn as_bytes<T: Copy>(value: &T) -> &[u8] {
+    // SAFETY: T is a repr(C) plain-data record without padding.
+    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+fn words_as_bytes(words: &[u64]) -> &[u8] {
+    // SAFETY: u64 has no padding; x86-64 is little-endian as the format.
+    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
+}

@@ -1,0 +1,105 @@
+//! The libc functions we interpose, resolved once with dlsym(RTLD_NEXT).
+//!
+//! libcollector.so is preloaded, so its exported `sigaction`, `fork`, ...
+//! win symbol lookup for the whole program, including calls made from
+//! inside this library. Every call to the real function therefore goes
+//! through these pointers. They are resolved in the library constructor;
+//! `resolve` is also called lazily in case another preloaded library calls
+//! an interposed function before our constructor ran.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+pub type SigactionFn =
+    unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
+pub type SigmaskFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;
+pub type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
+pub type PthreadCreateFn = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    StartRoutine,
+    *mut c_void,
+) -> c_int;
+pub type ForkFn = unsafe extern "C" fn() -> libc::pid_t;
+pub type DlopenFn = unsafe extern "C" fn(*const c_char, c_int) -> *mut c_void;
+pub type DlcloseFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+
+/// One lazily resolved function pointer.
+pub struct Real {
+    name: &'static CStr,
+    address: AtomicUsize,
+}
+
+impl Real {
+    const fn new(name: &'static CStr) -> Real {
+        Real {
+            name,
+            address: AtomicUsize::new(0),
+        }
+    }
+
+    /// The real function's address, or 0 when libc has none.
+    pub fn address(&self) -> usize {
+        let known = self.address.load(Ordering::Acquire);
+        if known != 0 {
+            return known;
+        }
+        // SAFETY: name is NUL-terminated; RTLD_NEXT finds the definition
+        // after this library in the lookup order.
+        let found = unsafe { libc::dlsym(libc::RTLD_NEXT, self.name.as_ptr()) } as usize;
+        self.address.store(found, Ordering::Release);
+        found
+    }
+}
+
+pub static SIGACTION: Real = Real::new(c"sigaction");
+pub static SIGPROCMASK: Real = Real::new(c"sigprocmask");
+pub static PTHREAD_SIGMASK: Real = Real::new(c"pthread_sigmask");
+pub static PTHREAD_CREATE: Real = Real::new(c"pthread_create");
+pub static FORK: Real = Real::new(c"fork");
+pub static DLOPEN: Real = Real::new(c"dlopen");
+pub static DLCLOSE: Real = Real::new(c"dlclose");
+
+/// Resolves every pointer now, outside any signal handler.
+pub fn resolve_all() {
+    for real in [
+        &SIGACTION,
+        &SIGPROCMASK,
+        &PTHREAD_SIGMASK,
+        &PTHREAD_CREATE,
+        &FORK,
+        &DLOPEN,
+        &DLCLOSE,
+    ] {
+        real.address();
+    }
+}
+
+/// The real sigaction. Falls back to the raw system call if libc's cannot
+/// be found (it always can on glibc).
+pub unsafe fn sigaction(
+    signal: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
+    match SIGACTION.address() {
+        0 => {
+            crate::sys::set_errno(libc::ENOSYS);
+            -1
+        }
+        f => {
+            let f: SigactionFn = std::mem::transmute(f);
+            f(signal, act, old)
+        }
+    }
+}
+
+pub unsafe fn sigmask(real: &Real, how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t) -> c_int {
+    match real.address() {
+        0 => libc::ENOSYS,
+        f => {
+            let f: SigmaskFn = std::mem::transmute(f);
+            f(how, set, old)
+        }
+    }
+}

@@ -1,0 +1,507 @@
+//! The collector's process-wide state and the experiment life cycle:
+//! start (founder or descendant), pause, resume, stop.
+//!
+//! The flags and counters read by the signal handler are atomics. The
+//! rest (paths, configuration) changes only in start/stop, which run in
+//! ordinary context and are serialized by `CONTROL`.
+
+use crate::blocks::{BlockFile, Budget};
+use crate::clock::{self, ClockKind};
+use crate::sys::FixedBuf;
+use crate::{log, objects, profile, samples, sys, threads, unwind};
+use experiment::layout::{SampleCause, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
+use experiment::text::{Config, Mode};
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+pub static PROFILE: BlockFile = BlockFile::new(KIND_PROFILE);
+pub static STACKS: BlockFile = BlockFile::new(KIND_STACKS);
+pub static BUDGET: Budget = Budget::new();
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static PAUSED: AtomicBool = AtomicBool::new(false);
+/// Clock profiling wanted and still possible (false after a write error).
+static PROFILING: AtomicBool = AtomicBool::new(false);
+static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
+
+/// The experiment this process writes, and how it was configured.
+struct Current {
+    config: Config,
+    expt: PathBuf,
+    lineage: String,
+}
+
+static CONTROL: Mutex<Option<Current>> = Mutex::new(None);
+
+pub const CONFIG_VAR: &str = "RDBX_COLLECTOR_CONFIG";
+
+pub fn active() -> bool {
+    ACTIVE.load(Ordering::Acquire)
+}
+
+pub fn paused() -> bool {
+    PAUSED.load(Ordering::Acquire)
+}
+
+/// Whether a profile tick should be recorded now. Async-signal-safe.
+pub fn recording() -> bool {
+    ACTIVE.load(Ordering::Acquire) && !PAUSED.load(Ordering::Acquire) && PROFILING.load(Ordering::Acquire)
+}
+
+pub fn depth_limit() -> usize {
+    DEPTH_LIMIT.load(Ordering::Relaxed)
+}
+
+/// Called from the handler after a write error.
+pub fn stop_profiling() {
+    PROFILING.store(false, Ordering::Release);
+}
+
+// ---- stack de-duplication ---------------------------------------------
+
+const STACK_TABLE_SIZE: usize = 1 << 16;
+const STACK_PROBES: usize = 64;
+static STACK_TABLE: [AtomicU64; STACK_TABLE_SIZE] = [const { AtomicU64::new(0) }; STACK_TABLE_SIZE];
+
+/// Records `id` as written; true when the caller must write the stack
+/// (first sight, or the table is too full to tell). Async-signal-safe.
+pub fn stack_table_insert(id: u64) -> bool {
+    let start = (id as usize) % STACK_TABLE_SIZE;
+    for probe in 0..STACK_PROBES {
+        let Some(entry) = STACK_TABLE.get((start + probe) % STACK_TABLE_SIZE) else {
+            return true;
+        };
+        match entry.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return true,
+            Err(existing) if existing == id => return false,
+            Err(_) => {}
+        }
+    }
+    true
+}
+
+fn clear_stack_table() {
+    for entry in STACK_TABLE.iter() {
+        entry.store(0, Ordering::Relaxed);
+    }
+}
+
+// ---- starting -----------------------------------------------------------
+
+/// How this process came to write an experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Founder,
+    Fork,
+    Exec,
+    Spawn,
+}
+
+impl Role {
+    fn letter(self) -> &'static str {
+        match self {
+            Role::Founder => "",
+            Role::Fork => "f",
+            Role::Exec => "x",
+            Role::Spawn => "c",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Role::Founder => "founder",
+            Role::Fork => "fork",
+            Role::Exec => "exec",
+            Role::Spawn => "spawn",
+        }
+    }
+}
+
+/// What a process that finds `config` in its environment is: the founder
+/// it was made for, or a descendant the collector did not see coming
+/// (an exec keeps the pid; posix_spawn or vfork+exec make a new one).
+pub fn role_from_environment(config: &Config) -> Role {
+    if config.pid as i32 != sys::getpid() {
+        return Role::Spawn;
+    }
+    if config.expt.join("manifest").exists() {
+        Role::Exec
+    } else {
+        Role::Founder
+    }
+}
+
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+/// Starts writing an experiment. For a descendant, `config.expt` is the
+/// parent's experiment and a new one is made inside the founder's.
+pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
+    let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
+    if ACTIVE.load(Ordering::Acquire) {
+        return Err(StartError("an experiment is already active".into()));
+    }
+    let parent_expt = config.expt.clone();
+    let expt = match role {
+        Role::Founder => config.expt.clone(),
+        _ => make_descendant_dir(&config.founder, &parent_expt, role)?,
+    };
+    let lineage = lineage_of(&config.founder, &expt);
+    open_files(&expt)?;
+    config.expt = expt.clone();
+    config.pid = sys::getpid() as u32;
+    BUDGET.limit.store(config.limit_bytes, Ordering::Relaxed);
+    BUDGET.claimed.store(0, Ordering::Relaxed);
+    BUDGET.exhausted.store(false, Ordering::Relaxed);
+    DEPTH_LIMIT.store((config.depth as usize).clamp(1, MAX_STACK_DEPTH), Ordering::Relaxed);
+    clear_stack_table();
+    samples::reset();
+    profile::reset_write_failure();
+
+    let clock_kind = if config.profile_ns > 0 {
+        Some(clock::choose(config.profile_ns))
+    } else {
+        None
+    };
+    write_start_line(&config, &lineage, clock_kind.map(|(k, _)| k));
+    if role != Role::Founder {
+        log::write("descendant", |line| {
+            line.str("parent_expt", parent_expt.as_os_str().as_bytes());
+            line.str("kind", role.name().as_bytes());
+        });
+    }
+    if let Some((_, Some(rounded))) = clock_kind {
+        log::warning(&format!(
+            "profile interval {} ns is finer than the kernel can do with a POSIX timer; rounded to {} ns",
+            config.profile_ns, rounded
+        ));
+    }
+    if let Err(err) = crate::interpose::install_sigprof_handler() {
+        log::error(&err);
+    }
+    match unwind::refresh_tables() {
+        Ok(_) => {}
+        Err(err) => log::warning(&format!("unwind tables: {err}")),
+    }
+    if let Some(restorer) = unwind::discover_signal_restorer() {
+        unwind::set_signal_restorer(restorer);
+    }
+    objects::reset();
+    objects::log_all_new();
+
+    PAUSED.store(config.paused, Ordering::Release);
+    PROFILING.store(config.profile_ns > 0, Ordering::Release);
+    let period = config.sample_ns;
+    profile::SAMPLE_PERIOD_NS.store(period, Ordering::Relaxed);
+    profile::NEXT_SAMPLE_NS.store(if period > 0 { sys::monotonic_ns() + period } else { 0 }, Ordering::Relaxed);
+    ACTIVE.store(true, Ordering::Release);
+    samples::record(SampleCause::Start, b"");
+    if config.paused {
+        log::write("pause", |line| line.str("cause", b"start"));
+    }
+    if config.profile_ns > 0 {
+        register_existing_threads();
+    }
+    update_environment(&config);
+    *control = Some(Current {
+        config,
+        expt,
+        lineage,
+    });
+    Ok(())
+}
+
+fn open_files(expt: &Path) -> Result<(), StartError> {
+    let create = |name: &str, flags: i32| -> Result<i32, StartError> {
+        let path = expt.join(name);
+        let c_path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| StartError(format!("bad path {}", path.display())))?;
+        // SAFETY: NUL-terminated path.
+        let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_CREAT, 0o644) };
+        if fd < 0 {
+            return Err(StartError(format!(
+                "cannot create {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(fd)
+    };
+    let log_fd = create("log", libc::O_WRONLY | libc::O_APPEND)?;
+    let profile_fd = create("profile", libc::O_RDWR | libc::O_TRUNC)?;
+    let stacks_fd = create("stacks", libc::O_RDWR | libc::O_TRUNC)?;
+    write_manifest(expt)?;
+    log::open(log_fd);
+    PROFILE.open(profile_fd);
+    STACKS.open(stacks_fd);
+    Ok(())
+}
+
+fn write_manifest(expt: &Path) -> Result<(), StartError> {
+    let text = format!(
+        "format={}\nversion={}\nblock_size={}\nfiles=log,profile,stacks\nkinds=clock-profile\ncreated_by=libcollector {}\n",
+        experiment::layout::FORMAT_NAME,
+        experiment::layout::FORMAT_VERSION,
+        experiment::layout::BLOCK_SIZE,
+        crate::VERSION,
+    );
+    let tmp = expt.join("manifest.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, expt.join("manifest")))
+        .map_err(|e| StartError(format!("cannot write the manifest in {}: {e}", expt.display())))
+}
+
+fn write_start_line(config: &Config, lineage: &str, clock: Option<ClockKind>) {
+    let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
+    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let realtime = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    log::write("start", |line| {
+        line.u64("pid", sys::getpid() as u64);
+        // SAFETY: getppid cannot fail.
+        line.u64("ppid", unsafe { libc::getppid() } as u64);
+        line.str("lineage", lineage.as_bytes());
+        line.str("mode", if config.mode == Mode::Debugger { b"debugger" } else { b"collect" });
+        line.str("exe", exe.as_os_str().as_bytes());
+        line.str("args", args.join(" ").as_bytes());
+        line.u64("profile_ns", if clock.is_some() { clock::interval_ns() } else { 0 });
+        line.str("clock", clock.map_or("off", ClockKind::name).as_bytes());
+        line.u64("depth", config.depth as u64);
+        line.u64("sample_ns", config.sample_ns);
+        line.u64("realtime_ns", realtime);
+    });
+}
+
+/// `_f1` for founder/_f1.er, empty for the founder itself.
+fn lineage_of(founder: &Path, expt: &Path) -> String {
+    if expt == founder {
+        return String::new();
+    }
+    expt.file_name()
+        .map(|n| n.to_string_lossy().trim_end_matches(".er").to_string())
+        .unwrap_or_default()
+}
+
+/// Creates `<founder>/<parent lineage>_<letter><N>.er` with the first free
+/// N (mkdir is the arbiter between racing processes).
+pub fn make_descendant_dir(founder: &Path, parent_expt: &Path, role: Role) -> Result<PathBuf, StartError> {
+    let parent_lineage = lineage_of(founder, parent_expt);
+    for n in 1..100_000 {
+        let dir = founder.join(format!("{parent_lineage}_{}{n}.er", role.letter()));
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(StartError(format!("cannot create {}: {e}", dir.display()))),
+        }
+    }
+    Err(StartError("too many descendant experiments".into()))
+}
+
+/// Starts the clock of every thread that exists now (all of them when
+/// starting on a live process; only the main thread at program start).
+fn register_existing_threads() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
+    let me = sys::gettid();
+    for entry in entries.flatten() {
+        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if tid == me {
+            register_current_thread();
+        } else {
+            register_thread(tid, sys::other_thread_cpu_ns(tid).unwrap_or(0));
+        }
+    }
+}
+
+/// Registers the calling thread and starts its clock.
+pub fn register_current_thread() {
+    register_thread(sys::gettid(), sys::thread_cpu_ns());
+}
+
+fn register_thread(tid: i32, cpu_now: u64) {
+    if !active() || !PROFILING.load(Ordering::Acquire) {
+        return;
+    }
+    let Some(slot) = threads::claim(tid) else {
+        log::warning("too many threads: a thread is not profiled");
+        return;
+    };
+    slot.last_cpu_ns.store(cpu_now, Ordering::Relaxed);
+    // SAFETY: the thread's clock is not armed yet (or it is us), so its
+    // handler cannot be running on the owned parts.
+    let owned = unsafe { slot.owned() };
+    if owned.pcs.is_none() {
+        owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
+    }
+    if !slot.clock.arm(tid) {
+        log::warning(&format!("cannot start the profiling clock of thread {tid}"));
+    }
+    log::write("thread-start", |line| line.u64("tid", tid as u64));
+}
+
+/// The calling thread is exiting: stop its clock, free its slot.
+pub fn unregister_current_thread() {
+    let tid = sys::gettid();
+    let Some(slot) = threads::find(tid) else { return };
+    let blocked = crate::interpose::block_sigprof();
+    slot.clock.disarm();
+    // SAFETY: our own slot, SIGPROF blocked.
+    let owned = unsafe { slot.owned() };
+    owned.profile.release();
+    owned.stacks.release();
+    threads::release(slot);
+    crate::interpose::restore_mask(blocked);
+    if active() {
+        log::write("thread-end", |line| line.u64("tid", tid as u64));
+    }
+}
+
+/// Points the program's environment entry at the current configuration,
+/// so that a descendant (exec, posix_spawn, system) finds where to write.
+/// The entry's pointer is replaced in place (no setenv: this also runs in
+/// fork children, where setenv's lock may be held by a vanished thread).
+fn update_environment(config: &Config) {
+    static ENV_ENTRY: Mutex<FixedBuf<8192>> = Mutex::new(FixedBuf::new());
+    let mut descendant_config = config.clone();
+    descendant_config.mode = Mode::Collect;
+    descendant_config.paused = false;
+    let text = format!("{CONFIG_VAR}={}", descendant_config.to_config_string());
+    let mut entry = ENV_ENTRY.lock().unwrap_or_else(|e| e.into_inner());
+    entry.clear();
+    if !entry.push(text.as_bytes()) || entry.as_cstr().is_none() {
+        return;
+    }
+    let new_pointer = entry.as_bytes().as_ptr() as *mut libc::c_char;
+    extern "C" {
+        static mut environ: *mut *mut libc::c_char;
+    }
+    let prefix = format!("{CONFIG_VAR}=");
+    // SAFETY: environ is a NULL-terminated array of C strings; we replace
+    // one pointer with a pointer to our NUL-terminated static buffer.
+    unsafe {
+        let mut at = environ;
+        while !at.is_null() && !(*at).is_null() {
+            let current = std::ffi::CStr::from_ptr(*at);
+            if current.to_bytes().starts_with(prefix.as_bytes()) {
+                *at = new_pointer;
+                return;
+            }
+            at = at.add(1);
+        }
+    }
+    std::env::set_var(CONFIG_VAR, descendant_config.to_config_string());
+}
+
+// ---- control while running --------------------------------------------
+
+pub fn pause(cause: &str) -> bool {
+    if !active() || PAUSED.swap(true, Ordering::AcqRel) {
+        return false;
+    }
+    samples::record(SampleCause::Pause, b"");
+    log::write("pause", |line| line.str("cause", cause.as_bytes()));
+    true
+}
+
+pub fn resume(cause: &str) -> bool {
+    if !active() || !PAUSED.load(Ordering::Acquire) {
+        return false;
+    }
+    // Time used while paused is not recorded: every thread's baseline
+    // moves to now before recording starts again.
+    for slot in threads::registered() {
+        if let Some(now) = sys::other_thread_cpu_ns(slot.tid()) {
+            slot.last_cpu_ns.store(now, Ordering::Relaxed);
+        }
+    }
+    PAUSED.store(false, Ordering::Release);
+    log::write("resume", |line| line.str("cause", cause.as_bytes()));
+    samples::record(SampleCause::Resume, b"");
+    true
+}
+
+/// Closes the experiment: end sample, `end` line, clocks stopped.
+pub fn stop() -> bool {
+    let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
+    if !ACTIVE.load(Ordering::Acquire) {
+        return false;
+    }
+    samples::record(SampleCause::End, b"");
+    ACTIVE.store(false, Ordering::Release);
+    for slot in threads::registered() {
+        slot.clock.disarm();
+    }
+    log::write("end", |_| {});
+    PROFILE.close();
+    STACKS.close();
+    log::close();
+    *control = None;
+    true
+}
+
+/// In a fork child, right after fork: drop everything inherited from the
+/// parent's experiment, then start the child's own (when following).
+pub fn after_fork_in_child(reserved: Option<PathBuf>) {
+    let blocked = crate::interpose::block_sigprof();
+    ACTIVE.store(false, Ordering::Release);
+    threads::forget_all_after_fork();
+    PROFILE.close();
+    STACKS.close();
+    log::close();
+    // try_lock: a lock held by a thread of the parent stays held forever
+    // here (that thread does not exist in the child); then no experiment.
+    let previous = match CONTROL.try_lock() {
+        Ok(mut control) => control.take(),
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().take(),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    };
+    crate::interpose::restore_mask(blocked);
+    let (Some(dir), Some(previous)) = (reserved, previous) else {
+        return;
+    };
+    let mut config = previous.config;
+    config.expt = dir;
+    config.paused = false;
+    let _ = start_reserved_child(config, &previous.expt, &previous.lineage);
+}
+
+fn start_reserved_child(config: Config, parent_expt: &Path, _parent_lineage: &str) -> Result<(), StartError> {
+    // The parent made the directory (so it could log its name): start as
+    // a founder of that directory, then say whose child it is.
+    let parent = parent_expt.to_path_buf();
+    start(config, Role::Founder)?;
+    log::write("descendant", |line| {
+        line.str("parent_expt", parent.as_os_str().as_bytes());
+        line.str("kind", b"fork");
+    });
+    Ok(())
+}
+
+/// For the fork wrapper in the parent: the directory the child will write
+/// (None when not following descendants or not active).
+pub fn reserve_fork_child_dir() -> Option<PathBuf> {
+    let control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
+    let current = control.as_ref()?;
+    if !current.config.follow || !active() {
+        return None;
+    }
+    make_descendant_dir(&current.config.founder, &current.expt, Role::Fork).ok()
+}
+
+/// Lineage relative name of `dir` inside the founder, for the fork line.
+pub fn founder_relative(dir: &Path) -> String {
+    dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+/// The state needed to answer the debugger (events, samples).
+pub fn counters() -> (u64, u64) {
+    (profile::EVENTS.load(Ordering::Relaxed), samples::count())
+}

@@ -1,0 +1,241 @@
+//! Small async-signal-safe wrappers over system calls.
+//!
+//! Everything here is callable from a signal handler: raw system calls or
+//! vDSO clock reads, no allocation, no locks, no panics. errno is the only
+//! shared state these touch, and the signal handler saves and restores it.
+
+use std::ffi::CStr;
+
+/// CLOCK_MONOTONIC in nanoseconds (vDSO, no system call).
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time consumed by the calling thread, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time consumed by thread `tid` of this process, in nanoseconds, or
+/// None when the thread is gone. Linux encodes a thread's CPU clock in the
+/// clock id (`~tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED`); glibc's
+/// pthread_getcpuclockid does the same but needs a pthread_t we do not have
+/// for threads found in /proc/self/task.
+pub fn other_thread_cpu_ns(tid: i32) -> Option<u64> {
+    let clock = thread_cpu_clock(tid);
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    (rc == 0).then(|| timespec_ns(&ts))
+}
+
+/// The CPU-time clock id of thread `tid` (see `other_thread_cpu_ns`).
+pub fn thread_cpu_clock(tid: i32) -> libc::clockid_t {
+    ((!tid) << 3) | 6
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer; clock_gettime is async-signal-safe.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    timespec_ns(&ts)
+}
+
+pub fn timespec_ns(ts: &libc::timespec) -> u64 {
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+pub fn getpid() -> i32 {
+    // SAFETY: getpid cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// The CPU the calling thread runs on, or None.
+pub fn current_cpu() -> Option<u16> {
+    // SAFETY: sched_getcpu reads the vDSO/rseq area; no side effects.
+    let cpu = unsafe { libc::sched_getcpu() };
+    u16::try_from(cpu).ok()
+}
+
+/// Writes all of `bytes` to `fd`, retrying on EINTR and short writes.
+pub fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
+    while !bytes.is_empty() {
+        // SAFETY: the pointer and length describe `bytes`.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n < 0 {
+            if errno() == libc::EINTR {
+                continue;
+            }
+            return false;
+        }
+        if n == 0 {
+            return false;
+        }
+        bytes = bytes.get(n as usize..).unwrap_or(&[]);
+    }
+    true
+}
+
+/// Reads a whole small file (e.g. /proc/self/statm) into `buf` with raw
+/// open/read/close; returns the bytes read.
+pub fn read_small_file<'a>(path: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
+    // SAFETY: path is NUL-terminated.
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    let mut len = 0;
+    while len < buf.len() {
+        let rest = buf.get_mut(len..)?;
+        // SAFETY: rest is a valid writable buffer.
+        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        if n < 0 && errno() == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            break;
+        }
+        len += n as usize;
+    }
+    // SAFETY: fd is ours.
+    unsafe { libc::close(fd) };
+    buf.get(..len)
+}
+
+pub fn errno() -> i32 {
+    // SAFETY: __errno_location returns the calling thread's errno slot.
+    unsafe { *libc::__errno_location() }
+}
+
+pub fn set_errno(value: i32) {
+    // SAFETY: as in errno().
+    unsafe { *libc::__errno_location() = value };
+}
+
+/// Parses the leading decimal number of `text` (after leading spaces).
+pub fn parse_u64(text: &[u8]) -> Option<(u64, &[u8])> {
+    let start = text.iter().position(|b| *b != b' ')?;
+    let text = text.get(start..)?;
+    let digits = text.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        return None;
+    }
+    let mut value: u64 = 0;
+    for b in text.get(..digits)? {
+        value = value.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    Some((value, text.get(digits..)?))
+}
+
+/// A fixed-capacity byte string built without allocation (for paths and
+/// log values on async-signal-safe paths).
+pub struct FixedBuf<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> FixedBuf<N> {
+    pub const fn new() -> Self {
+        FixedBuf {
+            bytes: [0; N],
+            len: 0,
+        }
+    }
+
+    /// Appends; false (and nothing appended) when it does not fit with
+    /// room for a terminating NUL.
+    pub fn push(&mut self, part: &[u8]) -> bool {
+        let end = self.len + part.len();
+        if end >= N {
+            return false;
+        }
+        if let Some(dest) = self.bytes.get_mut(self.len..end) {
+            dest.copy_from_slice(part);
+            self.len = end;
+            true
+        } else {
+            false
+        }
+    }
+
+    pub fn push_u64(&mut self, mut value: u64) -> bool {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (value % 10) as u8;
+            value /= 10;
+            if value == 0 {
+                break;
+            }
+        }
+        self.push(digits.get(at..).unwrap_or(&[]))
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or(&[])
+    }
+
+    /// The bytes with a terminating NUL, for system calls.
+    pub fn as_cstr(&mut self) -> Option<&CStr> {
+        *self.bytes.get_mut(self.len)? = 0;
+        CStr::from_bytes_with_nul(self.bytes.get(..=self.len)?).ok()
+    }
+
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+impl<const N: usize> Default for FixedBuf<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_buf_refuses_overflow_and_formats_numbers() {
+        let mut buf = FixedBuf::<8>::new();
+        assert!(buf.push(b"ab"));
+        assert!(buf.push_u64(4096));
+        assert_eq!(buf.as_bytes(), b"ab4096");
+        assert!(!buf.push(b"xy"), "needs room for the NUL");
+        assert_eq!(buf.as_cstr().unwrap().to_bytes(), b"ab4096");
+    }
+
+    #[test]
+    fn parse_u64_reads_leading_number() {
+        assert_eq!(parse_u64(b"  123 45"), Some((123, &b" 45"[..])));
+        assert_eq!(parse_u64(b"x"), None);
+    }
+
+    #[test]
+    fn thread_clocks_advance() {
+        let before = thread_cpu_ns();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_add(i * i);
+        }
+        std::hint::black_box(x);
+        assert!(thread_cpu_ns() > before);
+        let other = other_thread_cpu_ns(gettid()).unwrap();
+        assert!(other >= before);
+    }
+}

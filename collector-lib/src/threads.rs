@@ -1,0 +1,139 @@
+//! Per-thread state, found by thread id from the signal handler.
+//!
+//! Thread-local storage is avoided on purpose: a dlopen'ed library's TLS
+//! may be allocated lazily by glibc on first touch, which is not allowed in
+//! a signal handler. A fixed table keyed by tid, claimed with compare-and-
+//! swap, works the same whether we were preloaded or dlopen'ed.
+
+use crate::blocks::Cursor;
+use crate::clock::ClockSource;
+use crate::unwind::StackCache;
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+
+pub const MAX_THREADS: usize = 4096;
+const EMPTY: i32 = 0;
+const TOMBSTONE: i32 = -1;
+
+/// The parts of a slot only its own thread touches (from its signal
+/// handler or from its own start/exit code, with SIGPROF blocked).
+pub struct Owned {
+    pub profile: Cursor,
+    pub stacks: Cursor,
+    pub stack_cache: StackCache,
+    /// Room for a stack (depth limit + 1), allocated at registration.
+    pub pcs: Option<Box<[u64]>>,
+}
+
+pub struct Slot {
+    tid: AtomicI32,
+    /// The thread's CPU time at its previous profile event (or when
+    /// recording last started): the weight of the next event is the
+    /// difference.
+    pub last_cpu_ns: AtomicU64,
+    pub clock: ClockSource,
+    owned: UnsafeCell<Owned>,
+}
+
+// SAFETY: `owned` is only touched by the slot's own thread (see Owned);
+// everything else is atomic.
+unsafe impl Sync for Slot {}
+
+impl Slot {
+    const fn new() -> Slot {
+        Slot {
+            tid: AtomicI32::new(EMPTY),
+            last_cpu_ns: AtomicU64::new(0),
+            clock: ClockSource::new(),
+            owned: UnsafeCell::new(Owned {
+                profile: Cursor::new(),
+                stacks: Cursor::new(),
+                stack_cache: StackCache::new(),
+                pcs: None,
+            }),
+        }
+    }
+
+    pub fn tid(&self) -> i32 {
+        self.tid.load(Ordering::Acquire)
+    }
+
+    /// The thread-owned part.
+    ///
+    /// # Safety
+    /// Only the slot's own thread may call this, and not re-entrantly
+    /// (SIGPROF is blocked while its handler runs).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn owned(&self) -> &mut Owned {
+        &mut *self.owned.get()
+    }
+}
+
+static SLOTS: [Slot; MAX_THREADS] = [const { Slot::new() }; MAX_THREADS];
+
+fn home(tid: i32) -> usize {
+    (tid as u32).wrapping_mul(2_654_435_761) as usize % MAX_THREADS
+}
+
+/// The slot of `tid`, if registered. Async-signal-safe.
+pub fn find(tid: i32) -> Option<&'static Slot> {
+    let start = home(tid);
+    for step in 0..MAX_THREADS {
+        let slot = SLOTS.get((start + step) % MAX_THREADS)?;
+        match slot.tid() {
+            t if t == tid => return Some(slot),
+            EMPTY => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Claims a slot for `tid` (or returns its existing one).
+pub fn claim(tid: i32) -> Option<&'static Slot> {
+    if let Some(slot) = find(tid) {
+        return Some(slot);
+    }
+    let start = home(tid);
+    for step in 0..MAX_THREADS {
+        let slot = SLOTS.get((start + step) % MAX_THREADS)?;
+        let current = slot.tid();
+        if (current == EMPTY || current == TOMBSTONE)
+            && slot
+                .tid
+                .compare_exchange(current, tid, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            return Some(slot);
+        }
+    }
+    None
+}
+
+/// Frees `slot` (its thread is exiting or gone).
+pub fn release(slot: &Slot) {
+    slot.tid.store(TOMBSTONE, Ordering::Release);
+}
+
+/// Every registered slot.
+pub fn registered() -> impl Iterator<Item = &'static Slot> {
+    SLOTS.iter().filter(|s| s.tid() > 0)
+}
+
+/// In a fork child: every slot but the calling thread's belongs to a
+/// thread that does not exist here. Their mappings and descriptors are
+/// the child's copies, so they are released without touching the parent.
+pub fn forget_all_after_fork() {
+    for slot in SLOTS.iter() {
+        if slot.tid() != EMPTY {
+            slot.clock.forget_after_fork();
+            // SAFETY: the child is single-threaded and SIGPROF is blocked
+            // by the caller, so nothing else touches the owned parts.
+            let owned = unsafe { slot.owned() };
+            owned.profile.release();
+            owned.stacks.release();
+            owned.stack_cache = StackCache::new();
+            slot.tid.store(TOMBSTONE, Ordering::Release);
+        }
+    }
+}
