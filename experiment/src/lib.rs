@@ -1,1 +1,84 @@
-//! Placeholder: the experiment format arrives with the collector issue.
+//! The on-disk format of rdbx experiments (`NAME.er/` directories), shared by the writer
+//! (libcollector.so, running inside the profiled program) and the readers (the rdbx binary,
+//! tests, the analyzer). The specification is docs/experiment-format.md.
+//!
+//! - [`layout`]: block-file layouts and constants. No allocation, no panics, no I/O.
+//! - [`text`]: percent-encoding, log lines ([`text::LineWriter`] allocates nothing), the
+//!   config string, the manifest.
+//! - with the default `reader` feature: [`Experiment`] (reading, also while the collector
+//!   writes), [`log`] (typed log events), [`writer`] (what the launcher writes) and
+//!   [`archive`] (`archives/`).
+
+pub mod layout;
+pub mod text;
+
+#[cfg(feature = "reader")]
+pub mod archive;
+#[cfg(feature = "reader")]
+pub mod log;
+#[cfg(feature = "reader")]
+mod reader;
+#[cfg(feature = "reader")]
+pub mod writer;
+
+#[cfg(feature = "reader")]
+pub use archive::{ArchiveSummary, ArchivedObject};
+#[cfg(feature = "reader")]
+pub use log::{DescendantKind, Event, LogEvent, Sample, StartInfo, TerminatedHow};
+#[cfg(feature = "reader")]
+pub use reader::{BlockStats, ClockEventRecord, Experiment, Manifest, Stack, Summary};
+#[cfg(feature = "reader")]
+pub use writer::{
+    append_log_line, append_terminated, create_experiment_dir, next_default_name, write_notes,
+};
+
+pub use layout::{SampleCause, StackStatus};
+pub use text::{Config, Mode};
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong reading or writing an experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("not an rdbx experiment: {} ({reason})", .path.display())]
+    NotAnExperiment { path: PathBuf, reason: String },
+    #[error("unsupported experiment format version {0}")]
+    UnsupportedVersion(String),
+    #[error("bad manifest in {}: {reason}", .path.display())]
+    BadManifest { path: PathBuf, reason: String },
+    #[error("bad value for config key {key}: {value:?}")]
+    BadConfig { key: String, value: String },
+    #[error("bad percent-encoding in {0:?}")]
+    BadEncoding(String),
+    #[error("bad log line: {0}")]
+    BadLogLine(String),
+    #[error("bad archive index line {line} in {}: {reason}", .path.display())]
+    BadArchiveIndex {
+        path: PathBuf,
+        line: usize,
+        reason: String,
+    },
+    #[error("experiment name must end in .er: {}", .0.display())]
+    BadExperimentName(PathBuf),
+    #[error("experiment {} already exists", .0.display())]
+    ExperimentExists(PathBuf),
+    #[error("cannot create experiment {}: {reason}", .path.display())]
+    CannotCreate { path: PathBuf, reason: String },
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    #[cfg(feature = "reader")]
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

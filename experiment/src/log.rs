@@ -1,0 +1,436 @@
+//! Typed events of the `log` file.
+//!
+//! Parsing never fails on content: a line this reader cannot make sense of (a torn line that
+//! a later append completed, a known event with a missing or bad field) becomes
+//! [`Event::Malformed`], so one bad line does not hide the rest of the log. Unknown events
+//! become [`Event::Other`]; unknown keys of known events are ignored.
+
+use crate::layout::SampleCause;
+use crate::text::{parse_u64, percent_decode, split_log_line, Mode};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+/// One line of the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogEvent {
+    /// CLOCK_MONOTONIC ns (0 for a malformed line without a readable timestamp).
+    pub timestamp_ns: u64,
+    pub event: Event,
+}
+
+/// What a log line says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    Start(StartInfo),
+    Sample(Sample),
+    /// `cause` is api | debugger | signal | start.
+    Pause {
+        cause: String,
+    },
+    Resume {
+        cause: String,
+    },
+    /// A load object is present: `base` = load bias, `lo..=hi` its mapped addresses.
+    Object {
+        path: PathBuf,
+        base: u64,
+        lo: u64,
+        hi: u64,
+    },
+    Unobject {
+        path: PathBuf,
+        base: u64,
+    },
+    ThreadStart {
+        tid: u32,
+    },
+    ThreadEnd {
+        tid: u32,
+    },
+    /// In the parent: a child was forked; `child_expt` is relative to the founder.
+    Fork {
+        pid: u32,
+        child_expt: String,
+    },
+    /// First line after `start` in a descendant.
+    Descendant {
+        parent_expt: String,
+        kind: DescendantKind,
+    },
+    Warning(String),
+    Error(String),
+    /// The collector closed the experiment cleanly.
+    End,
+    /// Written by the launcher after the process ended.
+    Terminated {
+        how: TerminatedHow,
+        code: i32,
+    },
+    /// An event this reader does not know (values decoded).
+    Other {
+        name: String,
+        fields: Vec<(String, String)>,
+    },
+    /// A line that could not be read; `reason` says why.
+    Malformed {
+        line: String,
+        reason: String,
+    },
+}
+
+/// The `start` line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartInfo {
+    pub pid: u32,
+    pub ppid: u32,
+    /// Descendant lineage, e.g. `_f1_x1`; empty for the founder.
+    pub lineage: String,
+    pub mode: Mode,
+    pub exe: PathBuf,
+    /// argv joined by spaces (for display: an argument containing a space is ambiguous).
+    pub args: String,
+    pub profile_ns: u64,
+    /// `posix-timer`, `perf-event` or `off`.
+    pub clock: String,
+    pub depth: u32,
+    pub sample_ns: u64,
+    /// CLOCK_REALTIME ns at start (to show wall-clock dates).
+    pub realtime_ns: u64,
+}
+
+/// A `sample` line: the process's resource usage (getrusage) when the sample was taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub timestamp_ns: u64,
+    /// Counts from 1 per experiment.
+    pub number: u64,
+    pub cause: SampleCause,
+    pub label: String,
+    pub utime_ns: u64,
+    pub stime_ns: u64,
+    pub minflt: u64,
+    pub majflt: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub inblock: u64,
+    pub oublock: u64,
+    pub rss_kb: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DescendantKind {
+    Fork,
+    Exec,
+    /// A new process that did not come through the fork wrapper (posix_spawn, vfork+exec).
+    Spawn,
+}
+
+impl DescendantKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            DescendantKind::Fork => "fork",
+            DescendantKind::Exec => "exec",
+            DescendantKind::Spawn => "spawn",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "fork" => Some(DescendantKind::Fork),
+            "exec" => Some(DescendantKind::Exec),
+            "spawn" => Some(DescendantKind::Spawn),
+            _ => None,
+        }
+    }
+
+    /// The letter used in descendant directory names (`_f1.er`, `_x1.er`, `_c1.er`).
+    pub fn letter(self) -> char {
+        match self {
+            DescendantKind::Fork => 'f',
+            DescendantKind::Exec => 'x',
+            DescendantKind::Spawn => 'c',
+        }
+    }
+}
+
+/// How the process ended (the `how` of a `terminated` line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TerminatedHow {
+    /// `code` is the exit status.
+    Exit,
+    /// `code` is the signal number.
+    Signal,
+}
+
+impl TerminatedHow {
+    pub fn name(self) -> &'static str {
+        match self {
+            TerminatedHow::Exit => "exit",
+            TerminatedHow::Signal => "signal",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "exit" => Some(TerminatedHow::Exit),
+            "signal" => Some(TerminatedHow::Signal),
+            _ => None,
+        }
+    }
+}
+
+/// Fields of one line, values still encoded; typed getters decode them.
+struct Fields<'a> {
+    pairs: Vec<(&'a str, &'a str)>,
+}
+
+impl Fields<'_> {
+    fn raw(&self, key: &str) -> Result<&str, String> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
+            .ok_or_else(|| format!("no {key}="))
+    }
+
+    fn bytes(&self, key: &str) -> Result<Vec<u8>, String> {
+        percent_decode(self.raw(key)?).map_err(|_| format!("bad encoding in {key}="))
+    }
+
+    fn string(&self, key: &str) -> Result<String, String> {
+        Ok(String::from_utf8_lossy(&self.bytes(key)?).into_owned())
+    }
+
+    fn path(&self, key: &str) -> Result<PathBuf, String> {
+        Ok(PathBuf::from(OsStr::from_bytes(&self.bytes(key)?)))
+    }
+
+    fn u64(&self, key: &str) -> Result<u64, String> {
+        parse_u64(self.raw(key)?).ok_or_else(|| format!("bad number in {key}="))
+    }
+
+    fn u32(&self, key: &str) -> Result<u32, String> {
+        u32::try_from(self.u64(key)?).map_err(|_| format!("{key}= out of range"))
+    }
+
+    fn i32(&self, key: &str) -> Result<i32, String> {
+        self.raw(key)?
+            .parse()
+            .map_err(|_| format!("bad number in {key}="))
+    }
+
+    fn named<T>(&self, key: &str, from_name: impl Fn(&str) -> Option<T>) -> Result<T, String> {
+        from_name(self.raw(key)?).ok_or_else(|| format!("unknown {key}="))
+    }
+}
+
+/// Parses one log line into a typed event; never fails (see the module comment).
+pub fn parse_event(line: &str) -> LogEvent {
+    let malformed = |reason: String| Event::Malformed {
+        line: line.trim_end_matches('\n').to_string(),
+        reason,
+    };
+    let split = match split_log_line(line) {
+        Ok(split) => split,
+        Err(err) => {
+            // Keep the timestamp when there is one, so the line still sorts in time.
+            let timestamp_ns = line
+                .split(' ')
+                .next()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(0);
+            return LogEvent {
+                timestamp_ns,
+                event: malformed(err.to_string()),
+            };
+        }
+    };
+    let fields = Fields {
+        pairs: split.fields,
+    };
+    let event = typed_event(split.timestamp_ns, split.event, &fields).unwrap_or_else(malformed);
+    LogEvent {
+        timestamp_ns: split.timestamp_ns,
+        event,
+    }
+}
+
+fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, String> {
+    Ok(match name {
+        "start" => Event::Start(StartInfo {
+            pid: f.u32("pid")?,
+            ppid: f.u32("ppid")?,
+            lineage: f.string("lineage")?,
+            mode: f.named("mode", Mode::from_name)?,
+            exe: f.path("exe")?,
+            args: f.string("args")?,
+            profile_ns: f.u64("profile_ns")?,
+            clock: f.string("clock")?,
+            depth: f.u32("depth")?,
+            sample_ns: f.u64("sample_ns")?,
+            realtime_ns: f.u64("realtime_ns")?,
+        }),
+        "sample" => Event::Sample(Sample {
+            timestamp_ns,
+            number: f.u64("number")?,
+            cause: f.named("cause", SampleCause::from_name)?,
+            label: f.string("label")?,
+            utime_ns: f.u64("utime_ns")?,
+            stime_ns: f.u64("stime_ns")?,
+            minflt: f.u64("minflt")?,
+            majflt: f.u64("majflt")?,
+            nvcsw: f.u64("nvcsw")?,
+            nivcsw: f.u64("nivcsw")?,
+            inblock: f.u64("inblock")?,
+            oublock: f.u64("oublock")?,
+            rss_kb: f.u64("rss_kb")?,
+        }),
+        "pause" => Event::Pause {
+            cause: f.string("cause")?,
+        },
+        "resume" => Event::Resume {
+            cause: f.string("cause")?,
+        },
+        "object" => Event::Object {
+            path: f.path("path")?,
+            base: f.u64("base")?,
+            lo: f.u64("lo")?,
+            hi: f.u64("hi")?,
+        },
+        "unobject" => Event::Unobject {
+            path: f.path("path")?,
+            base: f.u64("base")?,
+        },
+        "thread-start" => Event::ThreadStart { tid: f.u32("tid")? },
+        "thread-end" => Event::ThreadEnd { tid: f.u32("tid")? },
+        "fork" => Event::Fork {
+            pid: f.u32("pid")?,
+            child_expt: f.string("child_expt")?,
+        },
+        "descendant" => Event::Descendant {
+            parent_expt: f.string("parent_expt")?,
+            kind: f.named("kind", DescendantKind::from_name)?,
+        },
+        "warning" => Event::Warning(f.string("msg")?),
+        "error" => Event::Error(f.string("msg")?),
+        "end" => Event::End,
+        "terminated" => Event::Terminated {
+            how: f.named("how", TerminatedHow::from_name)?,
+            code: f.i32("code")?,
+        },
+        other => Event::Other {
+            name: other.to_string(),
+            fields: f
+                .pairs
+                .iter()
+                .map(|(k, _)| Ok((k.to_string(), f.string(k)?)))
+                .collect::<Result<_, String>>()?,
+        },
+    })
+}
+
+/// Parses a whole log. Only lines ending in '\n' count: a last line without one is being
+/// written (or the writer died in the middle of it) and is ignored.
+pub fn parse_log(bytes: &[u8]) -> Vec<LogEvent> {
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(last) => bytes.get(..=last).unwrap_or(&[]),
+        None => &[],
+    };
+    complete
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| parse_event(&String::from_utf8_lossy(line)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typed_events() {
+        let log = b"100 start pid=10 ppid=1 lineage= mode=collect exe=/bin/a%20b args=a%20b%20-x \
+profile_ns=10000000 clock=posix-timer depth=256 sample_ns=1000000000 realtime_ns=1700000000000000000\n\
+101 object path=/lib/libc.so.6 base=0x7f0000000000 lo=0x7f0000000000 hi=0x7f00001fffff\n\
+102 sample number=1 cause=start label= utime_ns=1 stime_ns=2 minflt=3 majflt=4 nvcsw=5 nivcsw=6 inblock=7 oublock=8 rss_kb=9\n\
+103 pause cause=api\n104 resume cause=signal\n105 thread-start tid=11\n106 thread-end tid=11\n\
+107 unobject path=/x.so base=0x1000\n108 fork pid=12 child_expt=_f1.er\n\
+109 descendant parent_expt=. kind=exec\n110 warning msg=disk%20full\n111 error msg=x\n\
+112 end\n113 terminated how=signal code=9\n114 future-event a=1 b=x%20y\n";
+        let events = parse_log(log);
+        assert_eq!(events.len(), 15);
+        let Event::Start(start) = &events[0].event else {
+            panic!("{:?}", events[0]);
+        };
+        assert_eq!(start.exe, PathBuf::from("/bin/a b"));
+        assert_eq!(start.args, "a b -x");
+        assert_eq!(start.realtime_ns, 1_700_000_000_000_000_000);
+        assert_eq!(start.mode, Mode::Collect);
+        assert_eq!(
+            events[1].event,
+            Event::Object {
+                path: "/lib/libc.so.6".into(),
+                base: 0x7f00_0000_0000,
+                lo: 0x7f00_0000_0000,
+                hi: 0x7f00_001f_ffff
+            }
+        );
+        let Event::Sample(s) = &events[2].event else {
+            panic!("{:?}", events[2]);
+        };
+        assert_eq!(
+            (s.timestamp_ns, s.number, s.cause),
+            (102, 1, SampleCause::Start)
+        );
+        assert_eq!((s.utime_ns, s.rss_kb), (1, 9));
+        assert_eq!(
+            events[9].event,
+            Event::Descendant {
+                parent_expt: ".".into(),
+                kind: DescendantKind::Exec
+            }
+        );
+        assert_eq!(events[10].event, Event::Warning("disk full".into()));
+        assert_eq!(events[12].event, Event::End);
+        assert_eq!(
+            events[13].event,
+            Event::Terminated {
+                how: TerminatedHow::Signal,
+                code: 9
+            }
+        );
+        assert_eq!(
+            events[14].event,
+            Event::Other {
+                name: "future-event".into(),
+                fields: vec![("a".into(), "1".into()), ("b".into(), "x y".into())],
+            }
+        );
+        assert_eq!(events[14].timestamp_ns, 114);
+    }
+
+    #[test]
+    fn torn_and_malformed_lines() {
+        // The last line has no newline: ignored.
+        let events = parse_log(b"1 end\n2 sample number=3 cau");
+        assert_eq!(events.len(), 1);
+        assert!(parse_log(b"1 end").is_empty());
+        // A torn line completed by a later append: malformed, the rest still read.
+        let events = parse_log(b"1 sample number=3 cau\n2 terminated how=exit code=0\n");
+        assert!(matches!(events[0].event, Event::Malformed { .. }));
+        assert_eq!(events[0].timestamp_ns, 1);
+        assert_eq!(
+            events[1].event,
+            Event::Terminated {
+                how: TerminatedHow::Exit,
+                code: 0
+            }
+        );
+        let events = parse_log(b"garbage\n3 thread-start tid=x\n4 sample cause=bogus\n\n");
+        assert_eq!(events.len(), 3);
+        for e in &events {
+            assert!(matches!(e.event, Event::Malformed { .. }), "{e:?}");
+        }
+    }
+}
