@@ -1,1 +1,3 @@
 //! Placeholder: the collector library arrives with the collector issue.
+
+pub mod unwind;
