@@ -1,0 +1,323 @@
+//! The walk itself, run inside the SIGPROF handler.
+//!
+//! Everything here is async-signal-safe: no allocation, no locks, no I/O except the
+//! documented /proc/self/maps lookup in `memory`, no formatting, and no panics (checked
+//! arithmetic, `get` instead of indexing).
+
+use std::mem::offset_of;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::memory::{StackCache, StackReader};
+use super::table::{current_snapshot, CfaRule, RaRule, RbpRule, Rule};
+
+/// How a walk ended; the codes are the `status` field of a stack record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnwindStatus {
+    /// The outermost frame was reached (its CFI marks the return address undefined).
+    Complete,
+    /// The output was full and more frames exist.
+    Truncated,
+    /// The next frame could not be found with certainty (no CFI, a rule we do not follow,
+    /// unreadable memory, a CFA that does not grow): the frames listed are right, the rest
+    /// is unknown.
+    Failed,
+}
+
+impl UnwindStatus {
+    /// The status code of a stack record: 0 complete, 1 truncated, 2 failed.
+    pub const fn code(self) -> u16 {
+        match self {
+            UnwindStatus::Complete => 0,
+            UnwindStatus::Truncated => 1,
+            UnwindStatus::Failed => 2,
+        }
+    }
+}
+
+/// The result of one walk: `out[..depth]` holds the frames, leaf first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unwound {
+    pub depth: usize,
+    pub status: UnwindStatus,
+}
+
+/// The address `__restore_rt` (or whatever the signal handlers return to); 0 = unknown.
+static SIGNAL_RESTORER: AtomicU64 = AtomicU64::new(0);
+
+/// Record the address signal handlers return to (the kernel's `sa_restorer`). A return
+/// address equal to it marks a signal frame, whose registers are read from the ucontext
+/// the kernel saved on the stack.
+pub fn set_signal_restorer(address: u64) {
+    SIGNAL_RESTORER.store(address, Ordering::Release);
+}
+
+/// The recorded signal restorer, if any.
+pub fn signal_restorer() -> Option<u64> {
+    match SIGNAL_RESTORER.load(Ordering::Acquire) {
+        0 => None,
+        address => Some(address),
+    }
+}
+
+/// Find the restorer glibc installs with every handler: ask the kernel (raw rt_sigaction,
+/// so glibc cannot hide it) for the `sa_restorer` of any installed handler. None when no
+/// handler with SA_RESTORER is installed yet (install the profiling handler first).
+pub fn discover_signal_restorer() -> Option<u64> {
+    /// The kernel's struct sigaction on x86-64.
+    #[repr(C)]
+    struct KernelSigaction {
+        handler: u64,
+        flags: u64,
+        restorer: u64,
+        mask: u64,
+    }
+    const SA_RESTORER: u64 = 0x0400_0000;
+    (1..=64).find_map(|signal: libc::c_long| {
+        let mut action = KernelSigaction {
+            handler: 0,
+            flags: 0,
+            restorer: 0,
+            mask: 0,
+        };
+        // SAFETY: a query (no new action) into our own struct of the kernel's layout.
+        let result = unsafe {
+            libc::syscall(
+                libc::SYS_rt_sigaction,
+                signal,
+                std::ptr::null::<KernelSigaction>(),
+                &mut action as *mut KernelSigaction,
+                8usize,
+            )
+        };
+        let installed = action.handler > 1; // neither SIG_DFL (0) nor SIG_IGN (1)
+        (result == 0 && installed && action.flags & SA_RESTORER != 0 && action.restorer != 0)
+            .then_some(action.restorer)
+    })
+}
+
+/// Unwind the stack of the context a signal interrupted.
+///
+/// `out[0]` receives the interrupted pc; the callers' return addresses follow (after a
+/// signal frame: the restorer's address, then the pc the signal interrupted, which is an
+/// exact pc, not a return address). Tables must have been prepared with
+/// [`refresh_tables`](super::refresh_tables); without them the walk fails after frame 0.
+///
+/// Async-signal-safe: no allocation, no locks, no panics; reads the stack directly only
+/// inside the mapping known to hold it, otherwise through process_vm_readv; reads
+/// /proc/self/maps (open/read/close) at most once per new stack per `StackCache`; errno is
+/// preserved.
+///
+/// # Safety
+/// `ucontext` must be null or the `ucontext_t` the kernel passed to an SA_SIGINFO handler
+/// running on this thread.
+pub unsafe fn unwind_from_signal(
+    ucontext: *const libc::c_void,
+    stack: &mut StackCache,
+    out: &mut [u64],
+) -> Unwound {
+    let ucontext = ucontext.cast::<libc::ucontext_t>();
+    if ucontext.is_null() {
+        return Unwound {
+            depth: 0,
+            status: UnwindStatus::Failed,
+        };
+    }
+    // SAFETY: the kernel's ucontext of the running handler is valid, readable memory.
+    let registers = unsafe { Registers::from_ucontext(ucontext) };
+    // SAFETY: errno is a thread-local int, always accessible.
+    let errno = unsafe { *libc::__errno_location() };
+    let unwound = walk(registers, stack, out);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    unwound
+}
+
+/// The registers the walk follows; rbp is None once no rule tells where it is.
+#[derive(Clone, Copy, Debug)]
+struct Registers {
+    pc: u64,
+    rsp: u64,
+    rbp: Option<u64>,
+}
+
+/// Byte offset of `gregs[index]` inside a `ucontext_t`.
+const fn greg_offset(index: libc::c_int) -> u64 {
+    (offset_of!(libc::ucontext_t, uc_mcontext) + offset_of!(libc::mcontext_t, gregs)) as u64
+        + 8 * index as u64
+}
+
+impl Registers {
+    /// # Safety
+    /// `ucontext` must point to a readable `ucontext_t`.
+    unsafe fn from_ucontext(ucontext: *const libc::ucontext_t) -> Registers {
+        // SAFETY: guaranteed by the caller.
+        let gregs = unsafe { &(*ucontext).uc_mcontext.gregs };
+        let greg = |index: libc::c_int| {
+            usize::try_from(index)
+                .ok()
+                .and_then(|index| gregs.get(index))
+                .map_or(0, |&value| value as u64)
+        };
+        Registers {
+            pc: greg(libc::REG_RIP),
+            rsp: greg(libc::REG_RSP),
+            rbp: Some(greg(libc::REG_RBP)),
+        }
+    }
+
+    /// The registers saved in the `ucontext_t` at `address` (a signal frame on the stack).
+    fn from_signal_frame(reader: &StackReader, address: u64) -> Option<Registers> {
+        let read = |index| reader.read_u64(address.checked_add(greg_offset(index))?);
+        Some(Registers {
+            pc: read(libc::REG_RIP)?,
+            rsp: read(libc::REG_RSP)?,
+            rbp: Some(read(libc::REG_RBP)?),
+        })
+    }
+}
+
+/// The frames written so far.
+struct Frames<'a> {
+    out: &'a mut [u64],
+    depth: usize,
+}
+
+impl Frames<'_> {
+    /// Append a frame; false when the output is full.
+    fn push(&mut self, pc: u64) -> bool {
+        match self.out.get_mut(self.depth) {
+            Some(slot) => {
+                *slot = pc;
+                self.depth += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn end(&self, status: UnwindStatus) -> Unwound {
+        Unwound {
+            depth: self.depth,
+            status,
+        }
+    }
+}
+
+/// One step up: the caller's frame, or the end of the stack.
+enum Step {
+    Caller {
+        return_address: u64,
+        cfa: u64,
+        rbp: Option<u64>,
+    },
+    Outermost,
+}
+
+fn walk(mut registers: Registers, cache: &mut StackCache, out: &mut [u64]) -> Unwound {
+    let mut frames = Frames { out, depth: 0 };
+    if !frames.push(registers.pc) {
+        return frames.end(UnwindStatus::Truncated);
+    }
+    let Some(snapshot) = current_snapshot() else {
+        return frames.end(UnwindStatus::Failed);
+    };
+    let restorer = SIGNAL_RESTORER.load(Ordering::Acquire);
+    let mut reader = StackReader::new();
+    reader.set_window(0, registers.rsp, cache);
+    // Frame 0 and a frame a signal interrupted hold an exact pc; the others hold return
+    // addresses, whose call instruction ends one byte before.
+    let mut exact_pc = true;
+    loop {
+        let lookup_pc = if exact_pc {
+            registers.pc
+        } else {
+            registers.pc.wrapping_sub(1)
+        };
+        let Some(rule) = snapshot.rule_for(lookup_pc) else {
+            return frames.end(UnwindStatus::Failed);
+        };
+        let (return_address, cfa, rbp) = match step(&rule, &registers, &reader) {
+            Some(Step::Outermost) => return frames.end(UnwindStatus::Complete),
+            Some(Step::Caller {
+                return_address,
+                cfa,
+                rbp,
+            }) => (return_address, cfa, rbp),
+            None => return frames.end(UnwindStatus::Failed),
+        };
+        // Each caller's frame lies above its callee's: anything else is a corrupt stack
+        // or wrong CFI, and following it could loop.
+        if cfa <= registers.rsp {
+            return frames.end(UnwindStatus::Failed);
+        }
+        // A zero return address is the conventional end of a stack, never a real caller.
+        if return_address == 0 {
+            return frames.end(UnwindStatus::Complete);
+        }
+        if !frames.push(return_address) {
+            return frames.end(UnwindStatus::Truncated);
+        }
+        if restorer != 0 && return_address == restorer {
+            // A signal handler returns to the restorer; the frame below is the signal
+            // frame, with the interrupted registers in the ucontext right at the CFA.
+            let Some(interrupted) = Registers::from_signal_frame(&reader, cfa) else {
+                return frames.end(UnwindStatus::Failed);
+            };
+            registers = interrupted;
+            reader.set_window(1, registers.rsp, cache);
+            if !frames.push(registers.pc) {
+                return frames.end(UnwindStatus::Truncated);
+            }
+            exact_pc = true;
+        } else {
+            registers = Registers {
+                pc: return_address,
+                rsp: cfa,
+                rbp,
+            };
+            exact_pc = false;
+        }
+    }
+}
+
+/// Apply one row's rules to the current registers.
+fn step(rule: &Rule, registers: &Registers, reader: &StackReader) -> Option<Step> {
+    let cfa = match rule.cfa {
+        CfaRule::NoInfo | CfaRule::Unknown => return None,
+        CfaRule::RspOffset(offset) => registers.rsp.checked_add_signed(offset.into())?,
+        CfaRule::RbpOffset(offset) => registers.rbp?.checked_add_signed(offset.into())?,
+        CfaRule::DerefRbpOffset(offset) => {
+            reader.read_u64(registers.rbp?.checked_add_signed(offset.into())?)?
+        }
+        CfaRule::Plt {
+            rsp_offset,
+            mask,
+            threshold,
+        } => {
+            let pushed = if registers.pc & u64::from(mask) >= u64::from(threshold) {
+                8
+            } else {
+                0
+            };
+            registers
+                .rsp
+                .checked_add_signed(rsp_offset.into())?
+                .checked_add(pushed)?
+        }
+    };
+    let return_address = match rule.ra {
+        RaRule::Undefined => return Some(Step::Outermost),
+        RaRule::Unknown => return None,
+        RaRule::AtCfa(offset) => reader.read_u64(cfa.checked_add_signed(offset.into())?)?,
+    };
+    let rbp = match rule.rbp {
+        RbpRule::Unchanged => registers.rbp,
+        RbpRule::AtCfa(offset) => Some(reader.read_u64(cfa.checked_add_signed(offset.into())?)?),
+        RbpRule::Unknown => None,
+    };
+    Some(Step::Caller {
+        return_address,
+        cfa,
+        rbp,
+    })
+}
