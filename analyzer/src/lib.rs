@@ -3,8 +3,10 @@
 //! So far: mapping a recorded PC to its load object and function
 //! (`symbols`). Metrics and reports come with the analyzer issue.
 
+pub mod functions;
 pub mod symbols;
 
+pub use functions::{clock_profile, ClockProfile, FunctionTime};
 pub use symbols::{Location, Symbolizer};
 
 #[derive(Debug, thiserror::Error)]

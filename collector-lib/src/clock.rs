@@ -13,8 +13,6 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 /// si_value tag of our POSIX per-thread profile timers.
 pub const PROFILE_TAG: usize = 0x5244_4258_5052_4f46; // "RDBXPROF"
-/// si_value tag of the process-wide periodic-sample timer.
-pub const SAMPLE_TAG: usize = 0x5244_4258_5341_4d50; // "RDBXSAMP"
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClockKind {
@@ -277,16 +275,27 @@ fn open_perf(tid: i32, interval_ns: u64) -> Option<i32> {
     (fd >= 0).then_some(fd as i32)
 }
 
+/// `struct f_owner_ex` and the fcntl commands the libc crate lacks
+/// (linux/fcntl.h values).
+#[repr(C)]
+struct OwnerEx {
+    kind: libc::c_int,
+    pid: libc::pid_t,
+}
+const F_OWNER_TID: libc::c_int = 0;
+const F_SETSIG: libc::c_int = 10;
+const F_SETOWN_EX: libc::c_int = 15;
+
 /// Overflow of `fd` sends SIGPROF (si_code POLL_IN, si_fd = fd) to `tid`.
 fn route_perf_signal(fd: i32, tid: i32) -> bool {
-    let owner = libc::f_owner_ex {
-        type_: libc::F_OWNER_TID,
+    let owner = OwnerEx {
+        kind: F_OWNER_TID,
         pid: tid,
     };
     // SAFETY: fcntl on our descriptor with valid arguments.
     unsafe {
         libc::fcntl(fd, libc::F_SETFL, libc::O_ASYNC) == 0
-            && libc::fcntl(fd, libc::F_SETSIG, libc::SIGPROF) == 0
-            && libc::fcntl(fd, libc::F_SETOWN_EX, &owner as *const libc::f_owner_ex) == 0
+            && libc::fcntl(fd, F_SETSIG, libc::SIGPROF) == 0
+            && libc::fcntl(fd, F_SETOWN_EX, &owner as *const OwnerEx) == 0
     }
 }

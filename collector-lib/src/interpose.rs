@@ -339,7 +339,7 @@ fn caller_has_search_path(caller: *const c_void) -> bool {
     unsafe {
         let mut info: libc::Dl_info = std::mem::zeroed();
         let mut map: *mut LinkMap = std::ptr::null_mut();
-        if libc::dladdr1(caller, &mut info, (&mut map as *mut *mut LinkMap).cast(), libc::RTLD_DL_LINKMAP) == 0
+        if libc::dladdr1(caller, &mut info, (&mut map as *mut *mut LinkMap).cast(), RTLD_DL_LINKMAP) == 0
             || map.is_null()
         {
             return true; // unknown caller: be conservative
@@ -356,6 +356,7 @@ fn caller_has_search_path(caller: *const c_void) -> bool {
 }
 
 const DT_RPATH: i64 = 15;
+const RTLD_DL_LINKMAP: libc::c_int = 2;
 const DT_RUNPATH: i64 = 29;
 
 #[repr(C)]

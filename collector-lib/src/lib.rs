@@ -142,7 +142,7 @@ pub unsafe extern "C" fn __rdbx_collector_sample(label_text: *const c_char, caus
     if !state::active() {
         return -1;
     }
-    let cause = u16::try_from(cause)
+    let cause = u32::try_from(cause)
         .ok()
         .and_then(SampleCause::from_code)
         .unwrap_or(SampleCause::Manual);

@@ -5,7 +5,7 @@
 //! raw system calls, stack buffers, the unwinder's prepared tables.
 
 use crate::blocks::WriteError;
-use crate::clock::{self, PROFILE_TAG, SAMPLE_TAG};
+use crate::clock::{self, PROFILE_TAG};
 use crate::{log, samples, state, sys, threads, unwind};
 use experiment::layout::{
     stack_id, ClockEvent, SampleCause, StackRecordHeader, StackStatus, CPU_UNKNOWN,
@@ -32,7 +32,6 @@ const POLL_IN: c_int = 1;
 
 enum Origin {
     ProfileTick,
-    SampleTimer,
     Foreign,
 }
 
@@ -44,7 +43,6 @@ pub extern "C" fn on_sigprof(signal: c_int, info: *mut libc::siginfo_t, context:
             profile_tick(context);
             periodic_sample_if_due();
         }
-        Origin::SampleTimer => samples::record(SampleCause::Periodic, b""),
         Origin::Foreign => forward(signal, info, context),
     }
     sys::set_errno(saved_errno);
@@ -60,10 +58,10 @@ fn origin(info: *const libc::siginfo_t) -> Origin {
         SI_TIMER => {
             // SAFETY: SI_TIMER signals carry si_value.
             let tag = unsafe { info.si_value().sival_ptr } as usize;
-            match tag {
-                PROFILE_TAG => Origin::ProfileTick,
-                SAMPLE_TAG => Origin::SampleTimer,
-                _ => Origin::Foreign,
+            if tag == PROFILE_TAG {
+                Origin::ProfileTick
+            } else {
+                Origin::Foreign
             }
         }
         POLL_IN if clock::is_our_perf_fd(poll_fd(info)) => Origin::ProfileTick,
@@ -131,9 +129,14 @@ fn profile_tick(context: *mut c_void) {
             return;
         }
     }
+    slot.last_stack.store(id, Ordering::Relaxed);
+    write_event(owned, tid, timestamp, id, weight);
+}
+
+fn write_event(owned: &mut threads::Owned, tid: i32, timestamp: u64, stack: u64, weight: u64) {
     let event = ClockEvent {
         timestamp_ns: timestamp,
-        stack_id: id,
+        stack_id: stack,
         weight_ns: weight.min(u64::from(u32::MAX)) as u32,
         cpu: sys::current_cpu().unwrap_or(CPU_UNKNOWN),
         reserved: 0,
@@ -143,6 +146,26 @@ fn profile_tick(context: *mut c_void) {
             EVENTS.fetch_add(1, Ordering::Relaxed);
         }
         Err(err) => write_failed(err),
+    }
+}
+
+/// The calling thread's CPU time since its last event (less than one
+/// interval), recorded when it exits or the experiment closes so totals
+/// are not short by a tick per thread. It is charged to the thread's last
+/// stack: where it was when last seen, the best evidence there is.
+///
+/// # Safety
+/// `slot` is the calling thread's, and SIGPROF is blocked.
+pub unsafe fn flush_residual(slot: &threads::Slot) {
+    let stack = slot.last_stack.load(Ordering::Relaxed);
+    let now_cpu = sys::thread_cpu_ns();
+    let last = slot.last_cpu_ns.swap(now_cpu, Ordering::Relaxed);
+    if stack == 0 || !state::recording() {
+        return;
+    }
+    let weight = now_cpu.saturating_sub(last);
+    if weight > 0 {
+        write_event(slot.owned(), slot.tid(), sys::monotonic_ns(), stack, weight);
     }
 }
 

@@ -200,7 +200,9 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     ACTIVE.store(true, Ordering::Release);
     samples::record(SampleCause::Start, b"");
     if config.paused {
-        log::write("pause", |line| line.str("cause", b"start"));
+        log::write("pause", |line| {
+        line.str("cause", b"start");
+    });
     }
     if config.profile_ns > 0 {
         register_existing_threads();
@@ -335,6 +337,7 @@ fn register_thread(tid: i32, cpu_now: u64) {
         return;
     };
     slot.last_cpu_ns.store(cpu_now, Ordering::Relaxed);
+    slot.last_stack.store(0, Ordering::Relaxed);
     // SAFETY: the thread's clock is not armed yet (or it is us), so its
     // handler cannot be running on the owned parts.
     let owned = unsafe { slot.owned() };
@@ -344,7 +347,9 @@ fn register_thread(tid: i32, cpu_now: u64) {
     if !slot.clock.arm(tid) {
         log::warning(&format!("cannot start the profiling clock of thread {tid}"));
     }
-    log::write("thread-start", |line| line.u64("tid", tid as u64));
+    log::write("thread-start", |line| {
+        line.u64("tid", tid as u64);
+    });
 }
 
 /// The calling thread is exiting: stop its clock, free its slot.
@@ -354,13 +359,17 @@ pub fn unregister_current_thread() {
     let blocked = crate::interpose::block_sigprof();
     slot.clock.disarm();
     // SAFETY: our own slot, SIGPROF blocked.
+    unsafe { profile::flush_residual(slot) };
+    // SAFETY: as above.
     let owned = unsafe { slot.owned() };
     owned.profile.release();
     owned.stacks.release();
     threads::release(slot);
     crate::interpose::restore_mask(blocked);
     if active() {
-        log::write("thread-end", |line| line.u64("tid", tid as u64));
+        log::write("thread-end", |line| {
+        line.u64("tid", tid as u64);
+    });
     }
 }
 
@@ -407,7 +416,9 @@ pub fn pause(cause: &str) -> bool {
         return false;
     }
     samples::record(SampleCause::Pause, b"");
-    log::write("pause", |line| line.str("cause", cause.as_bytes()));
+    log::write("pause", |line| {
+        line.str("cause", cause.as_bytes());
+    });
     true
 }
 
@@ -423,7 +434,9 @@ pub fn resume(cause: &str) -> bool {
         }
     }
     PAUSED.store(false, Ordering::Release);
-    log::write("resume", |line| line.str("cause", cause.as_bytes()));
+    log::write("resume", |line| {
+        line.str("cause", cause.as_bytes());
+    });
     samples::record(SampleCause::Resume, b"");
     true
 }
@@ -433,6 +446,12 @@ pub fn stop() -> bool {
     let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
     if !ACTIVE.load(Ordering::Acquire) {
         return false;
+    }
+    if let Some(slot) = threads::find(sys::gettid()) {
+        let blocked = crate::interpose::block_sigprof();
+        // SAFETY: our own slot, SIGPROF blocked.
+        unsafe { profile::flush_residual(slot) };
+        crate::interpose::restore_mask(blocked);
     }
     samples::record(SampleCause::End, b"");
     ACTIVE.store(false, Ordering::Release);

@@ -31,6 +31,8 @@ pub struct Slot {
     /// recording last started): the weight of the next event is the
     /// difference.
     pub last_cpu_ns: AtomicU64,
+    /// The stack of the thread's previous profile event (0: none yet).
+    pub last_stack: AtomicU64,
     pub clock: ClockSource,
     owned: UnsafeCell<Owned>,
 }
@@ -44,6 +46,7 @@ impl Slot {
         Slot {
             tid: AtomicI32::new(EMPTY),
             last_cpu_ns: AtomicU64::new(0),
+            last_stack: AtomicU64::new(0),
             clock: ClockSource::new(),
             owned: UnsafeCell::new(Owned {
                 profile: Cursor::new(),
