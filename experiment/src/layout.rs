@@ -624,7 +624,7 @@ pub fn parse_block(bytes: &[u8], block_size: usize, kind: u16) -> BlockState<'_>
     let header_size = header.header_size as usize;
     if header.kind != kind
         || header_size < HEADER_SIZE
-        || header_size % 8 != 0
+        || !header_size.is_multiple_of(8)
         || header_size > block_size
     {
         return BlockState::BadHeader(header);
@@ -772,7 +772,6 @@ mod tests {
         assert!(w.push_clock_event(&e));
         w.commit();
         assert!(w.push_clock_event(&e)); // written but not committed
-        drop(w);
         let BlockState::Used(used) = parse_block(&block, BLOCK_SIZE, KIND_PROFILE) else {
             panic!("block not used");
         };

@@ -21,7 +21,7 @@ pub const MAX_LOG_LINE: usize = 4096;
 /// True for bytes a value must percent-encode: `%`, `=`, `;`, and every byte that is not a
 /// printable ASCII character other than space (< 0x21 or >= 0x7f).
 pub fn needs_encoding(b: u8) -> bool {
-    b < 0x21 || b >= 0x7f || b == b'%' || b == b'=' || b == b';'
+    !(0x21..0x7f).contains(&b) || b == b'%' || b == b'=' || b == b';'
 }
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
