@@ -624,7 +624,7 @@ pub fn parse_block(bytes: &[u8], block_size: usize, kind: u16) -> BlockState<'_>
     let header_size = header.header_size as usize;
     if header.kind != kind
         || header_size < HEADER_SIZE
-        || header_size % 8 != 0
+        || !header_size.is_multiple_of(8)
         || header_size > block_size
     {
         return BlockState::BadHeader(header);
@@ -772,7 +772,6 @@ mod tests {
         assert!(w.push_clock_event(&e));
         w.commit();
         assert!(w.push_clock_event(&e)); // written but not committed
-        drop(w);
         let BlockState::Used(used) = parse_block(&block, BLOCK_SIZE, KIND_PROFILE) else {
             panic!("block not used");
         };
@@ -803,6 +802,52 @@ mod tests {
         };
         assert!(clamped.clamped);
         assert_eq!(clamped.records.len(), BLOCK_PAYLOAD);
+    }
+
+    /// Random bytes through every decoder: nothing may panic.
+    #[test]
+    fn garbage_does_not_panic() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut buf = vec![0u8; 4096];
+        for round in 0..2000 {
+            for b in buf.iter_mut() {
+                *b = next() as u8;
+            }
+            // Sometimes a plausible header, so the record parsers run on garbage too.
+            if round % 2 == 0 {
+                let kind = if round % 4 == 0 {
+                    KIND_PROFILE
+                } else {
+                    KIND_STACKS
+                };
+                let header = BlockHeader {
+                    committed: (next() % 5000) as u32,
+                    ..BlockHeader::new(kind, 1, 0, 0)
+                };
+                header.write_to(&mut buf);
+            }
+            let len = (next() % 4097) as usize;
+            let bytes = &buf[..len];
+            for kind in [KIND_PROFILE, KIND_STACKS] {
+                if let BlockState::Used(used) = parse_block(bytes, 4096, kind) {
+                    let mut rest = used.records;
+                    while let Some(rec) = StackRecordRef::parse(rest) {
+                        let _ = rec.pcs().count();
+                        rest = rest.get(rec.size()..).unwrap_or(&[]);
+                    }
+                    for chunk in used.records.chunks(CLOCK_EVENT_SIZE) {
+                        let _ = ClockEvent::from_bytes(chunk);
+                    }
+                }
+            }
+            let _ = StackRecordRef::parse(bytes);
+        }
     }
 
     #[test]

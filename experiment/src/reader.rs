@@ -264,8 +264,13 @@ impl Experiment {
         let mut events = Vec::new();
         let stats = self.for_each_block("profile", KIND_PROFILE, |header, records, stats| {
             let chunks = records.chunks_exact(CLOCK_EVENT_SIZE);
-            let damaged = !chunks.remainder().is_empty();
+            let mut damaged = !chunks.remainder().is_empty();
             for event in chunks.filter_map(ClockEvent::from_bytes) {
+                // Stack id 0 is never written: these bytes were never a record.
+                if event.stack_id == 0 {
+                    damaged = true;
+                    continue;
+                }
                 events.push(ClockEventRecord {
                     timestamp_ns: event.timestamp_ns,
                     tid: header.tid,
@@ -296,10 +301,9 @@ impl Experiment {
                 let Some(record) = StackRecordRef::parse(rest) else {
                     return true;
                 };
-                let (Some(status), true) = (
-                    record.status(),
-                    usize::from(record.header.depth) <= MAX_STACK_DEPTH,
-                ) else {
+                let sane = record.header.stack_id != 0
+                    && usize::from(record.header.depth) <= MAX_STACK_DEPTH;
+                let (Some(status), true) = (record.status(), sane) else {
                     return true;
                 };
                 stacks

@@ -21,7 +21,7 @@ pub const MAX_LOG_LINE: usize = 4096;
 /// True for bytes a value must percent-encode: `%`, `=`, `;`, and every byte that is not a
 /// printable ASCII character other than space (< 0x21 or >= 0x7f).
 pub fn needs_encoding(b: u8) -> bool {
-    b < 0x21 || b >= 0x7f || b == b'%' || b == b'=' || b == b';'
+    !(0x21..0x7f).contains(&b) || b == b'%' || b == b'=' || b == b';'
 }
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
@@ -81,17 +81,18 @@ impl<'a> ByteSink<'a> {
     }
 
     pub(crate) fn u64(&mut self, mut v: u64) {
+        // Digits from the right; u64::MAX has 20.
         let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (v % 10) as u8;
+        let mut start = digits.len();
+        for (i, slot) in digits.iter_mut().enumerate().rev() {
+            *slot = b'0' + (v % 10) as u8;
             v /= 10;
+            start = i;
             if v == 0 {
                 break;
             }
         }
-        self.bytes(digits.get(at..).unwrap_or(&[]));
+        self.bytes(digits.get(start..).unwrap_or(&[]));
     }
 
     pub(crate) fn i64(&mut self, v: i64) {
@@ -103,17 +104,17 @@ impl<'a> ByteSink<'a> {
 
     pub(crate) fn hex(&mut self, mut v: u64) {
         let mut digits = [0u8; 16];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = HEX_LOWER[(v & 15) as usize];
+        let mut start = digits.len();
+        for (i, slot) in digits.iter_mut().enumerate().rev() {
+            *slot = HEX_LOWER[(v & 15) as usize];
             v >>= 4;
+            start = i;
             if v == 0 {
                 break;
             }
         }
         self.bytes(b"0x");
-        self.bytes(digits.get(at..).unwrap_or(&[]));
+        self.bytes(digits.get(start..).unwrap_or(&[]));
     }
 
     pub(crate) fn finish(self) -> Option<&'a [u8]> {
