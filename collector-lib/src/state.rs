@@ -168,8 +168,9 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     };
     write_start_line(&config, &lineage, clock_kind.map(|(k, _)| k));
     if role != Role::Founder {
+        let parent = founder_relative_or_dot(&config.founder, &parent_expt);
         log::write("descendant", |line| {
-            line.str("parent_expt", parent_expt.as_os_str().as_bytes());
+            line.str("parent_expt", parent.as_bytes());
             line.str("kind", role.name().as_bytes());
         });
     }
@@ -495,10 +496,10 @@ pub fn after_fork_in_child(reserved: Option<PathBuf>) {
 fn start_reserved_child(config: Config, parent_expt: &Path, _parent_lineage: &str) -> Result<(), StartError> {
     // The parent made the directory (so it could log its name): start as
     // a founder of that directory, then say whose child it is.
-    let parent = parent_expt.to_path_buf();
+    let parent = founder_relative_or_dot(&config.founder, parent_expt);
     start(config, Role::Founder)?;
     log::write("descendant", |line| {
-        line.str("parent_expt", parent.as_os_str().as_bytes());
+        line.str("parent_expt", parent.as_bytes());
         line.str("kind", b"fork");
     });
     Ok(())
@@ -513,6 +514,15 @@ pub fn reserve_fork_child_dir() -> Option<PathBuf> {
         return None;
     }
     make_descendant_dir(&current.config.founder, &current.expt, Role::Fork).ok()
+}
+
+/// `.` for the founder, else the experiment's name inside it.
+fn founder_relative_or_dot(founder: &Path, expt: &Path) -> String {
+    if expt == founder {
+        ".".to_string()
+    } else {
+        founder_relative(expt)
+    }
 }
 
 /// Lineage relative name of `dir` inside the founder, for the fork line.
