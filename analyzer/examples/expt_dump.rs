@@ -27,7 +27,9 @@ fn main() {
             println!("sample {:?}", sample);
         }
         for event in expt.log().unwrap_or_default() {
-            if let experiment::log::Event::Warning(m) | experiment::log::Event::Error(m) = &event.event {
+            if let experiment::log::Event::Warning(m) | experiment::log::Event::Error(m) =
+                &event.event
+            {
                 println!("log: {m}");
             }
         }

@@ -107,8 +107,10 @@ pub fn clock_profile(expt: &Experiment) -> Result<ClockProfile> {
         }
     }
     profile.functions = by_name.into_values().collect();
-    profile
-        .functions
-        .sort_by(|a, b| b.exclusive_ns.cmp(&a.exclusive_ns).then(a.name.cmp(&b.name)));
+    profile.functions.sort_by(|a, b| {
+        b.exclusive_ns
+            .cmp(&a.exclusive_ns)
+            .then(a.name.cmp(&b.name))
+    });
     Ok(profile)
 }

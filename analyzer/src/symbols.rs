@@ -138,7 +138,10 @@ mod tests {
             let range = fields.next().unwrap();
             let offset = u64::from_str_radix(fields.nth(1).unwrap(), 16).unwrap();
             let (a, b) = range.split_once('-').unwrap();
-            let (a, b) = (u64::from_str_radix(a, 16).unwrap(), u64::from_str_radix(b, 16).unwrap());
+            let (a, b) = (
+                u64::from_str_radix(a, 16).unwrap(),
+                u64::from_str_radix(b, 16).unwrap(),
+            );
             if offset == 0 {
                 base = Some(a);
             }
@@ -146,9 +149,12 @@ mod tests {
             hi = hi.max(b);
         }
         let symbolizer = Symbolizer::new([(exe.as_path(), base.unwrap(), lo, hi)]);
-        let pc = locates_functions_of_this_test_binary as usize as u64;
+        let pc = locates_functions_of_this_test_binary as *const () as usize as u64;
         let name = symbolizer.function(pc).unwrap();
-        assert!(name.contains("locates_functions_of_this_test_binary"), "{name}");
+        assert!(
+            name.contains("locates_functions_of_this_test_binary"),
+            "{name}"
+        );
         assert!(symbolizer.function(1).is_none());
     }
 }

@@ -90,13 +90,6 @@ impl Cursor {
         self.block = std::ptr::null_mut();
         self.used = 0;
     }
-
-    /// Forgets the block without unmapping (the mapping is someone else's
-    /// to release, or already gone).
-    pub fn forget(&mut self) {
-        self.block = std::ptr::null_mut();
-        self.used = 0;
-    }
 }
 
 impl Default for Cursor {
@@ -135,11 +128,6 @@ impl BlockFile {
             // SAFETY: old was ours.
             unsafe { libc::close(old) };
         }
-    }
-
-    /// Bytes claimed so far (whole blocks).
-    pub fn claimed_bytes(&self) -> u64 {
-        u64::from(self.next_block.load(Ordering::Relaxed)) * BLOCK_SIZE as u64
     }
 
     /// Appends one record made of `parts` for thread `tid`.
@@ -249,7 +237,14 @@ fn extend(fd: i32, offset: i64) -> Result<(), WriteError> {
     // byte (never shrinks the file, unlike ftruncate racing with others).
     let zero = 0u8;
     // SAFETY: writing one byte from a valid buffer.
-    let n = unsafe { libc::pwrite(fd, (&zero as *const u8).cast(), 1, offset + BLOCK_SIZE as i64 - 1) };
+    let n = unsafe {
+        libc::pwrite(
+            fd,
+            (&zero as *const u8).cast(),
+            1,
+            offset + BLOCK_SIZE as i64 - 1,
+        )
+    };
     if n == 1 {
         Ok(())
     } else {

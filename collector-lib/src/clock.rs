@@ -151,7 +151,9 @@ impl ClockSource {
         event.sigev_notify_thread_id = tid;
         let mut timer: libc::timer_t = std::ptr::null_mut();
         // SAFETY: valid pointers.
-        if unsafe { libc::timer_create(crate::sys::thread_cpu_clock(tid), &mut event, &mut timer) } != 0 {
+        if unsafe { libc::timer_create(crate::sys::thread_cpu_clock(tid), &mut event, &mut timer) }
+            != 0
+        {
             return false;
         }
         let period = timespec(interval);
@@ -200,7 +202,7 @@ impl ClockSource {
     /// Keeps a perf event signalling forever: each overflow used one unit
     /// of the REFRESH budget. Async-signal-safe (one ioctl, rarely).
     pub fn top_up(&self, overflows_seen: u64) {
-        if overflows_seen % (1 << 29) == 0 {
+        if overflows_seen.is_multiple_of(1 << 29) {
             let fd = self.perf_fd.load(Ordering::Acquire);
             if fd >= 0 {
                 // SAFETY: ours.

@@ -25,14 +25,19 @@ pub fn install_sigprof_handler() -> Result<(), String> {
     // SAFETY: plain sigaction structures.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = profile::on_sigprof as usize;
+        action.sa_sigaction = profile::on_sigprof as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
         let mut old: libc::sigaction = std::mem::zeroed();
         if real::sigaction(libc::SIGPROF, &action, &mut old) != 0 {
-            return Err(format!("cannot install the SIGPROF handler: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot install the SIGPROF handler: {}",
+                std::io::Error::last_os_error()
+            ));
         }
-        if !HANDLER_INSTALLED.swap(true, Ordering::AcqRel) && old.sa_sigaction != profile::on_sigprof as usize {
+        if !HANDLER_INSTALLED.swap(true, Ordering::AcqRel)
+            && old.sa_sigaction != profile::on_sigprof as *const () as usize
+        {
             profile::USER_HANDLER.store(old.sa_sigaction, Ordering::Release);
             profile::USER_FLAGS.store(old.sa_flags as usize, Ordering::Release);
         }
@@ -56,7 +61,7 @@ pub fn install_control_signals(pause_signal: i32, sample_signal: i32) {
         // SAFETY: plain sigaction structures.
         unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_control_signal as usize;
+            action.sa_sigaction = on_control_signal as *const () as usize;
             action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             real::sigaction(signal, &action, std::ptr::null_mut());
@@ -79,13 +84,19 @@ extern "C" fn on_control_signal(signal: c_int, _info: *mut libc::siginfo_t, _con
 }
 
 fn is_control_signal(signal: c_int) -> bool {
-    signal > 0 && (signal == PAUSE_SIGNAL.load(Ordering::Acquire) || signal == SAMPLE_SIGNAL.load(Ordering::Acquire))
+    signal > 0
+        && (signal == PAUSE_SIGNAL.load(Ordering::Acquire)
+            || signal == SAMPLE_SIGNAL.load(Ordering::Acquire))
 }
 
 /// # Safety
 /// Same contract as libc's sigaction.
 #[no_mangle]
-pub unsafe extern "C" fn sigaction(signal: c_int, act: *const libc::sigaction, old: *mut libc::sigaction) -> c_int {
+pub unsafe extern "C" fn sigaction(
+    signal: c_int,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> c_int {
     if is_control_signal(signal) {
         // The user asked rdbx to use this signal; the program's handler
         // is not installed (as with gprofng's -y/-l).
@@ -126,8 +137,16 @@ pub unsafe extern "C" fn signal(signum: c_int, handler: libc::sighandler_t) -> l
 }
 
 /// A copy of `set` without SIGPROF when the program tries to block it.
-unsafe fn without_sigprof(how: c_int, set: *const libc::sigset_t, copy: &mut libc::sigset_t) -> *const libc::sigset_t {
-    if set.is_null() || how == libc::SIG_UNBLOCK || !state::active() || libc::sigismember(set, libc::SIGPROF) != 1 {
+unsafe fn without_sigprof(
+    how: c_int,
+    set: *const libc::sigset_t,
+    copy: &mut libc::sigset_t,
+) -> *const libc::sigset_t {
+    if set.is_null()
+        || how == libc::SIG_UNBLOCK
+        || !state::active()
+        || libc::sigismember(set, libc::SIGPROF) != 1
+    {
         return set;
     }
     *copy = *set;
@@ -138,7 +157,11 @@ unsafe fn without_sigprof(how: c_int, set: *const libc::sigset_t, copy: &mut lib
 /// # Safety
 /// Same contract as libc's sigprocmask.
 #[no_mangle]
-pub unsafe extern "C" fn sigprocmask(how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t) -> c_int {
+pub unsafe extern "C" fn sigprocmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
     let mut copy: libc::sigset_t = std::mem::zeroed();
     let set = without_sigprof(how, set, &mut copy);
     let rc = real::sigmask(&real::SIGPROCMASK, how, set, old);
@@ -152,7 +175,11 @@ pub unsafe extern "C" fn sigprocmask(how: c_int, set: *const libc::sigset_t, old
 /// # Safety
 /// Same contract as libc's pthread_sigmask.
 #[no_mangle]
-pub unsafe extern "C" fn pthread_sigmask(how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t) -> c_int {
+pub unsafe extern "C" fn pthread_sigmask(
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
     let mut copy: libc::sigset_t = std::mem::zeroed();
     let set = without_sigprof(how, set, &mut copy);
     real::sigmask(&real::PTHREAD_SIGMASK, how, set, old)
@@ -173,7 +200,14 @@ pub fn block_sigprof() -> libc::sigset_t {
 
 pub fn restore_mask(mask: libc::sigset_t) {
     // SAFETY: restoring a mask we saved.
-    unsafe { real::sigmask(&real::PTHREAD_SIGMASK, libc::SIG_SETMASK, &mask, std::ptr::null_mut()) };
+    unsafe {
+        real::sigmask(
+            &real::PTHREAD_SIGMASK,
+            libc::SIG_SETMASK,
+            &mask,
+            std::ptr::null_mut(),
+        )
+    };
 }
 
 // ---- threads ------------------------------------------------------------
@@ -207,7 +241,7 @@ extern "C" fn start_profiled_thread(data: *mut c_void) -> *mut c_void {
         state::register_current_thread();
         if let Some(key) = exit_key() {
             // SAFETY: a key we created; any non-null value arms the destructor.
-            unsafe { libc::pthread_setspecific(key, 1 as *const c_void) };
+            unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<c_void>()) };
         }
     }
     (start.routine)(start.argument)
@@ -272,7 +306,11 @@ pub unsafe extern "C" fn fork() -> libc::pid_t {
                 line.u64("pid", child as u64);
                 line.str(
                     "child_expt",
-                    reserved.as_deref().map(state::founder_relative).unwrap_or_default().as_bytes(),
+                    reserved
+                        .as_deref()
+                        .map(state::founder_relative)
+                        .unwrap_or_default()
+                        .as_bytes(),
                 );
             });
             samples::record(SampleCause::ForkAfter, b"");
@@ -320,7 +358,11 @@ static mut REAL_DLOPEN_ADDRESS: usize = 0;
 /// Decides whether calling dlopen from here changes what it does: only
 /// when the name is searched (no '/') or uses $ORIGIN, and the caller's
 /// object has its own RPATH/RUNPATH.
-extern "C" fn rdbx_dlopen_may_wrap(file: *const c_char, _mode: c_int, caller: *const c_void) -> c_int {
+extern "C" fn rdbx_dlopen_may_wrap(
+    file: *const c_char,
+    _mode: c_int,
+    caller: *const c_void,
+) -> c_int {
     let address = real::DLOPEN.address();
     // SAFETY: single word store read by the assembly above; resolved
     // before any use.
@@ -339,7 +381,12 @@ fn caller_has_search_path(caller: *const c_void) -> bool {
     unsafe {
         let mut info: libc::Dl_info = std::mem::zeroed();
         let mut map: *mut LinkMap = std::ptr::null_mut();
-        if libc::dladdr1(caller, &mut info, (&mut map as *mut *mut LinkMap).cast(), RTLD_DL_LINKMAP) == 0
+        if libc::dladdr1(
+            caller,
+            &mut info,
+            (&mut map as *mut *mut LinkMap).cast(),
+            RTLD_DL_LINKMAP,
+        ) == 0
             || map.is_null()
         {
             return true; // unknown caller: be conservative

@@ -54,8 +54,10 @@ extern "C" fn on_load() {
     };
     if start {
         let (pause_signal, sample_signal) = (config.pause_signal, config.sample_signal);
-        if state::start(config, role).is_ok() {
-            interpose::install_control_signals(pause_signal as i32, sample_signal as i32);
+        match state::start(config, role) {
+            Ok(()) => interpose::install_control_signals(pause_signal, sample_signal),
+            // Nowhere else to say it: the experiment could not be written.
+            Err(err) => eprintln!("rdbx collector: {err}"),
         }
     }
 }
@@ -125,7 +127,7 @@ pub unsafe extern "C" fn __rdbx_collector_start(config: *const c_char) -> c_int 
     let (pause_signal, sample_signal) = (config.pause_signal, config.sample_signal);
     match state::start(config, state::Role::Founder) {
         Ok(()) => {
-            interpose::install_control_signals(pause_signal as i32, sample_signal as i32);
+            interpose::install_control_signals(pause_signal, sample_signal);
             0
         }
         Err(_) => -3,

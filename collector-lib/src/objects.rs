@@ -46,7 +46,10 @@ pub fn log_all_new() {
     let Some(mut logged) = lock_logged() else {
         return;
     };
-    for gone in logged.iter().filter(|o| !present.iter().any(|p| same(p, o))) {
+    for gone in logged
+        .iter()
+        .filter(|o| !present.iter().any(|p| same(p, o)))
+    {
         log::write("unobject", |line| {
             line.str("path", &gone.path);
             line.hex("base", gone.base);
@@ -80,7 +83,11 @@ fn current_objects() -> Vec<Object> {
     objects
 }
 
-unsafe extern "C" fn collect(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+unsafe extern "C" fn collect(
+    info: *mut libc::dl_phdr_info,
+    _size: usize,
+    data: *mut c_void,
+) -> c_int {
     let objects = &mut *(data as *mut Vec<Object>);
     let info = &*info;
     let name = if info.dlpi_name.is_null() {

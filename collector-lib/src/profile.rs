@@ -141,7 +141,13 @@ fn write_event(owned: &mut threads::Owned, tid: i32, timestamp: u64, stack: u64,
         cpu: sys::current_cpu().unwrap_or(CPU_UNKNOWN),
         reserved: 0,
     };
-    match state::PROFILE.append(&mut owned.profile, &state::BUDGET, tid, timestamp, &[as_bytes(&event)]) {
+    match state::PROFILE.append(
+        &mut owned.profile,
+        &state::BUDGET,
+        tid,
+        timestamp,
+        &[as_bytes(&event)],
+    ) {
         Ok(()) => {
             EVENTS.fetch_add(1, Ordering::Relaxed);
         }
@@ -184,9 +190,15 @@ fn write_failed(err: WriteError) {
         return;
     }
     match err {
-        WriteError::Limit => log::warning("data limit reached: clock profiling stopped, samples go on"),
-        WriteError::Disk => log::warning("cannot extend a data file (disk full?): clock profiling stopped"),
-        WriteError::TooLarge => log::warning("a stack record was larger than a block: clock profiling stopped"),
+        WriteError::Limit => {
+            log::warning("data limit reached: clock profiling stopped, samples go on")
+        }
+        WriteError::Disk => {
+            log::warning("cannot extend a data file (disk full?): clock profiling stopped")
+        }
+        WriteError::TooLarge => {
+            log::warning("a stack record was larger than a block: clock profiling stopped")
+        }
         WriteError::Closed => {}
     }
 }
@@ -253,7 +265,9 @@ fn die_by_default(signal: c_int) {
 
 fn as_bytes<T: Copy>(value: &T) -> &[u8] {
     // SAFETY: T is a repr(C) plain-data record without padding.
-    unsafe { std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+    unsafe {
+        std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>())
+    }
 }
 
 fn words_as_bytes(words: &[u64]) -> &[u8] {

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub type SigactionFn =
     unsafe extern "C" fn(c_int, *const libc::sigaction, *mut libc::sigaction) -> c_int;
-pub type SigmaskFn = unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;
+pub type SigmaskFn =
+    unsafe extern "C" fn(c_int, *const libc::sigset_t, *mut libc::sigset_t) -> c_int;
 pub type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
 pub type PthreadCreateFn = unsafe extern "C" fn(
     *mut libc::pthread_t,
@@ -94,7 +95,12 @@ pub unsafe fn sigaction(
     }
 }
 
-pub unsafe fn sigmask(real: &Real, how: c_int, set: *const libc::sigset_t, old: *mut libc::sigset_t) -> c_int {
+pub unsafe fn sigmask(
+    real: &Real,
+    how: c_int,
+    set: *const libc::sigset_t,
+    old: *mut libc::sigset_t,
+) -> c_int {
     match real.address() {
         0 => libc::ENOSYS,
         f => {

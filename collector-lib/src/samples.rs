@@ -14,10 +14,6 @@ pub fn reset() {
     NUMBER.store(0, Ordering::Relaxed);
 }
 
-pub fn count() -> u64 {
-    NUMBER.load(Ordering::Relaxed)
-}
-
 /// Records one sample. Async-signal-safe.
 pub fn record(cause: SampleCause, label: &[u8]) {
     if !log::is_open() {

@@ -48,7 +48,9 @@ pub fn paused() -> bool {
 
 /// Whether a profile tick should be recorded now. Async-signal-safe.
 pub fn recording() -> bool {
-    ACTIVE.load(Ordering::Acquire) && !PAUSED.load(Ordering::Acquire) && PROFILING.load(Ordering::Acquire)
+    ACTIVE.load(Ordering::Acquire)
+        && !PAUSED.load(Ordering::Acquire)
+        && PROFILING.load(Ordering::Acquire)
 }
 
 pub fn depth_limit() -> usize {
@@ -137,6 +139,12 @@ pub fn role_from_environment(config: &Config) -> Role {
 #[derive(Debug)]
 pub struct StartError(pub String);
 
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Starts writing an experiment. For a descendant, `config.expt` is the
 /// parent's experiment and a new one is made inside the founder's.
 pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
@@ -156,7 +164,10 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     BUDGET.limit.store(config.limit_bytes, Ordering::Relaxed);
     BUDGET.claimed.store(0, Ordering::Relaxed);
     BUDGET.exhausted.store(false, Ordering::Relaxed);
-    DEPTH_LIMIT.store((config.depth as usize).clamp(1, MAX_STACK_DEPTH), Ordering::Relaxed);
+    DEPTH_LIMIT.store(
+        (config.depth as usize).clamp(1, MAX_STACK_DEPTH),
+        Ordering::Relaxed,
+    );
     clear_stack_table();
     samples::reset();
     profile::reset_write_failure();
@@ -197,13 +208,20 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     PROFILING.store(config.profile_ns > 0, Ordering::Release);
     let period = config.sample_ns;
     profile::SAMPLE_PERIOD_NS.store(period, Ordering::Relaxed);
-    profile::NEXT_SAMPLE_NS.store(if period > 0 { sys::monotonic_ns() + period } else { 0 }, Ordering::Relaxed);
+    profile::NEXT_SAMPLE_NS.store(
+        if period > 0 {
+            sys::monotonic_ns() + period
+        } else {
+            0
+        },
+        Ordering::Relaxed,
+    );
     ACTIVE.store(true, Ordering::Release);
     samples::record(SampleCause::Start, b"");
     if config.paused {
         log::write("pause", |line| {
-        line.str("cause", b"start");
-    });
+            line.str("cause", b"start");
+        });
     }
     if config.profile_ns > 0 {
         register_existing_threads();
@@ -223,7 +241,13 @@ fn open_files(expt: &Path) -> Result<(), StartError> {
         let c_path = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| StartError(format!("bad path {}", path.display())))?;
         // SAFETY: NUL-terminated path.
-        let fd = unsafe { libc::open(c_path.as_ptr(), flags | libc::O_CLOEXEC | libc::O_CREAT, 0o644) };
+        let fd = unsafe {
+            libc::open(
+                c_path.as_ptr(),
+                flags | libc::O_CLOEXEC | libc::O_CREAT,
+                0o644,
+            )
+        };
         if fd < 0 {
             return Err(StartError(format!(
                 "cannot create {}: {}",
@@ -254,12 +278,19 @@ fn write_manifest(expt: &Path) -> Result<(), StartError> {
     let tmp = expt.join("manifest.tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, expt.join("manifest")))
-        .map_err(|e| StartError(format!("cannot write the manifest in {}: {e}", expt.display())))
+        .map_err(|e| {
+            StartError(format!(
+                "cannot write the manifest in {}: {e}",
+                expt.display()
+            ))
+        })
 }
 
 fn write_start_line(config: &Config, lineage: &str, clock: Option<ClockKind>) {
     let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
-    let args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let realtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -269,10 +300,24 @@ fn write_start_line(config: &Config, lineage: &str, clock: Option<ClockKind>) {
         // SAFETY: getppid cannot fail.
         line.u64("ppid", unsafe { libc::getppid() } as u64);
         line.str("lineage", lineage.as_bytes());
-        line.str("mode", if config.mode == Mode::Debugger { b"debugger" } else { b"collect" });
+        line.str(
+            "mode",
+            if config.mode == Mode::Debugger {
+                b"debugger"
+            } else {
+                b"collect"
+            },
+        );
         line.str("exe", exe.as_os_str().as_bytes());
         line.str("args", args.join(" ").as_bytes());
-        line.u64("profile_ns", if clock.is_some() { clock::interval_ns() } else { 0 });
+        line.u64(
+            "profile_ns",
+            if clock.is_some() {
+                clock::interval_ns()
+            } else {
+                0
+            },
+        );
         line.str("clock", clock.map_or("off", ClockKind::name).as_bytes());
         line.u64("depth", config.depth as u64);
         line.u64("sample_ns", config.sample_ns);
@@ -292,7 +337,11 @@ fn lineage_of(founder: &Path, expt: &Path) -> String {
 
 /// Creates `<founder>/<parent lineage>_<letter><N>.er` with the first free
 /// N (mkdir is the arbiter between racing processes).
-pub fn make_descendant_dir(founder: &Path, parent_expt: &Path, role: Role) -> Result<PathBuf, StartError> {
+pub fn make_descendant_dir(
+    founder: &Path,
+    parent_expt: &Path,
+    role: Role,
+) -> Result<PathBuf, StartError> {
     let parent_lineage = lineage_of(founder, parent_expt);
     for n in 1..100_000 {
         let dir = founder.join(format!("{parent_lineage}_{}{n}.er", role.letter()));
@@ -313,7 +362,11 @@ fn register_existing_threads() {
     };
     let me = sys::gettid();
     for entry in entries.flatten() {
-        let Some(tid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(tid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         if tid == me {
@@ -356,7 +409,9 @@ fn register_thread(tid: i32, cpu_now: u64) {
 /// The calling thread is exiting: stop its clock, free its slot.
 pub fn unregister_current_thread() {
     let tid = sys::gettid();
-    let Some(slot) = threads::find(tid) else { return };
+    let Some(slot) = threads::find(tid) else {
+        return;
+    };
     let blocked = crate::interpose::block_sigprof();
     slot.clock.disarm();
     // SAFETY: our own slot, SIGPROF blocked.
@@ -369,8 +424,8 @@ pub fn unregister_current_thread() {
     crate::interpose::restore_mask(blocked);
     if active() {
         log::write("thread-end", |line| {
-        line.u64("tid", tid as u64);
-    });
+            line.u64("tid", tid as u64);
+        });
     }
 }
 
@@ -493,7 +548,11 @@ pub fn after_fork_in_child(reserved: Option<PathBuf>) {
     let _ = start_reserved_child(config, &previous.expt, &previous.lineage);
 }
 
-fn start_reserved_child(config: Config, parent_expt: &Path, _parent_lineage: &str) -> Result<(), StartError> {
+fn start_reserved_child(
+    config: Config,
+    parent_expt: &Path,
+    _parent_lineage: &str,
+) -> Result<(), StartError> {
     // The parent made the directory (so it could log its name): start as
     // a founder of that directory, then say whose child it is.
     let parent = founder_relative_or_dot(&config.founder, parent_expt);
@@ -527,10 +586,7 @@ fn founder_relative_or_dot(founder: &Path, expt: &Path) -> String {
 
 /// Lineage relative name of `dir` inside the founder, for the fork line.
 pub fn founder_relative(dir: &Path) -> String {
-    dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-}
-
-/// The state needed to answer the debugger (events, samples).
-pub fn counters() -> (u64, u64) {
-    (profile::EVENTS.load(Ordering::Relaxed), samples::count())
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }

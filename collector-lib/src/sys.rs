@@ -171,6 +171,7 @@ impl<const N: usize> FixedBuf<N> {
         }
     }
 
+    #[cfg(test)]
     pub fn push_u64(&mut self, mut value: u64) -> bool {
         let mut digits = [0u8; 20];
         let mut at = digits.len();
