@@ -395,6 +395,8 @@ fn register_thread(tid: i32, cpu_now: u64) {
     // SAFETY: the thread's clock is not armed yet (or it is us), so its
     // handler cannot be running on the owned parts.
     let owned = unsafe { slot.owned() };
+    // A reused slot may remember another thread's stack mapping.
+    owned.stack_cache = unwind::StackCache::new();
     if owned.pcs.is_none() {
         owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
     }
