@@ -23,6 +23,9 @@ pub struct BlockFile {
     /// Bumped each time the file is (re)opened, so cursors from an earlier
     /// experiment (or from the parent, in a fork child) are dropped.
     generation: AtomicU32,
+    /// Threads inside `retire`, which may use the descriptor: `close`
+    /// waits for them so it never punches a file that reused the number.
+    users: AtomicU32,
 }
 
 /// Why a record could not be written.
@@ -70,6 +73,9 @@ pub struct Cursor {
     block: *mut u8,
     used: usize,
     generation: u32,
+    /// The block's file and offset, to give back its unused tail.
+    fd: i32,
+    offset: i64,
 }
 
 impl Cursor {
@@ -78,6 +84,8 @@ impl Cursor {
             block: std::ptr::null_mut(),
             used: 0,
             generation: 0,
+            fd: -1,
+            offset: 0,
         }
     }
 
@@ -89,6 +97,26 @@ impl Cursor {
         }
         self.block = std::ptr::null_mut();
         self.used = 0;
+    }
+}
+
+impl Cursor {
+    fn punch_unused_tail(&self) {
+        const PAGE: usize = 4096;
+        let used_end = (HEADER_SIZE + self.used).div_ceil(PAGE) * PAGE;
+        if self.fd < 0 || used_end >= BLOCK_SIZE {
+            return;
+        }
+        // SAFETY: a range of our own block; the descriptor may have been
+        // closed meanwhile (experiment closed), then this fails harmlessly.
+        unsafe {
+            libc::fallocate(
+                self.fd,
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                self.offset + used_end as i64,
+                (BLOCK_SIZE - used_end) as i64,
+            );
+        }
     }
 }
 
@@ -105,7 +133,27 @@ impl BlockFile {
             kind,
             next_block: AtomicU32::new(0),
             generation: AtomicU32::new(1),
+            users: AtomicU32::new(0),
         }
+    }
+
+    /// A thread is done with its block (thread exit, experiment closing):
+    /// unmap it and give the disk space of its unused tail back, so a
+    /// short run does not keep a mostly empty 64 KiB per thread.
+    /// Async-signal-safe.
+    pub fn retire(&self, cursor: &mut Cursor) {
+        self.users.fetch_add(1, Ordering::SeqCst);
+        if !cursor.block.is_null() && cursor.generation == self.generation.load(Ordering::SeqCst) {
+            cursor.punch_unused_tail();
+        }
+        self.users.fetch_sub(1, Ordering::SeqCst);
+        cursor.release();
+    }
+
+    /// In a fork child: threads counted in `users` do not exist here.
+    pub fn close_after_fork(&self) {
+        self.users.store(0, Ordering::SeqCst);
+        self.close();
     }
 
     /// Starts writing to `fd` (an empty file). Not signal-safe with
@@ -122,7 +170,13 @@ impl BlockFile {
 
     /// Stops writing; cursors are dropped at their next use.
     pub fn close(&self) {
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        for _ in 0..100_000 {
+            if self.users.load(Ordering::SeqCst) == 0 {
+                break;
+            }
+            std::thread::yield_now();
+        }
         let old = self.fd.swap(-1, Ordering::AcqRel);
         if old >= 0 {
             // SAFETY: old was ours.
@@ -151,7 +205,10 @@ impl BlockFile {
         }
         if cursor.block.is_null() || cursor.used + total > BLOCK_SIZE - HEADER_SIZE {
             cursor.release();
-            cursor.block = self.claim(budget, tid, timestamp_ns)?;
+            let (block, offset) = self.claim(budget, tid, timestamp_ns)?;
+            cursor.block = block;
+            cursor.offset = offset;
+            cursor.fd = self.fd.load(Ordering::Acquire);
             cursor.used = 0;
         }
         let mut at = HEADER_SIZE + cursor.used;
@@ -175,7 +232,12 @@ impl BlockFile {
         committed.store(cursor.used as u32, Ordering::Release);
     }
 
-    fn claim(&self, budget: &Budget, tid: i32, timestamp_ns: u64) -> Result<*mut u8, WriteError> {
+    fn claim(
+        &self,
+        budget: &Budget,
+        tid: i32,
+        timestamp_ns: u64,
+    ) -> Result<(*mut u8, i64), WriteError> {
         let fd = self.fd.load(Ordering::Acquire);
         if fd < 0 {
             return Err(WriteError::Closed);
@@ -218,7 +280,7 @@ impl BlockFile {
             let magic = &*(block as *const AtomicU32);
             magic.store(BLOCK_MAGIC, Ordering::Release);
         }
-        Ok(block)
+        Ok((block, offset))
     }
 }
 

@@ -420,8 +420,8 @@ pub fn unregister_current_thread() {
     unsafe { profile::flush_residual(slot) };
     // SAFETY: as above.
     let owned = unsafe { slot.owned() };
-    owned.profile.release();
-    owned.stacks.release();
+    PROFILE.retire(&mut owned.profile);
+    STACKS.retire(&mut owned.stacks);
     threads::release(slot);
     crate::interpose::restore_mask(blocked);
     if active() {
@@ -509,6 +509,10 @@ pub fn stop() -> bool {
         let blocked = crate::interpose::block_sigprof();
         // SAFETY: our own slot, SIGPROF blocked.
         unsafe { profile::flush_residual(slot) };
+        // SAFETY: as above.
+        let owned = unsafe { slot.owned() };
+        PROFILE.retire(&mut owned.profile);
+        STACKS.retire(&mut owned.stacks);
         crate::interpose::restore_mask(blocked);
     }
     samples::record(SampleCause::End, b"");
@@ -530,8 +534,8 @@ pub fn after_fork_in_child(reserved: Option<PathBuf>) {
     let blocked = crate::interpose::block_sigprof();
     ACTIVE.store(false, Ordering::Release);
     threads::forget_all_after_fork();
-    PROFILE.close();
-    STACKS.close();
+    PROFILE.close_after_fork();
+    STACKS.close_after_fork();
     log::close();
     // try_lock: a lock held by a thread of the parent stays held forever
     // here (that thread does not exist in the child); then no experiment.
