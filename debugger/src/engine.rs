@@ -1258,7 +1258,7 @@ impl Debugger {
     /// injected call during which it exited, for instance).
     pub fn process_has_ended(&self) -> bool {
         let Some(pid) = self.process.as_ref().map(|p| p.pid) else {
-            return true;
+            return false;
         };
         self.deferred.iter().any(|e| {
             matches!(e, WaitEvent::Exited { tid, .. } | WaitEvent::Killed { tid, .. } if *tid == pid)
