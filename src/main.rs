@@ -1,5 +1,9 @@
 //! rdbx: a Linux x86-64 debugger with dbx's command language.
 
+mod collect;
+mod collector;
+mod collector_lib;
+mod experiment_dir;
 mod format;
 mod input;
 mod session;
@@ -8,12 +12,15 @@ use anyhow::Result;
 use clap::Parser;
 use std::path::PathBuf;
 
-/// Command-line options, as gdb and dbx users expect them.
+/// Command-line options, as gdb and dbx users expect them. `rdbx collect
+/// [OPTIONS] PROGRAM [ARGS]` runs a program with the collector instead
+/// (see `rdbx collect --help`).
 #[derive(Parser, Debug)]
 #[command(
     name = "rdbx",
     version,
-    about = "A Linux x86-64 debugger in the tradition of dbx"
+    about = "A Linux x86-64 debugger in the tradition of dbx",
+    after_help = "rdbx collect [OPTIONS] PROGRAM [ARGS]: run PROGRAM with the performance collector, no debugger (rdbx collect --help)"
 )]
 struct Options {
     /// Run COMMAND at start (repeatable).
@@ -31,6 +38,10 @@ struct Options {
 }
 
 fn main() {
+    let mut args = std::env::args();
+    if args.nth(1).as_deref() == Some("collect") {
+        std::process::exit(collect::main(args.collect()));
+    }
     let options = Options::parse();
     std::process::exit(match run(options) {
         Ok(code) => code,

@@ -1,6 +1,9 @@
 //! A debugging session: executes parsed commands against the engine and
 //! prints what happened, in dbx's formats.
 
+mod collector;
+
+use crate::experiment_dir::Termination;
 use crate::format::{self, Sources};
 use anyhow::{anyhow, bail, Context as _, Result};
 use commands::{
@@ -43,6 +46,9 @@ pub struct Session {
     args: Vec<String>,
     redirects: Redirects,
     completion: Option<Rc<CompletionWords>>,
+    collector_settings: crate::collector::Settings,
+    /// The experiment of the current or last process.
+    experiment: Option<collector::Experiment>,
 }
 
 impl Session {
@@ -57,6 +63,8 @@ impl Session {
             args: Vec::new(),
             redirects: Redirects::default(),
             completion: None,
+            collector_settings: Default::default(),
+            experiment: None,
         })
     }
 
@@ -74,9 +82,7 @@ impl Session {
 
     /// Leaves nothing behind: a process we started is killed.
     pub fn shutdown(&mut self) {
-        if self.dbg.is_running() {
-            self.dbg.kill();
-        }
+        self.kill_process();
     }
 
     pub fn completion_words(&mut self) -> Rc<CompletionWords> {
@@ -150,7 +156,7 @@ impl Session {
             }
             Command::Kill => {
                 let pid = self.dbg.process()?.pid;
-                self.dbg.kill();
+                self.kill_process();
                 println!("process {pid} killed");
                 Ok(())
             }
@@ -253,7 +259,7 @@ impl Session {
                 self.run_script(Path::new(&file));
                 Ok(())
             }
-            Command::Collector(_) => bail!("the collector is not available yet"),
+            Command::Collector(command) => self.collector(command),
             Command::Analyze(_) => bail!("the analyzer is not available yet"),
         }
     }
@@ -295,15 +301,25 @@ impl Session {
             .program
             .clone()
             .ok_or_else(|| anyhow!("no program to run; give one on the command line"))?;
+        // The experiment of a process killed by rerun ends here.
+        self.kill_process();
+        let env = self.prepare_collection(&program)?;
         let spec = LaunchSpec {
             program: program.clone(),
             args: self.args.clone(),
             stdin: self.redirects.stdin.as_ref().map(PathBuf::from),
             stdout: self.redirects.stdout.as_ref().map(PathBuf::from),
             append_stdout: self.redirects.append,
-            env: Vec::new(),
+            env,
         };
-        let pid = self.dbg.start(spec)?;
+        let pid = match self.dbg.start(spec) {
+            Ok(pid) => pid,
+            Err(e) => {
+                self.collection_ended(Termination::Exit(127));
+                return Err(e.into());
+            }
+        };
+        self.collection_started();
         let mut shown = program.display().to_string();
         for arg in &self.args {
             shown.push(' ');
@@ -384,6 +400,14 @@ impl Session {
         self.dbg.process()?;
         let mut stop = how(&mut self.dbg, &evaluate_condition)?;
         loop {
+            if self.dbg.take_entry_reached() {
+                self.start_collector_at_entry();
+            }
+            if stop.reason == StopReason::EntryPoint || self.dbg.process_has_ended() {
+                // Our own stop, or the process ended during an injected call.
+                stop = self.dbg.cont(&evaluate_condition)?;
+                continue;
+            }
             self.print_notices();
             for (id, why) in self.dbg.take_condition_failures() {
                 eprintln!("rdbx: the condition of breakpoint ({id}) could not be evaluated: {why}");
@@ -394,6 +418,15 @@ impl Session {
                     stop = self.dbg.cont(&evaluate_condition)?;
                     continue;
                 }
+            }
+            match stop.reason {
+                StopReason::Exited { code } => self.collection_ended(Termination::Exit(code)),
+                StopReason::Killed { signal } => self.collection_ended(Termination::Signal(signal)),
+                _ => self.collector_at_stop(),
+            }
+            if self.dbg.process_has_ended() {
+                stop = self.dbg.cont(&evaluate_condition)?;
+                continue;
             }
             self.report_stop(&stop);
             return Ok(());

@@ -144,8 +144,8 @@ pub enum Command {
     Help(Option<String>),
     /// `source FILE`: run the commands in FILE.
     Source(String),
-    /// `collector ...`, kept as words until the collector exists.
-    Collector(Vec<String>),
+    /// `collector SUBCOMMAND ...`.
+    Collector(crate::collector::CollectorCommand),
     /// `analyze [...]`, kept as raw text until the analyzer exists.
     Analyze(Option<String>),
 }

@@ -405,10 +405,161 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "collector",
         &[],
-        "collector ...",
-        "control the performance collector",
-        "Configure performance data collection for the next run (not available yet).",
+        "collector SUBCOMMAND [ARGS]",
+        "control the performance collector (see the collector ... entries)",
+        "Collect performance data (clock profiles with call stacks, samples) while the program runs \
+         under rdbx. Subcommands: enable, disable, pause, resume, profile, hwprofile, synctrace, \
+         heaptrace, mpitrace, sample, dbxsample, limit, archive, store, show, status, version; \
+         help collector NAME describes each.",
         "collector enable",
+    ),
+    entry(
+        "collector enable",
+        &[],
+        "collector enable",
+        "collect performance data from the next run",
+        "Every enable makes a new experiment: at the next run or rerun rdbx creates the \
+         experiment directory, preloads libcollector.so and starts it at the program's entry point. \
+         Not supported yet on a process that is already running.",
+        "collector enable",
+    ),
+    entry(
+        "collector disable",
+        &[],
+        "collector disable",
+        "stop collecting and close the experiment",
+        "Close the current experiment (a last sample, then the end of the log); the program goes on \
+         without collection. Before a run, cancel a collector enable.",
+        "collector disable",
+    ),
+    entry(
+        "collector pause",
+        &[],
+        "collector pause",
+        "stop recording, keeping the experiment open",
+        "Stop recording profile data in the running experiment; a sample is recorded just before.",
+        "collector pause",
+    ),
+    entry(
+        "collector resume",
+        &[],
+        "collector resume",
+        "resume recording after collector pause",
+        "Resume recording in the running experiment; a sample is recorded just after.",
+        "collector resume",
+    ),
+    entry(
+        "collector profile",
+        &[],
+        "collector profile on|off | collector profile timer on|hi|lo|N[m|u]",
+        "clock profiling and its interval",
+        "Clock-based profiling with call stacks (default on, 10 ms). The interval is on (10 ms), \
+         hi or high (1 ms), lo or low (100 ms) or a number of milliseconds; suffix m for ms, u for \
+         microseconds. The collector rounds it to what the system can do, with a warning in the log.",
+        "collector profile timer 2.5m",
+    ),
+    entry(
+        "collector hwprofile",
+        &[],
+        "collector hwprofile on|off|list | collector hwprofile counter NAME INTERVAL ...",
+        "hardware-counter profiling (not available yet)",
+        "Accepted for dbx scripts; rdbx answers that hardware-counter profiling is not available yet.",
+        "collector hwprofile off",
+    ),
+    entry(
+        "collector synctrace",
+        &[],
+        "collector synctrace on|off | collector synctrace threshold MICROSECONDS|calibrate|all",
+        "synchronization wait tracing (not available yet)",
+        "Accepted for dbx scripts; rdbx answers that synchronization tracing is not available yet.",
+        "collector synctrace off",
+    ),
+    entry(
+        "collector heaptrace",
+        &[],
+        "collector heaptrace on|off",
+        "heap tracing (not available yet)",
+        "Accepted for dbx scripts; rdbx answers that heap tracing is not available yet.",
+        "collector heaptrace off",
+    ),
+    entry(
+        "collector mpitrace",
+        &[],
+        "collector mpitrace on|off",
+        "MPI tracing (not available yet)",
+        "Accepted for dbx scripts; rdbx answers that MPI tracing is not available yet.",
+        "collector mpitrace off",
+    ),
+    entry(
+        "collector sample",
+        &[],
+        "collector sample periodic|manual | collector sample period SECONDS | collector sample record [NAME]",
+        "periodic samples, their period, or a sample now",
+        "Samples record process-wide figures (CPU time, faults, context switches, I/O, RSS). \
+         periodic (default, every second) or manual; period sets the interval (decimals allowed); \
+         record takes a sample now in the running experiment, labelled NAME.",
+        "collector sample record phase2",
+    ),
+    entry(
+        "collector dbxsample",
+        &[],
+        "collector dbxsample on|off",
+        "a sample at every stop of the program",
+        "With on (the default), a sample is recorded each time rdbx stops the program (breakpoint, \
+         step, signal, Ctrl-C), so the run divides at the stops.",
+        "collector dbxsample off",
+    ),
+    entry(
+        "collector limit",
+        &[],
+        "collector limit MEGABYTES|unlimited",
+        "cap on recorded profile data",
+        "Past the limit, profile data stop with a warning in the log and samples go on (default: \
+         unlimited).",
+        "collector limit 500",
+    ),
+    entry(
+        "collector archive",
+        &[],
+        "collector archive on|off|copy",
+        "describe (or copy) the load objects at the end",
+        "on (default): archives/index lists path, build-id, size and mtime of every load object; \
+         copy also copies the files, so the experiment can be analysed after a rebuild; off: nothing.",
+        "collector archive copy",
+    ),
+    entry(
+        "collector store",
+        &[],
+        "collector store directory DIR | collector store filename NAME.er | collector store group NAME.erg",
+        "where the next experiment is written",
+        "The experiment directory is DIR/NAME.er (default: the current directory and test.1.er, \
+         the number going up past existing experiments).",
+        "collector store filename run.1.er",
+    ),
+    entry(
+        "collector show",
+        &[],
+        "collector show [all|profile|hwprofile|synctrace|heaptrace|sample|store|limit|archive]",
+        "show the collector settings",
+        "Show the settings that the next experiment will use (all by default).",
+        "collector show store",
+    ),
+    entry(
+        "collector status",
+        &[],
+        "collector status",
+        "state of the current experiment",
+        "Show the experiment directory, whether it is active, paused or closed, and the events, \
+         samples and bytes recorded so far.",
+        "collector status",
+    ),
+    entry(
+        "collector version",
+        &[],
+        "collector version",
+        "version of the collector library",
+        "Show the version of libcollector.so that the next experiment will use, and where it is.",
+        "collector version",
     ),
     entry(
         "analyze",

@@ -6,6 +6,7 @@
 //! aliases, usage lines and help texts, so that parsing, `help`, tab
 //! completion and the documentation cannot drift apart.
 
+mod collector;
 mod command;
 mod error;
 mod help;
@@ -13,6 +14,11 @@ mod parse;
 mod signal;
 mod words;
 
+pub use collector::{
+    check_experiment_name, profile_interval, seconds, ArchiveMode, CollectorCommand,
+    ProfileSetting, SampleSetting, ShowWhat, StoreSetting, TraceKind, PROFILE_HI_NS, PROFILE_LO_NS,
+    PROFILE_ON_NS,
+};
 pub use command::{
     BreakpointSpec, Command, Delivery, Disposition, ListTarget, Location, PrintSpec, Redirects,
     Selection, SignalCommand, SignalFilter,

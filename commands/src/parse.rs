@@ -127,9 +127,10 @@ impl<'a> Args<'a> {
             "handle" => self.handle(),
             "help" => self.help(),
             "source" => self.source(),
-            "collector" => Ok(Command::Collector(
-                self.words()?.into_iter().map(|w| w.text).collect(),
-            )),
+            "collector" => {
+                let words: Vec<String> = self.words()?.into_iter().map(|w| w.text).collect();
+                crate::collector::parse(&words).map(Command::Collector)
+            }
             "analyze" => Ok(Command::Analyze(non_empty(self.text))),
             other => Err(self.invalid(format!("\"{other}\" is not implemented"))),
         }

@@ -575,9 +575,10 @@ fn help_source_collector_analyze() {
     assert!(err("source").contains("missing file name"));
     assert_eq!(
         ok("collector enable"),
-        Command::Collector(words(&["enable"]))
+        Command::Collector(crate::CollectorCommand::Enable)
     );
-    assert_eq!(ok("collector"), Command::Collector(vec![]));
+    assert!(err("collector").contains("missing subcommand"));
+    assert!(err("collector sample record a b").contains("usage: collector sample"));
     assert_eq!(ok("analyze"), Command::Analyze(None));
     assert_eq!(
         ok("analyze functions  -n 5"),
@@ -612,6 +613,10 @@ fn every_table_spelling_is_parsed() {
             let parsed = parsed.or_else(|_| parse(&format!("{spelling} in f {{ }}")));
             let parsed = parsed.or_else(|_| parse(&format!("{spelling} x = 1")));
             let parsed = parsed.or_else(|_| parse(&format!("{spelling}/1i")));
+            let parsed = parsed.or_else(|_| parse(&format!("{spelling} on")));
+            let parsed = parsed.or_else(|_| parse(&format!("{spelling} status")));
+            let parsed = parsed.or_else(|_| parse(&format!("{spelling} periodic")));
+            let parsed = parsed.or_else(|_| parse(&format!("{spelling} directory d")));
             assert!(parsed.is_ok(), "{spelling}: {parsed:?}");
         }
     }

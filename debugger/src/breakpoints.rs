@@ -63,6 +63,9 @@ pub enum Owner {
     LoaderEvent,
     /// A temporary stop of `next`, `step up` or `finish` (the return address).
     StepResume,
+    /// The executable's entry point, once: preloaded libraries are loaded
+    /// and their constructors have run (the collector starts here).
+    EntryPoint,
 }
 
 #[derive(Debug, Clone)]

@@ -56,6 +56,9 @@ pub enum StopReason {
     Killed {
         signal: i32,
     },
+    /// The executable's entry point was reached (asked for with
+    /// [`Debugger::stop_at_entry`]); no user breakpoint is there.
+    EntryPoint,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +121,9 @@ pub struct Debugger {
     condition_failures: Vec<(u32, String)>,
     /// Forked children whose first stop came before the fork event.
     early_children: Vec<i32>,
+    /// The entry-point stop asked for by `stop_at_entry` has happened and
+    /// nobody has taken note of it yet.
+    entry_reached: bool,
 }
 
 impl Debugger {
@@ -138,6 +144,7 @@ impl Debugger {
             vfork_in_progress: false,
             condition_failures: Vec::new(),
             early_children: Vec::new(),
+            entry_reached: false,
         })
     }
 
@@ -202,6 +209,7 @@ impl Debugger {
         self.step_resume = None;
         self.deferred.clear();
         self.selected_frame = 0;
+        self.entry_reached = false;
         if let Some(program) = self.program.clone() {
             let _ = self.objects.set_static(&program);
         }
@@ -410,6 +418,25 @@ impl Debugger {
                 .breakpoints
                 .insert_site(&process.memory, address, Owner::LoaderEvent);
         }
+    }
+
+    /// Stops once at the executable's entry point (call right after
+    /// `start`): every preloaded library is loaded and initialized there,
+    /// and the program's own code has not run. The stop comes back as
+    /// `StopReason::EntryPoint`, or, if a user breakpoint is at the entry
+    /// too, as that breakpoint; either way `take_entry_reached` says so.
+    pub fn stop_at_entry(&mut self) -> Result<()> {
+        let entry = self.entry_point()?;
+        let process = self.process.as_ref().ok_or(Error::NoProcess)?;
+        self.breakpoints
+            .insert_site(&process.memory, entry, Owner::EntryPoint)?;
+        self.entry_reached = false;
+        Ok(())
+    }
+
+    /// True once after the entry-point stop asked for by `stop_at_entry`.
+    pub fn take_entry_reached(&mut self) -> bool {
+        std::mem::take(&mut self.entry_reached)
     }
 
     // ----- running -----------------------------------------------------
@@ -869,7 +896,7 @@ impl Debugger {
         }
     }
 
-    fn handle_ptrace_event(&mut self, tid: Tid, event: i32) -> Result<Option<Stop>> {
+    pub(crate) fn handle_ptrace_event(&mut self, tid: Tid, event: i32) -> Result<Option<Stop>> {
         match event {
             libc::PTRACE_EVENT_CLONE => {
                 let new_tid = ptrace::event_message(tid)? as Tid;
@@ -1063,6 +1090,12 @@ impl Debugger {
         if owners.contains(&Owner::LoaderEvent) {
             self.library_event()?;
         }
+        let at_entry = owners.contains(&Owner::EntryPoint);
+        if at_entry {
+            let memory = self.process.as_ref().map(|p| &p.memory);
+            self.breakpoints.remove_owner(memory, pc, Owner::EntryPoint);
+            self.entry_reached = true;
+        }
         let mut hit = Vec::new();
         for owner in &owners {
             if let Owner::User(id) = owner {
@@ -1083,6 +1116,12 @@ impl Debugger {
             return Ok(Trap::Stop(Stop {
                 tid,
                 reason: StopReason::Breakpoint { ids: hit },
+            }));
+        }
+        if at_entry {
+            return Ok(Trap::Stop(Stop {
+                tid,
+                reason: StopReason::EntryPoint,
             }));
         }
         if owners.contains(&Owner::StepResume) {
@@ -1184,7 +1223,7 @@ impl Debugger {
     // ----- helpers for the other engine modules -------------------------
 
     /// The runtime address of the executable's entry point.
-    fn entry_point(&self) -> Result<u64> {
+    pub(crate) fn entry_point(&self) -> Result<u64> {
         let pid = self.process()?.pid;
         let program = std::fs::read_link(format!("/proc/{pid}/exe")).ok();
         let main = self
@@ -1208,6 +1247,22 @@ impl Debugger {
 
     pub(crate) fn take_deferred(&mut self) -> Option<WaitEvent> {
         self.deferred.pop_front()
+    }
+
+    /// Keeps an event for the next resume to handle.
+    pub(crate) fn defer(&mut self, event: WaitEvent) {
+        self.deferred.push_back(event);
+    }
+
+    /// The process has ended and the next resume will report it (after an
+    /// injected call during which it exited, for instance).
+    pub fn process_has_ended(&self) -> bool {
+        let Some(pid) = self.process.as_ref().map(|p| p.pid) else {
+            return false;
+        };
+        self.deferred.iter().any(|e| {
+            matches!(e, WaitEvent::Exited { tid, .. } | WaitEvent::Killed { tid, .. } if *tid == pid)
+        })
     }
 
     /// Decodes the program's instruction at `address` (our int3s hidden).

@@ -3,6 +3,7 @@
 //! I/O of its own; the `rdbx` binary drives it and prints what it returns.
 
 pub mod breakpoints;
+pub mod call;
 pub mod disasm;
 pub mod engine;
 pub mod error;

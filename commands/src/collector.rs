@@ -1,0 +1,548 @@
+//! dbx's `collector` subcommands, typed.
+
+use crate::error::ParseError;
+use crate::help::usage_of;
+
+type Result<T> = std::result::Result<T, ParseError>;
+
+const NANOS_PER_MS: u64 = 1_000_000;
+const NANOS_PER_US: u64 = 1_000;
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// Clock-profiling intervals of dbx's named settings, in nanoseconds.
+pub const PROFILE_ON_NS: u64 = 10 * NANOS_PER_MS;
+pub const PROFILE_HI_NS: u64 = NANOS_PER_MS;
+pub const PROFILE_LO_NS: u64 = 100 * NANOS_PER_MS;
+
+/// One `collector ...` command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CollectorCommand {
+    Enable,
+    Disable,
+    Pause,
+    Resume,
+    /// `profile on|off`, `profile timer VALUE`.
+    Profile(ProfileSetting),
+    Sample(SampleSetting),
+    /// `dbxsample on|off`: a sample at every stop the user sees.
+    DbxSample(bool),
+    /// `limit MB` in bytes; `None` = no limit (`limit unlimited`).
+    Limit(Option<u64>),
+    Archive(ArchiveMode),
+    Store(StoreSetting),
+    Show(ShowWhat),
+    Status,
+    Version,
+    /// `hwprofile`, `synctrace`, `heaptrace`, `mpitrace`: accepted, not
+    /// collected yet; the words after the kind are kept.
+    NotYet {
+        kind: TraceKind,
+        words: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfileSetting {
+    On,
+    Off,
+    /// `profile timer VALUE`, in nanoseconds (also turns profiling on).
+    Timer(u64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SampleSetting {
+    Periodic,
+    Manual,
+    /// `sample period SECONDS`, in nanoseconds.
+    Period(u64),
+    /// `sample record [NAME]`.
+    Record(Option<String>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveMode {
+    On,
+    Off,
+    Copy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreSetting {
+    Directory(String),
+    /// Ends in `.er`.
+    Filename(String),
+    /// Ends in `.erg`.
+    Group(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShowWhat {
+    All,
+    Profile,
+    HwProfile,
+    SyncTrace,
+    HeapTrace,
+    Sample,
+    Store,
+    Limit,
+    Archive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceKind {
+    HwProfile,
+    SyncTrace,
+    HeapTrace,
+    MpiTrace,
+}
+
+impl TraceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceKind::HwProfile => "hwprofile",
+            TraceKind::SyncTrace => "synctrace",
+            TraceKind::HeapTrace => "heaptrace",
+            TraceKind::MpiTrace => "mpitrace",
+        }
+    }
+
+    /// What the data kind is, for messages.
+    pub fn description(self) -> &'static str {
+        match self {
+            TraceKind::HwProfile => "hardware-counter profiling",
+            TraceKind::SyncTrace => "synchronization wait tracing",
+            TraceKind::HeapTrace => "heap tracing",
+            TraceKind::MpiTrace => "MPI tracing",
+        }
+    }
+}
+
+/// The subcommand names, in the order of the command table.
+pub const SUBCOMMANDS: &[&str] = &[
+    "enable",
+    "disable",
+    "pause",
+    "resume",
+    "profile",
+    "hwprofile",
+    "synctrace",
+    "heaptrace",
+    "mpitrace",
+    "sample",
+    "dbxsample",
+    "limit",
+    "archive",
+    "store",
+    "show",
+    "status",
+    "version",
+];
+
+/// Parses the words after `collector`.
+pub(crate) fn parse(words: &[String]) -> Result<CollectorCommand> {
+    let Some((first, rest)) = words.split_first() else {
+        return Err(invalid(
+            "collector",
+            format!("missing subcommand ({})", SUBCOMMANDS.join(", ")),
+        ));
+    };
+    let sub = Sub {
+        name: match SUBCOMMANDS.iter().find(|s| **s == first.as_str()) {
+            Some(name) => name,
+            None => {
+                return Err(invalid(
+                    "collector",
+                    format!("unknown subcommand \"{first}\""),
+                ))
+            }
+        },
+        rest,
+    };
+    sub.parse()
+}
+
+/// The words after `collector NAME`.
+struct Sub<'a> {
+    name: &'static str,
+    rest: &'a [String],
+}
+
+impl Sub<'_> {
+    fn parse(&self) -> Result<CollectorCommand> {
+        match self.name {
+            "enable" => self.none(CollectorCommand::Enable),
+            "disable" => self.none(CollectorCommand::Disable),
+            "pause" => self.none(CollectorCommand::Pause),
+            "resume" => self.none(CollectorCommand::Resume),
+            "status" => self.none(CollectorCommand::Status),
+            "version" => self.none(CollectorCommand::Version),
+            "profile" => self.profile().map(CollectorCommand::Profile),
+            "sample" => self.sample().map(CollectorCommand::Sample),
+            "dbxsample" => self.on_off().map(CollectorCommand::DbxSample),
+            "limit" => self.limit().map(CollectorCommand::Limit),
+            "archive" => self.archive().map(CollectorCommand::Archive),
+            "store" => self.store().map(CollectorCommand::Store),
+            "show" => self.show().map(CollectorCommand::Show),
+            "hwprofile" => self.not_yet(TraceKind::HwProfile),
+            "synctrace" => self.not_yet(TraceKind::SyncTrace),
+            "heaptrace" => self.not_yet(TraceKind::HeapTrace),
+            _ => self.not_yet(TraceKind::MpiTrace),
+        }
+    }
+
+    fn command(&self) -> String {
+        format!("collector {}", self.name)
+    }
+
+    fn invalid(&self, problem: impl Into<String>) -> ParseError {
+        invalid(&self.command(), problem)
+    }
+
+    fn none(&self, command: CollectorCommand) -> Result<CollectorCommand> {
+        match self.rest.first() {
+            None => Ok(command),
+            Some(word) => Err(self.invalid(format!("unexpected argument \"{word}\""))),
+        }
+    }
+
+    /// Exactly `count` words after the subcommand.
+    fn exactly(&self, count: usize, what: &str) -> Result<&[String]> {
+        if self.rest.len() < count {
+            return Err(self.invalid(format!("missing {what}")));
+        }
+        if let Some(extra) = self.rest.get(count) {
+            return Err(self.invalid(format!("unexpected argument \"{extra}\"")));
+        }
+        Ok(self.rest)
+    }
+
+    fn on_off(&self) -> Result<bool> {
+        let word = &self.exactly(1, "on or off")?[0];
+        on_off(word).ok_or_else(|| self.invalid(format!("expected on or off, got \"{word}\"")))
+    }
+
+    fn profile(&self) -> Result<ProfileSetting> {
+        match self.rest.first().map(String::as_str) {
+            Some("timer") => {
+                let words = &self.exactly(2, "interval")?[1..];
+                profile_interval(&words[0])
+                    .map(ProfileSetting::Timer)
+                    .map_err(|problem| self.invalid(problem))
+            }
+            _ => Ok(if self.on_off()? {
+                ProfileSetting::On
+            } else {
+                ProfileSetting::Off
+            }),
+        }
+    }
+
+    fn sample(&self) -> Result<SampleSetting> {
+        let Some(first) = self.rest.first() else {
+            return Err(self.invalid("missing periodic, manual, period or record"));
+        };
+        match first.as_str() {
+            "periodic" => self.exactly(1, "").map(|_| SampleSetting::Periodic),
+            "manual" => self.exactly(1, "").map(|_| SampleSetting::Manual),
+            "period" => {
+                let word = &self.exactly(2, "number of seconds")?[1];
+                seconds(word)
+                    .map(SampleSetting::Period)
+                    .map_err(|problem| self.invalid(problem))
+            }
+            "record" => match self.rest.len() {
+                1 => Ok(SampleSetting::Record(None)),
+                2 => Ok(SampleSetting::Record(Some(self.rest[1].clone()))),
+                _ => Err(self.invalid(format!("unexpected argument \"{}\"", self.rest[2]))),
+            },
+            other => Err(self.invalid(format!(
+                "expected periodic, manual, period or record, got \"{other}\""
+            ))),
+        }
+    }
+
+    fn limit(&self) -> Result<Option<u64>> {
+        let word = &self.exactly(1, "number of megabytes")?[0];
+        if matches!(word.as_str(), "unlimited" | "none" | "off") {
+            return Ok(None);
+        }
+        match word.parse::<u64>() {
+            Ok(mb) if mb > 0 => mb
+                .checked_mul(1024 * 1024)
+                .map(Some)
+                .ok_or_else(|| self.invalid(format!("{mb} megabytes is too large"))),
+            _ => Err(self.invalid(format!(
+                "expected a positive number of megabytes or unlimited, got \"{word}\""
+            ))),
+        }
+    }
+
+    fn archive(&self) -> Result<ArchiveMode> {
+        let word = &self.exactly(1, "on, off or copy")?[0];
+        match word.as_str() {
+            "on" => Ok(ArchiveMode::On),
+            "off" => Ok(ArchiveMode::Off),
+            "copy" => Ok(ArchiveMode::Copy),
+            _ => Err(self.invalid(format!("expected on, off or copy, got \"{word}\""))),
+        }
+    }
+
+    fn store(&self) -> Result<StoreSetting> {
+        let Some(first) = self.rest.first() else {
+            return Err(self.invalid("missing directory, filename or group"));
+        };
+        let what = match first.as_str() {
+            "directory" => "directory",
+            "filename" => "experiment name",
+            "group" => "group name",
+            other => {
+                return Err(self.invalid(format!(
+                    "expected directory, filename or group, got \"{other}\""
+                )))
+            }
+        };
+        let value = self.exactly(2, what)?[1].clone();
+        match first.as_str() {
+            "directory" => Ok(StoreSetting::Directory(value)),
+            "filename" => {
+                check_experiment_name(&value).map_err(|problem| self.invalid(problem))?;
+                Ok(StoreSetting::Filename(value))
+            }
+            _ => {
+                if !value.ends_with(".erg") || value.contains('/') {
+                    return Err(self.invalid(format!(
+                        "a group name is a file name ending in .erg, got \"{value}\""
+                    )));
+                }
+                Ok(StoreSetting::Group(value))
+            }
+        }
+    }
+
+    fn show(&self) -> Result<ShowWhat> {
+        let word = match self.rest {
+            [] => return Ok(ShowWhat::All),
+            [word] => word.as_str(),
+            [_, extra, ..] => return Err(self.invalid(format!("unexpected argument \"{extra}\""))),
+        };
+        Ok(match word {
+            "all" => ShowWhat::All,
+            "profile" => ShowWhat::Profile,
+            "hwprofile" => ShowWhat::HwProfile,
+            "synctrace" => ShowWhat::SyncTrace,
+            "heaptrace" => ShowWhat::HeapTrace,
+            "sample" => ShowWhat::Sample,
+            "store" => ShowWhat::Store,
+            "limit" => ShowWhat::Limit,
+            "archive" => ShowWhat::Archive,
+            other => return Err(self.invalid(format!("nothing called \"{other}\" to show"))),
+        })
+    }
+
+    /// The first word is checked (a typo is an error); the data kind
+    /// itself arrives in a later version.
+    fn not_yet(&self, kind: TraceKind) -> Result<CollectorCommand> {
+        let valid_first: &[&str] = match kind {
+            TraceKind::HwProfile => &["on", "off", "list", "counter"],
+            TraceKind::SyncTrace => &["on", "off", "threshold"],
+            TraceKind::HeapTrace | TraceKind::MpiTrace => &["on", "off"],
+        };
+        match self.rest.first() {
+            None => Err(self.invalid(format!("missing {}", valid_first.join(", ")))),
+            Some(word) if !valid_first.contains(&word.as_str()) => Err(self.invalid(format!(
+                "expected {}, got \"{word}\"",
+                valid_first.join(", ")
+            ))),
+            Some(_) => Ok(CollectorCommand::NotYet {
+                kind,
+                words: self.rest.to_vec(),
+            }),
+        }
+    }
+}
+
+fn invalid(name: &str, problem: impl Into<String>) -> ParseError {
+    ParseError::Invalid {
+        command: name.to_string(),
+        problem: problem.into(),
+        usage: usage_of(name).to_string(),
+    }
+}
+
+fn on_off(word: &str) -> Option<bool> {
+    match word {
+        "on" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// `on`, `hi`/`high`, `lo`/`low`, or a number of milliseconds with an
+/// optional `m` (ms) or `u` (µs) suffix; in nanoseconds.
+pub fn profile_interval(word: &str) -> std::result::Result<u64, String> {
+    match word {
+        "on" => return Ok(PROFILE_ON_NS),
+        "hi" | "high" => return Ok(PROFILE_HI_NS),
+        "lo" | "low" => return Ok(PROFILE_LO_NS),
+        _ => {}
+    }
+    let (number, unit) = if let Some(n) = word.strip_suffix('u') {
+        (n, NANOS_PER_US)
+    } else if let Some(n) = word.strip_suffix('m') {
+        (n, NANOS_PER_MS)
+    } else {
+        (word, NANOS_PER_MS)
+    };
+    match scaled(number, unit) {
+        Some(ns) if ns > 0 => Ok(ns),
+        _ => Err(format!(
+            "expected on, hi, lo or a positive number of milliseconds (suffix m for ms, u for µs), got \"{word}\""
+        )),
+    }
+}
+
+/// A positive number of seconds (decimals allowed), in nanoseconds.
+pub fn seconds(word: &str) -> std::result::Result<u64, String> {
+    match scaled(word, NANOS_PER_SECOND) {
+        Some(ns) if ns > 0 => Ok(ns),
+        _ => Err(format!(
+            "expected a positive number of seconds, got \"{word}\""
+        )),
+    }
+}
+
+/// `12`, `0.5`, `2.25` times `unit`, exactly (no floating point).
+fn scaled(number: &str, unit: u64) -> Option<u64> {
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    if !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let mut total = whole.checked_mul(unit)?;
+    let mut place = unit;
+    for c in fraction.chars() {
+        place /= 10;
+        total = total.checked_add(u64::from(c.to_digit(10)?) * place)?;
+    }
+    Some(total)
+}
+
+/// An experiment name: one path component ending in `.er`.
+pub fn check_experiment_name(name: &str) -> std::result::Result<(), String> {
+    if name.contains('/') {
+        return Err(format!(
+            "the experiment name \"{name}\" must not contain \"/\" (use store directory)"
+        ));
+    }
+    if name.len() <= 3 || !name.ends_with(".er") {
+        return Err(format!("the experiment name \"{name}\" must end in .er"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_text(text: &str) -> Result<CollectorCommand> {
+        let words: Vec<String> = text.split_whitespace().map(String::from).collect();
+        parse(&words)
+    }
+
+    fn err(text: &str) -> String {
+        parse_text(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn intervals() {
+        assert_eq!(profile_interval("on"), Ok(10_000_000));
+        assert_eq!(profile_interval("high"), Ok(1_000_000));
+        assert_eq!(profile_interval("lo"), Ok(100_000_000));
+        assert_eq!(profile_interval("5"), Ok(5_000_000));
+        assert_eq!(profile_interval("2.5m"), Ok(2_500_000));
+        assert_eq!(profile_interval("250u"), Ok(250_000));
+        assert!(profile_interval("0").is_err());
+        assert!(profile_interval("x").is_err());
+        assert!(profile_interval("-1").is_err());
+        assert!(profile_interval(".").is_err());
+        assert_eq!(seconds("0.5"), Ok(500_000_000));
+        assert!(seconds("0").is_err());
+    }
+
+    #[test]
+    fn subcommands() {
+        use CollectorCommand as C;
+        assert_eq!(parse_text("enable"), Ok(C::Enable));
+        assert_eq!(
+            parse_text("profile timer hi"),
+            Ok(C::Profile(ProfileSetting::Timer(1_000_000)))
+        );
+        assert_eq!(
+            parse_text("profile off"),
+            Ok(C::Profile(ProfileSetting::Off))
+        );
+        assert_eq!(
+            parse_text("sample record phase2"),
+            Ok(C::Sample(SampleSetting::Record(Some("phase2".into()))))
+        );
+        assert_eq!(
+            parse_text("sample period 2"),
+            Ok(C::Sample(SampleSetting::Period(2_000_000_000)))
+        );
+        assert_eq!(parse_text("limit 10"), Ok(C::Limit(Some(10 << 20))));
+        assert_eq!(parse_text("limit unlimited"), Ok(C::Limit(None)));
+        assert_eq!(
+            parse_text("archive copy"),
+            Ok(C::Archive(ArchiveMode::Copy))
+        );
+        assert_eq!(
+            parse_text("store filename run.er"),
+            Ok(C::Store(StoreSetting::Filename("run.er".into())))
+        );
+        assert_eq!(parse_text("show"), Ok(C::Show(ShowWhat::All)));
+        assert_eq!(parse_text("show sample"), Ok(C::Show(ShowWhat::Sample)));
+        assert_eq!(parse_text("dbxsample off"), Ok(C::DbxSample(false)));
+        assert!(matches!(
+            parse_text("synctrace threshold 10"),
+            Ok(C::NotYet {
+                kind: TraceKind::SyncTrace,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn bad_input_is_one_line() {
+        for (text, needle) in [
+            ("", "missing subcommand"),
+            ("frobnicate", "unknown subcommand \"frobnicate\""),
+            ("enable now", "unexpected argument \"now\""),
+            ("profile maybe", "expected on or off"),
+            ("profile timer", "missing interval"),
+            ("profile timer 0", "positive number of milliseconds"),
+            ("sample period x", "positive number of seconds"),
+            ("sample", "missing periodic"),
+            ("limit -3", "positive number of megabytes"),
+            ("archive maybe", "expected on, off or copy"),
+            ("store filename run", "must end in .er"),
+            ("store filename a/b.er", "must not contain"),
+            ("store group g.er", "ending in .erg"),
+            ("store", "missing directory"),
+            ("show things", "nothing called \"things\""),
+            ("heaptrace maybe", "expected on, off"),
+        ] {
+            let message = err(text);
+            assert!(message.contains(needle), "{text:?}: {message}");
+            assert!(!message.contains('\n'), "{text:?}: {message}");
+            assert!(message.contains("usage: collector"), "{text:?}: {message}");
+        }
+    }
+}

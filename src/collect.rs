@@ -1,0 +1,380 @@
+//! `rdbx collect [OPTIONS] PROGRAM [ARGS...]`: run a program with the
+//! collector preloaded, no ptrace (like `gprofng collect app`). rdbx makes
+//! the experiment directory, forks, execs the program with LD_PRELOAD and
+//! RDBX_COLLECTOR_CONFIG (mode=collect: the library's constructor starts
+//! the experiment), waits, appends `terminated`, writes the archives and
+//! exits with the program's status.
+
+use crate::collector::{self, Mode, Settings};
+use crate::collector_lib;
+use crate::experiment_dir::{self, archive, Termination};
+use anyhow::{anyhow, bail, Context as _, Result};
+use clap::Parser;
+use commands::ArchiveMode;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rdbx collect",
+    about = "Run a program with the performance collector (no debugger)"
+)]
+pub struct CollectOptions {
+    /// Experiment name (must end in .er; default test.N.er, N going up).
+    #[arg(short = 'o', value_name = "NAME.er")]
+    output: Option<String>,
+    /// Directory the experiment is created in (default: the current one).
+    #[arg(short = 'd', value_name = "DIR")]
+    directory: Option<PathBuf>,
+    /// Clock profiling: on (10 ms), off, hi (1 ms), lo (100 ms) or a number of ms (suffix u: µs).
+    #[arg(short = 'p', value_name = "on|off|hi|lo|MS")]
+    profile: Option<String>,
+    /// Periodic samples: on (every second), off (manual only) or a period in seconds.
+    #[arg(short = 'S', value_name = "on|off|SECONDS")]
+    sample: Option<String>,
+    /// A comment for the experiment's notes (repeatable).
+    #[arg(short = 'C', value_name = "COMMENT")]
+    comments: Vec<String>,
+    /// Follow descendants (fork, exec): on (default) or off.
+    #[arg(short = 'F', value_name = "on|off")]
+    follow: Option<String>,
+    /// Data limit in megabytes (profile data stop past it).
+    #[arg(short = 'L', value_name = "MB")]
+    limit: Option<String>,
+    /// Archive load objects at the end: on (default), off, or copy.
+    #[arg(short = 'A', value_name = "on|off|copy")]
+    archive: Option<String>,
+    /// A signal that toggles pause/resume; the experiment starts paused.
+    #[arg(short = 'y', value_name = "SIGNAL")]
+    pause_signal: Option<String>,
+    /// A signal that records a sample.
+    #[arg(short = 'l', value_name = "SIGNAL")]
+    sample_signal: Option<String>,
+    /// The program and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM [ARGS]"
+    )]
+    program: Vec<String>,
+}
+
+/// The child's pid, for forwarding SIGTERM/SIGHUP from our handler.
+static CHILD: AtomicI32 = AtomicI32::new(0);
+
+/// Runs `rdbx collect` with the arguments after `collect`; the exit status.
+pub fn main(args: Vec<String>) -> i32 {
+    let options = match CollectOptions::try_parse_from(
+        std::iter::once("rdbx collect".to_string()).chain(args),
+    ) {
+        Ok(options) => options,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match run(options) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("rdbx collect: {e:#}");
+            // Like a shell that cannot start the command.
+            127
+        }
+    }
+}
+
+fn run(options: CollectOptions) -> Result<i32> {
+    let (settings, comments) = settings_from(&options)?;
+    let (program_name, args) = options
+        .program
+        .split_first()
+        .ok_or_else(|| anyhow!("no program given"))?;
+    let program = find_program(program_name)?;
+    let name = settings.experiment_name();
+    collector::check_before_start(&settings.directory, &name, &program)?;
+    let library = collector_lib::locate()?;
+    let expt = experiment_dir::create_experiment_dir(&settings.directory, &name)
+        .map_err(|e| anyhow!(e))?;
+    if !comments.is_empty() {
+        experiment_dir::write_notes(&expt, &(comments.join("\n") + "\n"))
+            .map_err(|e| anyhow!(e))?;
+    }
+    let launch = Launch::new(
+        &program,
+        program_name,
+        args,
+        &settings,
+        &expt,
+        &library.path,
+    )?;
+    let termination = launch.run()?;
+    if let Err(problem) = experiment_dir::append_terminated(&expt, termination) {
+        eprintln!("rdbx collect: warning: {problem}");
+    }
+    if settings.archive != ArchiveMode::Off {
+        if let Err(problem) = archive::write_archive(&expt, settings.archive == ArchiveMode::Copy) {
+            eprintln!("rdbx collect: warning: archive: {problem}");
+        }
+    }
+    eprintln!("rdbx collect: experiment {}", expt.display());
+    Ok(match termination {
+        Termination::Exit(code) => code,
+        Termination::Signal(signal) => 128 + signal,
+    })
+}
+
+/// The settings the options describe, and the notes.
+fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
+    let mut settings = Settings::default();
+    if let Some(dir) = &options.directory {
+        settings.directory = dir.clone();
+    }
+    if let Some(name) = &options.output {
+        commands::check_experiment_name(name).map_err(|problem| anyhow!("-o: {problem}"))?;
+        settings.filename = Some(name.clone());
+    }
+    if let Some(profile) = &options.profile {
+        settings.profile_ns = match profile.as_str() {
+            "off" => None,
+            value => Some(commands::profile_interval(value).map_err(|p| anyhow!("-p: {p}"))?),
+        };
+    }
+    if let Some(sample) = &options.sample {
+        match sample.as_str() {
+            "on" => settings.sample_periodic = true,
+            "off" => settings.sample_periodic = false,
+            value => {
+                settings.sample_ns = commands::seconds(value).map_err(|p| anyhow!("-S: {p}"))?
+            }
+        }
+    }
+    if let Some(follow) = &options.follow {
+        settings.follow = on_off("-F", follow)?;
+    }
+    if let Some(limit) = &options.limit {
+        settings.limit = match limit.parse::<u64>() {
+            Ok(mb) if mb > 0 => Some(mb.saturating_mul(1 << 20)),
+            _ if limit == "unlimited" || limit == "off" => None,
+            _ => bail!("-L: expected a positive number of megabytes, got \"{limit}\""),
+        };
+    }
+    if let Some(mode) = &options.archive {
+        settings.archive = match mode.as_str() {
+            "on" => ArchiveMode::On,
+            "off" => ArchiveMode::Off,
+            "copy" => ArchiveMode::Copy,
+            other => bail!("-A: expected on, off or copy, got \"{other}\""),
+        };
+    }
+    if let Some(signal) = &options.pause_signal {
+        settings.pause_signal = signal_number("-y", signal)?;
+        settings.start_paused = true;
+    }
+    if let Some(signal) = &options.sample_signal {
+        settings.sample_signal = signal_number("-l", signal)?;
+    }
+    if settings.pause_signal != 0 && settings.pause_signal == settings.sample_signal {
+        bail!("-y and -l need two different signals");
+    }
+    Ok((settings, options.comments.clone()))
+}
+
+fn on_off(option: &str, word: &str) -> Result<bool> {
+    match word {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => bail!("{option}: expected on or off, got \"{word}\""),
+    }
+}
+
+/// `SIGUSR1`, `USR1`, `usr1` or a number; not one the program cannot catch.
+fn signal_number(option: &str, text: &str) -> Result<i32> {
+    let signal = commands::Signal::parse(text)
+        .ok_or_else(|| anyhow!("{option}: unknown signal \"{text}\""))?;
+    let number = signal.number();
+    if matches!(number, libc::SIGKILL | libc::SIGSTOP) {
+        bail!("{option}: {signal} cannot be caught");
+    }
+    Ok(number)
+}
+
+/// The program as given, or found on PATH like a shell would.
+fn find_program(name: &str) -> Result<PathBuf> {
+    let path = PathBuf::from(name);
+    if name.contains('/') {
+        if !path.exists() {
+            bail!("{name}: No such file or directory");
+        }
+        return Ok(path);
+    }
+    let search = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&search)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .with_context(|| format!("{name}: command not found"))
+}
+
+/// Everything execve needs, made before fork: the child only patches its
+/// pid into the config and calls execve (no allocation after fork).
+struct Launch {
+    program: CString,
+    argv: Vec<CString>,
+    envp: Vec<Vec<u8>>,
+    /// Index in `envp` of RDBX_COLLECTOR_CONFIG and where its pid digits are.
+    config_index: usize,
+    pid_at: usize,
+}
+
+/// Width of the pid field written by the child (zero-padded).
+const PID_DIGITS: usize = 10;
+
+impl Launch {
+    fn new(
+        program: &Path,
+        shown_name: &str,
+        args: &[String],
+        settings: &Settings,
+        expt: &Path,
+        library: &Path,
+    ) -> Result<Launch> {
+        let c = |bytes: &[u8]| CString::new(bytes).context("a NUL byte in an argument");
+        let mut argv = vec![c(shown_name.as_bytes())?];
+        for arg in args {
+            argv.push(c(arg.as_bytes())?);
+        }
+        let config = settings.config(expt, 0, Mode::Collect);
+        let placeholder = "0".repeat(PID_DIGITS);
+        let config = config.replacen("pid=0;", &format!("pid={placeholder};"), 1);
+        let prefix = "RDBX_COLLECTOR_CONFIG=";
+        let pid_at = prefix.len()
+            + config
+                .find(&format!("pid={placeholder}"))
+                .ok_or_else(|| anyhow!("no pid in the config"))?
+            + "pid=".len();
+        let mut envp: Vec<Vec<u8>> = std::env::vars_os()
+            .filter(|(key, _)| key != "LD_PRELOAD" && key != "RDBX_COLLECTOR_CONFIG")
+            .map(|(key, value)| {
+                let mut entry = key.into_encoded_bytes();
+                entry.push(b'=');
+                entry.extend(value.into_encoded_bytes());
+                entry
+            })
+            .filter(|entry| !entry.contains(&0))
+            .collect();
+        envp.push(format!("LD_PRELOAD={}", collector::ld_preload(library)).into_bytes());
+        envp.push(format!("{prefix}{config}").into_bytes());
+        let config_index = envp.len() - 1;
+        for entry in &mut envp {
+            entry.push(0);
+        }
+        Ok(Launch {
+            program: c(program.as_os_str().as_encoded_bytes())?,
+            argv,
+            envp,
+            config_index,
+            pid_at,
+        })
+    }
+
+    /// Forks, execs, waits; how the program ended.
+    fn run(mut self) -> Result<Termination> {
+        let pid_digits: *mut u8 = self.envp[self.config_index][self.pid_at..].as_mut_ptr();
+        let mut argv: Vec<*const libc::c_char> = self.argv.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut envp: Vec<*const libc::c_char> =
+            self.envp.iter().map(|e| e.as_ptr().cast()).collect();
+        envp.push(std::ptr::null());
+        // Signals from the terminal reach the program (same process group);
+        // rdbx only waits. SIGTERM and SIGHUP sent to rdbx are passed on.
+        ignore_signal(libc::SIGINT);
+        ignore_signal(libc::SIGQUIT);
+        forward_signal(libc::SIGTERM);
+        forward_signal(libc::SIGHUP);
+        // SAFETY: rdbx collect is single-threaded here; the child only
+        // writes into memory prepared before the fork and makes
+        // async-signal-safe system calls.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            bail!("fork: {}", std::io::Error::last_os_error());
+        }
+        if pid == 0 {
+            // SAFETY: as above; every pointer points into live buffers.
+            unsafe { exec_child(&self.program, &argv, &envp, pid_digits) };
+        }
+        CHILD.store(pid, Ordering::SeqCst);
+        wait_for(pid)
+    }
+}
+
+/// In the child: its pid into the config, default signal dispositions, execve.
+///
+/// # Safety
+/// Only between fork and exec, with `pid_digits` pointing at PID_DIGITS
+/// writable bytes inside one of the `envp` strings.
+unsafe fn exec_child(
+    program: &CString,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+    pid_digits: *mut u8,
+) -> ! {
+    let mut pid = libc::getpid() as u64;
+    for index in (0..PID_DIGITS).rev() {
+        *pid_digits.add(index) = b'0' + (pid % 10) as u8;
+        pid /= 10;
+    }
+    for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
+        libc::signal(signal, libc::SIG_DFL);
+    }
+    libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
+    let message = b"rdbx collect: cannot execute the program\n";
+    libc::write(2, message.as_ptr().cast(), message.len());
+    libc::_exit(127);
+}
+
+fn wait_for(pid: i32) -> Result<Termination> {
+    loop {
+        let mut status = 0;
+        // SAFETY: status is a valid out-pointer.
+        let ret = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if ret == -1 {
+            let error = std::io::Error::last_os_error();
+            if error.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            bail!("waitpid: {error}");
+        }
+        if libc::WIFEXITED(status) {
+            return Ok(Termination::Exit(libc::WEXITSTATUS(status)));
+        }
+        if libc::WIFSIGNALED(status) {
+            return Ok(Termination::Signal(libc::WTERMSIG(status)));
+        }
+    }
+}
+
+fn ignore_signal(signal: i32) {
+    // SAFETY: setting a disposition to SIG_IGN.
+    unsafe { libc::signal(signal, libc::SIG_IGN) };
+}
+
+extern "C" fn pass_on(signal: libc::c_int) {
+    let child = CHILD.load(Ordering::SeqCst);
+    if child > 0 {
+        // SAFETY: kill(2) is async-signal-safe.
+        unsafe { libc::kill(child, signal) };
+    }
+}
+
+fn forward_signal(signal: i32) {
+    // SAFETY: the handler only reads an atomic and calls kill(2).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = pass_on as *const () as usize;
+        libc::sigemptyset(&mut action.sa_mask);
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
+}

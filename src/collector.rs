@@ -1,0 +1,357 @@
+//! Collector settings (dbx's defaults), the checks made before a target
+//! starts, and the config string the library reads (collector design:
+//! `key=value;...`, percent-encoded values).
+
+use crate::experiment_dir::{self, encode_value};
+use anyhow::{bail, Result};
+use commands::{ArchiveMode, ShowWhat};
+use std::path::{Path, PathBuf};
+
+/// Default sample period (1 s) and stack depth limit.
+pub const DEFAULT_SAMPLE_NS: u64 = 1_000_000_000;
+pub const DEFAULT_DEPTH: u32 = 256;
+
+/// What the next experiment will be like.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `collector enable` was given (and not disabled since).
+    pub enabled: bool,
+    /// Clock-profiling interval; `None` = profiling off.
+    pub profile_ns: Option<u64>,
+    /// The interval `profile on` goes back to.
+    pub profile_timer_ns: u64,
+    /// Periodic samples; `false` = manual only.
+    pub sample_periodic: bool,
+    pub sample_ns: u64,
+    pub dbxsample: bool,
+    /// Bytes; `None` = no limit.
+    pub limit: Option<u64>,
+    pub archive: ArchiveMode,
+    pub directory: PathBuf,
+    /// `None`: the next free `test.N.er`.
+    pub filename: Option<String>,
+    pub group: Option<String>,
+    pub follow: bool,
+    pub depth: u32,
+    pub pause_signal: i32,
+    pub sample_signal: i32,
+    pub start_paused: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            enabled: false,
+            profile_ns: Some(commands::PROFILE_ON_NS),
+            profile_timer_ns: commands::PROFILE_ON_NS,
+            sample_periodic: true,
+            sample_ns: DEFAULT_SAMPLE_NS,
+            dbxsample: true,
+            limit: None,
+            archive: ArchiveMode::On,
+            directory: PathBuf::from("."),
+            filename: None,
+            group: None,
+            follow: true,
+            depth: DEFAULT_DEPTH,
+            pause_signal: 0,
+            sample_signal: 0,
+            start_paused: false,
+        }
+    }
+}
+
+/// `debugger` (the library waits for __rdbx_collector_start) or `collect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Debugger,
+    Collect,
+}
+
+impl Settings {
+    /// The experiment name the next run gets.
+    pub fn experiment_name(&self) -> String {
+        self.filename
+            .clone()
+            .unwrap_or_else(|| experiment_dir::next_default_name(&self.directory))
+    }
+
+    /// After an experiment was made under an explicit name, the next one
+    /// gets the name with its number one up (`run.1.er` → `run.2.er`), as dbx.
+    pub fn advance_filename(&mut self) {
+        if let Some(name) = &self.filename {
+            self.filename = Some(next_numbered(name));
+        }
+    }
+
+    /// The config string for a process (collector design).
+    pub fn config(&self, expt: &Path, pid: i32, mode: Mode) -> String {
+        let path = encode_value(expt.as_os_str().as_encoded_bytes());
+        let fields = [
+            ("expt", path.clone()),
+            ("founder", path),
+            ("pid", pid.to_string()),
+            (
+                "mode",
+                match mode {
+                    Mode::Debugger => "debugger",
+                    Mode::Collect => "collect",
+                }
+                .to_string(),
+            ),
+            ("profile", self.profile_ns.unwrap_or(0).to_string()),
+            ("depth", self.depth.to_string()),
+            (
+                "sample",
+                if self.sample_periodic {
+                    self.sample_ns
+                } else {
+                    0
+                }
+                .to_string(),
+            ),
+            ("limit", self.limit.unwrap_or(0).to_string()),
+            ("follow", u8::from(self.follow).to_string()),
+            ("pause_signal", self.pause_signal.to_string()),
+            ("sample_signal", self.sample_signal.to_string()),
+            ("paused", u8::from(self.start_paused).to_string()),
+        ];
+        fields
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect::<Vec<_>>()
+            .join(";")
+    }
+
+    /// `collector show [WHAT]`.
+    pub fn show(&self, what: ShowWhat) -> String {
+        let all = what == ShowWhat::All;
+        let mut out = String::new();
+        let mut line = |text: String| {
+            out.push_str(&text);
+            out.push('\n');
+        };
+        if all {
+            line(format!(
+                "collection: {}",
+                if self.enabled {
+                    "enabled for the next run"
+                } else {
+                    "disabled"
+                }
+            ));
+        }
+        if all || what == ShowWhat::Profile {
+            line(match self.profile_ns {
+                Some(ns) => format!("profile: on, timer {}", milliseconds(ns)),
+                None => format!(
+                    "profile: off (timer {})",
+                    milliseconds(self.profile_timer_ns)
+                ),
+            });
+        }
+        for (kind, shown) in [
+            (ShowWhat::HwProfile, "hwprofile"),
+            (ShowWhat::SyncTrace, "synctrace"),
+            (ShowWhat::HeapTrace, "heaptrace"),
+        ] {
+            if all || what == kind {
+                line(format!("{shown}: off (not available yet)"));
+            }
+        }
+        if all || what == ShowWhat::Sample {
+            line(if self.sample_periodic {
+                format!("sample: periodic, period {} s", seconds(self.sample_ns))
+            } else {
+                format!("sample: manual (period {} s)", seconds(self.sample_ns))
+            });
+            line(format!(
+                "dbxsample: {}",
+                if self.dbxsample { "on" } else { "off" }
+            ));
+        }
+        if all || what == ShowWhat::Store {
+            line(format!("store directory: {}", self.directory.display()));
+            line(format!("store filename: {}", self.experiment_name()));
+            if let Some(group) = &self.group {
+                line(format!("store group: {group}"));
+            }
+        }
+        if all || what == ShowWhat::Limit {
+            line(match self.limit {
+                Some(bytes) => format!("limit: {} MB", bytes >> 20),
+                None => "limit: unlimited".to_string(),
+            });
+        }
+        if all || what == ShowWhat::Archive {
+            line(format!(
+                "archive: {}",
+                match self.archive {
+                    ArchiveMode::On => "on",
+                    ArchiveMode::Off => "off",
+                    ArchiveMode::Copy => "copy",
+                }
+            ));
+        }
+        out
+    }
+}
+
+/// `10 ms`, `2.5 ms`, `250 us`.
+pub fn milliseconds(ns: u64) -> String {
+    if ns % 1_000_000 == 0 {
+        format!("{} ms", ns / 1_000_000)
+    } else if ns >= 1_000_000 {
+        format!("{} ms", ns as f64 / 1e6)
+    } else {
+        format!("{} us", ns as f64 / 1e3)
+    }
+}
+
+fn seconds(ns: u64) -> String {
+    if ns % 1_000_000_000 == 0 {
+        (ns / 1_000_000_000).to_string()
+    } else {
+        (ns as f64 / 1e9).to_string()
+    }
+}
+
+/// `x.3.er` → `x.4.er`; `x.er` → `x.1.er`.
+fn next_numbered(name: &str) -> String {
+    let stem = name.strip_suffix(".er").unwrap_or(name);
+    if let Some((base, number)) = stem.rsplit_once('.') {
+        if let Ok(n) = number.parse::<u64>() {
+            return format!("{base}.{}.er", n + 1);
+        }
+    }
+    format!("{stem}.1.er")
+}
+
+/// Everything that must hold before a target starts with collection:
+/// the directory is writable, the name is free and ends in .er, the
+/// program can have a library preloaded.
+pub fn check_before_start(directory: &Path, name: &str, program: &Path) -> Result<()> {
+    if let Err(problem) = commands::check_experiment_name(name) {
+        bail!("{problem}");
+    }
+    check_directory(directory)?;
+    let path = directory.join(name);
+    if path.symlink_metadata().is_ok() {
+        bail!(
+            "experiment {} already exists; choose another name",
+            path.display()
+        );
+    }
+    check_preload_possible(program)
+}
+
+fn check_directory(directory: &Path) -> Result<()> {
+    let metadata = match std::fs::metadata(directory) {
+        Ok(m) => m,
+        Err(e) => bail!("experiment directory {}: {e}", directory.display()),
+    };
+    if !metadata.is_dir() {
+        bail!(
+            "experiment directory {}: not a directory",
+            directory.display()
+        );
+    }
+    let c_path = std::ffi::CString::new(directory.as_os_str().as_encoded_bytes())?;
+    // SAFETY: access(2) on a NUL-terminated path.
+    if unsafe { libc::access(c_path.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        bail!(
+            "cannot write experiments in {}: {}",
+            directory.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// A static executable has no dynamic loader to preload the library; the
+/// loader ignores LD_PRELOAD paths for a setuid or setgid program.
+pub fn check_preload_possible(program: &Path) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let metadata =
+        std::fs::metadata(program).map_err(|e| anyhow::anyhow!("{}: {e}", program.display()))?;
+    if metadata.permissions().mode() & 0o6000 != 0 {
+        bail!(
+            "{} is setuid or setgid: the dynamic loader ignores LD_PRELOAD for it, so the collector cannot be loaded",
+            program.display()
+        );
+    }
+    let bytes =
+        std::fs::read(program).map_err(|e| anyhow::anyhow!("{}: {e}", program.display()))?;
+    if bytes.starts_with(b"#!") {
+        // A script: its interpreter is what runs, and is checked by the loader.
+        return Ok(());
+    }
+    match has_interpreter(&bytes) {
+        Some(true) => Ok(()),
+        Some(false) => bail!(
+            "{} is statically linked: the collector library cannot be preloaded into it",
+            program.display()
+        ),
+        None => bail!("{}: not an x86-64 ELF executable", program.display()),
+    }
+}
+
+/// Whether an ELF64 little-endian file has a PT_INTERP program header.
+fn has_interpreter(bytes: &[u8]) -> Option<bool> {
+    const PT_INTERP: u32 = 3;
+    if bytes.get(..4)? != b"\x7fELF" || *bytes.get(4)? != 2 || *bytes.get(5)? != 1 {
+        return None;
+    }
+    let u16_at = |at: usize| Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?));
+    let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
+    let entry_size = usize::from(u16_at(0x36)?);
+    let count = usize::from(u16_at(0x38)?);
+    for index in 0..count {
+        if u32_at(phoff.checked_add(index.checked_mul(entry_size)?)?)? == PT_INTERP {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+/// LD_PRELOAD with the collector first and the user's own after it.
+pub fn ld_preload(library: &Path) -> String {
+    let mut value = library.display().to_string();
+    if let Some(user) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        value.push(':');
+        value.push_str(&user.to_string_lossy());
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_names() {
+        assert_eq!(next_numbered("run.1.er"), "run.2.er");
+        assert_eq!(next_numbered("run.er"), "run.1.er");
+        assert_eq!(next_numbered("a.b.er"), "a.b.1.er");
+    }
+
+    #[test]
+    fn config_string() {
+        let settings = Settings::default();
+        let config = settings.config(Path::new("/tmp/x y.er"), 42, Mode::Collect);
+        assert_eq!(
+            config,
+            "expt=/tmp/x%20y.er;founder=/tmp/x%20y.er;pid=42;mode=collect;profile=10000000;depth=256;\
+             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0"
+        );
+    }
+
+    #[test]
+    fn shown_intervals() {
+        assert_eq!(milliseconds(10_000_000), "10 ms");
+        assert_eq!(milliseconds(2_500_000), "2.5 ms");
+        assert_eq!(milliseconds(250_000), "250 us");
+    }
+}

@@ -1,0 +1,406 @@
+//! The `collector` commands in a debugging session: settings, and the
+//! experiment of the process being debugged. rdbx creates the experiment
+//! directory and preloads libcollector.so at `run`; at the executable's
+//! entry point it calls `__rdbx_collector_start(config)` in the target, and
+//! later `__rdbx_collector_*` for pause, resume, samples and disable.
+
+use super::Session;
+use crate::collector::{self, Mode};
+use crate::collector_lib;
+use crate::experiment_dir::{self, archive, Termination};
+use anyhow::{anyhow, bail, Result};
+use commands::{ArchiveMode, CollectorCommand, ProfileSetting, SampleSetting, StoreSetting};
+use debugger::call::CallArg;
+use std::path::PathBuf;
+
+/// Sample cause codes of the collector design.
+const CAUSE_MANUAL: u64 = 5;
+const CAUSE_DBX_STOP: u64 = 6;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ExperimentState {
+    /// Created; the collector starts at the entry point.
+    Starting,
+    Active,
+    Paused,
+    /// Closed by `collector disable`, or the process ended.
+    Closed,
+    /// The collector could not be started; the program ran without it.
+    Failed,
+}
+
+impl ExperimentState {
+    fn name(self) -> &'static str {
+        match self {
+            ExperimentState::Starting => "starting",
+            ExperimentState::Active => "active",
+            ExperimentState::Paused => "paused",
+            ExperimentState::Closed => "closed",
+            ExperimentState::Failed => "failed (no data collected)",
+        }
+    }
+}
+
+/// The experiment of the current (or last) process.
+#[derive(Debug, Clone)]
+pub(super) struct Experiment {
+    path: PathBuf,
+    state: ExperimentState,
+    archive: ArchiveMode,
+    /// The `terminated` line and archives are written.
+    finished: bool,
+}
+
+impl Session {
+    pub(super) fn collector(&mut self, command: CollectorCommand) -> Result<()> {
+        match command {
+            CollectorCommand::Enable => self.collector_enable(),
+            CollectorCommand::Disable => self.collector_disable(),
+            CollectorCommand::Pause => self.collector_pause_resume(true),
+            CollectorCommand::Resume => self.collector_pause_resume(false),
+            CollectorCommand::Sample(SampleSetting::Record(name)) => self.collector_record(name),
+            CollectorCommand::Sample(setting) => {
+                self.collector_sample_setting(setting);
+                Ok(())
+            }
+            CollectorCommand::DbxSample(on) => {
+                self.collector_settings.dbxsample = on;
+                Ok(())
+            }
+            CollectorCommand::Profile(setting) => {
+                self.refuse_while_active("profile")?;
+                let settings = &mut self.collector_settings;
+                match setting {
+                    ProfileSetting::On => settings.profile_ns = Some(settings.profile_timer_ns),
+                    ProfileSetting::Off => settings.profile_ns = None,
+                    ProfileSetting::Timer(ns) => {
+                        settings.profile_timer_ns = ns;
+                        settings.profile_ns = Some(ns);
+                    }
+                }
+                Ok(())
+            }
+            CollectorCommand::Limit(limit) => {
+                self.refuse_while_active("limit")?;
+                self.collector_settings.limit = limit;
+                Ok(())
+            }
+            CollectorCommand::Archive(mode) => {
+                self.refuse_while_active("archive")?;
+                self.collector_settings.archive = mode;
+                Ok(())
+            }
+            CollectorCommand::Store(store) => {
+                self.refuse_while_active("store")?;
+                let settings = &mut self.collector_settings;
+                match store {
+                    StoreSetting::Directory(dir) => settings.directory = PathBuf::from(dir),
+                    StoreSetting::Filename(name) => settings.filename = Some(name),
+                    StoreSetting::Group(name) => settings.group = Some(name),
+                }
+                Ok(())
+            }
+            CollectorCommand::Show(what) => {
+                print!("{}", self.collector_settings.show(what));
+                Ok(())
+            }
+            CollectorCommand::Status => {
+                self.collector_status();
+                Ok(())
+            }
+            CollectorCommand::Version => {
+                let library = collector_lib::locate()?;
+                println!("{} at {}", library.version, library.path.display());
+                Ok(())
+            }
+            CollectorCommand::NotYet { kind, .. } => {
+                self.refuse_while_active(kind.name())?;
+                bail!(
+                    "collector {}: {} is not available yet",
+                    kind.name(),
+                    kind.description()
+                )
+            }
+        }
+    }
+
+    /// An experiment is open in a live process.
+    fn experiment_active(&self) -> bool {
+        self.dbg.is_running()
+            && self.experiment.as_ref().is_some_and(|e| {
+                matches!(
+                    e.state,
+                    ExperimentState::Starting | ExperimentState::Active | ExperimentState::Paused
+                )
+            })
+    }
+
+    /// dbx refuses settings that shape the data while an experiment runs.
+    fn refuse_while_active(&self, what: &str) -> Result<()> {
+        if self.experiment_active() {
+            bail!(
+                "collector {what}: not changed while an experiment is active; settings apply to the next experiment (collector disable or kill first)"
+            );
+        }
+        Ok(())
+    }
+
+    fn collector_enable(&mut self) -> Result<()> {
+        if self.experiment_active() {
+            bail!("collector enable: an experiment is already active");
+        }
+        if self.dbg.is_running() {
+            bail!("collector enable: not supported yet on a running process; enable before run");
+        }
+        self.collector_settings.enabled = true;
+        Ok(())
+    }
+
+    fn collector_disable(&mut self) -> Result<()> {
+        self.collector_settings.enabled = false;
+        if !self.experiment_active() {
+            return Ok(());
+        }
+        let state = self.experiment.as_ref().map(|e| e.state);
+        if state != Some(ExperimentState::Starting) {
+            let status = self.collector_call("__rdbx_collector_stop", &[]);
+            self.after_collector_call();
+            check_status("__rdbx_collector_stop", status?)?;
+        }
+        if let Some(e) = self.experiment.as_mut() {
+            e.state = ExperimentState::Closed;
+            println!("experiment {} closed", e.path.display());
+        }
+        Ok(())
+    }
+
+    fn collector_pause_resume(&mut self, pause: bool) -> Result<()> {
+        let name = if pause { "pause" } else { "resume" };
+        let state = self.running_experiment_state(name)?;
+        let wanted = if pause {
+            ExperimentState::Paused
+        } else {
+            ExperimentState::Active
+        };
+        if state == wanted {
+            return Ok(());
+        }
+        let function = format!("__rdbx_collector_{name}");
+        let status = self.collector_call(&function, &[]);
+        self.after_collector_call();
+        check_status(&function, status?)?;
+        if let Some(e) = self.experiment.as_mut() {
+            e.state = wanted;
+        }
+        Ok(())
+    }
+
+    fn collector_record(&mut self, name: Option<String>) -> Result<()> {
+        self.running_experiment_state("sample record")?;
+        let label = name.unwrap_or_default().into_bytes();
+        let status = self.collector_call(
+            "__rdbx_collector_sample",
+            &[CallArg::CString(label), CallArg::Integer(CAUSE_MANUAL)],
+        );
+        self.after_collector_call();
+        check_status("__rdbx_collector_sample", status?)
+    }
+
+    fn collector_sample_setting(&mut self, setting: SampleSetting) {
+        let settings = &mut self.collector_settings;
+        match setting {
+            SampleSetting::Periodic => settings.sample_periodic = true,
+            SampleSetting::Manual => settings.sample_periodic = false,
+            SampleSetting::Period(ns) => settings.sample_ns = ns,
+            SampleSetting::Record(_) => {}
+        }
+        if self.experiment_active() {
+            eprintln!("rdbx: warning: collector sample: applies to the next experiment");
+        }
+    }
+
+    /// The state of the experiment a command acts on now; an error if none
+    /// is running in a live process.
+    fn running_experiment_state(&self, what: &str) -> Result<ExperimentState> {
+        match (&self.experiment, self.experiment_active()) {
+            (Some(e), true) if e.state == ExperimentState::Starting => Err(anyhow!(
+                "collector {what}: the collector has not started yet (it starts at the program's entry point)"
+            )),
+            (Some(e), true) => Ok(e.state),
+            _ => Err(anyhow!(
+                "collector {what}: no experiment is active (collector enable, then run)"
+            )),
+        }
+    }
+
+    fn collector_status(&self) {
+        let Some(e) = &self.experiment else {
+            if self.collector_settings.enabled {
+                println!("no experiment yet; one starts at the next run");
+            } else {
+                println!("no experiment (collector enable, then run)");
+            }
+            return;
+        };
+        let figures = experiment_dir::figures(&e.path);
+        println!("experiment: {}", e.path.display());
+        println!("state: {}", e.state.name());
+        println!("clock events: {}", figures.clock_events);
+        println!("samples: {}", figures.samples);
+        println!("bytes: {}", figures.bytes);
+    }
+
+    // ----- the life of an experiment -------------------------------------
+
+    /// Before `run`: checks, creates the experiment directory and returns
+    /// the environment of the target (nothing when collection is off).
+    pub(super) fn prepare_collection(
+        &mut self,
+        program: &std::path::Path,
+    ) -> Result<Vec<(String, String)>> {
+        if !self.collector_settings.enabled {
+            return Ok(Vec::new());
+        }
+        let settings = &self.collector_settings;
+        let name = settings.experiment_name();
+        collector::check_before_start(&settings.directory, &name, program)?;
+        let library = collector_lib::locate()?;
+        let path = experiment_dir::create_experiment_dir(&settings.directory, &name)
+            .map_err(|e| anyhow!(e))?;
+        self.collector_settings.advance_filename();
+        let config = self.collector_settings.config(&path, 0, Mode::Debugger);
+        println!("Creating experiment database {} ...", path.display());
+        self.experiment = Some(Experiment {
+            path,
+            state: ExperimentState::Starting,
+            archive: self.collector_settings.archive,
+            finished: false,
+        });
+        Ok(vec![
+            (
+                "LD_PRELOAD".to_string(),
+                collector::ld_preload(&library.path),
+            ),
+            ("RDBX_COLLECTOR_CONFIG".to_string(), config),
+        ])
+    }
+
+    /// Right after the target started: ask for the entry-point stop.
+    pub(super) fn collection_started(&mut self) {
+        if self.experiment.as_ref().map(|e| e.state) != Some(ExperimentState::Starting) {
+            return;
+        }
+        if let Err(e) = self.dbg.stop_at_entry() {
+            eprintln!("rdbx: the collector cannot be started: {e}");
+            self.set_experiment_state(ExperimentState::Failed);
+        }
+    }
+
+    /// At the entry point: `__rdbx_collector_start(config)`.
+    pub(super) fn start_collector_at_entry(&mut self) {
+        let Some(e) = &self.experiment else { return };
+        if e.state != ExperimentState::Starting {
+            return;
+        }
+        let Ok(pid) = self.dbg.process().map(|p| p.pid) else {
+            return;
+        };
+        let config = self
+            .collector_settings
+            .config(&e.path, pid, Mode::Debugger)
+            .into_bytes();
+        // (If the process ends during the call, `resume` reports it.)
+        let status = self.collector_call("__rdbx_collector_start", &[CallArg::CString(config)]);
+        match status.and_then(|s| check_status("__rdbx_collector_start", s)) {
+            Ok(()) => self.set_experiment_state(ExperimentState::Active),
+            Err(e) => {
+                eprintln!(
+                    "rdbx: the collector did not start: {e:#}; the program runs without collection"
+                );
+                self.set_experiment_state(ExperimentState::Failed);
+            }
+        }
+    }
+
+    /// At a stop the user sees: a `dbx-stop` sample if dbxsample is on.
+    pub(super) fn collector_at_stop(&mut self) {
+        let active = self.experiment.as_ref().map(|e| e.state) == Some(ExperimentState::Active);
+        if !active || !self.collector_settings.dbxsample || !self.dbg.is_running() {
+            return;
+        }
+        let status = self.collector_call(
+            "__rdbx_collector_sample",
+            &[
+                CallArg::CString(Vec::new()),
+                CallArg::Integer(CAUSE_DBX_STOP),
+            ],
+        );
+        if let Err(e) = status.and_then(|s| check_status("__rdbx_collector_sample", s)) {
+            eprintln!("rdbx: warning: no sample at this stop: {e:#}");
+        }
+    }
+
+    /// The process is gone: `terminated` in the log, then the archives.
+    pub(super) fn collection_ended(&mut self, how: Termination) {
+        let Some(e) = self.experiment.as_mut() else {
+            return;
+        };
+        if e.finished {
+            return;
+        }
+        e.finished = true;
+        if e.state != ExperimentState::Failed {
+            e.state = ExperimentState::Closed;
+        }
+        if let Err(problem) = experiment_dir::append_terminated(&e.path, how) {
+            eprintln!("rdbx: warning: {problem}");
+        }
+        if e.archive != ArchiveMode::Off {
+            if let Err(problem) = archive::write_archive(&e.path, e.archive == ArchiveMode::Copy) {
+                eprintln!("rdbx: warning: archive: {problem}");
+            }
+        }
+    }
+
+    /// Kills the process (kill, rerun, quit) and closes its experiment.
+    pub(super) fn kill_process(&mut self) {
+        if self.dbg.is_running() {
+            self.dbg.kill();
+            self.collection_ended(Termination::Signal(libc::SIGKILL));
+        }
+    }
+
+    fn set_experiment_state(&mut self, state: ExperimentState) {
+        if let Some(e) = self.experiment.as_mut() {
+            e.state = state;
+        }
+    }
+
+    /// Calls a `__rdbx_collector_*` function in the current thread; its
+    /// int result.
+    fn collector_call(&mut self, function: &str, args: &[CallArg]) -> Result<i32> {
+        let address = self.dbg.function_address(function).ok_or_else(|| {
+            anyhow!("{function} is not in the process (was libcollector.so preloaded?)")
+        })?;
+        let tid = self.dbg.current_tid;
+        let value = self.dbg.call_function_with(tid, address, args)?;
+        // The functions return a C int.
+        Ok(value as u32 as i32)
+    }
+
+    /// If the process ended during a call, report it as the stop it is.
+    fn after_collector_call(&mut self) {
+        if self.dbg.is_running() && self.dbg.process_has_ended() {
+            if let Err(e) = self.resume(|dbg, conditions| dbg.cont(conditions)) {
+                eprintln!("rdbx: {e:#}");
+            }
+        }
+    }
+}
+
+fn check_status(function: &str, status: i32) -> Result<()> {
+    if status != 0 {
+        bail!("{function} returned {status}");
+    }
+    Ok(())
+}
