@@ -47,11 +47,14 @@ extern "C" fn on_load() {
     let Ok(config) = Config::parse(&text) else {
         return;
     };
+    if config.mode == Mode::Debugger {
+        // rdbx starts the experiment with an injected call at the entry
+        // point. (Descendants of a debugged process find mode=collect: the
+        // started collector rewrites the environment entry.)
+        return;
+    }
     let role = state::role_from_environment(&config);
-    let start = match role {
-        state::Role::Founder => config.mode == Mode::Collect,
-        _ => config.follow,
-    };
+    let start = role == state::Role::Founder || config.follow;
     if start {
         let (pause_signal, sample_signal) = (config.pause_signal, config.sample_signal);
         match state::start(config, role) {
