@@ -91,12 +91,14 @@ __attribute__((noinline)) void sort_work(void) {
     printf("cpu sort_work %.6f\n", thread_cpu() - start);
 }
 
-__attribute__((noinline)) int deep(int n) {
+__attribute__((noinline, noipa)) int deep(int n) {
     if (n <= 1) {
         SPIN("deep_bottom", seconds);
         return 1;
     }
-    return deep(n - 1) + 1;
+    int below = deep(n - 1);
+    sink = below; /* work after the call: gcc cannot turn it into a loop */
+    return below + 1;
 }
 
 static void print_total(void) {
