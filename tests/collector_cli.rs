@@ -559,6 +559,35 @@ fn collect_propagates_the_exit_status_and_makes_the_experiment() {
 }
 
 #[test]
+fn collect_passes_sigterm_on_and_waits() {
+    let dir = scratch_dir("collect-term");
+    let mut child = std::process::Command::new(rdbx_bin())
+        .args(["collect", "-o", "term.er"])
+        .arg(prog("callee-O0"))
+        .args(["spin", "20"])
+        .current_dir(&dir)
+        .env("RDBX_COLLECTOR", fake())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let expt = dir.join("term.er");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while !log_of(&expt).contains("start pid=") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our own child (rdbx, not the program).
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    let log = log_of(&expt);
+    assert!(log.ends_with("terminated how=signal code=15\n"), "{log}");
+}
+
+#[test]
 fn collect_refuses_bad_input_before_starting() {
     let dir = scratch_dir("collect-bad");
     std::fs::create_dir(dir.join("taken.er")).unwrap();
