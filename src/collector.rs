@@ -199,7 +199,7 @@ impl Settings {
 
 /// `10 ms`, `2.5 ms`, `250 us`.
 pub fn milliseconds(ns: u64) -> String {
-    if ns % 1_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000) {
         format!("{} ms", ns / 1_000_000)
     } else if ns >= 1_000_000 {
         format!("{} ms", ns as f64 / 1e6)
@@ -209,7 +209,7 @@ pub fn milliseconds(ns: u64) -> String {
 }
 
 fn seconds(ns: u64) -> String {
-    if ns % 1_000_000_000 == 0 {
+    if ns.is_multiple_of(1_000_000_000) {
         (ns / 1_000_000_000).to_string()
     } else {
         (ns as f64 / 1e9).to_string()

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Bump when the build recipe changes so cached builds are not reused.
-const RECIPE_VERSION: &str = "recipe-3";
+const RECIPE_VERSION: &str = "recipe-4";
 
 // ---------------------------------------------------------------------------
 // Building the test programs
@@ -91,6 +91,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("steps", "O0", &["-O0"]),
         ("steps", "O2", &["-O2"]),
         ("spin", "O0", &["-O0"]),
+        ("callee", "O0", &["-O0"]),
     ];
     let mut out = Vec::new();
     for (stem, variant, flags) in table {
@@ -110,6 +111,19 @@ fn single_source_recipes() -> Vec<Recipe> {
             "dllib.c",
             "-o",
             "libdllib.so",
+        ],
+    ));
+    // A stand-in for libcollector.so (tests of the launcher side).
+    out.push(recipe(
+        "libfakecollector.so",
+        &[
+            "-g",
+            "-O0",
+            "-shared",
+            "-fPIC",
+            "fakecollector.c",
+            "-o",
+            "libfakecollector.so",
         ],
     ));
     // No -g on purpose: main must step over/through a function without line info.
@@ -333,6 +347,7 @@ pub struct Rdbx {
     timeout: Duration,
     check_leftovers: bool,
     cwd: Option<PathBuf>,
+    env: Vec<(String, String)>,
 }
 
 impl Rdbx {
@@ -351,7 +366,17 @@ impl Rdbx {
             timeout: TIMEOUT,
             check_leftovers: true,
             cwd: None,
+            env: Vec::new(),
         }
+    }
+
+    /// An environment variable for rdbx (and the programs it starts).
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Self {
+        self.env.push((
+            key.to_string(),
+            value.as_ref().to_string_lossy().into_owned(),
+        ));
+        self
     }
 
     pub fn cmd(mut self, c: &str) -> Self {
@@ -410,6 +435,9 @@ impl Rdbx {
             .process_group(0);
         if let Some(d) = &self.cwd {
             cmd.current_dir(d);
+        }
+        for (key, value) in &self.env {
+            cmd.env(key, value);
         }
         let mut child = cmd.spawn().expect("spawn rdbx");
         let pgid = child.id() as i32;

@@ -23,6 +23,19 @@ long length(const char *text) { return (long)strlen(text); }
 
 long crash(long address) { return *(volatile long *)address; }
 
+static volatile int handled;
+static void on_signal(int sig) { (void)sig; handled++; }
+
+/* Raises SIG with a handler installed; how many times the handler ran. */
+long raise_and_count(long sig)
+{
+    handled = 0;
+    signal((int)sig, on_signal);
+    raise((int)sig);
+    signal((int)sig, SIG_DFL);
+    return handled;
+}
+
 void tick(int i)
 {
     counter += i; /* MARK:tick */

@@ -1,0 +1,696 @@
+//! The launcher side of the collector: injected function calls in the
+//! engine, the `collector` commands of a session, `rdbx collect`, where the
+//! library comes from, and the errors before a target starts.
+//!
+//! Most tests preload tests/programs/fakecollector.c (RDBX_COLLECTOR):
+//! its `__rdbx_collector_*` functions log what rdbx asked for, so the
+//! launcher is tested without the real library. Tests marked
+//! `#[ignore = "needs libcollector (lead merges)"]` need the real one.
+
+mod common;
+
+use common::*;
+use debugger::breakpoints::{Action, LocationSpec};
+use debugger::call::CallArg;
+use debugger::engine::{Debugger, StopReason};
+use debugger::inferior::LaunchSpec;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Tests that trace from this process: waitpid(-1) in one thread would
+/// take another thread's events, so they run one at a time.
+static PTRACE: Mutex<()> = Mutex::new(());
+
+fn no_conditions(_: &Debugger, _: &str) -> debugger::Result<bool> {
+    Ok(true)
+}
+
+/// A debugger on callee-O0, started and stopped at the first `tick`.
+fn stopped_in_tick() -> (Debugger, i32) {
+    let mut dbg = Debugger::new().expect("debugger");
+    dbg.load(&prog("callee-O0")).expect("load");
+    dbg.start(LaunchSpec::default()).expect("start");
+    dbg.add_breakpoint(
+        LocationSpec::Function("tick".into()),
+        None,
+        None,
+        false,
+        Action::Stop,
+    )
+    .expect("breakpoint");
+    let stop = dbg.cont(&no_conditions).expect("cont");
+    assert!(
+        matches!(stop.reason, StopReason::Breakpoint { .. }),
+        "{stop:?}"
+    );
+    (dbg, stop.tid)
+}
+
+fn address(dbg: &Debugger, name: &str) -> u64 {
+    dbg.function_address(name)
+        .unwrap_or_else(|| panic!("no function {name}"))
+}
+
+/// Continues to the end, counting the stops at `tick`; the exit code.
+fn run_to_end(dbg: &mut Debugger) -> (usize, i32) {
+    let mut ticks = 0;
+    loop {
+        let stop = dbg.cont(&no_conditions).expect("cont");
+        match stop.reason {
+            StopReason::Breakpoint { .. } => ticks += 1,
+            StopReason::Exited { code } => return (ticks, code),
+            other => panic!("unexpected stop {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn call_function_in_libc_and_the_program() {
+    let _one = PTRACE.lock().unwrap_or_else(|e| e.into_inner());
+    let (mut dbg, tid) = stopped_in_tick();
+    let pid = dbg.process().unwrap().pid;
+    let before = dbg.process().unwrap().regs(tid).unwrap();
+
+    let getpid = address(&dbg, "getpid");
+    assert_eq!(dbg.call_function(tid, getpid, &[]).unwrap() as i32, pid);
+    let add2 = address(&dbg, "add2");
+    assert_eq!(dbg.call_function(tid, add2, &[4, 2]).unwrap(), 42);
+    let add6 = address(&dbg, "add6");
+    assert_eq!(
+        dbg.call_function(tid, add6, &[1, 2, 3, 4, 5, 6]).unwrap(),
+        1 + 4 + 9 + 16 + 25 + 36
+    );
+    let length = address(&dbg, "length");
+    let text = CallArg::CString(b"seven c".to_vec());
+    assert_eq!(dbg.call_function_with(tid, length, &[text]).unwrap(), 7);
+    assert!(dbg.call_function(tid, add6, &[0; 7]).is_err());
+    // Signals raised during the call reach the program's handler.
+    let raise = address(&dbg, "raise_and_count");
+    for signal in [libc::SIGPROF, libc::SIGUSR1] {
+        assert_eq!(dbg.call_function(tid, raise, &[signal as u64]).unwrap(), 1);
+    }
+
+    let after = dbg.process().unwrap().regs(tid).unwrap();
+    assert_eq!(format!("{before:?}"), format!("{after:?}"));
+    // The program goes on unchanged: four more ticks, exit 0 (counter == 10).
+    assert_eq!(run_to_end(&mut dbg), (4, 0));
+}
+
+#[test]
+fn a_crash_inside_a_call_restores_the_thread() {
+    let _one = PTRACE.lock().unwrap_or_else(|e| e.into_inner());
+    let (mut dbg, tid) = stopped_in_tick();
+    let before = dbg.process().unwrap().regs(tid).unwrap();
+    let crash = address(&dbg, "crash");
+    let error = dbg.call_function(tid, crash, &[0]).unwrap_err().to_string();
+    assert!(error.contains("SIGSEGV"), "{error}");
+    let after = dbg.process().unwrap().regs(tid).unwrap();
+    assert_eq!(format!("{before:?}"), format!("{after:?}"));
+    // A breakpoint inside the called function abandons the call too.
+    let tick = address(&dbg, "tick");
+    let error = dbg.call_function(tid, tick, &[0]).unwrap_err().to_string();
+    assert!(error.contains("breakpoint"), "{error}");
+    assert_eq!(run_to_end(&mut dbg), (4, 0));
+}
+
+#[test]
+fn the_entry_point_stop_comes_once_before_main() {
+    let _one = PTRACE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut dbg = Debugger::new().expect("debugger");
+    dbg.load(&prog("callee-O0")).expect("load");
+    dbg.start(LaunchSpec::default()).expect("start");
+    dbg.stop_at_entry().expect("entry stop");
+    let stop = dbg.cont(&no_conditions).expect("cont");
+    assert_eq!(stop.reason, StopReason::EntryPoint);
+    assert!(dbg.take_entry_reached());
+    assert!(!dbg.take_entry_reached());
+    // libc is loaded and initialized: calls work here.
+    let pid = dbg.process().unwrap().pid;
+    let getpid = address(&dbg, "getpid");
+    assert_eq!(
+        dbg.call_function(stop.tid, getpid, &[]).unwrap() as i32,
+        pid
+    );
+    dbg.add_breakpoint(
+        LocationSpec::Function("tick".into()),
+        None,
+        None,
+        false,
+        Action::Stop,
+    )
+    .unwrap();
+    assert_eq!(run_to_end(&mut dbg), (5, 0));
+}
+
+// ----- sessions with the fake collector ---------------------------------
+
+fn fake() -> PathBuf {
+    prog("libfakecollector.so")
+}
+
+fn log_of(expt: &Path) -> String {
+    std::fs::read_to_string(expt.join("log")).unwrap_or_default()
+}
+
+/// rdbx on callee-O0 with the fake collector, in `dir`.
+fn session_in(dir: &Path, commands: &[&str], args: &[&str]) -> Outcome {
+    Rdbx::batch()
+        .env("RDBX_COLLECTOR", fake())
+        .cwd(dir)
+        .cmds(commands)
+        .prog(&prog("callee-O0"), args)
+        .run()
+}
+
+#[test]
+fn run_with_collection_starts_the_collector_at_entry() {
+    let dir = scratch_dir("collector-run");
+    let out = session_in(
+        &dir,
+        &[
+            "collector enable",
+            "stop in tick",
+            "run",
+            "collector sample record phase2",
+            "collector pause",
+            "collector status",
+            "collector resume",
+            "delete all",
+            "cont",
+        ],
+        &[],
+    );
+    out.assert_stderr_well_formed();
+    assert!(out.errors().is_empty(), "{}", out.transcript());
+    out.assert_out_contains("state: paused");
+    out.assert_out_contains("execution completed, exit code is 0");
+    let expt = dir.join("test.1.er");
+    let log = log_of(&expt);
+    let pid = out.process_ids()[0];
+    let events: Vec<&str> = log
+        .lines()
+        .map(|l| l.split(' ').nth(1).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "start",
+            "object",
+            "sample",
+            "sample",
+            "pause",
+            "resume",
+            "terminated"
+        ],
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("start pid={pid} pid_ok=1 mode=debugger")),
+        "{log}"
+    );
+    assert!(log.contains("cause=dbx-stop label=-"), "{log}");
+    assert!(log.contains("cause=manual label=phase2"), "{log}");
+    assert!(log.contains("terminated how=exit code=0"), "{log}");
+    let index = std::fs::read_to_string(expt.join("archives/index")).expect("archives/index");
+    let exe = std::fs::canonicalize(prog("callee-O0")).unwrap();
+    assert!(
+        index.starts_with(&format!("path={} build_id=", exe.display())),
+        "{index}"
+    );
+}
+
+#[test]
+fn the_next_run_gets_the_next_experiment_and_kill_terminates_it() {
+    let dir = scratch_dir("collector-next");
+    std::fs::create_dir(dir.join("test.4.er")).unwrap();
+    let out = session_in(
+        &dir,
+        &[
+            "collector enable",
+            "collector dbxsample off",
+            "stop in tick",
+            "run",
+            "run",
+            "kill",
+        ],
+        &[],
+    );
+    assert!(out.errors().is_empty(), "{}", out.transcript());
+    for (name, how) in [
+        ("test.5.er", "signal code=9"),
+        ("test.6.er", "signal code=9"),
+    ] {
+        let log = log_of(&dir.join(name));
+        assert!(log.contains("start pid="), "{name}: {log}");
+        assert!(!log.contains("dbx-stop"), "dbxsample off: {log}");
+        assert!(
+            log.contains(&format!("terminated how={how}")),
+            "{name}: {log}"
+        );
+    }
+}
+
+#[test]
+fn shaping_settings_are_refused_while_an_experiment_is_active() {
+    let dir = scratch_dir("collector-refuse");
+    let out = session_in(
+        &dir,
+        &[
+            "collector enable",
+            "stop in tick",
+            "run",
+            "collector profile timer hi",
+            "collector limit 10",
+            "collector store filename other.er",
+            "collector archive off",
+            "collector show",
+            "collector disable",
+            "collector profile timer hi",
+            "collector show profile",
+            "collector pause",
+        ],
+        &[],
+    );
+    out.assert_stderr_well_formed();
+    let errors = out.errors();
+    let refused = errors
+        .iter()
+        .filter(|l| l.contains("not changed while an experiment is active"))
+        .count();
+    assert_eq!(refused, 4, "{}", out.transcript());
+    out.assert_out_contains("profile: on, timer 10 ms");
+    out.assert_out_contains("archive: on");
+    out.assert_out_contains("profile: on, timer 1 ms");
+    assert!(
+        errors.iter().any(|l| l.contains("no experiment is active")),
+        "{}",
+        out.transcript()
+    );
+    let log = log_of(&dir.join("test.1.er"));
+    assert!(log.contains(" end\n"), "{log}");
+    assert!(log.contains("terminated how=signal code=9"), "{log}");
+}
+
+#[test]
+fn a_collector_that_does_not_start_leaves_the_program_running() {
+    let dir = scratch_dir("collector-fail");
+    let out = Rdbx::batch()
+        .env("RDBX_COLLECTOR", fake())
+        .env("FAKE_COLLECTOR_FAIL", "1")
+        .cwd(&dir)
+        .cmds(&["collector enable", "run", "collector status"])
+        .prog(&prog("callee-O0"), &[])
+        .run();
+    out.assert_stderr_well_formed();
+    assert!(
+        out.stderr.contains("__rdbx_collector_start returned -3"),
+        "{}",
+        out.transcript()
+    );
+    out.assert_out_contains("execution completed, exit code is 0");
+    out.assert_out_contains("state: failed");
+}
+
+#[test]
+fn collector_without_the_library_in_the_process_is_a_clear_error() {
+    // An "library" that is not the collector: nothing to call at entry.
+    let dir = scratch_dir("collector-nolib");
+    let out = Rdbx::batch()
+        .env("RDBX_COLLECTOR", prog("libdllib.so"))
+        .cwd(&dir)
+        .cmds(&["collector enable", "run"])
+        .prog(&prog("callee-O0"), &[])
+        .run();
+    out.assert_stderr_well_formed();
+    assert!(
+        out.stderr
+            .contains("__rdbx_collector_start is not in the process"),
+        "{}",
+        out.transcript()
+    );
+    out.assert_out_contains("execution completed, exit code is 0");
+}
+
+#[test]
+fn settings_and_bad_input() {
+    let out = Rdbx::batch()
+        .cmds(&[
+            "collector show",
+            "collector profile timer 250u",
+            "collector sample period 0.5",
+            "collector sample manual",
+            "collector limit 20",
+            "collector archive copy",
+            "collector store filename mine.er",
+            "collector show",
+            "collector profile sometimes",
+            "collector store filename mine",
+            "collector hwprofile on",
+            "collector status",
+            "collector enable",
+            "collector pause",
+        ])
+        .run();
+    out.assert_stderr_well_formed();
+    for line in [
+        "collection: disabled",
+        "profile: on, timer 10 ms",
+        "sample: periodic, period 1 s",
+        "dbxsample: on",
+        "limit: unlimited",
+        "archive: on",
+        "store filename: test.1.er",
+        "profile: on, timer 250 us",
+        "sample: manual (period 0.5 s)",
+        "limit: 20 MB",
+        "archive: copy",
+        "store filename: mine.er",
+        "no experiment (collector enable, then run)",
+    ] {
+        assert!(out.has_line(line), "{line}\n{}", out.transcript());
+    }
+    let errors = out.errors().join("\n");
+    for needle in [
+        "collector profile: expected on or off, got \"sometimes\"",
+        "must end in .er",
+        "hardware-counter profiling is not available yet",
+        "collector pause: no experiment is active",
+    ] {
+        assert!(errors.contains(needle), "{needle}\n{}", out.transcript());
+    }
+}
+
+/// Runs `collector enable` + `run` with a setup; the outcome, which must
+/// show no started process.
+fn refused_run(dir: &Path, program: &Path, setup: &[&str]) -> Outcome {
+    let mut commands = vec!["collector enable"];
+    commands.extend_from_slice(setup);
+    commands.push("run");
+    let out = Rdbx::batch()
+        .env("RDBX_COLLECTOR", fake())
+        .cwd(dir)
+        .cmds(&commands)
+        .prog(program, &[])
+        .run();
+    out.assert_stderr_well_formed();
+    out.assert_out_lacks("Running:");
+    out
+}
+
+#[test]
+fn errors_before_the_target_starts() {
+    let dir = scratch_dir("collector-refusals");
+    std::fs::create_dir(dir.join("taken.er")).unwrap();
+    let out = refused_run(
+        &dir,
+        &prog("callee-O0"),
+        &["collector store filename taken.er"],
+    );
+    assert!(
+        out.stderr.contains("taken.er already exists"),
+        "{}",
+        out.transcript()
+    );
+
+    let out = refused_run(
+        &dir,
+        &prog("callee-O0"),
+        &["collector store directory /nonexistent/place"],
+    );
+    assert!(
+        out.stderr.contains("/nonexistent/place"),
+        "{}",
+        out.transcript()
+    );
+
+    // Unwritable: as root every directory is writable, /proc is not.
+    let unwritable = dir.join("readonly");
+    std::fs::create_dir(&unwritable).unwrap();
+    let mut permissions = std::fs::metadata(&unwritable).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o555);
+    std::fs::set_permissions(&unwritable, permissions).unwrap();
+    // SAFETY: getuid cannot fail.
+    let target = if unsafe { libc::getuid() } == 0 {
+        PathBuf::from("/proc")
+    } else {
+        unwritable
+    };
+    let setup = format!("collector store directory {}", target.display());
+    let out = refused_run(&dir, &prog("callee-O0"), &[&setup]);
+    assert!(
+        out.stderr.contains("cannot write experiments in")
+            || out.stderr.contains("cannot create experiment"),
+        "{}",
+        out.transcript()
+    );
+
+    let setuid = dir.join("callee-setuid");
+    std::fs::copy(prog("callee-O0"), &setuid).unwrap();
+    let mut permissions = std::fs::metadata(&setuid).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o4755);
+    std::fs::set_permissions(&setuid, permissions).unwrap();
+    let out = refused_run(&dir, &setuid, &[]);
+    assert!(
+        out.stderr.contains("setuid or setgid"),
+        "{}",
+        out.transcript()
+    );
+
+    if let Some(program) = static_program(&dir) {
+        let out = refused_run(&dir, &program, &[]);
+        assert!(
+            out.stderr.contains("statically linked"),
+            "{}",
+            out.transcript()
+        );
+    }
+    // Nothing was created by the refused runs.
+    let experiments: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".er") && n != "taken.er")
+        .collect();
+    assert!(experiments.is_empty(), "{experiments:?}");
+}
+
+/// callee.c linked with -static, if the toolchain has a static libc.
+fn static_program(dir: &Path) -> Option<PathBuf> {
+    let out = dir.join("callee-static");
+    let built = std::process::Command::new("gcc")
+        .args(["-O0", "-static", "-o"])
+        .arg(&out)
+        .arg(sources_dir().join("callee.c"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("no static libc: the static-executable check is not tested");
+    }
+    built.then_some(out)
+}
+
+#[test]
+fn enable_on_a_running_process_is_not_supported_yet() {
+    let out = Rdbx::batch()
+        .cmds(&["stop in tick", "run", "collector enable"])
+        .prog(&prog("callee-O0"), &[])
+        .run();
+    assert!(
+        out.stderr
+            .contains("not supported yet on a running process"),
+        "{}",
+        out.transcript()
+    );
+}
+
+// ----- rdbx collect -----------------------------------------------------
+
+fn collect(dir: &Path, options: &[&str], args: &[&str]) -> std::process::Output {
+    std::process::Command::new(rdbx_bin())
+        .arg("collect")
+        .args(options)
+        .arg(prog("callee-O0"))
+        .args(args)
+        .current_dir(dir)
+        .env("RDBX_COLLECTOR", fake())
+        .output()
+        .expect("run rdbx collect")
+}
+
+#[test]
+fn collect_propagates_the_exit_status_and_makes_the_experiment() {
+    let dir = scratch_dir("collect-status");
+    let output = collect(
+        &dir,
+        &["-o", "seven.er", "-C", "first try", "-p", "hi"],
+        &["exit", "7"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(7), "{stderr}");
+    let expt = dir.join("seven.er");
+    assert!(
+        stderr.contains(&format!("rdbx collect: experiment {}", expt.display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(expt.join("notes")).unwrap(),
+        "first try\n"
+    );
+    let log = log_of(&expt);
+    assert!(log.contains("pid_ok=1 mode=collect"), "{log}");
+    assert!(log.contains("terminated how=exit code=7"), "{log}");
+    assert!(expt.join("archives/index").exists());
+
+    let output = collect(&dir, &["-A", "off"], &["kill", "15"]);
+    assert_eq!(output.status.code(), Some(128 + 15));
+    let log = log_of(&dir.join("test.1.er"));
+    assert!(log.contains("terminated how=signal code=15"), "{log}");
+    assert!(!dir.join("test.1.er/archives").exists());
+
+    let output = collect(&dir, &["-A", "copy", "-d", "sub"], &[]);
+    assert_eq!(output.status.code(), Some(127), "no directory sub");
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let output = collect(&dir, &["-A", "copy", "-d", "sub"], &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let copied = std::fs::read_dir(dir.join("sub/test.1.er/archives/files"))
+        .unwrap()
+        .count();
+    assert_eq!(copied, 1);
+}
+
+#[test]
+fn collect_passes_sigterm_on_and_waits() {
+    let dir = scratch_dir("collect-term");
+    let mut child = std::process::Command::new(rdbx_bin())
+        .args(["collect", "-o", "term.er"])
+        .arg(prog("callee-O0"))
+        .args(["spin", "20"])
+        .current_dir(&dir)
+        .env("RDBX_COLLECTOR", fake())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let expt = dir.join("term.er");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while !log_of(&expt).contains("start pid=") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the program never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: kill(2) on our own child (rdbx, not the program).
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    let log = log_of(&expt);
+    assert!(log.ends_with("terminated how=signal code=15\n"), "{log}");
+}
+
+#[test]
+fn collect_refuses_bad_input_before_starting() {
+    let dir = scratch_dir("collect-bad");
+    std::fs::create_dir(dir.join("taken.er")).unwrap();
+    for (options, needle) in [
+        (&["-o", "taken.er"][..], "already exists"),
+        (&["-o", "noext"][..], "must end in .er"),
+        (&["-p", "sometimes"][..], "-p: expected on, hi, lo"),
+        (&["-y", "SIGBOGUS"][..], "-y: unknown signal"),
+        (&["-A", "maybe"][..], "-A: expected on, off or copy"),
+    ] {
+        let output = collect(&dir, options, &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(127), "{options:?}: {stderr}");
+        assert!(stderr.contains(needle), "{options:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{options:?}: {stderr}");
+        // And the program did not run.
+        assert!(!stderr.contains("counter="), "{stderr}");
+    }
+}
+
+// ----- the library --------------------------------------------------------
+
+#[test]
+fn the_embedded_library_is_installed_into_the_cache() {
+    let home = scratch_dir("collector-home");
+    let out = Rdbx::batch()
+        .env("HOME", &home)
+        .env("XDG_CACHE_HOME", "")
+        .env("RDBX_COLLECTOR", "")
+        .cmd("collector version")
+        .run();
+    out.assert_stderr_well_formed();
+    let line = out
+        .out_lines()
+        .first()
+        .copied()
+        .unwrap_or_default()
+        .to_string();
+    assert!(line.starts_with("collector "), "{}", out.transcript());
+    assert!(line.contains("(embedded, "), "{line}");
+    let path = line.rsplit(" at ").next().unwrap();
+    assert!(
+        path.starts_with(&format!("{}/.cache/rdbx/libcollector-", home.display())),
+        "{line}"
+    );
+    assert!(Path::new(path).exists(), "{line}");
+    let out = Rdbx::batch()
+        .env("RDBX_COLLECTOR", fake())
+        .cmd("collector version")
+        .run();
+    out.assert_out_contains("(RDBX_COLLECTOR, ");
+}
+
+#[test]
+#[ignore = "needs libcollector (lead merges)"]
+fn the_real_library_records_clock_events_and_samples() {
+    let dir = scratch_dir("collector-real");
+    let out = Rdbx::batch()
+        .env("RDBX_COLLECTOR", "")
+        .cwd(&dir)
+        .cmds(&[
+            "collector enable",
+            "stop in main",
+            "run",
+            "collector sample record begin",
+            "delete all",
+            "cont",
+            "collector status",
+        ])
+        .prog(&prog("callee-O0"), &["spin", "0.5"])
+        .run();
+    out.assert_stderr_well_formed();
+    assert!(out.errors().is_empty(), "{}", out.transcript());
+    let status = out.stdout.clone();
+    let events: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("clock events: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(events >= 20, "{status}");
+    let log = log_of(&dir.join("test.1.er"));
+    assert!(log.contains("label=begin"), "{log}");
+    assert!(log.contains(" end\n"), "{log}");
+}
+
+#[test]
+#[ignore = "needs libcollector (lead merges)"]
+fn collect_with_the_real_library() {
+    let dir = scratch_dir("collect-real");
+    let output = std::process::Command::new(rdbx_bin())
+        .args(["collect", "-o", "spin.er"])
+        .arg(prog("callee-O0"))
+        .args(["spin", "0.3"])
+        .current_dir(&dir)
+        .env_remove("RDBX_COLLECTOR")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let manifest = std::fs::read_to_string(dir.join("spin.er/manifest")).unwrap();
+    assert!(manifest.starts_with("format=rdbx-experiment"), "{manifest}");
+    let log = log_of(&dir.join("spin.er"));
+    assert!(
+        log.contains(" end\n") && log.contains("terminated how=exit code=0"),
+        "{log}"
+    );
+}
