@@ -4,8 +4,9 @@
 //!
 //! Most tests preload tests/programs/fakecollector.c (RDBX_COLLECTOR):
 //! its `__rdbx_collector_*` functions log what rdbx asked for, so the
-//! launcher is tested without the real library. Tests marked
-//! `#[ignore = "needs libcollector (lead merges)"]` need the real one.
+//! launcher is tested without the real library; the tests named
+//! `..._real_library...` use the embedded one. tests/collector.rs checks
+//! what the real collector records.
 
 mod common;
 
@@ -642,7 +643,6 @@ fn the_embedded_library_is_installed_into_the_cache() {
 }
 
 #[test]
-#[ignore = "needs libcollector (lead merges)"]
 fn the_real_library_records_clock_events_and_samples() {
     let dir = scratch_dir("collector-real");
     let out = Rdbx::batch()
@@ -674,7 +674,6 @@ fn the_real_library_records_clock_events_and_samples() {
 }
 
 #[test]
-#[ignore = "needs libcollector (lead merges)"]
 fn collect_with_the_real_library() {
     let dir = scratch_dir("collect-real");
     let output = std::process::Command::new(rdbx_bin())
