@@ -141,7 +141,11 @@ fn stacks_through_libc_at_o2_reach_main() {
     assert_function_close(&profile, "compare", inclusive_seconds(&profile, "compare"));
     // qsort's own frames are in libc; every stack must get through them.
     let qsort = inclusive_seconds(&profile, "qsort_r") + inclusive_seconds(&profile, "qsort");
-    assert!(qsort > 0.3, "time under qsort: {qsort}\n{:#?}", profile.functions);
+    assert!(
+        qsort > 0.3,
+        "time under qsort: {qsort}\n{:#?}",
+        profile.functions
+    );
     let reaching = profile.events_reaching_main as f64 / profile.events as f64;
     assert!(
         reaching > 0.97 && profile.failed_stacks * 50 < profile.events,
@@ -165,9 +169,9 @@ fn fork_child_writes_f1_inside_the_founder() {
     let child = profile_of(&child_dir);
     assert_function_close(&child, "child_work", truth["child_work"]);
     assert!(inclusive_seconds(&child, "parent_work") == 0.0);
-    assert!(log_of(&founder).iter().any(
-        |e| matches!(e, Event::Fork { child_expt, .. } if child_expt == "_f1.er")
-    ));
+    assert!(log_of(&founder)
+        .iter()
+        .any(|e| matches!(e, Event::Fork { child_expt, .. } if child_expt == "_f1.er")));
     assert!(log_of(&child_dir)
         .iter()
         .any(|e| matches!(e, Event::Descendant { parent_expt, .. } if parent_expt == ".")));
@@ -178,7 +182,10 @@ fn fork_child_writes_f1_inside_the_founder() {
         .iter()
         .map(|s| s.cause.name().to_string())
         .collect();
-    assert!(causes.contains(&"fork-before".to_string()) && causes.contains(&"fork-after".to_string()), "{causes:?}");
+    assert!(
+        causes.contains(&"fork-before".to_string()) && causes.contains(&"fork-after".to_string()),
+        "{causes:?}"
+    );
     let archived = Experiment::open(&founder).unwrap().archive_index().unwrap();
     assert!(archived.iter().any(|o| o.path == phases()), "{archived:?}");
 }
@@ -207,10 +214,17 @@ fn nothing_is_recorded_while_paused() {
     assert_function_close(&profile, "phase_one", truth["phase_one"]);
     assert_function_close(&profile, "phase_two", truth["phase_two"]);
     let paused = inclusive_seconds(&profile, "paused_work");
-    assert!(paused <= 0.02, "paused_work recorded {paused}s while paused");
+    assert!(
+        paused <= 0.02,
+        "paused_work recorded {paused}s while paused"
+    );
     let log = log_of(&dir.join("p.er"));
-    assert!(log.iter().any(|e| matches!(e, Event::Pause { cause } if cause == "api")));
-    assert!(log.iter().any(|e| matches!(e, Event::Resume { cause } if cause == "api")));
+    assert!(log
+        .iter()
+        .any(|e| matches!(e, Event::Pause { cause } if cause == "api")));
+    assert!(log
+        .iter()
+        .any(|e| matches!(e, Event::Resume { cause } if cause == "api")));
 }
 
 #[test]
@@ -225,7 +239,12 @@ fn deep_stacks_are_truncated_at_the_limit() {
         .filter_map(|e| stacks.get(&e.stack_id))
         .filter(|s| s.status == experiment::layout::StackStatus::Truncated)
         .collect();
-    assert!(truncated.len() * 10 >= events.len() * 9, "{} of {} truncated", truncated.len(), events.len());
+    assert!(
+        truncated.len() * 10 >= events.len() * 9,
+        "{} of {} truncated",
+        truncated.len(),
+        events.len()
+    );
     assert!(truncated.iter().all(|s| s.pcs.len() == 256));
 }
 
@@ -246,13 +265,21 @@ fn sigkill_mid_run_leaves_a_readable_experiment() {
     let target_pid = loop {
         assert!(Instant::now() < deadline, "the collector did not record");
         std::thread::sleep(Duration::from_millis(100));
-        let Ok(expt) = Experiment::open(&expt_dir) else { continue };
-        let Ok(events) = expt.clock_events() else { continue };
+        let Ok(expt) = Experiment::open(&expt_dir) else {
+            continue;
+        };
+        let Ok(events) = expt.clock_events() else {
+            continue;
+        };
         let recorded: u64 = events.iter().map(|e| u64::from(e.weight_ns)).sum();
-        let pid = expt.log().unwrap_or_default().iter().find_map(|e| match &e.event {
-            Event::Start(start) => Some(start.pid),
-            _ => None,
-        });
+        let pid = expt
+            .log()
+            .unwrap_or_default()
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Start(start) => Some(start.pid),
+                _ => None,
+            });
         if let (Some(pid), true) = (pid, recorded > 1_000_000_000) {
             break pid;
         }
@@ -260,7 +287,11 @@ fn sigkill_mid_run_leaves_a_readable_experiment() {
     // SAFETY: kill(2) on the target's pid.
     unsafe { libc::kill(target_pid as i32, libc::SIGKILL) };
     let status = child.wait().expect("wait rdbx collect");
-    assert_eq!(status.code(), Some(128 + 9), "rdbx collect exits like the target");
+    assert_eq!(
+        status.code(),
+        Some(128 + 9),
+        "rdbx collect exits like the target"
+    );
     let expt = Experiment::open(&expt_dir).unwrap();
     let summary = expt.summary().unwrap();
     assert_eq!(summary.profile_blocks.damaged, 0);
@@ -290,17 +321,29 @@ fn sample_record_at_a_breakpoint_splits_two_phases() {
         .prog(phases(), &[])
         .run();
     let truth = truth(&out.stdout);
-    let expt = Experiment::open(dir.join("phases.er")).unwrap_or_else(|e| panic!("{e}\n{}", out.transcript()));
+    let expt = Experiment::open(dir.join("phases.er"))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.transcript()));
     let samples = expt.samples().unwrap();
     let split = samples
         .iter()
         .find(|s| s.label == "second")
         .unwrap_or_else(|| panic!("no sample labelled second: {samples:?}"))
         .timestamp_ns;
-    assert!(samples.iter().any(|s| s.cause.name() == "dbx-stop"), "{samples:?}");
+    assert!(
+        samples.iter().any(|s| s.cause.name() == "dbx-stop"),
+        "{samples:?}"
+    );
     let events = expt.clock_events().unwrap();
-    let before: u64 = events.iter().filter(|e| e.timestamp_ns < split).map(|e| u64::from(e.weight_ns)).sum();
-    let after: u64 = events.iter().filter(|e| e.timestamp_ns >= split).map(|e| u64::from(e.weight_ns)).sum();
+    let before: u64 = events
+        .iter()
+        .filter(|e| e.timestamp_ns < split)
+        .map(|e| u64::from(e.weight_ns))
+        .sum();
+    let after: u64 = events
+        .iter()
+        .filter(|e| e.timestamp_ns >= split)
+        .map(|e| u64::from(e.weight_ns))
+        .sum();
     for (recorded, function) in [(before, "phase_one"), (after, "phase_two")] {
         let recorded = recorded as f64 / 1e9;
         let expected = truth[function];
@@ -334,8 +377,86 @@ fn debugger_pause_and_resume() {
         .run();
     let truth = truth(&out.stdout);
     let profile = profile_of(&dir.join("pause.er"));
-    assert!(inclusive_seconds(&profile, "phase_one") <= 0.02, "{:#?}", profile.functions);
+    assert!(
+        inclusive_seconds(&profile, "phase_one") <= 0.02,
+        "{:#?}",
+        profile.functions
+    );
     assert_function_close(&profile, "phase_two", truth["phase_two"]);
     let log = log_of(&dir.join("pause.er"));
-    assert!(log.iter().any(|e| matches!(e, Event::Pause { cause } if cause == "debugger")));
+    assert!(log
+        .iter()
+        .any(|e| matches!(e, Event::Pause { cause } if cause == "debugger")));
+}
+
+/// The program's own SIGPROF profiling (handler + setitimer) keeps
+/// working beside the collector's, and blocking SIGPROF does not hide the
+/// program from the collector.
+#[test]
+fn the_programs_own_sigprof_handler_and_timer_keep_working() {
+    let dir = scratch_dir("collect-own-sigprof");
+    let alone = Command::new(phases())
+        .args(["own-sigprof", "0.3"])
+        .output()
+        .unwrap();
+    let output = collect(&dir, &["-o", "s.er"], &["own-sigprof", "0.3"]);
+    for run in [&alone, &output] {
+        let text = String::from_utf8_lossy(&run.stdout);
+        let ticks: u32 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("own_sigprof "))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no own_sigprof line: {text}"));
+        assert!(
+            ticks >= 10,
+            "the program's own SIGPROF handler ran {ticks} times\n{text}"
+        );
+    }
+    let truth = truth(&String::from_utf8_lossy(&output.stdout));
+    let profile = profile_of(&dir.join("s.er"));
+    assert_function_close(&profile, "phase_one", truth["phase_one"]);
+    assert_function_close(&profile, "phase_two", truth["phase_two"]);
+}
+
+/// `-y SIGNAL` starts paused and toggles; `-l SIGNAL` records a sample.
+#[test]
+fn pause_and_sample_signals() {
+    let dir = scratch_dir("collect-signals");
+    let output = collect(
+        &dir,
+        &["-o", "y.er", "-y", "USR1", "-l", "USR2"],
+        &["signals", "0.3"],
+    );
+    let truth = truth(&String::from_utf8_lossy(&output.stdout));
+    let expt = Experiment::open(dir.join("y.er")).unwrap();
+    let profile = clock_profile(&expt).unwrap();
+    assert!(
+        inclusive_seconds(&profile, "paused_work") <= 0.02,
+        "{:#?}",
+        profile.functions
+    );
+    assert_function_close(&profile, "phase_one", truth["phase_one"]);
+    assert_function_close(&profile, "phase_two", truth["phase_two"]);
+    let samples = expt.samples().unwrap();
+    assert!(
+        samples.iter().any(|s| s.cause.name() == "signal"),
+        "{samples:?}"
+    );
+    let log = log_of(&dir.join("y.er"));
+    assert!(log
+        .iter()
+        .any(|e| matches!(e, Event::Resume { cause } if cause == "signal")));
+}
+
+/// collector_api.h's weak references: without the collector the calls do
+/// nothing and the program runs unchanged.
+#[test]
+fn the_api_is_harmless_without_the_collector() {
+    let output = Command::new(phases())
+        .args(["pause", "0.05"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let truth = truth(&String::from_utf8_lossy(&output.stdout));
+    assert!(truth.contains_key("paused_work") && truth.contains_key("phase_two"));
 }

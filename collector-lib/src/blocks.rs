@@ -313,3 +313,84 @@ fn extend(fd: i32, offset: i64) -> Result<(), WriteError> {
         Err(WriteError::Disk)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use experiment::layout::{parse_block, BlockState, ClockEvent, KIND_PROFILE};
+    use std::os::fd::IntoRawFd;
+
+    fn event(n: u64) -> [u8; 24] {
+        ClockEvent {
+            timestamp_ns: n,
+            stack_id: n + 1,
+            weight_ns: 10,
+            cpu: 0,
+            reserved: 0,
+        }
+        .to_bytes()
+    }
+
+    #[test]
+    fn blocks_fill_until_the_limit_and_stay_valid() {
+        let dir = std::env::temp_dir().join(format!("rdbx-blocks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("profile");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let blocks = BlockFile::new(KIND_PROFILE);
+        blocks.open(file.into_raw_fd());
+        let budget = Budget::new();
+        budget.limit.store(2 * BLOCK_SIZE as u64, Ordering::Relaxed);
+        let mut cursor = Cursor::new();
+        let mut written = 0u64;
+        let error = loop {
+            match blocks.append(&mut cursor, &budget, 42, written, &[&event(written)]) {
+                Ok(()) => written += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(error, WriteError::Limit);
+        let per_block = ((BLOCK_SIZE - HEADER_SIZE) / 24) as u64;
+        assert_eq!(written, 2 * per_block, "two whole blocks, then the limit");
+        blocks.retire(&mut cursor);
+        blocks.close();
+
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len(), 2 * BLOCK_SIZE);
+        let mut read = 0u64;
+        for block in data.chunks(BLOCK_SIZE) {
+            match parse_block(block, BLOCK_SIZE, KIND_PROFILE) {
+                BlockState::Used(used) => {
+                    assert_eq!(used.header.tid, 42);
+                    assert!(!used.clamped && !used.cut);
+                    for record in used.records.chunks(24) {
+                        let e = ClockEvent::from_bytes(record).unwrap();
+                        assert_eq!(e.timestamp_ns, read);
+                        assert_eq!(e.stack_id, read + 1);
+                        read += 1;
+                    }
+                }
+                other => panic!("block not used: {other:?}"),
+            }
+        }
+        assert_eq!(read, written);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_closed_file_refuses_records() {
+        let blocks = BlockFile::new(KIND_PROFILE);
+        let mut cursor = Cursor::new();
+        let budget = Budget::new();
+        assert_eq!(
+            blocks.append(&mut cursor, &budget, 1, 0, &[&event(0)]),
+            Err(WriteError::Closed)
+        );
+    }
+}

@@ -16,12 +16,19 @@
  *                phase_two (through collector_api.h)
  *   forever      spin in phase_one until killed
  *   deep N       recursion N deep, spinning at the bottom
+ *   own-sigprof  the program profiles itself with setitimer(ITIMER_PROF) and
+ *                its own SIGPROF handler, and blocks SIGPROF for a while;
+ *                prints "own_sigprof COUNT"
+ *   signals      paused_work, raise(SIGUSR1), phase_one, raise(SIGUSR2),
+ *                phase_two (for rdbx collect -y USR1 -l USR2)
  *
  * Output lines: "cpu FUNCTION SECONDS", and "total SECONDS" (process CPU
  * from getrusage at the end).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +108,35 @@ __attribute__((noinline, noipa)) int deep(int n) {
     return below + 1;
 }
 
+static volatile sig_atomic_t own_ticks;
+static void on_own_sigprof(int signal) {
+    (void)signal;
+    own_ticks++;
+}
+
+static void own_sigprof(void) {
+    struct sigaction action = {0}, old;
+    action.sa_handler = on_own_sigprof;
+    sigaction(SIGPROF, &action, NULL);
+    sigaction(SIGPROF, NULL, &old);
+    if (old.sa_handler != on_own_sigprof) {
+        printf("sigaction does not return our handler\n");
+        exit(3);
+    }
+    struct itimerval timer = {{0, 10000}, {0, 10000}};
+    setitimer(ITIMER_PROF, &timer, NULL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPROF);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    phase_one();
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    phase_two();
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_PROF, &off, NULL);
+    printf("own_sigprof %d\n", (int)own_ticks);
+}
+
 static void print_total(void) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
@@ -155,6 +191,14 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "deep")) {
         int n = argc > 3 ? atoi(argv[3]) : 300;
         deep(n);
+    } else if (!strcmp(mode, "own-sigprof")) {
+        own_sigprof();
+    } else if (!strcmp(mode, "signals")) {
+        paused_work();
+        raise(SIGUSR1);
+        phase_one();
+        raise(SIGUSR2);
+        phase_two();
     } else {
         fprintf(stderr, "unknown mode %s\n", mode);
         return 2;
