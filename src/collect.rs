@@ -5,12 +5,12 @@
 //! the experiment), waits, appends `terminated`, writes the archives and
 //! exits with the program's status.
 
-use crate::collector::{self, Mode, Settings};
+use crate::collector::{self, Settings, Termination};
 use crate::collector_lib;
-use crate::experiment_dir::{self, archive, Termination};
 use anyhow::{anyhow, bail, Context as _, Result};
 use clap::Parser;
 use commands::ArchiveMode;
+use experiment::Mode;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -96,11 +96,9 @@ fn run(options: CollectOptions) -> Result<i32> {
     let name = settings.experiment_name();
     collector::check_before_start(&settings.directory, &name, &program)?;
     let library = collector_lib::locate()?;
-    let expt = experiment_dir::create_experiment_dir(&settings.directory, &name)
-        .map_err(|e| anyhow!(e))?;
+    let expt = collector::create_experiment(&settings.directory, &name)?;
     if !comments.is_empty() {
-        experiment_dir::write_notes(&expt, &(comments.join("\n") + "\n"))
-            .map_err(|e| anyhow!(e))?;
+        experiment::write_notes(&expt, &(comments.join("\n") + "\n"))?;
     }
     let launch = Launch::new(
         &program,
@@ -111,13 +109,8 @@ fn run(options: CollectOptions) -> Result<i32> {
         &library.path,
     )?;
     let termination = launch.run()?;
-    if let Err(problem) = experiment_dir::append_terminated(&expt, termination) {
+    for problem in collector::finish_experiment(&expt, termination, settings.archive) {
         eprintln!("rdbx collect: warning: {problem}");
-    }
-    if settings.archive != ArchiveMode::Off {
-        if let Err(problem) = archive::write_archive(&expt, settings.archive == ArchiveMode::Copy) {
-            eprintln!("rdbx collect: warning: archive: {problem}");
-        }
     }
     eprintln!("rdbx collect: experiment {}", expt.display());
     Ok(match termination {

@@ -2,9 +2,9 @@
 //! starts, and the config string the library reads (collector design:
 //! `key=value;...`, percent-encoded values).
 
-use crate::experiment_dir::{self, encode_value};
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use commands::{ArchiveMode, ShowWhat};
+use experiment::{Config, Mode, TerminatedHow};
 use std::path::{Path, PathBuf};
 
 /// Default sample period (1 s) and stack depth limit.
@@ -61,19 +61,32 @@ impl Default for Settings {
     }
 }
 
-/// `debugger` (the library waits for __rdbx_collector_start) or `collect`.
+/// How the founder process ended, for the `terminated` log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Debugger,
-    Collect,
+pub enum Termination {
+    Exit(i32),
+    Signal(i32),
+}
+
+impl Termination {
+    /// The fields of the `terminated` line.
+    fn how_and_code(self) -> (TerminatedHow, i32) {
+        match self {
+            Termination::Exit(code) => (TerminatedHow::Exit, code),
+            Termination::Signal(signal) => (TerminatedHow::Signal, signal),
+        }
+    }
 }
 
 impl Settings {
     /// The experiment name the next run gets.
     pub fn experiment_name(&self) -> String {
-        self.filename
-            .clone()
-            .unwrap_or_else(|| experiment_dir::next_default_name(&self.directory))
+        self.filename.clone().unwrap_or_else(|| {
+            let next = experiment::next_default_name(&self.directory);
+            next.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
     }
 
     /// After an experiment was made under an explicit name, the next one
@@ -84,43 +97,28 @@ impl Settings {
         }
     }
 
-    /// The config string for a process (collector design).
+    /// The config string for a process (collector design); `expt` is both
+    /// the experiment and the founder.
     pub fn config(&self, expt: &Path, pid: i32, mode: Mode) -> String {
-        let path = encode_value(expt.as_os_str().as_encoded_bytes());
-        let fields = [
-            ("expt", path.clone()),
-            ("founder", path),
-            ("pid", pid.to_string()),
-            (
-                "mode",
-                match mode {
-                    Mode::Debugger => "debugger",
-                    Mode::Collect => "collect",
-                }
-                .to_string(),
-            ),
-            ("profile", self.profile_ns.unwrap_or(0).to_string()),
-            ("depth", self.depth.to_string()),
-            (
-                "sample",
-                if self.sample_periodic {
-                    self.sample_ns
-                } else {
-                    0
-                }
-                .to_string(),
-            ),
-            ("limit", self.limit.unwrap_or(0).to_string()),
-            ("follow", u8::from(self.follow).to_string()),
-            ("pause_signal", self.pause_signal.to_string()),
-            ("sample_signal", self.sample_signal.to_string()),
-            ("paused", u8::from(self.start_paused).to_string()),
-        ];
-        fields
-            .iter()
-            .map(|(key, value)| format!("{key}={value}"))
-            .collect::<Vec<_>>()
-            .join(";")
+        Config {
+            expt: expt.to_path_buf(),
+            founder: expt.to_path_buf(),
+            pid: u32::try_from(pid).unwrap_or(0),
+            mode,
+            profile_ns: self.profile_ns.unwrap_or(0),
+            depth: self.depth,
+            sample_ns: if self.sample_periodic {
+                self.sample_ns
+            } else {
+                0
+            },
+            limit_bytes: self.limit.unwrap_or(0),
+            follow: self.follow,
+            pause_signal: self.pause_signal,
+            sample_signal: self.sample_signal,
+            paused: self.start_paused,
+        }
+        .to_config_string()
     }
 
     /// `collector show [WHAT]`.
@@ -227,10 +225,77 @@ fn next_numbered(name: &str) -> String {
     format!("{stem}.1.er")
 }
 
+/// Creates the founder directory `directory/name` (which must not exist)
+/// and returns its absolute path: the library is given absolute paths.
+pub fn create_experiment(directory: &Path, name: &str) -> Result<PathBuf> {
+    let directory = std::fs::canonicalize(directory)
+        .map_err(|e| anyhow!("experiment directory {}: {e}", directory.display()))?;
+    let path = directory.join(name);
+    experiment::create_experiment_dir(&path)?;
+    Ok(path)
+}
+
+/// After the process of `expt` ended: the `terminated` line, then
+/// `archives/`. What went wrong, as warnings: the experiment stays usable.
+pub fn finish_experiment(expt: &Path, how: Termination, archive: ArchiveMode) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let (how, code) = how.how_and_code();
+    if let Err(problem) = experiment::append_terminated(expt, how, code) {
+        warnings.push(problem.to_string());
+    }
+    if archive != ArchiveMode::Off {
+        match experiment::archive::write_archive(expt, archive == ArchiveMode::Copy) {
+            Ok(summary) => warnings.extend(
+                summary
+                    .warnings
+                    .into_iter()
+                    .map(|w| format!("archive: {w}")),
+            ),
+            Err(problem) => warnings.push(format!("archive: {problem}")),
+        }
+    }
+    warnings
+}
+
+/// What `collector status` counts: an experiment and its descendants.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Figures {
+    pub descendants: usize,
+    pub clock_events: u64,
+    pub samples: usize,
+    pub data_bytes: u64,
+}
+
+/// Reads the founder `expt` (and every descendant that can be read: one
+/// just being made has no manifest yet) as it is now.
+pub fn figures(expt: &Path) -> experiment::Result<Figures> {
+    let founder = experiment::Experiment::open(expt)?;
+    let descendants = founder.descendants();
+    let readable = descendants
+        .iter()
+        .filter_map(|d| experiment::Experiment::open(d).ok()?.summary().ok());
+    let mut figures = Figures {
+        descendants: descendants.len(),
+        data_bytes: founder.total_data_bytes(),
+        ..Figures::default()
+    };
+    for summary in std::iter::once(founder.summary()?).chain(readable) {
+        figures.clock_events += summary.clock_events;
+        figures.samples += summary.samples;
+    }
+    Ok(figures)
+}
+
 /// Everything that must hold before a target starts with collection:
 /// the directory is writable, the name is free and ends in .er, the
 /// program can have a library preloaded.
 pub fn check_before_start(directory: &Path, name: &str, program: &Path) -> Result<()> {
+    check_new_experiment(directory, name)?;
+    check_preload_possible(program)
+}
+
+/// The name ends in .er and is free, the directory is writable.
+pub fn check_new_experiment(directory: &Path, name: &str) -> Result<()> {
     if let Err(problem) = commands::check_experiment_name(name) {
         bail!("{problem}");
     }
@@ -242,7 +307,7 @@ pub fn check_before_start(directory: &Path, name: &str, program: &Path) -> Resul
             path.display()
         );
     }
-    check_preload_possible(program)
+    Ok(())
 }
 
 fn check_directory(directory: &Path) -> Result<()> {

@@ -3,7 +3,6 @@
 mod collect;
 mod collector;
 mod collector_lib;
-mod experiment_dir;
 mod format;
 mod input;
 mod session;

@@ -3,7 +3,7 @@
 
 mod collector;
 
-use crate::experiment_dir::Termination;
+use crate::collector::Termination;
 use crate::format::{self, Sources};
 use anyhow::{anyhow, bail, Context as _, Result};
 use commands::{
@@ -49,6 +49,9 @@ pub struct Session {
     collector_settings: crate::collector::Settings,
     /// The experiment of the current or last process.
     experiment: Option<collector::Experiment>,
+    /// Experiments of the live process closed by `collector disable`
+    /// before `collector enable` started another; finished at its end.
+    earlier_experiments: Vec<collector::Experiment>,
 }
 
 impl Session {
@@ -65,6 +68,7 @@ impl Session {
             completion: None,
             collector_settings: Default::default(),
             experiment: None,
+            earlier_experiments: Vec::new(),
         })
     }
 

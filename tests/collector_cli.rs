@@ -491,17 +491,80 @@ fn static_program(dir: &Path) -> Option<PathBuf> {
 }
 
 #[test]
-fn enable_on_a_running_process_is_not_supported_yet() {
+fn enable_on_a_process_started_without_collection_is_a_clear_error() {
+    let dir = scratch_dir("collector-live-nolib");
     let out = Rdbx::batch()
-        .cmds(&["stop in tick", "run", "collector enable"])
+        .cwd(&dir)
+        .cmds(&[
+            "stop in tick",
+            "run",
+            "collector enable",
+            "collector status",
+        ])
         .prog(&prog("callee-O0"), &[])
         .run();
+    out.assert_stderr_well_formed();
     assert!(
         out.stderr
-            .contains("not supported yet on a running process"),
+            .contains("collector enable: libcollector.so is not loaded in this process"),
         "{}",
         out.transcript()
     );
+    out.assert_out_contains("no experiment (collector enable, then run)");
+    assert!(!dir.join("test.1.er").exists(), "no experiment is made");
+}
+
+#[test]
+fn enable_after_disable_starts_a_new_experiment_in_the_live_process() {
+    let dir = scratch_dir("collector-live-again");
+    let out = session_in(
+        &dir,
+        &[
+            "collector enable",
+            "stop in tick",
+            "run",
+            "collector disable",
+            "collector enable",
+            "collector enable",
+            "collector sample record again",
+            "collector status",
+            "delete all",
+            "cont",
+        ],
+        &[],
+    );
+    out.assert_stderr_well_formed();
+    let errors = out.errors();
+    assert_eq!(errors.len(), 1, "{}", out.transcript());
+    assert!(errors[0].contains("already active"), "{}", out.transcript());
+    let (first, second) = (dir.join("test.1.er"), dir.join("test.2.er"));
+    out.assert_out_contains(&format!("experiment {} closed", first.display()));
+    out.assert_out_contains(&format!(
+        "Creating experiment database {} ...",
+        second.display()
+    ));
+    out.assert_out_contains(&format!("experiment: {}", second.display()));
+    out.assert_out_contains("state: active");
+    out.assert_out_contains("execution completed, exit code is 0");
+    let pid = out.process_ids()[0];
+    let log = log_of(&second);
+    assert!(
+        log.contains(&format!("start pid={pid} pid_ok=1 mode=debugger")),
+        "{log}"
+    );
+    assert!(log.contains("cause=manual label=again"), "{log}");
+    assert!(log_of(&first).contains(" end\n"), "closed by disable");
+    // Both experiments of the process are finished when it ends.
+    for expt in [&first, &second] {
+        let log = log_of(expt);
+        assert!(
+            log.contains("terminated how=exit code=0"),
+            "{}: {log}",
+            expt.display()
+        );
+        assert!(expt.join("archives/index").is_file(), "{}", expt.display());
+    }
+    assert!(!log_of(&first).contains("label=again"));
 }
 
 // ----- rdbx collect -----------------------------------------------------
@@ -692,4 +755,121 @@ fn collect_with_the_real_library() {
         log.contains(" end\n") && log.contains("terminated how=exit code=0"),
         "{log}"
     );
+}
+
+/// phases.c at -O2 with collector_api.h, as tests/collector.rs builds it.
+fn phases() -> &'static Path {
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("collector-cli-programs");
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        let out = dir.join(format!("phases-O2-{}", std::process::id()));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = std::process::Command::new("gcc")
+            .args(["-O2", "-g", "-pthread", "-I"])
+            .arg(root.join("collector-lib/include"))
+            .arg(root.join("tests/programs/phases.c"))
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .expect("gcc must be installed");
+        assert!(status.success(), "gcc failed on phases.c");
+        out
+    })
+}
+
+/// The program's "cpu FUNCTION SECONDS" lines.
+fn cpu_seconds(stdout: &str, function: &str) -> f64 {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("cpu {function} ")))
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no cpu line for {function}:\n{stdout}"))
+}
+
+/// The second experiment, started by `collector enable` on the live
+/// process, profiles threads that existed before it started.
+#[test]
+fn enable_on_a_live_process_with_the_real_library_profiles_existing_threads() {
+    let dir = scratch_dir("collector-live-real");
+    let out = Rdbx::batch()
+        .env("RDBX_COLLECTOR", "")
+        .cwd(&dir)
+        .cmds(&[
+            "collector enable",
+            "stop in main_work",
+            "run",
+            "collector disable",
+            "collector enable",
+            "cont",
+        ])
+        .prog(phases(), &["threads", "0.6"])
+        .run();
+    out.assert_stderr_well_formed();
+    assert!(out.errors().is_empty(), "{}", out.transcript());
+    out.assert_out_contains("execution completed, exit code is 0");
+    let expt = experiment::Experiment::open(dir.join("test.2.er"))
+        .unwrap_or_else(|e| panic!("{e}\n{}", out.transcript()));
+    let profile = analyzer::functions::clock_profile(&expt).expect("clock profile");
+    let recorded = |function: &str| {
+        profile
+            .function(function)
+            .map_or(0.0, |f| f.inclusive_ns as f64 / 1e9)
+    };
+    for worker in ["worker_a", "worker_b"] {
+        assert!(
+            recorded(worker) > 0.1,
+            "{worker}: {:.3}s\n{:#?}",
+            recorded(worker),
+            profile.functions
+        );
+    }
+    let expected = cpu_seconds(&out.stdout, "main_work");
+    let measured = recorded("main_work");
+    let tolerance = (expected * 0.10).max(0.05);
+    assert!(
+        (measured - expected).abs() <= tolerance,
+        "main_work: recorded {measured:.3}s, the program measured {expected:.3}s\n{:#?}",
+        profile.functions
+    );
+    let summary = expt.summary().expect("summary");
+    assert!(summary.ended, "the collector closed the second experiment");
+    assert!(summary.terminated.is_some(), "rdbx wrote terminated");
+    assert!(expt.has_archive());
+    // The first experiment ended at the disable, before main_work ran.
+    let first = experiment::Experiment::open(dir.join("test.1.er")).expect("first");
+    let first_profile = analyzer::functions::clock_profile(&first).expect("clock profile");
+    assert!(first_profile
+        .function("main_work")
+        .is_none_or(|f| f.inclusive_ns < 50_000_000));
+    assert!(first.summary().expect("summary").terminated.is_some());
+}
+
+#[test]
+fn status_counts_descendants() {
+    let dir = scratch_dir("collector-status-fork");
+    let out = Rdbx::batch()
+        .env("RDBX_COLLECTOR", "")
+        .cwd(&dir)
+        .cmds(&["collector enable", "run", "collector status"])
+        .prog(phases(), &["fork", "0.2"])
+        .run();
+    out.assert_stderr_well_formed();
+    assert!(out.errors().is_empty(), "{}", out.transcript());
+    let expt = dir.join("test.1.er");
+    out.assert_out_contains(&format!("experiment: {} (1 descendant)", expt.display()));
+    out.assert_out_contains("state: closed");
+    let number = |key: &str| -> u64 {
+        out.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {key}\n{}", out.transcript()))
+    };
+    // Both processes spin 0.2 s at 10 ms: about 40 clock events.
+    assert!(number("clock events: ") >= 30, "{}", out.transcript());
+    // start + end in each (periodic samples may add more).
+    assert!(number("samples: ") >= 4, "{}", out.transcript());
+    let founder = experiment::Experiment::open(&expt).unwrap();
+    assert_eq!(number("data bytes: "), founder.total_data_bytes());
 }

@@ -3,14 +3,16 @@
 //! directory and preloads libcollector.so at `run`; at the executable's
 //! entry point it calls `__rdbx_collector_start(config)` in the target, and
 //! later `__rdbx_collector_*` for pause, resume, samples and disable.
+//! After `collector disable`, `collector enable` starts a new experiment in
+//! the same (still running) process with another `__rdbx_collector_start`.
 
 use super::Session;
-use crate::collector::{self, Mode};
+use crate::collector::{self, Termination};
 use crate::collector_lib;
-use crate::experiment_dir::{self, archive, Termination};
 use anyhow::{anyhow, bail, Result};
 use commands::{ArchiveMode, CollectorCommand, ProfileSetting, SampleSetting, StoreSetting};
 use debugger::call::CallArg;
+use experiment::Mode;
 use std::path::PathBuf;
 
 /// Sample cause codes of the collector design.
@@ -41,7 +43,7 @@ impl ExperimentState {
     }
 }
 
-/// The experiment of the current (or last) process.
+/// An experiment of the current (or last) process.
 #[derive(Debug, Clone)]
 pub(super) struct Experiment {
     path: PathBuf,
@@ -150,10 +152,57 @@ impl Session {
             bail!("collector enable: an experiment is already active");
         }
         if self.dbg.is_running() {
-            bail!("collector enable: not supported yet on a running process; enable before run");
+            self.start_experiment_in_live_process()?;
         }
         self.collector_settings.enabled = true;
         Ok(())
+    }
+
+    /// `collector enable` at a stop of a process that has libcollector.so
+    /// (it was started with collection, whose experiment was then closed):
+    /// a new experiment, started here by `__rdbx_collector_start`.
+    fn start_experiment_in_live_process(&mut self) -> Result<()> {
+        if self
+            .dbg
+            .function_address("__rdbx_collector_start")
+            .is_none()
+        {
+            bail!(
+                "collector enable: libcollector.so is not loaded in this process (it was started without collection), and loading it into a running process is not supported yet; enable before run"
+            );
+        }
+        let pid = self.dbg.process()?.pid;
+        let settings = &self.collector_settings;
+        let name = settings.experiment_name();
+        collector::check_new_experiment(&settings.directory, &name)?;
+        let path = collector::create_experiment(&settings.directory, &name)?;
+        let config = settings.config(&path, pid, Mode::Debugger).into_bytes();
+        let archive = settings.archive;
+        self.collector_settings.advance_filename();
+        println!("Creating experiment database {} ...", path.display());
+        // The closed experiment still gets its `terminated` line and
+        // archives when the process ends.
+        if let Some(closed) = self.experiment.take().filter(|e| !e.finished) {
+            self.earlier_experiments.push(closed);
+        }
+        self.experiment = Some(Experiment {
+            path,
+            state: ExperimentState::Starting,
+            archive,
+            finished: false,
+        });
+        let status = self.collector_call("__rdbx_collector_start", &[CallArg::CString(config)]);
+        self.after_collector_call();
+        match status.and_then(|s| check_status("__rdbx_collector_start", s)) {
+            Ok(()) => {
+                self.set_experiment_state(ExperimentState::Active);
+                Ok(())
+            }
+            Err(e) => {
+                self.set_experiment_state(ExperimentState::Failed);
+                Err(e.context("collector enable: the collector did not start"))
+            }
+        }
     }
 
     fn collector_disable(&mut self) -> Result<()> {
@@ -242,12 +291,25 @@ impl Session {
             }
             return;
         };
-        let figures = experiment_dir::figures(&e.path);
-        println!("experiment: {}", e.path.display());
-        println!("state: {}", e.state.name());
-        println!("clock events: {}", figures.clock_events);
-        println!("samples: {}", figures.samples);
-        println!("bytes: {}", figures.bytes);
+        match collector::figures(&e.path) {
+            Ok(figures) => {
+                match figures.descendants {
+                    0 => println!("experiment: {}", e.path.display()),
+                    1 => println!("experiment: {} (1 descendant)", e.path.display()),
+                    n => println!("experiment: {} ({n} descendants)", e.path.display()),
+                }
+                println!("state: {}", e.state.name());
+                println!("clock events: {}", figures.clock_events);
+                println!("samples: {}", figures.samples);
+                println!("data bytes: {}", figures.data_bytes);
+            }
+            // Before the collector wrote the manifest, or not its data.
+            Err(problem) => {
+                println!("experiment: {}", e.path.display());
+                println!("state: {}", e.state.name());
+                println!("no data to read yet: {problem}");
+            }
+        }
     }
 
     // ----- the life of an experiment -------------------------------------
@@ -265,8 +327,7 @@ impl Session {
         let name = settings.experiment_name();
         collector::check_before_start(&settings.directory, &name, program)?;
         let library = collector_lib::locate()?;
-        let path = experiment_dir::create_experiment_dir(&settings.directory, &name)
-            .map_err(|e| anyhow!(e))?;
+        let path = collector::create_experiment(&settings.directory, &name)?;
         self.collector_settings.advance_filename();
         let config = self.collector_settings.config(&path, 0, Mode::Debugger);
         println!("Creating experiment database {} ...", path.display());
@@ -340,24 +401,20 @@ impl Session {
         }
     }
 
-    /// The process is gone: `terminated` in the log, then the archives.
+    /// The process is gone: for each of its experiments, `terminated` in
+    /// the log, then the archives.
     pub(super) fn collection_ended(&mut self, how: Termination) {
-        let Some(e) = self.experiment.as_mut() else {
-            return;
-        };
-        if e.finished {
-            return;
+        let earlier = std::mem::take(&mut self.earlier_experiments);
+        let current = self.experiment.as_mut().filter(|e| !e.finished);
+        for e in earlier.into_iter().chain(current.as_deref().cloned()) {
+            for problem in collector::finish_experiment(&e.path, how, e.archive) {
+                eprintln!("rdbx: warning: {problem}");
+            }
         }
-        e.finished = true;
-        if e.state != ExperimentState::Failed {
-            e.state = ExperimentState::Closed;
-        }
-        if let Err(problem) = experiment_dir::append_terminated(&e.path, how) {
-            eprintln!("rdbx: warning: {problem}");
-        }
-        if e.archive != ArchiveMode::Off {
-            if let Err(problem) = archive::write_archive(&e.path, e.archive == ArchiveMode::Copy) {
-                eprintln!("rdbx: warning: archive: {problem}");
+        if let Some(e) = current {
+            e.finished = true;
+            if e.state != ExperimentState::Failed {
+                e.state = ExperimentState::Closed;
             }
         }
     }
