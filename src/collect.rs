@@ -30,6 +30,9 @@ pub struct CollectOptions {
     /// Clock profiling: on (10 ms), off, hi (1 ms), lo (100 ms) or a number of ms (suffix u: µs).
     #[arg(short = 'p', value_name = "on|off|hi|lo|MS")]
     profile: Option<String>,
+    /// Call-stack depth limit in frames (default 256, at most 2048).
+    #[arg(short = 'D', value_name = "FRAMES")]
+    depth: Option<String>,
     /// Periodic samples: on (every second), off (manual only) or a period in seconds.
     #[arg(short = 'S', value_name = "on|off|SECONDS")]
     sample: Option<String>,
@@ -128,6 +131,9 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
     if let Some(name) = &options.output {
         commands::check_experiment_name(name).map_err(|problem| anyhow!("-o: {problem}"))?;
         settings.filename = Some(name.clone());
+    }
+    if let Some(depth) = &options.depth {
+        settings.depth = commands::stack_depth(depth).map_err(|p| anyhow!("-D: {p}"))?;
     }
     if let Some(profile) = &options.profile {
         settings.profile_ns = match profile.as_str() {

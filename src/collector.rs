@@ -141,10 +141,15 @@ impl Settings {
         }
         if all || what == ShowWhat::Profile {
             line(match self.profile_ns {
-                Some(ns) => format!("profile: on, timer {}", milliseconds(ns)),
+                Some(ns) => format!(
+                    "profile: on, timer {}, stack depth {}",
+                    milliseconds(ns),
+                    self.depth
+                ),
                 None => format!(
-                    "profile: off (timer {})",
-                    milliseconds(self.profile_timer_ns)
+                    "profile: off (timer {}, stack depth {})",
+                    milliseconds(self.profile_timer_ns),
+                    self.depth
                 ),
             });
         }

@@ -246,6 +246,19 @@ fn deep_stacks_are_truncated_at_the_limit() {
         events.len()
     );
     assert!(truncated.iter().all(|s| s.pcs.len() == 256));
+
+    // The limit is settable: 400 frames hold the whole recursion.
+    collect(
+        &dir,
+        &["-o", "d400.er", "-D", "400"],
+        &["deep", "0.2", "300"],
+    );
+    let profile = profile_of(&dir.join("d400.er"));
+    assert_eq!(profile.truncated_stacks, 0);
+    assert!(
+        profile.events_reaching_main * 10 >= profile.events * 9,
+        "{profile:?}"
+    );
 }
 
 #[test]

@@ -47,6 +47,21 @@ pub enum ProfileSetting {
     Off,
     /// `profile timer VALUE`, in nanoseconds (also turns profiling on).
     Timer(u64),
+    /// `profile depth N`: the stack depth limit (frames).
+    Depth(u32),
+}
+
+/// The largest stack depth limit the experiment format allows.
+pub const MAX_STACK_DEPTH: u32 = 2048;
+
+/// Parses a stack depth limit: 1..=2048 frames.
+pub fn stack_depth(text: &str) -> std::result::Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(n) if (1..=MAX_STACK_DEPTH).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "stack depth must be 1 to {MAX_STACK_DEPTH} frames, not \"{text}\""
+        )),
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,6 +242,12 @@ impl Sub<'_> {
                 let words = &self.exactly(2, "interval")?[1..];
                 profile_interval(&words[0])
                     .map(ProfileSetting::Timer)
+                    .map_err(|problem| self.invalid(problem))
+            }
+            Some("depth") => {
+                let words = &self.exactly(2, "frames")?[1..];
+                stack_depth(&words[0])
+                    .map(ProfileSetting::Depth)
                     .map_err(|problem| self.invalid(problem))
             }
             _ => Ok(if self.on_off()? {
@@ -490,6 +511,10 @@ mod tests {
             Ok(C::Profile(ProfileSetting::Off))
         );
         assert_eq!(
+            parse_text("profile depth 64"),
+            Ok(C::Profile(ProfileSetting::Depth(64)))
+        );
+        assert_eq!(
             parse_text("sample record phase2"),
             Ok(C::Sample(SampleSetting::Record(Some("phase2".into()))))
         );
@@ -528,6 +553,8 @@ mod tests {
             ("profile maybe", "expected on or off"),
             ("profile timer", "missing interval"),
             ("profile timer 0", "positive number of milliseconds"),
+            ("profile depth 0", "stack depth must be 1 to 2048"),
+            ("profile depth 5000", "stack depth must be 1 to 2048"),
             ("sample period x", "positive number of seconds"),
             ("sample", "missing periodic"),
             ("limit -3", "positive number of megabytes"),

@@ -420,7 +420,9 @@ static COMMANDS: &[CommandHelp] = &[
         "collect performance data from the next run",
         "Every enable makes a new experiment: at the next run or rerun rdbx creates the \
          experiment directory, preloads libcollector.so and starts it at the program's entry point. \
-         Not supported yet on a process that is already running.",
+         On a running process that was started with collection (after collector disable), a new \
+         experiment starts at once; loading the library into a process started without it is not \
+         supported yet.",
         "collector enable",
     ),
     entry(
@@ -451,11 +453,13 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "collector profile",
         &[],
-        "collector profile on|off | collector profile timer on|hi|lo|N[m|u]",
+        "collector profile on|off | collector profile timer on|hi|lo|N[m|u] | collector profile depth N",
         "clock profiling and its interval",
         "Clock-based profiling with call stacks (default on, 10 ms). The interval is on (10 ms), \
          hi or high (1 ms), lo or low (100 ms) or a number of milliseconds; suffix m for ms, u for \
-         microseconds. The collector rounds it to what the system can do, with a warning in the log.",
+         microseconds. The collector rounds it to what the system can do, with a warning in the log. \
+         `profile depth N` sets the call-stack depth limit (default 256, at most 2048): deeper \
+         stacks are recorded as truncated.",
         "collector profile timer 2.5m",
     ),
     entry(

@@ -15,7 +15,7 @@ mod signal;
 mod words;
 
 pub use collector::{
-    check_experiment_name, profile_interval, seconds, ArchiveMode, CollectorCommand,
+    check_experiment_name, profile_interval, seconds, stack_depth, ArchiveMode, CollectorCommand,
     ProfileSetting, SampleSetting, ShowWhat, StoreSetting, TraceKind, PROFILE_HI_NS, PROFILE_LO_NS,
     PROFILE_ON_NS,
 };

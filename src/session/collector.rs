@@ -79,6 +79,7 @@ impl Session {
                         settings.profile_timer_ns = ns;
                         settings.profile_ns = Some(ns);
                     }
+                    ProfileSetting::Depth(frames) => settings.depth = frames,
                 }
                 Ok(())
             }
