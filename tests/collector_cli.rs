@@ -338,6 +338,7 @@ fn settings_and_bad_input() {
         .cmds(&[
             "collector show",
             "collector profile timer 250u",
+            "collector profile depth 64",
             "collector sample period 0.5",
             "collector sample manual",
             "collector limit 20",
@@ -355,13 +356,13 @@ fn settings_and_bad_input() {
     out.assert_stderr_well_formed();
     for line in [
         "collection: disabled",
-        "profile: on, timer 10 ms",
+        "profile: on, timer 10 ms, stack depth 256",
         "sample: periodic, period 1 s",
         "dbxsample: on",
         "limit: unlimited",
         "archive: on",
         "store filename: test.1.er",
-        "profile: on, timer 250 us",
+        "profile: on, timer 250 us, stack depth 64",
         "sample: manual (period 0.5 s)",
         "limit: 20 MB",
         "archive: copy",
