@@ -473,3 +473,46 @@ fn the_api_is_harmless_without_the_collector() {
     let truth = truth(&String::from_utf8_lossy(&output.stdout));
     assert!(truth.contains_key("paused_work") && truth.contains_key("phase_two"));
 }
+
+/// A library dlopen'ed by path appears in the load-object map after the
+/// objects present at start.
+#[test]
+fn dlopen_adds_to_the_load_object_map() {
+    let dir = scratch_dir("collect-dlopen");
+    let library = prog("libdllib.so");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-o", "dl.er"])
+        .arg(prog("dlmain-O0"))
+        .arg(&library)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let log = log_of(&dir.join("dl.er"));
+    let objects: Vec<&Path> = log
+        .iter()
+        .filter_map(|e| match e {
+            Event::Object { path, .. } => Some(path.as_path()),
+            _ => None,
+        })
+        .collect();
+    let first_sample = log
+        .iter()
+        .position(|e| matches!(e, Event::Sample(_)))
+        .unwrap();
+    let dlopened = log
+        .iter()
+        .position(|e| matches!(e, Event::Object { path, .. } if path == &library))
+        .unwrap_or_else(|| panic!("no object line for {}: {objects:?}", library.display()));
+    assert!(
+        dlopened > first_sample,
+        "the library came later than start: {log:?}"
+    );
+    assert!(objects
+        .iter()
+        .any(|p| p.to_string_lossy().contains("libc.so")));
+}

@@ -328,31 +328,36 @@ pub unsafe extern "C" fn fork() -> libc::pid_t {
 // matters; if not, the Rust wrapper (which then refreshes the map and
 // unwind tables) is used, else it jumps straight to the real dlopen with
 // the caller's return address still on the stack.
-std::arch::global_asm!(
-    ".globl dlopen",
-    ".type dlopen,@function",
-    "dlopen:",
-    "push rdi",
-    "push rsi",
-    "sub rsp, 8",
-    "mov rdx, [rsp + 24]",
-    "call {may_wrap}",
-    "add rsp, 8",
-    "pop rsi",
-    "pop rdi",
-    "test eax, eax",
-    "jz 2f",
-    "jmp {wrapped}",
-    "2:",
-    "mov rax, [rip + {real}]",
-    "jmp rax",
-    ".size dlopen, . - dlopen",
-    may_wrap = sym rdbx_dlopen_may_wrap,
-    wrapped = sym rdbx_dlopen_wrapped,
-    real = sym REAL_DLOPEN_ADDRESS,
-);
-
+/// dlopen's entry (see above). A naked function, so that it is exported
+/// like the other interposers and its code runs with the caller's frame.
+///
+/// # Safety
+/// Same contract as libc's dlopen.
+#[unsafe(naked)]
 #[no_mangle]
+pub unsafe extern "C" fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void {
+    std::arch::naked_asm!(
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "mov rdx, [rsp + 24]",
+        "call {may_wrap}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "test eax, eax",
+        "jz 2f",
+        "jmp {wrapped}",
+        "2:",
+        "mov rax, [rip + {real}]",
+        "jmp rax",
+        may_wrap = sym rdbx_dlopen_may_wrap,
+        wrapped = sym rdbx_dlopen_wrapped,
+        real = sym REAL_DLOPEN_ADDRESS,
+    )
+}
+
+/// Not exported (a preemptible symbol could not be addressed rip-relative).
 static mut REAL_DLOPEN_ADDRESS: usize = 0;
 
 /// Decides whether calling dlopen from here changes what it does: only
