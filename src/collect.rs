@@ -292,6 +292,9 @@ impl Launch {
         ignore_signal(libc::SIGQUIT);
         forward_signal(libc::SIGTERM);
         forward_signal(libc::SIGHUP);
+        // Held until CHILD is set: a SIGTERM right after the fork must
+        // reach the program, not find no child to pass it to.
+        let held = block_forwarded_signals();
         // SAFETY: rdbx collect is single-threaded here; the child only
         // writes into memory prepared before the fork and makes
         // async-signal-safe system calls.
@@ -301,9 +304,10 @@ impl Launch {
         }
         if pid == 0 {
             // SAFETY: as above; every pointer points into live buffers.
-            unsafe { exec_child(&self.program, &argv, &envp, pid_digits) };
+            unsafe { exec_child(&self.program, &argv, &envp, pid_digits, &held) };
         }
         CHILD.store(pid, Ordering::SeqCst);
+        restore_signal_mask(&held);
         wait_for(pid)
     }
 }
@@ -318,6 +322,7 @@ unsafe fn exec_child(
     argv: &[*const libc::c_char],
     envp: &[*const libc::c_char],
     pid_digits: *mut u8,
+    mask: &libc::sigset_t,
 ) -> ! {
     let mut pid = libc::getpid() as u64;
     for index in (0..PID_DIGITS).rev() {
@@ -327,6 +332,7 @@ unsafe fn exec_child(
     for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP] {
         libc::signal(signal, libc::SIG_DFL);
     }
+    libc::sigprocmask(libc::SIG_SETMASK, mask, std::ptr::null_mut());
     libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
     let message = b"rdbx collect: cannot execute the program\n";
     libc::write(2, message.as_ptr().cast(), message.len());
@@ -352,6 +358,25 @@ fn wait_for(pid: i32) -> Result<Termination> {
             return Ok(Termination::Signal(libc::WTERMSIG(status)));
         }
     }
+}
+
+/// Blocks SIGTERM and SIGHUP; the mask before.
+fn block_forwarded_signals() -> libc::sigset_t {
+    // SAFETY: plain signal-mask calls on valid sets.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+        old
+    }
+}
+
+fn restore_signal_mask(mask: &libc::sigset_t) {
+    // SAFETY: restoring a mask we saved.
+    unsafe { libc::sigprocmask(libc::SIG_SETMASK, mask, std::ptr::null_mut()) };
 }
 
 fn ignore_signal(signal: i32) {

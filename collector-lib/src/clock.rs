@@ -248,6 +248,7 @@ struct PerfEventAttr {
 }
 
 const ATTR_DISABLED: u64 = 1 << 0;
+const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
 const ATTR_EXCLUDE_HV: u64 = 1 << 6;
 
 fn open_perf(tid: i32, interval_ns: u64) -> Option<i32> {
@@ -258,7 +259,13 @@ fn open_perf(tid: i32, interval_ns: u64) -> Option<i32> {
         sample_period: interval_ns.max(10_000),
         sample_type: 0,
         read_format: 0,
-        flags: ATTR_DISABLED | ATTR_EXCLUDE_HV,
+        // exclude_kernel: no overflow (so no signal) while the thread is in
+        // the kernel. Unprivileged users need it (perf_event_paranoid 2),
+        // and it keeps a signal from being queued during execve, where it
+        // would outlive our handler and kill the new image (its SIGPROF
+        // disposition is back to the default). Kernel time still counts:
+        // an event's weight is the thread's CPU time, user and system.
+        flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV,
         wakeup_events: 1,
         bp_type: 0,
         config1: 0,
