@@ -397,9 +397,18 @@ fn qsort_stacks_go_through_libc_up_to_the_thread_start() {
     let mut under_qsort = 0;
     for stack in &stacks {
         assert_eq!(stack.status, UnwindStatus::Complete, "{stack}");
-        let rust = stack
-            .position(|frame| frame.in_rust("unwind_test_sort_from_rust"))
-            .unwrap_or_else(|| panic!("the Rust caller is missing:\n{stack}"));
+        // A tick delivered just after the closure returned (before the
+        // timer is stopped) is outside the code under test: it must not
+        // show the C library either, and it proves nothing else.
+        let Some(rust) = stack.position(|frame| frame.in_rust("unwind_test_sort_from_rust")) else {
+            assert!(
+                stack
+                    .position(|frame| frame.is("unwind_sort_outer"))
+                    .is_none(),
+                "the Rust caller is missing:\n{stack}"
+            );
+            continue;
+        };
         let outer = stack
             .position(|frame| frame.is("unwind_sort_outer"))
             .unwrap_or_else(|| panic!("unwind_sort_outer is missing:\n{stack}"));
