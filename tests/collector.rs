@@ -12,31 +12,9 @@ use common::*;
 use experiment::log::{Event, TerminatedHow};
 use experiment::Experiment;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-
-/// phases.c at -O2 (no frame pointers), with collector_api.h.
-fn phases() -> &'static Path {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("collector-programs");
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        let out = dir.join(format!("phases-O2-{}", std::process::id()));
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let status = Command::new("gcc")
-            .args(["-O2", "-g", "-pthread", "-fomit-frame-pointer", "-I"])
-            .arg(root.join("collector-lib/include"))
-            .arg(root.join("tests/programs/phases.c"))
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on phases.c");
-        out
-    })
-}
 
 /// `rdbx collect ARGS -- phases MODE SECONDS` in `dir`.
 fn collect(dir: &Path, options: &[&str], mode: &[&str]) -> Output {

@@ -626,27 +626,6 @@ fn collect_with_the_real_library() {
     );
 }
 
-/// phases.c at -O2 with collector_api.h, as tests/collector.rs builds it.
-fn phases() -> &'static Path {
-    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    PATH.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("collector-cli-programs");
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        let out = dir.join(format!("phases-O2-{}", std::process::id()));
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let status = std::process::Command::new("gcc")
-            .args(["-O2", "-g", "-pthread", "-I"])
-            .arg(root.join("collector-lib/include"))
-            .arg(root.join("tests/programs/phases.c"))
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on phases.c");
-        out
-    })
-}
-
 /// The program's "cpu FUNCTION SECONDS" lines.
 fn cpu_seconds(stdout: &str, function: &str) -> f64 {
     stdout

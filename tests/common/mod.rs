@@ -1254,3 +1254,26 @@ pub fn show_frames(frames: &[Frame]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// tests/programs/phases.c at -O2 without frame pointers, with the
+/// collector API header: the program that measures its own CPU time per
+/// function (built once per test binary).
+pub fn phases() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("collector-programs");
+        fs::create_dir_all(&dir).expect("mkdir");
+        let out = dir.join(format!("phases-O2-{}", std::process::id()));
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new("gcc")
+            .args(["-O2", "-g", "-pthread", "-fomit-frame-pointer", "-I"])
+            .arg(root.join("collector-lib/include"))
+            .arg(root.join("tests/programs/phases.c"))
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .expect("gcc must be installed");
+        assert!(status.success(), "gcc failed on phases.c");
+        out
+    })
+}
