@@ -95,7 +95,7 @@ fn run(options: CollectOptions) -> Result<i32> {
         .program
         .split_first()
         .ok_or_else(|| anyhow!("no program given"))?;
-    let program = find_program(program_name)?;
+    let program = crate::session::find_program(program_name)?;
     let name = settings.experiment_name();
     collector::check_before_start(&settings.directory, &name, &program)?;
     let library = collector_lib::locate()?;
@@ -198,22 +198,6 @@ fn signal_number(option: &str, text: &str) -> Result<i32> {
         bail!("{option}: {signal} cannot be caught");
     }
     Ok(number)
-}
-
-/// The program as given, or found on PATH like a shell would.
-fn find_program(name: &str) -> Result<PathBuf> {
-    let path = PathBuf::from(name);
-    if name.contains('/') {
-        if !path.exists() {
-            bail!("{name}: No such file or directory");
-        }
-        return Ok(path);
-    }
-    let search = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&search)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-        .with_context(|| format!("{name}: command not found"))
 }
 
 /// Everything execve needs, made before fork: the child only patches its

@@ -1268,8 +1268,9 @@ impl EvalContext for SessionEval<'_> {
     }
 }
 
-/// The program as given, or found on PATH like a shell would.
-fn find_program(name: &str) -> Result<PathBuf> {
+/// The program as given, or found on PATH like a shell would (the
+/// debugger's `load` and `rdbx collect` both use it).
+pub(crate) fn find_program(name: &str) -> Result<PathBuf> {
     let path = PathBuf::from(name);
     if name.contains('/') || path.exists() {
         if !path.exists() {

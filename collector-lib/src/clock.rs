@@ -107,6 +107,8 @@ pub struct ClockSource {
     perf_fd: AtomicI32,
     timer: AtomicUsize,
     has_timer: AtomicU8,
+    /// Signals seen since the clock was armed (see `top_up`).
+    signals: AtomicU64,
 }
 
 impl ClockSource {
@@ -115,12 +117,14 @@ impl ClockSource {
             perf_fd: AtomicI32::new(-1),
             timer: AtomicUsize::new(0),
             has_timer: AtomicU8::new(0),
+            signals: AtomicU64::new(0),
         }
     }
 
     /// Starts sending SIGPROF to `tid` every interval of its CPU time.
     pub fn arm(&self, tid: i32) -> bool {
         self.disarm();
+        self.signals.store(0, Ordering::Relaxed);
         let interval = interval_ns();
         if KIND.load(Ordering::Relaxed) == KIND_PERF {
             if let Some(fd) = open_perf(tid, interval) {
@@ -199,10 +203,13 @@ impl ClockSource {
         self.has_timer.store(0, Ordering::Release);
     }
 
-    /// Keeps a perf event signalling forever: each overflow used one unit
-    /// of the REFRESH budget. Async-signal-safe (one ioctl, rarely).
-    pub fn top_up(&self, overflows_seen: u64) {
-        if overflows_seen.is_multiple_of(1 << 29) {
+    /// Called on each of this clock's signals: keeps a perf event
+    /// signalling forever (each overflow uses one unit of the REFRESH
+    /// budget). The count is the thread's own, so no cache line is shared
+    /// between threads. Async-signal-safe (one ioctl, rarely).
+    pub fn top_up(&self) {
+        let seen = self.signals.fetch_add(1, Ordering::Relaxed) + 1;
+        if seen.is_multiple_of(1 << 29) {
             let fd = self.perf_fd.load(Ordering::Acquire);
             if fd >= 0 {
                 // SAFETY: ours.

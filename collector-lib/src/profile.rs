@@ -24,7 +24,6 @@ pub static SAMPLE_PERIOD_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Profile events and stacks written, for status and tests.
 pub static EVENTS: AtomicU64 = AtomicU64::new(0);
-static OVERFLOWS: AtomicU64 = AtomicU64::new(0);
 static WRITE_FAILURE_TOLD: AtomicBool = AtomicBool::new(false);
 
 const SI_TIMER: c_int = -2;
@@ -84,8 +83,7 @@ fn profile_tick(context: *mut c_void) {
     };
     let now_cpu = sys::thread_cpu_ns();
     let last = slot.last_cpu_ns.swap(now_cpu, Ordering::Relaxed);
-    slot.clock
-        .top_up(OVERFLOWS.fetch_add(1, Ordering::Relaxed) + 1);
+    slot.clock.top_up();
     if !state::recording() {
         return;
     }

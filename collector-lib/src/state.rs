@@ -31,7 +31,6 @@ static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
 struct Current {
     config: Config,
     expt: PathBuf,
-    lineage: String,
 }
 
 static CONTROL: Mutex<Option<Current>> = Mutex::new(None);
@@ -227,11 +226,7 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
         register_existing_threads();
     }
     update_environment(&config);
-    *control = Some(Current {
-        config,
-        expt,
-        lineage,
-    });
+    *control = Some(Current { config, expt });
     Ok(())
 }
 
@@ -551,14 +546,10 @@ pub fn after_fork_in_child(reserved: Option<PathBuf>) {
     let mut config = previous.config;
     config.expt = dir;
     config.paused = false;
-    let _ = start_reserved_child(config, &previous.expt, &previous.lineage);
+    let _ = start_reserved_child(config, &previous.expt);
 }
 
-fn start_reserved_child(
-    config: Config,
-    parent_expt: &Path,
-    _parent_lineage: &str,
-) -> Result<(), StartError> {
+fn start_reserved_child(config: Config, parent_expt: &Path) -> Result<(), StartError> {
     // The parent made the directory (so it could log its name): start as
     // a founder of that directory, then say whose child it is.
     let parent = founder_relative_or_dot(&config.founder, parent_expt);
