@@ -1,18 +1,36 @@
-//! The rdbx analyzer: turns an experiment's events into metrics.
+//! The rdbx analyzer: experiments in, er_print-like answers out.
 //!
-//! So far: mapping a recorded PC to its load object and function
-//! (`symbols`). Metrics and reports come with the analyzer issue.
+//! - [`load`] reads experiment directories into a [`Model`]: every recorded
+//!   PC symbolized once (functions, lines, inlined frames, PLT, stripped
+//!   statics), every distinct stack stored once.
+//! - [`metrics`] computes exclusive, inclusive and attributed metrics
+//!   (seed 002) for functions, objects, lines and PCs, and the call tree.
+//! - [`report`] renders the listings as aligned text or JSON.
 
+pub mod load;
+pub mod metrics;
+pub mod model;
+pub mod report;
+mod resolve;
+pub mod table;
+
+// The first, symbol-table-only profile used by the collector tests.
 pub mod functions;
 pub mod symbols;
 
 pub use functions::{clock_profile, ClockProfile, FunctionTime};
+pub use load::load;
+pub use model::Model;
 pub use symbols::{Location, Symbolizer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
     Experiment(#[from] experiment::Error),
+    #[error("no experiment given")]
+    NoExperiment,
+    #[error("too many experiments (at most 65535)")]
+    TooMany,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

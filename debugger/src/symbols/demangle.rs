@@ -2,7 +2,7 @@
 
 /// The demangled form of a linkage name: Rust without the hash, C++ with
 /// its parameter list; anything else unchanged.
-pub(crate) fn demangle(linkage: &str) -> String {
+pub fn demangle(linkage: &str) -> String {
     if linkage.starts_with("_R") || linkage.starts_with("_ZN") {
         if let Ok(d) = rustc_demangle::try_demangle(linkage) {
             let text = format!("{d:#}");
@@ -38,7 +38,7 @@ fn looks_like_rust_legacy(linkage: &str) -> bool {
 /// A C++ demangled name without its parameter list and qualifiers:
 /// `ns::f(int) const` -> `ns::f`. Names without parentheses are returned
 /// unchanged.
-pub(crate) fn without_parameters(name: &str) -> &str {
+pub fn without_parameters(name: &str) -> &str {
     if !name.ends_with(')') && !name.ends_with(" const") {
         return name;
     }

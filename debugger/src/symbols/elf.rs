@@ -186,6 +186,31 @@ impl SymbolTable {
             .collect()
     }
 
+    /// Every function symbol starting exactly at `address` (aliases: weak
+    /// and strong names of one piece of code).
+    pub(crate) fn functions_starting_at(&self, address: u64) -> Vec<Symbol> {
+        let first = self.symbols.partition_point(|s| s.address < address);
+        self.symbols[first..]
+            .iter()
+            .take_while(|s| s.address == address)
+            .filter(|s| s.is_function)
+            .map(to_symbol)
+            .collect()
+    }
+
+    /// Where the text region around `addr` that no function symbol covers
+    /// begins: the end of the nearest function symbol below it (None when
+    /// there is none).
+    pub(crate) fn unnamed_region_start(&self, addr: u64) -> Option<u64> {
+        let end = self.symbols.partition_point(|s| s.address <= addr);
+        self.symbols[..end]
+            .iter()
+            .filter(|s| s.is_function)
+            .map(|s| s.address.saturating_add(s.size))
+            .filter(|&e| e <= addr)
+            .max()
+    }
+
     pub(crate) fn function_names(&self) -> Vec<String> {
         self.symbols
             .iter()

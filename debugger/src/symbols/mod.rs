@@ -27,6 +27,7 @@ use object::{Object, ObjectKind as ElfKind, ObjectSegment};
 
 use crate::error::{Error, Result};
 
+pub use demangle::{demangle, without_parameters};
 pub use variables::Variable;
 
 /// The reader type of all DWARF parsing: the data is a leaked mapping.
@@ -284,6 +285,27 @@ impl ObjectFile {
     /// The ELF symbol containing `addr` (functions preferred).
     pub fn symbol_at(&self, addr: u64) -> Option<Symbol> {
         self.symbol_table().symbol_at(addr)
+    }
+
+    /// Every function symbol starting at `address` (its aliases).
+    pub fn functions_starting_at(&self, address: u64) -> Vec<Symbol> {
+        self.symbol_table().functions_starting_at(address)
+    }
+
+    /// The start of the symbol-less text region containing `addr`: the end
+    /// of the nearest function symbol below, else the start of the
+    /// executable segment (how stripped statics are named).
+    pub fn unnamed_region_start(&self, addr: u64) -> Option<u64> {
+        let segment = self
+            .segments
+            .iter()
+            .find(|s| s.executable && addr >= s.vaddr && addr < s.vaddr + s.memsz)?;
+        let start = self
+            .symbol_table()
+            .unnamed_region_start(addr)
+            .filter(|&e| e >= segment.vaddr)
+            .unwrap_or(segment.vaddr);
+        Some(start)
     }
 
     /// Symbols by demangled or linkage name.

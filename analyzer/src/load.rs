@@ -1,0 +1,538 @@
+//! Building a [`Model`] from experiment directories.
+//!
+//! Everything readable is loaded; what is not (a damaged block, a lost
+//! stack record, an object file that changed) becomes a warning in
+//! `Model::warnings`, never a failure, so a cut or corrupted experiment still
+//! shows what it holds.
+
+use crate::model::*;
+use crate::resolve::{symbol_file, symbolize, PcSymbol};
+use crate::{Error, Result};
+use debugger::symbols::{ObjectFile, SourceLocation};
+use experiment::archive::ArchivedObject;
+use experiment::log::Event;
+use experiment::Experiment;
+use experiment::Stack;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Loads `paths` (each a founder or descendant experiment) and, with
+/// `descendants`, every descendant inside each of them.
+pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
+    if paths.is_empty() {
+        return Err(Error::NoExperiment);
+    }
+    let mut builder = Builder::default();
+    for path in paths {
+        let founder = Experiment::open(path)?;
+        let archive = founder.archive_index().unwrap_or_else(|e| {
+            builder.warn(format!("archive index unreadable: {e}"));
+            Vec::new()
+        });
+        let archives_dir = founder.path().join("archives");
+        let mut dirs = vec![founder.clone()];
+        if descendants {
+            for dir in founder.descendants() {
+                match Experiment::open(&dir) {
+                    Ok(d) => dirs.push(d),
+                    Err(e) => builder.warn(format!("descendant skipped: {e}")),
+                }
+            }
+        }
+        for expt in &dirs {
+            builder.add_experiment(expt, &archive, &archives_dir)?;
+        }
+    }
+    Ok(builder.finish())
+}
+
+/// Where an object sits in one experiment's address space.
+#[derive(Debug, Clone)]
+struct Mapping {
+    object: ObjectId,
+    base: u64,
+    lo: u64,
+    hi: u64,
+}
+
+#[derive(Default)]
+struct Builder {
+    model: Model,
+    object_ids: HashMap<PathBuf, ObjectId>,
+    /// Opened symbol files by object id (None: unreadable, already warned).
+    files: HashMap<ObjectId, Option<ObjectFile>>,
+    function_ids: HashMap<FunctionKey, FunctionId>,
+    line_ids: HashMap<LineEntry, LineId>,
+    /// (experiment, looked-up address) -> pc.
+    pc_ids: HashMap<(u16, u64), PcId>,
+    /// (experiment, recorded stack id) -> stack.
+    stack_ids: HashMap<(u16, u64), StackId>,
+    archive: Vec<ArchivedObject>,
+    archives_dir: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum FunctionKey {
+    Normal(ObjectId, u64, String),
+    Inlined(ObjectId, String),
+    Static(ObjectId, u64),
+    Plt(ObjectId),
+}
+
+impl Builder {
+    fn warn(&mut self, message: String) {
+        if !self.model.warnings.contains(&message) {
+            self.model.warnings.push(message);
+        }
+    }
+
+    /// Makes event times relative to the earliest experiment start (they
+    /// are absolute while loading, when that start is not known yet).
+    fn finish(mut self) -> Model {
+        if self.model.functions.is_empty() {
+            self.model.functions = special_functions();
+        }
+        let origin = self.model.experiments.iter().map(|e| e.start_ns).min();
+        self.model.origin_ns = origin.unwrap_or(0);
+        for event in &mut self.model.events {
+            event.time_ns = event.time_ns.saturating_sub(self.model.origin_ns);
+        }
+        self.model
+    }
+
+    fn add_experiment(
+        &mut self,
+        expt: &Experiment,
+        archive: &[ArchivedObject],
+        archives_dir: &Path,
+    ) -> Result<()> {
+        if self.model.functions.is_empty() {
+            self.model.functions = special_functions();
+        }
+        self.archive = archive.to_vec();
+        self.archives_dir = archives_dir.to_path_buf();
+        let index = u16::try_from(self.model.experiments.len()).map_err(|_| Error::TooMany)?;
+        let log = expt.log()?;
+        let (records, event_stats) = expt.clock_events_with_stats()?;
+        let (stacks, stack_stats) = expt.stacks_with_stats()?;
+        let shown = expt.path().display().to_string();
+        let malformed = log
+            .iter()
+            .filter(|e| matches!(e.event, Event::Malformed { .. }))
+            .count();
+        if malformed > 0 {
+            self.warn(format!(
+                "{shown}: {malformed} unreadable log line(s) skipped"
+            ));
+        }
+        for (what, stats) in [("profile", &event_stats), ("stacks", &stack_stats)] {
+            if stats.damaged > 0 {
+                self.warn(format!(
+                    "{shown}: {} damaged {what} block(s); their valid records are used",
+                    stats.damaged
+                ));
+            }
+        }
+        let mappings = self.mappings(&log);
+        let mut entry = experiment_entry(expt, log, &records);
+        let threads = thread_numbers(&mut entry, &records);
+        let mut lost = 0u64;
+        for record in &records {
+            let stack = match stacks.get(&record.stack_id) {
+                Some(stack) => self.intern_stack(index, record.stack_id, stack, &mappings),
+                None => {
+                    lost += 1;
+                    NO_STACK
+                }
+            };
+            self.model.events.push(EventEntry {
+                experiment: index,
+                thread: threads.get(&record.tid).copied().unwrap_or(0),
+                tid: record.tid,
+                cpu: record.cpu,
+                time_ns: record.timestamp_ns,
+                weight_ns: u64::from(record.weight_ns),
+                stack,
+                sample: sample_of(&entry.samples, record.timestamp_ns),
+            });
+        }
+        if lost > 0 {
+            self.warn(format!(
+                "{shown}: {lost} event(s) whose stack was not written are shown as <Unknown>"
+            ));
+        }
+        self.model.experiments.push(entry);
+        Ok(())
+    }
+
+    fn mappings(&mut self, log: &[experiment::LogEvent]) -> Vec<Mapping> {
+        let mut mappings = Vec::new();
+        for event in log {
+            if let Event::Object { path, base, lo, hi } = &event.event {
+                let object = self.object_id(path);
+                // A later mapping of the same range (dlclose + dlopen) wins.
+                mappings.retain(|m: &Mapping| m.hi <= *lo || m.lo >= *hi);
+                mappings.push(Mapping {
+                    object,
+                    base: *base,
+                    lo: *lo,
+                    hi: *hi,
+                });
+            }
+        }
+        mappings
+    }
+
+    fn object_id(&mut self, path: &Path) -> ObjectId {
+        if let Some(&id) = self.object_ids.get(path) {
+            return id;
+        }
+        let id = self.model.objects.len() as ObjectId;
+        let hidden_function = self.push_function(FunctionEntry {
+            name: format!("<{}>", basename(path)),
+            linkage_name: format!("<{}>", basename(path)),
+            object: Some(id),
+            address: 0,
+            size: 0,
+            kind: FunctionKind::Special,
+            aliases: Vec::new(),
+            source: None,
+        });
+        self.model.objects.push(ObjectEntry {
+            path: path.to_path_buf(),
+            symbols_from: None,
+            hidden_function,
+        });
+        self.object_ids.insert(path.to_path_buf(), id);
+        id
+    }
+
+    fn push_function(&mut self, entry: FunctionEntry) -> FunctionId {
+        let id = self.model.functions.len() as FunctionId;
+        self.model.functions.push(entry);
+        id
+    }
+
+    fn intern_stack(
+        &mut self,
+        experiment: u16,
+        recorded_id: u64,
+        stack: &Stack,
+        mappings: &[Mapping],
+    ) -> StackId {
+        if let Some(&id) = self.stack_ids.get(&(experiment, recorded_id)) {
+            return id;
+        }
+        let mut pcs = Vec::with_capacity(stack.pcs.len());
+        let mut after_signal_frame = false;
+        for (depth, &pc) in stack.pcs.iter().enumerate() {
+            // A caller's PC is a return address: look up the call
+            // instruction. The PC a signal interrupted is exact.
+            let exact = depth == 0 || after_signal_frame;
+            let address = if exact { pc } else { pc.saturating_sub(1) };
+            let id = self.intern_pc(experiment, address, mappings);
+            let entry = self.model.pc(id);
+            after_signal_frame = self.model.function(entry.function).name == "__restore_rt";
+            // Seed 001: a leaf PC in a PLT stub is dropped and its time goes
+            // to the call instruction that entered the stub.
+            if depth == 0 && entry.plt && stack.pcs.len() > 1 {
+                continue;
+            }
+            pcs.push(id);
+        }
+        let id = self.model.stacks.len() as StackId;
+        self.model.stacks.push(StackEntry {
+            pcs,
+            status: stack.status,
+        });
+        self.stack_ids.insert((experiment, recorded_id), id);
+        id
+    }
+
+    fn intern_pc(&mut self, experiment: u16, address: u64, mappings: &[Mapping]) -> PcId {
+        if let Some(&id) = self.pc_ids.get(&(experiment, address)) {
+            return id;
+        }
+        let entry = match mappings.iter().find(|m| m.lo <= address && address < m.hi) {
+            Some(m) => self.symbolize_in(m.object, address, address.wrapping_sub(m.base)),
+            None => PcEntry {
+                object: None,
+                address,
+                offset: address,
+                function: UNKNOWN,
+                line: None,
+                inlined: Vec::new(),
+                plt: false,
+            },
+        };
+        let id = self.model.pcs.len() as PcId;
+        self.model.pcs.push(entry);
+        self.pc_ids.insert((experiment, address), id);
+        id
+    }
+
+    fn symbolize_in(&mut self, object: ObjectId, address: u64, offset: u64) -> PcEntry {
+        let symbol = match self.file(object) {
+            Some(file) => symbolize(file, offset),
+            None => PcSymbol::Unknown,
+        };
+        let mut entry = PcEntry {
+            object: Some(object),
+            address,
+            offset,
+            function: UNKNOWN,
+            line: None,
+            inlined: Vec::new(),
+            plt: false,
+        };
+        match symbol {
+            PcSymbol::Unknown => {}
+            PcSymbol::Plt => {
+                entry.plt = true;
+                entry.function = self.special(FunctionKey::Plt(object), "@plt".into(), object);
+            }
+            PcSymbol::Static { region } => {
+                let name = format!(
+                    "<static>@0x{region:x} ({})",
+                    self.model.object(object).name()
+                );
+                entry.function = self.special(FunctionKey::Static(object, region), name, object);
+            }
+            PcSymbol::Function {
+                name,
+                linkage_name,
+                address: start,
+                size,
+                aliases,
+                source,
+                line,
+                inlined,
+            } => {
+                let key = FunctionKey::Normal(object, start, name.clone());
+                entry.function = match self.function_ids.get(&key) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.push_function(FunctionEntry {
+                            name,
+                            linkage_name,
+                            object: Some(object),
+                            address: start,
+                            size,
+                            kind: FunctionKind::Normal,
+                            aliases,
+                            source,
+                        });
+                        self.function_ids.insert(key, id);
+                        id
+                    }
+                };
+                entry.line = line.map(|l| self.line_id(l));
+                entry.inlined = inlined
+                    .into_iter()
+                    .map(|(name, line)| InlineStep {
+                        function: self.inlined_function(object, name),
+                        line: line.map(|l| self.line_id(l)),
+                    })
+                    .collect();
+            }
+        }
+        entry
+    }
+
+    fn special(&mut self, key: FunctionKey, name: String, object: ObjectId) -> FunctionId {
+        if let Some(&id) = self.function_ids.get(&key) {
+            return id;
+        }
+        let kind = match key {
+            FunctionKey::Plt(_) => FunctionKind::Plt,
+            _ => FunctionKind::Static,
+        };
+        let address = match key {
+            FunctionKey::Static(_, region) => region,
+            _ => 0,
+        };
+        let id = self.push_function(FunctionEntry {
+            linkage_name: name.clone(),
+            name,
+            object: Some(object),
+            address,
+            size: 0,
+            kind,
+            aliases: Vec::new(),
+            source: None,
+        });
+        self.function_ids.insert(key, id);
+        id
+    }
+
+    /// An inlined function is one entry per object and name; when the
+    /// object also has it out of line, that entry is used (seed 001: the
+    /// out-of-line copy appears in the function list).
+    fn inlined_function(&mut self, object: ObjectId, name: String) -> FunctionId {
+        let key = FunctionKey::Inlined(object, name.clone());
+        if let Some(&id) = self.function_ids.get(&key) {
+            return id;
+        }
+        let out_of_line = self.function_ids.iter().find_map(|(k, &id)| match k {
+            FunctionKey::Normal(o, _, n) if *o == object && *n == name => Some(id),
+            _ => None,
+        });
+        let id = match out_of_line {
+            Some(id) => id,
+            None => self.push_function(FunctionEntry {
+                linkage_name: name.clone(),
+                name,
+                object: Some(object),
+                address: 0,
+                size: 0,
+                kind: FunctionKind::Inlined,
+                aliases: Vec::new(),
+                source: None,
+            }),
+        };
+        self.function_ids.insert(key, id);
+        id
+    }
+
+    fn line_id(&mut self, location: SourceLocation) -> LineId {
+        let entry = LineEntry {
+            file: location.file,
+            full_path: location.full_path,
+            line: location.line,
+        };
+        if let Some(&id) = self.line_ids.get(&entry) {
+            return id;
+        }
+        let id = self.model.lines.len() as LineId;
+        self.model.lines.push(entry.clone());
+        self.line_ids.insert(entry, id);
+        id
+    }
+
+    /// The symbol file of `object`, opened once; None (with one warning)
+    /// when it cannot be read or no longer matches the recording.
+    fn file(&mut self, object: ObjectId) -> Option<&ObjectFile> {
+        if !self.files.contains_key(&object) {
+            let opened = self.open_object(object);
+            self.files.insert(object, opened);
+        }
+        self.files.get(&object).and_then(Option::as_ref)
+    }
+
+    fn open_object(&mut self, object: ObjectId) -> Option<ObjectFile> {
+        let recorded = self.model.object(object).path.clone();
+        if recorded.as_os_str() == "[vdso]" {
+            return None;
+        }
+        let archived = self.archive.iter().find(|a| a.path == recorded).cloned();
+        let path = match symbol_file(&recorded, archived.as_ref(), &self.archives_dir) {
+            Ok(path) => path,
+            Err(why) => {
+                self.warn(format!("{why}; its functions are shown as <Unknown>"));
+                return None;
+            }
+        };
+        match ObjectFile::open(&path) {
+            Ok(file) => {
+                self.model.objects[object as usize].symbols_from = Some(path);
+                Some(file)
+            }
+            Err(e) => {
+                self.warn(format!("{}: {e}", path.display()));
+                None
+            }
+        }
+    }
+}
+
+fn basename(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string_lossy().into_owned())
+}
+
+fn experiment_entry(
+    expt: &Experiment,
+    log: Vec<experiment::LogEvent>,
+    records: &[experiment::ClockEventRecord],
+) -> ExperimentEntry {
+    let start = log.iter().find_map(|e| match &e.event {
+        Event::Start(info) => Some((e.timestamp_ns, info.clone())),
+        _ => None,
+    });
+    let first_log = log.iter().map(|e| e.timestamp_ns).find(|&t| t > 0);
+    let first_event = records.iter().map(|r| r.timestamp_ns).min();
+    let start_ns = start
+        .as_ref()
+        .map(|(t, _)| *t)
+        .or(first_log)
+        .or(first_event)
+        .unwrap_or(0);
+    let last_log = log.iter().map(|e| e.timestamp_ns).max().unwrap_or(0);
+    let last_event = records.iter().map(|r| r.timestamp_ns).max().unwrap_or(0);
+    let mut samples: Vec<_> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Sample(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    samples.sort_by_key(|s| (s.timestamp_ns, s.number));
+    let ended = log.iter().any(|e| matches!(e.event, Event::End));
+    let manifest = expt.manifest();
+    ExperimentEntry {
+        path: expt.path().to_path_buf(),
+        start: start.map(|(_, info)| info),
+        start_ns,
+        end_ns: last_log.max(last_event).max(start_ns),
+        samples,
+        threads: Vec::new(),
+        log,
+        notes: expt.notes(),
+        ended,
+        format_version: format!("{}.{}", manifest.version_major, manifest.version_minor),
+    }
+}
+
+/// Numbers threads 1.. in order of appearance, the process's main thread
+/// (tid = pid) first; fills `entry.threads`.
+fn thread_numbers(
+    entry: &mut ExperimentEntry,
+    records: &[experiment::ClockEventRecord],
+) -> HashMap<u32, u32> {
+    let mut order: Vec<u32> = Vec::new();
+    if let Some(start) = &entry.start {
+        order.push(start.pid);
+    }
+    for event in &entry.log {
+        if let Event::ThreadStart { tid } = event.event {
+            if !order.contains(&tid) {
+                order.push(tid);
+            }
+        }
+    }
+    for record in records {
+        if !order.contains(&record.tid) {
+            order.push(record.tid);
+        }
+    }
+    entry.threads = order
+        .iter()
+        .enumerate()
+        .map(|(i, &tid)| ThreadEntry {
+            number: i as u32 + 1,
+            tid,
+        })
+        .collect();
+    entry.threads.iter().map(|t| (t.tid, t.number)).collect()
+}
+
+/// Sample N covers (sample N-1, sample N]; events after the last sample
+/// fall in the still-open sample last+1.
+fn sample_of(samples: &[experiment::log::Sample], timestamp_ns: u64) -> u32 {
+    let index = samples.partition_point(|s| s.timestamp_ns < timestamp_ns);
+    match samples.get(index) {
+        Some(s) => s.number as u32,
+        None => samples.last().map_or(1, |s| s.number as u32 + 1),
+    }
+}

@@ -1,0 +1,238 @@
+//! The analyzer's in-memory picture of one or more experiments: every
+//! recorded PC symbolized once, every distinct stack stored once, and the
+//! events as small records pointing at them. Metrics are computed from this
+//! (see `metrics`); nothing here depends on the view settings.
+
+use experiment::layout::StackStatus;
+use experiment::log::{LogEvent, Sample, StartInfo};
+use std::path::PathBuf;
+
+pub type ObjectId = u32;
+pub type FunctionId = u32;
+pub type LineId = u32;
+pub type PcId = u32;
+pub type StackId = u32;
+
+/// Functions every model has, at fixed ids.
+pub const TOTAL: FunctionId = 0;
+pub const UNKNOWN: FunctionId = 1;
+pub const TRUNCATED: FunctionId = 2;
+
+pub const TOTAL_NAME: &str = "<Total>";
+pub const UNKNOWN_NAME: &str = "<Unknown>";
+pub const TRUNCATED_NAME: &str = "<Truncated-stack>";
+
+/// A load object as recorded (`object` log lines of any experiment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectEntry {
+    /// The path the process had mapped.
+    pub path: PathBuf,
+    /// The file read for symbols (the recorded path, or the archive's copy).
+    pub symbols_from: Option<PathBuf>,
+    /// The pseudo-function that stands for the whole object when it is hidden.
+    pub hidden_function: FunctionId,
+}
+
+impl ObjectEntry {
+    /// The basename, as er_print shows objects.
+    pub fn name(&self) -> String {
+        self.path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.path.to_string_lossy().into_owned())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FunctionKind {
+    /// An out-of-line function (DWARF subprogram or ELF symbol).
+    Normal,
+    /// A function that exists (here) only inlined into others.
+    Inlined,
+    /// `<static>@0x...`: code of a stripped object with no symbol.
+    Static,
+    /// `@plt`: PLT code of an object seen below the leaf.
+    Plt,
+    /// `<Total>`, `<Unknown>`, `<Truncated-stack>`, `<libname>` of a hidden object.
+    Special,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionEntry {
+    /// Demangled, with parameters for C++.
+    pub name: String,
+    /// The linkage (mangled) name; equal to `name` for C.
+    pub linkage_name: String,
+    pub object: Option<ObjectId>,
+    /// Link-time address of the first instruction (0 when unknown).
+    pub address: u64,
+    pub size: u64,
+    pub kind: FunctionKind,
+    /// Other names of the same code (ELF aliases), sorted.
+    pub aliases: Vec<String>,
+    /// The source file of its definition, when DWARF says.
+    pub source: Option<PathBuf>,
+}
+
+/// A source line.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LineEntry {
+    /// The file as DWARF names it (relative to the compilation directory when inside it).
+    pub file: PathBuf,
+    /// Absolute, for reading the source.
+    pub full_path: PathBuf,
+    pub line: u32,
+}
+
+/// One frame of an inline chain at a PC.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InlineStep {
+    pub function: FunctionId,
+    /// Where execution is in this function (the call site of the next inner one).
+    pub line: Option<LineId>,
+}
+
+/// One distinct recorded PC, symbolized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PcEntry {
+    pub object: Option<ObjectId>,
+    /// The address looked up: the interrupted PC for a leaf, the return
+    /// address minus one (inside the call instruction) for a caller.
+    pub address: u64,
+    /// `address` relative to the object's link-time addresses.
+    pub offset: u64,
+    /// The out-of-line function.
+    pub function: FunctionId,
+    /// The line in `function` (the call site of inlined code).
+    pub line: Option<LineId>,
+    /// Inlined functions at this PC, innermost first (empty when none).
+    pub inlined: Vec<InlineStep>,
+    /// In a PLT stub.
+    pub plt: bool,
+}
+
+/// A distinct stack (leaf first), with the status the unwinder gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackEntry {
+    pub pcs: Vec<PcId>,
+    pub status: StackStatus,
+}
+
+/// One clock event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventEntry {
+    pub experiment: u16,
+    /// Thread number within its experiment, from 1.
+    pub thread: u32,
+    pub tid: u32,
+    /// 0xffff when unknown.
+    pub cpu: u16,
+    /// Nanoseconds since the earliest experiment start of the model.
+    pub time_ns: u64,
+    pub weight_ns: u64,
+    /// Index into `Model::stacks`; `NO_STACK` when the stack record was lost.
+    pub stack: StackId,
+    /// The sample (of its experiment) the event falls in, from 1.
+    pub sample: u32,
+}
+
+pub const NO_STACK: StackId = StackId::MAX;
+
+/// A thread of one experiment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadEntry {
+    pub number: u32,
+    pub tid: u32,
+}
+
+/// What the analyzer keeps of one experiment directory.
+#[derive(Debug, Clone)]
+pub struct ExperimentEntry {
+    pub path: PathBuf,
+    pub start: Option<StartInfo>,
+    /// CLOCK_MONOTONIC of the `start` line (or of the first log line).
+    pub start_ns: u64,
+    /// CLOCK_MONOTONIC of the last thing recorded.
+    pub end_ns: u64,
+    pub samples: Vec<Sample>,
+    pub threads: Vec<ThreadEntry>,
+    pub log: Vec<LogEvent>,
+    pub notes: Option<String>,
+    /// The collector closed it (`end` line).
+    pub ended: bool,
+    pub format_version: String,
+}
+
+/// Everything the reports are computed from.
+#[derive(Debug, Clone, Default)]
+pub struct Model {
+    pub experiments: Vec<ExperimentEntry>,
+    pub objects: Vec<ObjectEntry>,
+    pub functions: Vec<FunctionEntry>,
+    pub lines: Vec<LineEntry>,
+    pub pcs: Vec<PcEntry>,
+    pub stacks: Vec<StackEntry>,
+    pub events: Vec<EventEntry>,
+    /// Problems met while loading (shown once, never fatal).
+    pub warnings: Vec<String>,
+    /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).
+    pub origin_ns: u64,
+}
+
+impl Model {
+    pub fn function(&self, id: FunctionId) -> &FunctionEntry {
+        &self.functions[id as usize]
+    }
+
+    pub fn object(&self, id: ObjectId) -> &ObjectEntry {
+        &self.objects[id as usize]
+    }
+
+    pub fn line(&self, id: LineId) -> &LineEntry {
+        &self.lines[id as usize]
+    }
+
+    pub fn pc(&self, id: PcId) -> &PcEntry {
+        &self.pcs[id as usize]
+    }
+
+    /// Seconds covered: from the origin to the last recorded moment.
+    pub fn duration_ns(&self) -> u64 {
+        self.experiments
+            .iter()
+            .map(|e| e.end_ns.saturating_sub(self.origin_ns))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Functions whose shown name is `name` (or whose linkage name or
+    /// parameter-less name is).
+    pub fn functions_named(&self, name: &str) -> Vec<FunctionId> {
+        (0..self.functions.len() as FunctionId)
+            .filter(|&id| {
+                let f = self.function(id);
+                f.name == name
+                    || f.linkage_name == name
+                    || debugger::symbols::without_parameters(&f.name) == name
+                    || f.aliases.iter().any(|a| a == name)
+            })
+            .collect()
+    }
+}
+
+/// Creates the fixed special functions of a new model.
+pub(crate) fn special_functions() -> Vec<FunctionEntry> {
+    [TOTAL_NAME, UNKNOWN_NAME, TRUNCATED_NAME]
+        .into_iter()
+        .map(|name| FunctionEntry {
+            name: name.to_string(),
+            linkage_name: name.to_string(),
+            object: None,
+            address: 0,
+            size: 0,
+            kind: FunctionKind::Special,
+            aliases: Vec::new(),
+            source: None,
+        })
+        .collect()
+}

@@ -1,0 +1,686 @@
+//! The listings of the analysis language, each as text (er_print-like
+//! aligned tables) and as JSON (the same facts, machine-readable).
+
+use crate::metrics::*;
+use crate::model::*;
+use crate::table::{percent, seconds, Column, Table};
+use serde_json::{json, Value as Json};
+use std::collections::HashMap;
+
+/// Which metric an item measures; `Attributed` only means something in
+/// callers-callees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    Exclusive,
+    Inclusive,
+    Attributed,
+}
+
+/// One column of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricColumn {
+    TotalCpu {
+        kind: MetricKind,
+        value: bool,
+        percent: bool,
+        count: bool,
+    },
+    Name,
+    Size,
+    Address,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    Metric(MetricKind),
+    Name,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NameStyle {
+    #[default]
+    Long,
+    Short,
+    Mangled,
+}
+
+/// What shapes every listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportSettings {
+    pub columns: Vec<MetricColumn>,
+    pub sort: SortKey,
+    /// At most this many rows (after `<Total>`); None = all.
+    pub limit: Option<usize>,
+    pub names: NameStyle,
+}
+
+impl Default for ReportSettings {
+    fn default() -> Self {
+        let cpu = |kind| MetricColumn::TotalCpu {
+            kind,
+            value: true,
+            percent: true,
+            count: false,
+        };
+        ReportSettings {
+            columns: vec![
+                cpu(MetricKind::Exclusive),
+                cpu(MetricKind::Inclusive),
+                MetricColumn::Name,
+            ],
+            sort: SortKey::Metric(MetricKind::Exclusive),
+            limit: None,
+            names: NameStyle::Long,
+        }
+    }
+}
+
+/// A listing, ready in both output forms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub text: String,
+    pub json: Json,
+}
+
+/// What every report is computed from.
+pub struct Context<'a> {
+    pub model: &'a Model,
+    pub view: &'a View,
+    pub weights: &'a Weights,
+    pub settings: &'a ReportSettings,
+}
+
+impl Context<'_> {
+    pub fn total(&self) -> Value {
+        self.weights.total
+    }
+
+    /// The name of a function in the chosen style.
+    pub fn function_name(&self, id: FunctionId) -> String {
+        let f = self.model.function(id);
+        match self.settings.names {
+            NameStyle::Long => f.name.clone(),
+            NameStyle::Short => debugger::symbols::without_parameters(&f.name).to_string(),
+            NameStyle::Mangled => f.linkage_name.clone(),
+        }
+    }
+
+    pub fn object_name(&self, key: ObjectKey) -> String {
+        match key {
+            ObjectKey::Object(id) => self.model.object(id).name(),
+            ObjectKey::Unknown => UNKNOWN_NAME.to_string(),
+        }
+    }
+
+    pub fn line_name(&self, key: LineKey, function: Option<FunctionId>) -> String {
+        match key {
+            LineKey::Line(id) => {
+                let line = self.model.line(id);
+                let owner = function.map(|f| format!("{}, ", self.function_name(f)));
+                format!(
+                    "{}line {} in \"{}\"",
+                    owner.unwrap_or_default(),
+                    line.line,
+                    line.file.display()
+                )
+            }
+            LineKey::NoLine(f) => format!(
+                "<Function: {}, instructions without line numbers>",
+                self.function_name(f)
+            ),
+        }
+    }
+
+    pub fn pc_name(&self, id: PcId) -> String {
+        let pc = self.model.pc(id);
+        let function = self.model.function(pc.function);
+        if function.kind == FunctionKind::Normal && pc.offset >= function.address {
+            format!(
+                "{} + 0x{:x}",
+                self.function_name(pc.function),
+                pc.offset - function.address
+            )
+        } else {
+            format!("{} @ 0x{:x}", self.function_name(pc.function), pc.address)
+        }
+    }
+
+    fn metric_columns(&self) -> impl Iterator<Item = &MetricColumn> {
+        self.settings.columns.iter()
+    }
+}
+
+/// One row of a metric listing.
+struct Row {
+    name: String,
+    value: ExclInclValue,
+    function: Option<FunctionId>,
+    json: Json,
+}
+
+fn kind_label(kind: MetricKind) -> &'static str {
+    match kind {
+        MetricKind::Exclusive => "Excl.",
+        MetricKind::Inclusive => "Incl.",
+        MetricKind::Attributed => "Attr.",
+    }
+}
+
+fn pick(value: &ExclInclValue, kind: MetricKind) -> Value {
+    match kind {
+        MetricKind::Exclusive => value.exclusive,
+        MetricKind::Inclusive | MetricKind::Attributed => value.inclusive,
+    }
+}
+
+fn value_json(value: Value, total: Value) -> Json {
+    json!({
+        "seconds": value.ns as f64 / 1e9,
+        "ns": value.ns,
+        "percent": if total.ns == 0 { 0.0 } else { value.ns as f64 * 100.0 / total.ns as f64 },
+        "events": value.events,
+    })
+}
+
+/// Builds the table of a metric listing; `attributed_as` tells which value
+/// fills attributed columns (None: they are left out).
+fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) -> Table {
+    let mut columns = Vec::new();
+    let mut groups = Vec::new();
+    for column in ctx.metric_columns() {
+        match *column {
+            MetricColumn::TotalCpu {
+                kind,
+                value,
+                percent,
+                count,
+            } => {
+                if kind == MetricKind::Attributed && attributed_as.is_none() {
+                    continue;
+                }
+                let first = columns.len();
+                if value {
+                    columns.push(Column::number("sec.", ""));
+                }
+                if percent {
+                    columns.push(Column::number("%", ""));
+                }
+                if count {
+                    columns.push(Column::number("events", ""));
+                }
+                let label = format!("{} Total CPU", kind_label(kind));
+                groups.push((first, columns.len() - first, label));
+            }
+            MetricColumn::Size => columns.push(Column::number("Size", "")),
+            MetricColumn::Address => columns.push(Column::number("PC Addr.", "")),
+            MetricColumn::Name => columns.push(Column::text("Name")),
+        }
+    }
+    let mut table = Table::new(columns);
+    for (first, count, label) in groups {
+        if count > 0 {
+            table.group(first, count, &label);
+        }
+    }
+    let total = ctx.total();
+    for row in rows {
+        let mut cells = Vec::new();
+        for column in ctx.metric_columns() {
+            match *column {
+                MetricColumn::TotalCpu {
+                    kind,
+                    value,
+                    percent: pct,
+                    count,
+                } => {
+                    let kind = match (kind, attributed_as) {
+                        (MetricKind::Attributed, None) => continue,
+                        (MetricKind::Attributed, Some(k)) => k,
+                        (k, _) => k,
+                    };
+                    let v = pick(&row.value, kind);
+                    if value {
+                        cells.push(seconds(v.ns));
+                    }
+                    if pct {
+                        cells.push(percent(v.ns, total.ns));
+                    }
+                    if count {
+                        cells.push(v.events.to_string());
+                    }
+                }
+                MetricColumn::Size => cells.push(
+                    row.function
+                        .map(|f| ctx.model.function(f).size.to_string())
+                        .unwrap_or_default(),
+                ),
+                MetricColumn::Address => cells.push(
+                    row.function
+                        .map(|f| format!("0x{:x}", ctx.model.function(f).address))
+                        .unwrap_or_default(),
+                ),
+                MetricColumn::Name => cells.push(row.name.clone()),
+            }
+        }
+        table.push(cells);
+    }
+    table
+}
+
+fn sort_rows(ctx: &Context, rows: &mut [Row]) {
+    match ctx.settings.sort {
+        SortKey::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
+        SortKey::Metric(kind) => rows.sort_by(|a, b| {
+            pick(&b.value, kind)
+                .ns
+                .cmp(&pick(&a.value, kind).ns)
+                .then_with(|| a.name.cmp(&b.name))
+        }),
+    }
+}
+
+fn sort_description(ctx: &Context) -> String {
+    match ctx.settings.sort {
+        SortKey::Name => "Name".to_string(),
+        SortKey::Metric(kind) => format!("{} Total CPU Time", kind_label(kind)),
+    }
+}
+
+fn sort_spec(ctx: &Context) -> String {
+    match ctx.settings.sort {
+        SortKey::Name => "name".into(),
+        SortKey::Metric(MetricKind::Exclusive) => "e.totalcpu".into(),
+        SortKey::Metric(MetricKind::Inclusive) => "i.totalcpu".into(),
+        SortKey::Metric(MetricKind::Attributed) => "a.totalcpu".into(),
+    }
+}
+
+/// Sorts, applies the limit, puts `total` first and renders.
+fn listing(ctx: &Context, what: &str, total: Option<Row>, mut rows: Vec<Row>) -> Report {
+    sort_rows(ctx, &mut rows);
+    if let Some(limit) = ctx.settings.limit {
+        rows.truncate(limit);
+    }
+    let rows: Vec<Row> = total.into_iter().chain(rows).collect();
+    let table = metric_table(ctx, &rows, None);
+    let text = format!(
+        "{} sorted by metric: {}\n\n{}",
+        capitalize(what),
+        sort_description(ctx),
+        table.render()
+    );
+    let json = json!({
+        "report": what,
+        "sort": sort_spec(ctx),
+        "total": value_json(ctx.total(), ctx.total()),
+        "rows": rows.iter().map(|r| r.json.clone()).collect::<Vec<_>>(),
+    });
+    Report { text, json }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+fn row_json(ctx: &Context, name: &str, value: &ExclInclValue, extra: Json) -> Json {
+    let mut object = json!({
+        "name": name,
+        "exclusive": value_json(value.exclusive, ctx.total()),
+        "inclusive": value_json(value.inclusive, ctx.total()),
+    });
+    if let (Some(map), Json::Object(extra)) = (object.as_object_mut(), extra) {
+        map.extend(extra);
+    }
+    object
+}
+
+fn function_json(ctx: &Context, id: FunctionId) -> Json {
+    let f = ctx.model.function(id);
+    json!({
+        "function_id": id,
+        "object": f.object.map(|o| ctx.model.object(o).path.display().to_string()),
+        "address": f.address,
+        "size": f.size,
+        "mangled": f.linkage_name,
+    })
+}
+
+fn total_row(ctx: &Context) -> Row {
+    let value = ExclInclValue {
+        exclusive: ctx.total(),
+        inclusive: ctx.total(),
+    };
+    Row {
+        name: TOTAL_NAME.to_string(),
+        json: row_json(ctx, TOTAL_NAME, &value, json!({})),
+        value,
+        function: Some(TOTAL),
+    }
+}
+
+fn function_rows(ctx: &Context) -> Vec<Row> {
+    function_metrics(ctx.view, ctx.weights)
+        .into_iter()
+        .filter(|(id, v)| *id != TOTAL && v.inclusive.events > 0)
+        .map(|(id, value)| {
+            let name = ctx.function_name(id);
+            Row {
+                json: row_json(ctx, &name, &value, function_json(ctx, id)),
+                name,
+                value,
+                function: Some(id),
+            }
+        })
+        .collect()
+}
+
+/// `functions`
+pub fn functions(ctx: &Context) -> Report {
+    listing(ctx, "functions", Some(total_row(ctx)), function_rows(ctx))
+}
+
+/// `objects`
+pub fn objects(ctx: &Context) -> Report {
+    let rows = object_metrics(ctx.model, ctx.view, ctx.weights)
+        .into_iter()
+        .map(|(key, value)| {
+            let name = ctx.object_name(key);
+            let path = match key {
+                ObjectKey::Object(id) => Some(ctx.model.object(id).path.display().to_string()),
+                ObjectKey::Unknown => None,
+            };
+            Row {
+                json: row_json(ctx, &name, &value, json!({ "path": path })),
+                name,
+                value,
+                function: None,
+            }
+        })
+        .collect();
+    listing(ctx, "load objects", Some(total_row(ctx)), rows)
+}
+
+/// The function a line or PC belongs to, for naming it.
+fn owners(ctx: &Context) -> (HashMap<LineKey, FunctionId>, HashMap<PcId, FunctionId>) {
+    let mut lines = HashMap::new();
+    let mut pcs = HashMap::new();
+    for frames in &ctx.view.stacks {
+        for f in frames {
+            let key = match f.line {
+                Some(l) => LineKey::Line(l),
+                None => LineKey::NoLine(f.function),
+            };
+            lines.entry(key).or_insert(f.function);
+            if let Some(pc) = f.pc {
+                pcs.entry(pc).or_insert(f.function);
+            }
+        }
+    }
+    (lines, pcs)
+}
+
+/// `lines`
+pub fn lines(ctx: &Context) -> Report {
+    let (owner, _) = owners(ctx);
+    let rows = line_metrics(ctx.view, ctx.weights)
+        .into_iter()
+        .map(|(key, value)| {
+            let function = owner.get(&key).copied();
+            let name = ctx.line_name(key, function);
+            let extra = match key {
+                LineKey::Line(id) => {
+                    let l = ctx.model.line(id);
+                    json!({"file": l.file.display().to_string(), "line": l.line,
+                           "function": function.map(|f| ctx.function_name(f))})
+                }
+                LineKey::NoLine(f) => json!({"file": null, "line": null,
+                                             "function": ctx.function_name(f)}),
+            };
+            Row {
+                json: row_json(ctx, &name, &value, extra),
+                name,
+                value,
+                function: None,
+            }
+        })
+        .collect();
+    listing(ctx, "lines", Some(total_row(ctx)), rows)
+}
+
+/// `pcs`
+pub fn pcs(ctx: &Context) -> Report {
+    let rows = pc_metrics(ctx.view, ctx.weights)
+        .into_iter()
+        .map(|(id, value)| {
+            let name = ctx.pc_name(id);
+            let pc = ctx.model.pc(id);
+            let extra = json!({"address": pc.address, "offset": pc.offset,
+                               "function": ctx.function_name(pc.function)});
+            Row {
+                json: row_json(ctx, &name, &value, extra),
+                name,
+                value,
+                function: None,
+            }
+        })
+        .collect();
+    listing(ctx, "PCs", Some(total_row(ctx)), rows)
+}
+
+/// The summary block of one function (`fsingle`, `fsummary`).
+pub fn function_summary(ctx: &Context, id: FunctionId, value: ExclInclValue) -> Report {
+    let f = ctx.model.function(id);
+    let total = ctx.total();
+    let object = f.object.map(|o| ctx.model.object(o));
+    let mut text = format!("{}\n", ctx.function_name(id));
+    let mut field = |label: &str, v: String| text.push_str(&format!("\t{label:<24} {v}\n"));
+    field(
+        "Exclusive Total CPU Time:",
+        format!(
+            "{} ({}%)",
+            seconds(value.exclusive.ns),
+            percent(value.exclusive.ns, total.ns)
+        ),
+    );
+    field(
+        "Inclusive Total CPU Time:",
+        format!(
+            "{} ({}%)",
+            seconds(value.inclusive.ns),
+            percent(value.inclusive.ns, total.ns)
+        ),
+    );
+    field("Size:", f.size.to_string());
+    field("PC Address:", format!("0x{:x}", f.address));
+    field(
+        "Source File:",
+        f.source
+            .as_ref()
+            .map_or("(unknown)".into(), |s| s.display().to_string()),
+    );
+    field(
+        "Load Object:",
+        object.map_or("(none)".into(), |o| o.path.display().to_string()),
+    );
+    field("Mangled Name:", f.linkage_name.clone());
+    field("Aliases:", f.aliases.join(", "));
+    let json = row_json(
+        ctx,
+        &ctx.function_name(id),
+        &value,
+        json!({
+            "function_id": id,
+            "size": f.size,
+            "address": f.address,
+            "source": f.source.as_ref().map(|s| s.display().to_string()),
+            "object": object.map(|o| o.path.display().to_string()),
+            "mangled": f.linkage_name,
+            "aliases": f.aliases,
+        }),
+    );
+    Report { text, json }
+}
+
+/// `fsummary`: a block per function, in the function list's order.
+pub fn fsummary(ctx: &Context) -> Report {
+    let mut rows = function_rows(ctx);
+    sort_rows(ctx, &mut rows);
+    if let Some(limit) = ctx.settings.limit {
+        rows.truncate(limit);
+    }
+    let mut text = String::new();
+    let mut list = Vec::new();
+    for row in std::iter::once(total_row(ctx)).chain(rows) {
+        let id = row.function.unwrap_or(TOTAL);
+        let report = function_summary(ctx, id, row.value);
+        text.push_str(&report.text);
+        text.push('\n');
+        list.push(report.json);
+    }
+    Report {
+        text,
+        json: json!({"report": "fsummary", "functions": list}),
+    }
+}
+
+/// `csingle` (one centre) and each block of `callers-callees`.
+pub fn callers_callees_of(ctx: &Context, center: FunctionId) -> Report {
+    let cc = callers_callees(ctx.view, ctx.weights, center);
+    let total = ctx.total();
+    let mut table = Table::new(vec![
+        Column::number("sec.", ""),
+        Column::number("%", ""),
+        Column::text("Name"),
+    ]);
+    table.group(0, 2, "Attr. Total CPU");
+    let mut push = |value: Value, name: String| {
+        table.push(vec![seconds(value.ns), percent(value.ns, total.ns), name]);
+    };
+    for &(id, value) in &cc.callers {
+        push(value, format!(" {}", ctx.function_name(id)));
+    }
+    push(
+        cc.value.exclusive,
+        format!("*{}", ctx.function_name(center)),
+    );
+    for &(id, value) in &cc.callees {
+        push(value, format!(" {}", ctx.function_name(id)));
+    }
+    let name = ctx.function_name(center);
+    let text = format!(
+        "Callers and callees of {name}: inclusive {} s ({}%), exclusive {} s ({}%)\n\n{}",
+        seconds(cc.value.inclusive.ns),
+        percent(cc.value.inclusive.ns, total.ns),
+        seconds(cc.value.exclusive.ns),
+        percent(cc.value.exclusive.ns, total.ns),
+        table.render()
+    );
+    let list = |items: &[(FunctionId, Value)]| -> Vec<Json> {
+        items
+            .iter()
+            .map(|&(id, v)| {
+                json!({"name": ctx.function_name(id), "function_id": id,
+                                   "attributed": value_json(v, total)})
+            })
+            .collect()
+    };
+    let json = json!({
+        "report": "callers-callees",
+        "function": name,
+        "function_id": center,
+        "exclusive": value_json(cc.value.exclusive, total),
+        "inclusive": value_json(cc.value.inclusive, total),
+        "callers": list(&cc.callers),
+        "callees": list(&cc.callees),
+    });
+    Report { text, json }
+}
+
+/// `callers-callees`: a block for every function in the list's order.
+pub fn callers_callees_all(ctx: &Context) -> Report {
+    let mut rows = function_rows(ctx);
+    sort_rows(ctx, &mut rows);
+    if let Some(limit) = ctx.settings.limit {
+        rows.truncate(limit);
+    }
+    let mut text = String::new();
+    let mut blocks = Vec::new();
+    for row in rows {
+        let report = callers_callees_of(ctx, row.function.unwrap_or(TOTAL));
+        text.push_str(&report.text);
+        text.push('\n');
+        blocks.push(report.json);
+    }
+    Report {
+        text,
+        json: json!({"report": "callers-callees", "functions": blocks}),
+    }
+}
+
+/// `calltree`: the calling-context tree, children by inclusive value.
+pub fn calltree(ctx: &Context) -> Report {
+    let tree = call_tree(ctx.view, ctx.weights);
+    let total = ctx.total();
+    let mut table = Table::new(vec![
+        Column::number("sec.", ""),
+        Column::number("%", ""),
+        Column::number("sec.", ""),
+        Column::text("Name"),
+    ]);
+    table.group(0, 2, "Incl. Total CPU");
+    table.group(2, 1, "Excl. CPU");
+    let mut stack = vec![(&tree, 0usize)];
+    let mut rows = 0usize;
+    let limit = ctx.settings.limit.unwrap_or(usize::MAX);
+    // Iterative, depth-first: stacks can be thousands deep.
+    while let Some((node, depth)) = stack.pop() {
+        if rows >= limit.saturating_add(1) {
+            break;
+        }
+        rows += 1;
+        table.push(vec![
+            seconds(node.value.inclusive.ns),
+            percent(node.value.inclusive.ns, total.ns),
+            seconds(node.value.exclusive.ns),
+            format!("{}{}", "  ".repeat(depth), ctx.function_name(node.function)),
+        ]);
+        for child in node.children.iter().rev() {
+            stack.push((child, depth + 1));
+        }
+    }
+    let text = format!("Calltree\n\n{}", table.render());
+    let json = json!({"report": "calltree", "root": tree_json(ctx, &tree)});
+    Report { text, json }
+}
+
+fn tree_json(ctx: &Context, root: &CallTreeNode) -> Json {
+    // Built bottom-up without recursion (deep trees).
+    let mut order = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        order.push(node);
+        stack.extend(node.children.iter());
+    }
+    let mut built: HashMap<*const CallTreeNode, Json> = HashMap::new();
+    for node in order.into_iter().rev() {
+        let children: Vec<Json> = node
+            .children
+            .iter()
+            .filter_map(|c| built.remove(&(c as *const CallTreeNode)))
+            .collect();
+        let value = row_json(
+            ctx,
+            &ctx.function_name(node.function),
+            &node.value,
+            json!({"function_id": node.function, "children": children}),
+        );
+        built.insert(node as *const CallTreeNode, value);
+    }
+    built
+        .remove(&(root as *const CallTreeNode))
+        .unwrap_or(Json::Null)
+}
