@@ -678,7 +678,7 @@ pub(crate) fn suggest(word: &str) -> Option<String> {
 
 /// Optimal string alignment distance: Levenshtein plus adjacent swaps, so
 /// that `stpo` is one edit from `stop`.
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let width = b.len() + 1;

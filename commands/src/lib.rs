@@ -6,6 +6,8 @@
 //! aliases, usage lines and help texts, so that parsing, `help`, tab
 //! completion and the documentation cannot drift apart.
 
+mod analysis;
+mod analysis_help;
 mod collector;
 mod command;
 mod error;
@@ -14,6 +16,16 @@ mod parse;
 mod signal;
 mod words;
 
+pub use analysis::{
+    parse_analysis, AnalysisCommand, BinaryOp, FilterExpr, FilterField, FilterSetting, FunctionRef,
+    ListSelection, MetricItem, MetricKind, MetricKinds, MetricName, MetricSpec, NameStyle,
+    ObjectSelection, OutputFormat, PathMapping, SortSpec, UnaryOp, FILTER_MAX_DEPTH,
+    FILTER_MAX_NESTING,
+};
+pub use analysis_help::{
+    analysis_command_names, analysis_help, analysis_help_for, analysis_help_summary,
+    find_analysis_help,
+};
 pub use collector::{
     check_experiment_name, profile_interval, seconds, stack_depth, ArchiveMode, CollectorCommand,
     ProfileSetting, SampleSetting, ShowWhat, StoreSetting, TraceKind, PROFILE_HI_NS, PROFILE_LO_NS,

@@ -1,0 +1,495 @@
+//! The analysis command table (er_print's language): names, aliases, usage
+//! and help text in one place, so that parsing in `analysis.rs`, `help` in
+//! the analysis REPL and tab completion cannot drift apart.
+
+use std::sync::OnceLock;
+
+use crate::help::{edit_distance, CommandHelp};
+
+const fn entry(
+    name: &'static str,
+    aliases: &'static [&'static str],
+    usage: &'static str,
+    summary: &'static str,
+    description: &'static str,
+    example: &'static str,
+) -> CommandHelp {
+    CommandHelp {
+        name,
+        aliases,
+        usage,
+        summary,
+        description,
+        example,
+    }
+}
+
+static ANALYSIS_COMMANDS: &[CommandHelp] = &[
+    entry(
+        "functions",
+        &[],
+        "functions",
+        "list functions with the current metrics",
+        "List every function with the current metrics, sorted by the sort metric, <Total> first.",
+        "functions",
+    ),
+    entry(
+        "metrics",
+        &[],
+        "metrics [SPEC]",
+        "show or choose the metrics shown",
+        "SPEC is items joined by ':'; an item is flags then a name. Flags: e (exclusive), \
+         i (inclusive), a (attributed), then . (value), % (percent), + (event count), ! (hide); \
+         no visibility flag means value. Names: totalcpu (alias cpu), name, size, address. \
+         With no SPEC, show the current one (default e.%totalcpu:i.%totalcpu:name).",
+        "metrics ei.%totalcpu:name",
+    ),
+    entry(
+        "sort",
+        &[],
+        "sort [SPEC]",
+        "show or choose the sort metric",
+        "Sort by e.totalcpu, i.totalcpu, a.totalcpu, name, size or address. With no SPEC, \
+         show the current one (default: the first visible exclusive metric).",
+        "sort i.totalcpu",
+    ),
+    entry(
+        "limit",
+        &[],
+        "limit [N]",
+        "show or set the number of rows printed",
+        "Print at most N rows in lists; 0 means no limit. With no N, show the current limit.",
+        "limit 20",
+    ),
+    entry(
+        "fsummary",
+        &[],
+        "fsummary",
+        "summary block of every function",
+        "Print a summary block (metrics, size, address, object, source file) for each function.",
+        "fsummary",
+    ),
+    entry(
+        "fsingle",
+        &[],
+        "fsingle FUNC [N]",
+        "summary block of one function",
+        "Print the summary block of FUNC (the rest of the line). A trailing separate number N \
+         picks the N-th of several functions with that name.",
+        "fsingle compute 2",
+    ),
+    entry(
+        "callers-callees",
+        &["callers_callees"],
+        "callers-callees",
+        "callers and callees of every function",
+        "For each function, its callers (above) and callees (below) with attributed metrics; \
+         the function itself is marked with *.",
+        "callers-callees",
+    ),
+    entry(
+        "csingle",
+        &[],
+        "csingle FUNC [N]",
+        "callers and callees of one function",
+        "Callers and callees of FUNC (the rest of the line) with attributed metrics. A trailing \
+         separate number N picks the N-th of several functions with that name.",
+        "csingle std::vector<int>::push_back",
+    ),
+    entry(
+        "calltree",
+        &[],
+        "calltree",
+        "the calling-context tree",
+        "Print the whole calling-context tree with inclusive metrics.",
+        "calltree",
+    ),
+    entry(
+        "lines",
+        &[],
+        "lines",
+        "metrics by source line",
+        "List source lines with the current metrics, sorted.",
+        "lines",
+    ),
+    entry(
+        "pcs",
+        &[],
+        "pcs",
+        "metrics by instruction address",
+        "List instruction addresses (PCs) with the current metrics, sorted.",
+        "pcs",
+    ),
+    entry(
+        "source",
+        &[],
+        "source FUNC|FILE [N]",
+        "annotated source of a function or file",
+        "Print the source of FUNC or FILE with metrics beside each line and hot lines marked. \
+         A trailing separate number N picks the N-th of several functions with that name.",
+        "source main",
+    ),
+    entry(
+        "disasm",
+        &[],
+        "disasm FUNC|FILE [N]",
+        "annotated disassembly of a function or file",
+        "Print the disassembly of FUNC or FILE with metrics beside each instruction and source \
+         lines interleaved. A trailing separate number N picks among same-named functions.",
+        "disasm compute",
+    ),
+    entry(
+        "objects",
+        &[],
+        "objects",
+        "load objects with their metrics",
+        "List the load objects (executable and libraries) with exclusive and inclusive metrics.",
+        "objects",
+    ),
+    entry(
+        "overview",
+        &[],
+        "overview",
+        "duration and available metrics",
+        "Show the experiments' duration and which metrics are available.",
+        "overview",
+    ),
+    entry(
+        "statistics",
+        &[],
+        "statistics",
+        "process-wide figures",
+        "Show process-wide figures: user and system CPU, page faults, context switches.",
+        "statistics",
+    ),
+    entry(
+        "header",
+        &[],
+        "header",
+        "how the experiment was recorded",
+        "Show the target, host, collection settings, errors and warnings of each experiment.",
+        "header",
+    ),
+    entry(
+        "sample_list",
+        &[],
+        "sample_list",
+        "list the samples",
+        "List the samples of each experiment and which ones are selected.",
+        "sample_list",
+    ),
+    entry(
+        "sample_select",
+        &[],
+        "sample_select LIST",
+        "keep only events of some samples",
+        "Keep only events in the samples of LIST: all, or numbers and ranges like 1-3,5 \
+         (numbers count from 1).",
+        "sample_select 2-4",
+    ),
+    entry(
+        "thread_list",
+        &[],
+        "thread_list",
+        "list the threads",
+        "List the threads (number, tid, events, CPU) and which ones are selected.",
+        "thread_list",
+    ),
+    entry(
+        "thread_select",
+        &[],
+        "thread_select LIST",
+        "keep only events of some threads",
+        "Keep only events of the threads of LIST: all, or numbers and ranges like 1-3,5 \
+         (thread numbers from thread_list).",
+        "thread_select 1,3",
+    ),
+    entry(
+        "cpu_list",
+        &[],
+        "cpu_list",
+        "list the CPUs",
+        "List the CPUs events were recorded on and which ones are selected.",
+        "cpu_list",
+    ),
+    entry(
+        "cpu_select",
+        &[],
+        "cpu_select LIST",
+        "keep only events on some CPUs",
+        "Keep only events recorded on the CPUs of LIST: all, or CPU numbers (from 0, as the \
+         kernel counts them) and ranges like 0-3,5.",
+        "cpu_select all",
+    ),
+    entry(
+        "experiment_list",
+        &[],
+        "experiment_list",
+        "list the experiments",
+        "List the loaded experiments with their numbers.",
+        "experiment_list",
+    ),
+    entry(
+        "filters",
+        &[],
+        "filters [EXPR | none]",
+        "show, set or clear the event filter",
+        "Keep only events for which EXPR is true. EXPR is C-like over the fields time (seconds), \
+         thread, tid, cpu, sample, experiment, TSTAMP (ns), THRID, CPUID, SAMPLE, EXPID, with \
+         numbers, == != < <= > >=, && || !, + - * / and parentheses. none clears the filter; \
+         no argument shows it.",
+        "filters thread == 2 && time > 1.5",
+    ),
+    entry(
+        "name",
+        &[],
+        "name [long | short | mangled]",
+        "show or choose how function names look",
+        "long: full demangled names with arguments; short: without arguments; mangled: as in \
+         the symbol table. With no argument, show the current style.",
+        "name short",
+    ),
+    entry(
+        "object_hide",
+        &[],
+        "object_hide NAME...",
+        "fold load objects into one entry each",
+        "Show the functions of each named load object as one <NAME> entry.",
+        "object_hide libc.so.6",
+    ),
+    entry(
+        "object_show",
+        &[],
+        "object_show NAME... | all",
+        "show load objects' functions again",
+        "Undo object_hide for the named load objects, or for all of them.",
+        "object_show all",
+    ),
+    entry(
+        "object_list",
+        &[],
+        "object_list",
+        "list load objects and whether they are hidden",
+        "List the load objects and whether each one's functions are shown or hidden.",
+        "object_list",
+    ),
+    entry(
+        "pathmap",
+        &[],
+        "pathmap [OLD NEW]",
+        "show or add a source path prefix mapping",
+        "Look for source files whose path starts with OLD under NEW instead. With no \
+         arguments, show the mappings.",
+        "pathmap /build/src /home/me/src",
+    ),
+    entry(
+        "setpath",
+        &[],
+        "setpath [DIR[:DIR...]]",
+        "show or set the source search path",
+        "Replace the directories searched for source files. With no argument, show them.",
+        "setpath /home/me/src:/usr/src",
+    ),
+    entry(
+        "addpath",
+        &[],
+        "addpath DIR[:DIR...]",
+        "add to the source search path",
+        "Append directories to the source search path.",
+        "addpath ../lib",
+    ),
+    entry(
+        "inlines",
+        &[],
+        "inlines [on | off]",
+        "show or choose whether inlined functions are their own entries",
+        "off (default): an inlined function's time goes to its call site. on: each inlined \
+         function is a function of its own.",
+        "inlines on",
+    ),
+    entry(
+        "en_desc",
+        &[],
+        "en_desc [on | off]",
+        "show or choose whether descendant processes are read",
+        "Whether experiments of descendant processes are loaded along with the founder's.",
+        "en_desc off",
+    ),
+    entry(
+        "format",
+        &[],
+        "format [text | json]",
+        "show or choose the output format",
+        "text: er_print-like aligned tables; json: one JSON document per report.",
+        "format json",
+    ),
+    entry(
+        "flamegraph",
+        &[],
+        "flamegraph FILE.svg",
+        "write a flame graph",
+        "Write an SVG flame graph of the selected events' stacks to FILE.svg.",
+        "flamegraph out.svg",
+    ),
+    entry(
+        "collapsed",
+        &[],
+        "collapsed FILE",
+        "write collapsed stacks",
+        "Write the selected events' stacks in the collapsed format (one line per stack: \
+         frames joined by ';', then a space and the weight) to FILE.",
+        "collapsed out.folded",
+    ),
+    entry(
+        "help",
+        &[],
+        "help [COMMAND]",
+        "list analysis commands or describe one",
+        "With no argument, one line per command; with a command name, its usage and description.",
+        "help metrics",
+    ),
+    entry(
+        "quit",
+        &["exit"],
+        "quit",
+        "leave the analyzer",
+        "Leave the analysis REPL.",
+        "quit",
+    ),
+];
+
+/// The analysis command table, in the order of `help`.
+pub fn analysis_help() -> &'static [CommandHelp] {
+    ANALYSIS_COMMANDS
+}
+
+/// Every command spelling (names and aliases), sorted, for tab completion.
+pub fn analysis_command_names() -> &'static [&'static str] {
+    static NAMES: OnceLock<Vec<&'static str>> = OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<&'static str> = ANALYSIS_COMMANDS
+            .iter()
+            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    })
+}
+
+/// The table entry for a name or alias.
+pub fn find_analysis_help(name: &str) -> Option<&'static CommandHelp> {
+    let name = name.trim();
+    ANALYSIS_COMMANDS
+        .iter()
+        .find(|c| c.name == name || c.aliases.contains(&name))
+}
+
+/// One line per command: name, aliases and summary.
+pub fn analysis_help_summary() -> String {
+    let mut out = String::new();
+    for command in ANALYSIS_COMMANDS {
+        let name = if command.aliases.is_empty() {
+            command.name.to_string()
+        } else {
+            format!("{} ({})", command.name, command.aliases.join(", "))
+        };
+        out.push_str(&format!("{name:<36} {}\n", command.summary));
+    }
+    out
+}
+
+/// Usage, aliases, description and example of a command, by name or alias.
+pub fn analysis_help_for(name: &str) -> Option<String> {
+    let command = find_analysis_help(name)?;
+    let mut text = format!("usage: {}\n", command.usage);
+    if !command.aliases.is_empty() {
+        text.push_str(&format!("aliases: {}\n", command.aliases.join(", ")));
+    }
+    text.push_str(command.description);
+    text.push_str(&format!("\nexample: {}\n", command.example));
+    Some(text)
+}
+
+/// The usage line of a command in the table ("" for none).
+pub(crate) fn analysis_usage(name: &str) -> &'static str {
+    find_analysis_help(name).map_or("", |c| c.usage)
+}
+
+/// The analysis command spelling nearest to `word`, if near enough to be a
+/// typo (same rule as the debugger's suggestions).
+pub(crate) fn suggest_analysis(word: &str) -> Option<String> {
+    let word = word.to_ascii_lowercase();
+    let max_distance = if word.chars().count() <= 3 { 1 } else { 2 };
+    analysis_command_names()
+        .iter()
+        .map(|name| (edit_distance(&word, name), *name))
+        .filter(|(d, name)| *d <= max_distance && *d < word.len().max(name.len()))
+        .min_by_key(|(d, name)| (*d, std::cmp::Reverse(name.len())))
+        .map(|(_, name)| name.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique() {
+        let mut all: Vec<&str> = ANALYSIS_COMMANDS
+            .iter()
+            .flat_map(|c| std::iter::once(c.name).chain(c.aliases.iter().copied()))
+            .collect();
+        let count = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), count, "a spelling names two commands");
+    }
+
+    #[test]
+    fn every_entry_is_complete_one_line_and_one_word() {
+        for c in ANALYSIS_COMMANDS {
+            for text in [c.usage, c.summary, c.description, c.example] {
+                assert!(!text.is_empty() && !text.contains('\n'), "{}", c.name);
+            }
+            assert!(!c.name.contains(' '), "{}", c.name);
+            assert!(c.usage.starts_with(c.name), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn help_by_name_and_alias() {
+        let text = analysis_help_for("exit").unwrap();
+        assert!(text.starts_with("usage: quit\naliases: exit\n"), "{text}");
+        assert_eq!(
+            analysis_help_for("callers_callees"),
+            analysis_help_for("callers-callees")
+        );
+        assert!(analysis_help_for(" metrics ")
+            .unwrap()
+            .contains("example: metrics"));
+        assert!(analysis_help_for("nosuch").is_none());
+        let summary = analysis_help_summary();
+        assert_eq!(summary.lines().count(), ANALYSIS_COMMANDS.len());
+        assert!(summary.contains("callers-callees (callers_callees)"));
+    }
+
+    #[test]
+    fn completion_names_are_sorted_and_complete() {
+        let names = analysis_command_names();
+        for name in ["functions", "callers_callees", "exit", "quit", "en_desc"] {
+            assert!(names.contains(&name), "{name}");
+        }
+        assert!(names.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(suggest_analysis("fucntions").as_deref(), Some("functions"));
+        assert_eq!(suggest_analysis("metric").as_deref(), Some("metrics"));
+        assert_eq!(
+            suggest_analysis("thread_selct").as_deref(),
+            Some("thread_select")
+        );
+        assert_eq!(suggest_analysis("xyzzy"), None);
+    }
+}
