@@ -34,9 +34,16 @@ pub fn read_commands(session: &mut Session) {
     if std::io::stdin().is_terminal() {
         interactive(session);
     } else {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            session.execute_line(&line);
+        // One line at a time, not holding stdin's lock: the analysis REPL
+        // reads its own lines from the same input.
+        let stdin = std::io::stdin();
+        loop {
+            let mut line = String::new();
+            match stdin.lock().read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            session.execute_line(line.trim_end_matches(['\n', '\r']));
             if session.quit_requested() {
                 break;
             }

@@ -1,5 +1,6 @@
 //! rdbx: a Linux x86-64 debugger with dbx's command language.
 
+mod analyze;
 mod collect;
 mod collector;
 mod collector_lib;
@@ -19,7 +20,7 @@ use std::path::PathBuf;
     name = "rdbx",
     version,
     about = "A Linux x86-64 debugger in the tradition of dbx",
-    after_help = "rdbx collect [OPTIONS] PROGRAM [ARGS]: run PROGRAM with the performance collector, no debugger (rdbx collect --help)"
+    after_help = "rdbx collect [OPTIONS] PROGRAM [ARGS]: run PROGRAM with the performance collector, no debugger (rdbx collect --help)\nrdbx analyze [OPTIONS] EXPERIMENT...: analyze experiments (rdbx analyze --help)"
 )]
 struct Options {
     /// Run COMMAND at start (repeatable).
@@ -38,8 +39,10 @@ struct Options {
 
 fn main() {
     let mut args = std::env::args();
-    if args.nth(1).as_deref() == Some("collect") {
-        std::process::exit(collect::main(args.collect()));
+    match args.nth(1).as_deref() {
+        Some("collect") => std::process::exit(collect::main(args.collect())),
+        Some("analyze") => std::process::exit(analyze::main(args.collect())),
+        _ => {}
     }
     let options = Options::parse();
     std::process::exit(match run(options) {

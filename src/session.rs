@@ -1,6 +1,7 @@
 //! A debugging session: executes parsed commands against the engine and
 //! prints what happened, in dbx's formats.
 
+mod analyze;
 mod collector;
 
 use crate::collector::Termination;
@@ -52,6 +53,9 @@ pub struct Session {
     /// Experiments of the live process closed by `collector disable`
     /// before `collector enable` started another; finished at its end.
     earlier_experiments: Vec<collector::Experiment>,
+    /// The analysis of the last experiment `analyze` opened; its settings
+    /// (metrics, selections) last as long as it is the experiment shown.
+    analysis: Option<(PathBuf, analyzer::Analysis)>,
 }
 
 impl Session {
@@ -69,6 +73,7 @@ impl Session {
             collector_settings: Default::default(),
             experiment: None,
             earlier_experiments: Vec::new(),
+            analysis: None,
         })
     }
 
@@ -264,7 +269,7 @@ impl Session {
                 Ok(())
             }
             Command::Collector(command) => self.collector(command),
-            Command::Analyze(_) => bail!("the analyzer is not available yet"),
+            Command::Analyze(line) => self.analyze(line.as_deref()),
         }
     }
 

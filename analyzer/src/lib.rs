@@ -7,11 +7,15 @@
 //!   (seed 002) for functions, objects, lines and PCs, and the call tree.
 //! - [`report`] renders the listings as aligned text or JSON.
 
+pub mod annotate;
+pub mod export;
+pub mod info;
 pub mod load;
 pub mod metrics;
 pub mod model;
 pub mod report;
 mod resolve;
+pub mod session;
 pub mod table;
 
 // The first, symbol-table-only profile used by the collector tests.
@@ -21,6 +25,7 @@ pub mod symbols;
 pub use functions::{clock_profile, ClockProfile, FunctionTime};
 pub use load::load;
 pub use model::Model;
+pub use session::{Analysis, Outcome};
 pub use symbols::{Location, Symbolizer};
 
 #[derive(Debug, thiserror::Error)]

@@ -238,6 +238,13 @@ impl Builder {
             if depth == 0 && entry.plt && stack.pcs.len() > 1 {
                 continue;
             }
+            // The collector's wrappers (pthread_create's thread start,
+            // interposed calls) are not the program's: callers link
+            // straight to what the wrapper called, as in seed 001 where
+            // created threads start at `<Total>`.
+            if depth > 0 && entry.object.is_some_and(|o| self.is_collector(o)) {
+                continue;
+            }
             pcs.push(id);
         }
         let id = self.model.stacks.len() as StackId;
@@ -247,6 +254,10 @@ impl Builder {
         });
         self.stack_ids.insert((experiment, recorded_id), id);
         id
+    }
+
+    fn is_collector(&self, object: ObjectId) -> bool {
+        self.model.object(object).name().starts_with("libcollector")
     }
 
     fn intern_pc(&mut self, experiment: u16, address: u64, mappings: &[Mapping]) -> PcId {

@@ -7,14 +7,7 @@ use crate::table::{percent, seconds, Column, Table};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
-/// Which metric an item measures; `Attributed` only means something in
-/// callers-callees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MetricKind {
-    Exclusive,
-    Inclusive,
-    Attributed,
-}
+pub use commands::{MetricKind, NameStyle};
 
 /// One column of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,14 +27,6 @@ pub enum MetricColumn {
 pub enum SortKey {
     Metric(MetricKind),
     Name,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum NameStyle {
-    #[default]
-    Long,
-    Short,
-    Mangled,
 }
 
 /// What shapes every listing.

@@ -570,7 +570,7 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "analyze [COMMAND]",
         "analyze collected performance data",
-        "Show or analyze the performance data of an experiment (not available yet).",
+        "Analyze the current experiment (or the last one of the session) with er_print's commands: with no argument enter the analysis REPL (prompt \"(rdbx analyze) \", quit or Ctrl-D returns), with a COMMAND run just that. Works while the program is stopped mid-run, on everything recorded so far. analyze help lists the analysis commands.",
         "analyze functions",
     ),
 ];

@@ -53,6 +53,12 @@ pub(super) struct Experiment {
     finished: bool,
 }
 
+impl Experiment {
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
 impl Session {
     pub(super) fn collector(&mut self, command: CollectorCommand) -> Result<()> {
         match command {

@@ -1,0 +1,500 @@
+//! What the experiments are, rather than where time went: `header`,
+//! `overview`, `statistics`, and the lists of what can be selected
+//! (`experiment_list`, `sample_list`, `thread_list`, `cpu_list`,
+//! `object_list`).
+
+use crate::metrics::Value;
+use crate::model::*;
+use crate::report::{Context, Report};
+use crate::table::{percent, seconds, Column, Table};
+use commands::ListSelection;
+use experiment::log::{Event, Sample};
+use serde_json::{json, Value as Json};
+use std::collections::{BTreeMap, HashSet};
+
+fn value_json(value: Value) -> Json {
+    json!({"seconds": value.ns as f64 / 1e9, "ns": value.ns, "events": value.events})
+}
+
+fn events_of<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a EventEntry> {
+    ctx.model.events.iter()
+}
+
+fn add(value: &mut Value, event: &EventEntry) {
+    value.ns += event.weight_ns;
+    value.events += 1;
+}
+
+fn mark(selected: bool) -> &'static str {
+    if selected {
+        "*"
+    } else {
+        ""
+    }
+}
+
+/// `experiment_list`
+pub fn experiment_list(ctx: &Context) -> Report {
+    let mut per: BTreeMap<u16, Value> = BTreeMap::new();
+    for e in events_of(ctx) {
+        add(per.entry(e.experiment).or_default(), e);
+    }
+    let mut table = Table::new(vec![
+        Column::number("Exp", ""),
+        Column::number("PID", ""),
+        Column::number("Events", ""),
+        Column::number("CPU sec.", ""),
+        Column::text("Experiment"),
+    ]);
+    let mut rows = Vec::new();
+    for (i, expt) in ctx.model.experiments.iter().enumerate() {
+        let value = per.get(&(i as u16)).copied().unwrap_or_default();
+        let pid = expt.start.as_ref().map_or(0, |s| s.pid);
+        table.push(vec![
+            (i + 1).to_string(),
+            pid.to_string(),
+            value.events.to_string(),
+            seconds(value.ns),
+            expt.path.display().to_string(),
+        ]);
+        rows.push(
+            json!({"experiment": i + 1, "pid": pid, "path": expt.path.display().to_string(),
+                         "lineage": expt.start.as_ref().map(|s| s.lineage.clone()),
+                         "cpu": value_json(value)}),
+        );
+    }
+    Report {
+        text: table.render(),
+        json: json!({"report": "experiment_list", "experiments": rows}),
+    }
+}
+
+/// `sample_list`: each sample of each experiment, what caused it, and the
+/// CPU time recorded in its interval.
+pub fn sample_list(ctx: &Context, selected: &ListSelection) -> Report {
+    let mut per: BTreeMap<(u16, u32), Value> = BTreeMap::new();
+    for e in events_of(ctx) {
+        add(per.entry((e.experiment, e.sample)).or_default(), e);
+    }
+    let mut table = Table::new(vec![
+        Column::text("Sel"),
+        Column::number("Exp", ""),
+        Column::number("Sample", ""),
+        Column::number("Time (s)", ""),
+        Column::text("Cause"),
+        Column::number("Events", ""),
+        Column::number("CPU sec.", ""),
+        Column::text("Label"),
+    ]);
+    let mut rows = Vec::new();
+    for (i, expt) in ctx.model.experiments.iter().enumerate() {
+        let last = expt.samples.last().map_or(0, |s| s.number);
+        let mut entries: Vec<(u64, Option<&Sample>)> =
+            expt.samples.iter().map(|s| (s.number, Some(s))).collect();
+        // Events after the last sample: the interval still open.
+        if per.contains_key(&(i as u16, last as u32 + 1)) {
+            entries.push((last + 1, None));
+        }
+        for (number, sample) in entries {
+            let value = per
+                .get(&(i as u16, number as u32))
+                .copied()
+                .unwrap_or_default();
+            let time = sample.map(|s| s.timestamp_ns.saturating_sub(ctx.model.origin_ns));
+            let cause = sample.map_or("(open)", |s| s.cause.name());
+            let label = sample.map_or("", |s| s.label.as_str());
+            table.push(vec![
+                mark(selected.contains(number)).to_string(),
+                (i + 1).to_string(),
+                number.to_string(),
+                time.map_or("-".to_string(), seconds),
+                cause.to_string(),
+                value.events.to_string(),
+                seconds(value.ns),
+                label.to_string(),
+            ]);
+            rows.push(
+                json!({"experiment": i + 1, "sample": number, "selected": selected.contains(number),
+                             "time_seconds": time.map(|t| t as f64 / 1e9), "cause": cause,
+                             "label": label, "cpu": value_json(value)}),
+            );
+        }
+    }
+    Report {
+        text: table.render(),
+        json: json!({"report": "sample_list", "samples": rows}),
+    }
+}
+
+/// `thread_list`
+pub fn thread_list(ctx: &Context, selected: &ListSelection) -> Report {
+    let mut per: BTreeMap<(u16, u32), Value> = BTreeMap::new();
+    for e in events_of(ctx) {
+        add(per.entry((e.experiment, e.thread)).or_default(), e);
+    }
+    let mut table = Table::new(vec![
+        Column::text("Sel"),
+        Column::number("Exp", ""),
+        Column::number("Thread", ""),
+        Column::number("TID", ""),
+        Column::number("Events", ""),
+        Column::number("CPU sec.", ""),
+        Column::number("%", ""),
+    ]);
+    let total: u64 = per.values().map(|v| v.ns).sum();
+    let mut rows = Vec::new();
+    for (i, expt) in ctx.model.experiments.iter().enumerate() {
+        for thread in &expt.threads {
+            let value = per
+                .get(&(i as u16, thread.number))
+                .copied()
+                .unwrap_or_default();
+            let on = selected.contains(u64::from(thread.number));
+            table.push(vec![
+                mark(on).to_string(),
+                (i + 1).to_string(),
+                thread.number.to_string(),
+                thread.tid.to_string(),
+                value.events.to_string(),
+                seconds(value.ns),
+                percent(value.ns, total),
+            ]);
+            rows.push(
+                json!({"experiment": i + 1, "thread": thread.number, "tid": thread.tid,
+                             "selected": on, "cpu": value_json(value)}),
+            );
+        }
+    }
+    Report {
+        text: table.render(),
+        json: json!({"report": "thread_list", "threads": rows}),
+    }
+}
+
+/// `cpu_list`
+pub fn cpu_list(ctx: &Context, selected: &ListSelection) -> Report {
+    let mut per: BTreeMap<u16, Value> = BTreeMap::new();
+    for e in events_of(ctx) {
+        add(per.entry(e.cpu).or_default(), e);
+    }
+    let total: u64 = per.values().map(|v| v.ns).sum();
+    let mut table = Table::new(vec![
+        Column::text("Sel"),
+        Column::number("CPU", ""),
+        Column::number("Events", ""),
+        Column::number("CPU sec.", ""),
+        Column::number("%", ""),
+    ]);
+    let mut rows = Vec::new();
+    for (&cpu, value) in &per {
+        let on = selected.contains(u64::from(cpu));
+        let name = match cpu {
+            experiment::layout::CPU_UNKNOWN => "?".to_string(),
+            n => n.to_string(),
+        };
+        table.push(vec![
+            mark(on).to_string(),
+            name,
+            value.events.to_string(),
+            seconds(value.ns),
+            percent(value.ns, total),
+        ]);
+        rows.push(json!({"cpu": cpu, "selected": on, "cpu_time": value_json(*value)}));
+    }
+    Report {
+        text: table.render(),
+        json: json!({"report": "cpu_list", "cpus": rows}),
+    }
+}
+
+/// `object_list`
+pub fn object_list(ctx: &Context, hidden: &HashSet<ObjectId>) -> Report {
+    let mut table = Table::new(vec![
+        Column::text("Shown"),
+        Column::text("Name"),
+        Column::text("Path"),
+        Column::text("Symbols from"),
+    ]);
+    let mut rows = Vec::new();
+    for (i, object) in ctx.model.objects.iter().enumerate() {
+        let shown = !hidden.contains(&(i as ObjectId));
+        let from = object
+            .symbols_from
+            .as_ref()
+            .map_or("(not read)".to_string(), |p| p.display().to_string());
+        table.push(vec![
+            if shown { "yes" } else { "hidden" }.to_string(),
+            object.name(),
+            object.path.display().to_string(),
+            from.clone(),
+        ]);
+        rows.push(json!({"name": object.name(), "path": object.path.display().to_string(),
+                         "shown": shown, "symbols_from": object.symbols_from.as_ref().map(|p| p.display().to_string())}));
+    }
+    Report {
+        text: table.render(),
+        json: json!({"report": "object_list", "objects": rows}),
+    }
+}
+
+/// `overview`: what was recorded and how much of it is selected.
+pub fn overview(ctx: &Context) -> Report {
+    let mut all = Value::default();
+    for e in events_of(ctx) {
+        add(&mut all, e);
+    }
+    let selected = ctx.total();
+    let duration = ctx.model.duration_ns();
+    let threads: usize = ctx.model.experiments.iter().map(|e| e.threads.len()).sum();
+    let samples: usize = ctx.model.experiments.iter().map(|e| e.samples.len()).sum();
+    let profiling: Vec<String> = ctx
+        .model
+        .experiments
+        .iter()
+        .filter_map(|e| e.start.as_ref())
+        .map(|s| match s.profile_ns {
+            0 => "off".to_string(),
+            ns => format!(
+                "every {:.3} ms of thread CPU time ({})",
+                ns as f64 / 1e6,
+                s.clock
+            ),
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut text = String::new();
+    text.push_str(&format!(
+        "Experiments:        {}\n",
+        ctx.model.experiments.len()
+    ));
+    for e in &ctx.model.experiments {
+        text.push_str(&format!("  {}\n", e.path.display()));
+    }
+    text.push_str(&format!("Duration:           {} s\n", seconds(duration)));
+    text.push_str(&format!(
+        "Threads:            {threads}\nSamples:            {samples}\n"
+    ));
+    text.push_str(&format!(
+        "Clock profiling:    {}\n",
+        if profiling.is_empty() {
+            "not recorded".to_string()
+        } else {
+            profiling.join("; ")
+        }
+    ));
+    text.push_str("Metrics available:  Total CPU Time (totalcpu)\n");
+    text.push_str(&format!(
+        "Total CPU Time:     {} s in {} events; selected {} s ({}%) in {} events\n",
+        seconds(all.ns),
+        all.events,
+        seconds(selected.ns),
+        percent(selected.ns, all.ns),
+        selected.events
+    ));
+    let json = json!({
+        "report": "overview",
+        "experiments": ctx.model.experiments.iter().map(|e| e.path.display().to_string()).collect::<Vec<_>>(),
+        "duration_seconds": duration as f64 / 1e9,
+        "threads": threads,
+        "samples": samples,
+        "clock_profiling": profiling,
+        "metrics": ["totalcpu"],
+        "total": value_json(all),
+        "selected": value_json(selected),
+    });
+    Report { text, json }
+}
+
+/// Process figures of a sample's interval: its values minus the previous
+/// sample's (the first sample covers the process up to it).
+fn interval(samples: &[Sample], index: usize) -> [u64; 8] {
+    let figures = |s: &Sample| {
+        [
+            s.utime_ns, s.stime_ns, s.minflt, s.majflt, s.nvcsw, s.nivcsw, s.inblock, s.oublock,
+        ]
+    };
+    let now = figures(&samples[index]);
+    match index.checked_sub(1).map(|i| figures(&samples[i])) {
+        Some(before) => std::array::from_fn(|i| now[i].saturating_sub(before[i])),
+        None => now,
+    }
+}
+
+/// `statistics`: process-wide figures from the samples, over the selected
+/// sample intervals.
+pub fn statistics(ctx: &Context, selected: &ListSelection) -> Report {
+    let mut sums = [0u64; 8];
+    let mut max_rss = 0u64;
+    for expt in &ctx.model.experiments {
+        for (i, sample) in expt.samples.iter().enumerate() {
+            if !selected.contains(sample.number) {
+                continue;
+            }
+            let figures = interval(&expt.samples, i);
+            for (sum, v) in sums.iter_mut().zip(figures) {
+                *sum += v;
+            }
+            max_rss = max_rss.max(sample.rss_kb);
+        }
+    }
+    let recorded = ctx.total();
+    let labels = [
+        "User CPU time (s)",
+        "System CPU time (s)",
+        "Minor page faults",
+        "Major page faults",
+        "Voluntary context switches",
+        "Involuntary context switches",
+        "Input blocks",
+        "Output blocks",
+    ];
+    let mut text = String::from("Process statistics of the selected samples\n");
+    for (i, (label, value)) in labels.iter().zip(sums).enumerate() {
+        let shown = if i < 2 {
+            seconds(value)
+        } else {
+            value.to_string()
+        };
+        text.push_str(&format!("  {label:<30} {shown:>14}\n"));
+    }
+    text.push_str(&format!("  {:<30} {:>14}\n", "Maximum RSS (KB)", max_rss));
+    text.push_str(&format!(
+        "  {:<30} {:>14}\n",
+        "Recorded CPU time (s)",
+        seconds(recorded.ns)
+    ));
+    let json = json!({
+        "report": "statistics",
+        "user_cpu_seconds": sums[0] as f64 / 1e9,
+        "system_cpu_seconds": sums[1] as f64 / 1e9,
+        "minor_faults": sums[2],
+        "major_faults": sums[3],
+        "voluntary_context_switches": sums[4],
+        "involuntary_context_switches": sums[5],
+        "input_blocks": sums[6],
+        "output_blocks": sums[7],
+        "max_rss_kb": max_rss,
+        "recorded_cpu": value_json(recorded),
+    });
+    Report { text, json }
+}
+
+/// `header`: how each experiment was recorded, and what went wrong.
+pub fn header(ctx: &Context) -> Report {
+    let mut text = String::new();
+    let mut list = Vec::new();
+    for expt in &ctx.model.experiments {
+        text.push_str(&format!("Experiment: {}\n", expt.path.display()));
+        text.push_str(&format!("  Format version:   {}\n", expt.format_version));
+        let mut notes = Vec::new();
+        let mut terminated = None;
+        for event in &expt.log {
+            match &event.event {
+                Event::Warning(m) => notes.push(format!("warning: {m}")),
+                Event::Error(m) => notes.push(format!("error: {m}")),
+                Event::Terminated { how, code } => {
+                    terminated = Some(format!("{} {code}", how.name()))
+                }
+                _ => {}
+            }
+        }
+        if let Some(s) = &expt.start {
+            let lineage = if s.lineage.is_empty() {
+                "founder".to_string()
+            } else {
+                s.lineage.clone()
+            };
+            text.push_str(&format!("  Target:           {}\n", s.args));
+            text.push_str(&format!("  Executable:       {}\n", s.exe.display()));
+            text.push_str(&format!(
+                "  Process:          pid {} (parent {}), {lineage}\n",
+                s.pid, s.ppid
+            ));
+            text.push_str(&format!("  Started:          {}\n", date(s.realtime_ns)));
+            text.push_str(&format!("  Collected by:     {}\n", s.mode.name()));
+            let profiling = match s.profile_ns {
+                0 => "off".to_string(),
+                ns => format!(
+                    "{:.3} ms ({}), stack depth limit {}",
+                    ns as f64 / 1e6,
+                    s.clock,
+                    s.depth
+                ),
+            };
+            text.push_str(&format!("  Clock profiling:  {profiling}\n"));
+            let period = match s.sample_ns {
+                0 => "manual".to_string(),
+                ns => format!("every {:.3} s", ns as f64 / 1e9),
+            };
+            text.push_str(&format!("  Samples:          {period}\n"));
+        }
+        let end = match (&terminated, expt.ended) {
+            (Some(t), _) => format!("process ended ({t})"),
+            (None, true) => "closed by the collector".to_string(),
+            (None, false) => "still being written, or cut short".to_string(),
+        };
+        text.push_str(&format!("  End:              {end}\n"));
+        if let Some(n) = &expt.notes {
+            text.push_str(&format!("  Notes:            {}\n", n.trim_end()));
+        }
+        for note in &notes {
+            text.push_str(&format!("  {note}\n"));
+        }
+        text.push('\n');
+        list.push(json!({
+            "path": expt.path.display().to_string(),
+            "format_version": expt.format_version,
+            "target": expt.start.as_ref().map(|s| s.args.clone()),
+            "pid": expt.start.as_ref().map(|s| s.pid),
+            "lineage": expt.start.as_ref().map(|s| s.lineage.clone()),
+            "profile_ns": expt.start.as_ref().map(|s| s.profile_ns),
+            "clock": expt.start.as_ref().map(|s| s.clock.clone()),
+            "end": end,
+            "notes": expt.notes,
+            "messages": notes,
+        }));
+    }
+    for warning in &ctx.model.warnings {
+        text.push_str(&format!("analyzer warning: {warning}\n"));
+    }
+    Report {
+        text,
+        json: json!({"report": "header", "experiments": list, "warnings": ctx.model.warnings}),
+    }
+}
+
+/// A CLOCK_REALTIME time as `YYYY-MM-DD HH:MM:SS UTC`.
+fn date(realtime_ns: u64) -> String {
+    let secs = realtime_ns / 1_000_000_000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates_are_civil_utc() {
+        assert_eq!(super::date(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(
+            super::date(1_700_000_000_000_000_000),
+            "2023-11-14 22:13:20 UTC"
+        );
+    }
+}

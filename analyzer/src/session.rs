@@ -1,0 +1,548 @@
+//! An analysis session: the experiments, the settings the analysis
+//! language changes (metrics, sort, selections, filters, names, hidden
+//! objects, output format) and the execution of each command. The REPL and
+//! `rdbx analyze -c` only read lines and print what this returns.
+
+use crate::info;
+use crate::metrics::{View, ViewSettings, Weights};
+use crate::model::*;
+use crate::report::{self, Context, MetricColumn, Report, ReportSettings, SortKey};
+use crate::{export, load, Result};
+use commands::{
+    AnalysisCommand, FilterExpr, FilterField, FilterSetting, FunctionRef, ListSelection,
+    MetricName, MetricSpec, ObjectSelection, OutputFormat, SortSpec,
+};
+use std::path::{Path, PathBuf};
+
+/// What a command produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Text to print (may be empty).
+    Output(String),
+    /// `quit`: leave the analysis REPL.
+    Quit,
+}
+
+/// Everything a session remembers between commands.
+pub struct Analysis {
+    paths: Vec<PathBuf>,
+    descendants: bool,
+    model: Model,
+    metrics: MetricSpec,
+    sort: SortSpec,
+    settings: ReportSettings,
+    view_settings: ViewSettings,
+    samples: ListSelection,
+    threads: ListSelection,
+    cpus: ListSelection,
+    filter: Option<FilterExpr>,
+    format: OutputFormat,
+    pathmaps: Vec<(String, String)>,
+    search_path: Vec<PathBuf>,
+    view: Option<View>,
+}
+
+impl Analysis {
+    /// Opens `paths` (with their descendants).
+    pub fn open(paths: &[PathBuf]) -> Result<Analysis> {
+        let model = load(paths, true)?;
+        let metrics = MetricSpec::default_spec();
+        let sort = metrics.default_sort();
+        let mut analysis = Analysis {
+            paths: paths.to_vec(),
+            descendants: true,
+            model,
+            settings: ReportSettings::default(),
+            metrics,
+            sort,
+            view_settings: ViewSettings::default(),
+            samples: ListSelection::All,
+            threads: ListSelection::All,
+            cpus: ListSelection::All,
+            filter: None,
+            format: OutputFormat::Text,
+            pathmaps: Vec::new(),
+            search_path: Vec::new(),
+            view: None,
+        };
+        analysis.apply_metrics();
+        Ok(analysis)
+    }
+
+    /// Reads the experiments again (a live experiment grows between
+    /// stops); settings are kept, hidden objects by name.
+    pub fn reload(&mut self) -> Result<()> {
+        let hidden: Vec<PathBuf> = self
+            .view_settings
+            .hidden_objects
+            .iter()
+            .map(|&o| self.model.object(o).path.clone())
+            .collect();
+        self.model = load(&self.paths, self.descendants)?;
+        self.view_settings.hidden_objects = hidden
+            .iter()
+            .filter_map(|p| self.model.objects.iter().position(|o| &o.path == p))
+            .map(|i| i as ObjectId)
+            .collect();
+        self.view = None;
+        Ok(())
+    }
+
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// Problems met loading the experiments.
+    pub fn warnings(&self) -> &[String] {
+        &self.model.warnings
+    }
+
+    pub fn format(&self) -> OutputFormat {
+        self.format
+    }
+
+    pub fn set_format(&mut self, format: OutputFormat) {
+        self.format = format;
+    }
+
+    /// Parses and runs one line.
+    pub fn run_line(&mut self, line: &str) -> std::result::Result<Outcome, String> {
+        let command = commands::parse_analysis(line).map_err(|e| e.to_string())?;
+        self.execute(&command)
+    }
+
+    /// Runs one command. Errors are one-line messages.
+    pub fn execute(&mut self, command: &AnalysisCommand) -> std::result::Result<Outcome, String> {
+        use AnalysisCommand as C;
+        let text = match command {
+            C::Nothing => String::new(),
+            C::Quit => return Ok(Outcome::Quit),
+            C::Help(topic) => help(topic.as_deref())?,
+            C::Functions => self.render(report::functions),
+            C::Objects => self.render(report::objects),
+            C::Lines => self.render(report::lines),
+            C::Pcs => self.render(report::pcs),
+            C::FSummary => self.render(report::fsummary),
+            C::CallersCallees => self.render(report::callers_callees_all),
+            C::CallTree => self.render(report::calltree),
+            C::FSingle(f) => match self.pick_function(f)? {
+                Ok(id) => self.render(|ctx| {
+                    let value = crate::metrics::function_metrics(ctx.view, ctx.weights)
+                        .get(&id)
+                        .copied()
+                        .unwrap_or_default();
+                    report::function_summary(ctx, id, value)
+                }),
+                Err(choices) => choices,
+            },
+            C::CSingle(f) => match self.pick_function(f)? {
+                Ok(id) => self.render(|ctx| report::callers_callees_of(ctx, id)),
+                Err(choices) => choices,
+            },
+            C::Source(f) => self.annotate(f, false)?,
+            C::Disasm(f) => self.annotate(f, true)?,
+            C::Overview => self.render(info::overview),
+            C::Statistics => {
+                let samples = self.samples.clone();
+                self.render(|ctx| info::statistics(ctx, &samples))
+            }
+            C::Header => self.render(info::header),
+            C::ExperimentList => self.render(info::experiment_list),
+            C::SampleList => {
+                let selected = self.samples.clone();
+                self.render_all(|ctx| info::sample_list(ctx, &selected))
+            }
+            C::ThreadList => {
+                let selected = self.threads.clone();
+                self.render_all(|ctx| info::thread_list(ctx, &selected))
+            }
+            C::CpuList => {
+                let selected = self.cpus.clone();
+                self.render_all(|ctx| info::cpu_list(ctx, &selected))
+            }
+            C::ObjectList => {
+                let hidden = self.view_settings.hidden_objects.clone();
+                self.render(|ctx| info::object_list(ctx, &hidden))
+            }
+            C::SampleSelect(list) => {
+                self.samples = list.clone();
+                format!("samples selected: {list}\n")
+            }
+            C::ThreadSelect(list) => {
+                self.threads = list.clone();
+                format!("threads selected: {list}\n")
+            }
+            C::CpuSelect(list) => {
+                self.cpus = list.clone();
+                format!("cpus selected: {list}\n")
+            }
+            C::Filters(None) => match &self.filter {
+                Some(f) => format!("filter: {f}\n"),
+                None => "no filter\n".to_string(),
+            },
+            C::Filters(Some(FilterSetting::Clear)) => {
+                self.filter = None;
+                "filter cleared\n".to_string()
+            }
+            C::Filters(Some(FilterSetting::Expr(expr))) => {
+                self.filter = Some(expr.clone());
+                format!("filter: {expr}\n")
+            }
+            C::Metrics(None) => format!("current metrics: {}\n", self.metrics),
+            C::Metrics(Some(spec)) => {
+                self.metrics = spec.clone();
+                self.apply_metrics();
+                format!("current metrics: {}\n", self.metrics)
+            }
+            C::Sort(None) => format!("current sort: {}\n", self.sort),
+            C::Sort(Some(spec)) => {
+                self.sort = *spec;
+                self.apply_metrics();
+                format!("current sort: {}\n", self.sort)
+            }
+            C::Limit(None) => match self.settings.limit {
+                Some(n) => format!("limit: {n}\n"),
+                None => "limit: none\n".to_string(),
+            },
+            C::Limit(Some(n)) => {
+                self.settings.limit = (*n > 0).then(|| usize::try_from(*n).unwrap_or(usize::MAX));
+                match n {
+                    0 => "limit: none\n".to_string(),
+                    n => format!("limit: {n}\n"),
+                }
+            }
+            C::Name(None) => format!("name: {}\n", self.settings.names),
+            C::Name(Some(style)) => {
+                self.settings.names = *style;
+                format!("name: {style}\n")
+            }
+            C::Format(None) => format!("format: {}\n", self.format),
+            C::Format(Some(format)) => {
+                self.format = *format;
+                format!("format: {format}\n")
+            }
+            C::Inlines(None) => format!("inlines: {}\n", on_off(self.view_settings.inlines)),
+            C::Inlines(Some(on)) => {
+                self.view_settings.inlines = *on;
+                self.view = None;
+                format!("inlines: {}\n", on_off(*on))
+            }
+            C::EnDesc(None) => format!("en_desc: {}\n", on_off(self.descendants)),
+            C::EnDesc(Some(on)) => {
+                self.descendants = *on;
+                self.reload().map_err(|e| e.to_string())?;
+                format!("en_desc: {}\n", on_off(*on))
+            }
+            C::ObjectHide(names) => self.hide_objects(names, true)?,
+            C::ObjectShow(ObjectSelection::All) => {
+                self.view_settings.hidden_objects.clear();
+                self.view = None;
+                "all load objects shown\n".to_string()
+            }
+            C::ObjectShow(ObjectSelection::Names(names)) => self.hide_objects(names, false)?,
+            C::PathMap(None) => match self.pathmaps.is_empty() {
+                true => "no path maps\n".to_string(),
+                false => self
+                    .pathmaps
+                    .iter()
+                    .map(|(from, to)| format!("pathmap {from} {to}\n"))
+                    .collect(),
+            },
+            C::PathMap(Some(map)) => {
+                self.pathmaps.push((map.from.clone(), map.to.clone()));
+                format!("pathmap {} {}\n", map.from, map.to)
+            }
+            C::SetPath(None) => format!("search path: {}\n", self.search_path_text()),
+            C::SetPath(Some(dirs)) => {
+                self.search_path = dirs.iter().map(PathBuf::from).collect();
+                format!("search path: {}\n", self.search_path_text())
+            }
+            C::AddPath(dirs) => {
+                self.search_path.extend(dirs.iter().map(PathBuf::from));
+                format!("search path: {}\n", self.search_path_text())
+            }
+            C::FlameGraph(file) => self.export(file, true)?,
+            C::Collapsed(file) => self.export(file, false)?,
+        };
+        Ok(Outcome::Output(text))
+    }
+
+    fn search_path_text(&self) -> String {
+        if self.search_path.is_empty() {
+            return "(none)".to_string();
+        }
+        let dirs: Vec<String> = self
+            .search_path
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        dirs.join(":")
+    }
+
+    /// Turns the metric spec and sort into report columns.
+    fn apply_metrics(&mut self) {
+        self.settings.columns = self
+            .metrics
+            .items
+            .iter()
+            .filter(|item| item.is_visible())
+            .flat_map(|item| {
+                let kinds = [
+                    commands::MetricKind::Exclusive,
+                    commands::MetricKind::Inclusive,
+                    commands::MetricKind::Attributed,
+                ];
+                let columns: Vec<MetricColumn> = match item.metric {
+                    MetricName::TotalCpu => kinds
+                        .into_iter()
+                        .filter(|k| item.kinds.contains(*k))
+                        .map(|kind| MetricColumn::TotalCpu {
+                            kind,
+                            value: item.show_value,
+                            percent: item.show_percent,
+                            count: item.show_count,
+                        })
+                        .collect(),
+                    MetricName::Name => vec![MetricColumn::Name],
+                    MetricName::Size => vec![MetricColumn::Size],
+                    MetricName::Address => vec![MetricColumn::Address],
+                };
+                columns
+            })
+            .collect();
+        self.settings.sort = match self.sort.kind {
+            Some(kind) => SortKey::Metric(kind),
+            None => SortKey::Name,
+        };
+    }
+
+    /// The events the selections and the filter keep.
+    fn weights(&self) -> Weights {
+        let model = &self.model;
+        Weights::new(model, |event| {
+            self.samples.contains(u64::from(event.sample))
+                && self.threads.contains(u64::from(event.thread))
+                && self.cpus.contains(u64::from(event.cpu))
+                && self.filter.as_ref().is_none_or(|f| {
+                    f.eval(&|field| match field {
+                        FilterField::Time => event.time_ns as f64 / 1e9,
+                        FilterField::Tstamp => event.time_ns as f64,
+                        FilterField::Thread => f64::from(event.thread),
+                        FilterField::Tid => f64::from(event.tid),
+                        FilterField::Cpu => f64::from(event.cpu),
+                        FilterField::Sample => f64::from(event.sample),
+                        FilterField::Experiment => f64::from(event.experiment) + 1.0,
+                    })
+                })
+        })
+    }
+
+    /// Runs `f` over the selected events.
+    fn with_context<T>(&mut self, all_events: bool, f: impl FnOnce(&Context) -> T) -> T {
+        if self.view.is_none() {
+            self.view = Some(View::new(&self.model, &self.view_settings));
+        }
+        let weights = match all_events {
+            true => Weights::new(&self.model, |_| true),
+            false => self.weights(),
+        };
+        let view = self.view.as_ref().expect("built above");
+        let ctx = Context {
+            model: &self.model,
+            view,
+            weights: &weights,
+            settings: &self.settings,
+        };
+        f(&ctx)
+    }
+
+    fn output(&self, report: Report) -> String {
+        match self.format {
+            OutputFormat::Text => report.text,
+            OutputFormat::Json => {
+                let mut text = serde_json::to_string_pretty(&report.json).unwrap_or_default();
+                text.push('\n');
+                text
+            }
+        }
+    }
+
+    fn render(&mut self, f: impl FnOnce(&Context) -> Report) -> String {
+        let report = self.with_context(false, f);
+        self.output(report)
+    }
+
+    /// For the lists of what can be selected: they count every event.
+    fn render_all(&mut self, f: impl FnOnce(&Context) -> Report) -> String {
+        let report = self.with_context(true, f);
+        self.output(report)
+    }
+
+    /// The function `f` names: Ok(Ok(id)), Ok(Err(text listing the
+    /// choices)) when several share the name, Err when none has it.
+    fn pick_function(
+        &self,
+        f: &FunctionRef,
+    ) -> std::result::Result<std::result::Result<FunctionId, String>, String> {
+        let mut found = self.model.functions_named(&f.name);
+        found.sort_by_key(|&id| {
+            let entry = self.model.function(id);
+            (entry.object, entry.address, id)
+        });
+        match (found.len(), f.index) {
+            (0, _) => Err(self.no_such_function(&f.name)),
+            (1, None) => Ok(Ok(found[0])),
+            (n, Some(i)) if i >= 1 && (i as usize) <= n => Ok(Ok(found[i as usize - 1])),
+            (n, Some(i)) => Err(format!(
+                "\"{}\" names {n} function(s); there is no number {i}",
+                f.name
+            )),
+            (_, None) => Ok(Err(self.choices(&f.name, &found))),
+        }
+    }
+
+    fn choices(&self, name: &str, found: &[FunctionId]) -> String {
+        let mut text = format!(
+            "\"{name}\" names {} functions; add the number of the one you mean:\n",
+            found.len()
+        );
+        for (i, &id) in found.iter().enumerate() {
+            let entry = self.model.function(id);
+            let object = entry
+                .object
+                .map(|o| self.model.object(o).name())
+                .unwrap_or_default();
+            let source = entry
+                .source
+                .as_ref()
+                .map(|s| format!(", {}", s.display()))
+                .unwrap_or_default();
+            text.push_str(&format!(
+                "  {}) {} at 0x{:x} in {object}{source}\n",
+                i + 1,
+                entry.name,
+                entry.address
+            ));
+        }
+        text
+    }
+
+    fn no_such_function(&self, name: &str) -> String {
+        let mut names: Vec<(f64, &str)> = self
+            .model
+            .functions
+            .iter()
+            .map(|f| (strsim::jaro_winkler(name, &f.name), f.name.as_str()))
+            .filter(|(score, _)| *score > 0.8)
+            .collect();
+        names.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        names.dedup_by(|a, b| a.1 == b.1);
+        match names.as_slice() {
+            [] => format!("no function \"{name}\" in the experiment"),
+            nearest => {
+                let list: Vec<String> = nearest
+                    .iter()
+                    .take(3)
+                    .map(|(_, n)| format!("\"{n}\""))
+                    .collect();
+                format!(
+                    "no function \"{name}\" in the experiment; did you mean {}?",
+                    list.join(" or ")
+                )
+            }
+        }
+    }
+
+    fn annotate(
+        &mut self,
+        target: &FunctionRef,
+        disasm: bool,
+    ) -> std::result::Result<String, String> {
+        let paths = crate::annotate::SourcePaths {
+            pathmaps: self.pathmaps.clone(),
+            search: self.search_path.clone(),
+        };
+        let function = match self.pick_function(target) {
+            Ok(Ok(id)) => Some(id),
+            Ok(Err(choices)) => return Ok(choices),
+            Err(_) if !disasm && looks_like_file(&target.name) => None,
+            Err(e) => return Err(e),
+        };
+        let report = self.with_context(false, |ctx| match (function, disasm) {
+            (Some(id), false) => crate::annotate::source_for_function(ctx, id, &paths),
+            (Some(id), true) => crate::annotate::disasm_for_function(ctx, id, &paths),
+            (None, _) => crate::annotate::source_for_file(ctx, &target.name, &paths),
+        })?;
+        Ok(self.output(report))
+    }
+
+    fn hide_objects(
+        &mut self,
+        names: &[String],
+        hide: bool,
+    ) -> std::result::Result<String, String> {
+        let mut changed = Vec::new();
+        for name in names {
+            let matches: Vec<ObjectId> = (0..self.model.objects.len() as ObjectId)
+                .filter(|&o| {
+                    let object = self.model.object(o);
+                    object.name() == *name || object.path == Path::new(name)
+                })
+                .collect();
+            if matches.is_empty() {
+                return Err(format!(
+                    "no load object \"{name}\" (see object_list for their names)"
+                ));
+            }
+            for o in matches {
+                if hide {
+                    self.view_settings.hidden_objects.insert(o);
+                } else {
+                    self.view_settings.hidden_objects.remove(&o);
+                }
+                changed.push(self.model.object(o).name());
+            }
+        }
+        self.view = None;
+        let verb = if hide { "hidden" } else { "shown" };
+        Ok(format!("{verb}: {}\n", changed.join(", ")))
+    }
+
+    fn export(&mut self, file: &str, svg: bool) -> std::result::Result<String, String> {
+        let path = PathBuf::from(file);
+        let written = self.with_context(false, |ctx| match svg {
+            true => export::flamegraph(ctx, &path),
+            false => export::collapsed(ctx, &path),
+        })?;
+        Ok(format!("wrote {} ({written} stacks)\n", path.display()))
+    }
+}
+
+fn looks_like_file(name: &str) -> bool {
+    name.contains('/') || name.contains('.')
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+fn help(topic: Option<&str>) -> std::result::Result<String, String> {
+    match topic {
+        None => Ok(commands::analysis_help_summary()),
+        Some(name) => commands::analysis_help_for(name)
+            .ok_or_else(|| format!("no help for \"{name}\" in the analysis language")),
+    }
+}
+
+impl std::fmt::Debug for Analysis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Analysis")
+            .field("paths", &self.paths)
+            .field("events", &self.model.events.len())
+            .finish()
+    }
+}
