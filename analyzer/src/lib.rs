@@ -7,6 +7,7 @@
 //!   (seed 002) for functions, objects, lines and PCs, and the call tree.
 //! - [`report`] renders the listings as aligned text or JSON.
 
+pub mod annotate;
 pub mod load;
 pub mod metrics;
 pub mod model;
