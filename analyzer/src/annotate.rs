@@ -772,6 +772,10 @@ fn source_listing(
     if let Some(function) = &listing.function {
         header.push_str(&format!("Function: {function}\n"));
     }
+    // As er_print: an edited source no longer matches the recorded lines.
+    if listing.object.as_deref().is_some_and(|o| newer(&found, o)) {
+        header.push_str("Warning: the source file is newer than the object file\n");
+    }
     let json = json!({
         "report": "source",
         "file": full_path.display().to_string(),
@@ -785,6 +789,11 @@ fn source_listing(
         text: format!("{header}\n{table}"),
         json,
     })
+}
+
+fn newer(a: &Path, b: &Path) -> bool {
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    matches!((modified(a), modified(b)), (Some(a), Some(b)) if a > b)
 }
 
 /// Time of `functions` in frames without a line, those with some, sorted

@@ -518,6 +518,21 @@ fn missing_source_is_explained_and_pathmap_or_setpath_finds_it() {
         "Source file: {}",
         moved.join("annotate.c").display()
     )));
+    assert!(!report.text.contains("newer"), "{}", report.text);
+    // Editing the source after the build is pointed out.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(60);
+    std::fs::File::options()
+        .write(true)
+        .open(moved.join("annotate.c"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let report = source_for_function(&ctx, work, &mapped).unwrap();
+    assert!(
+        report.text.contains("newer than the object"),
+        "{}",
+        report.text
+    );
 
     let searched = SourcePaths {
         pathmaps: Vec::new(),
