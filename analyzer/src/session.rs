@@ -465,13 +465,14 @@ impl Analysis {
         let function = match self.pick_function(target) {
             Ok(Ok(id)) => Some(id),
             Ok(Err(choices)) => return Ok(choices),
-            Err(_) if !disasm && looks_like_file(&target.name) => None,
+            Err(_) if looks_like_file(&target.name) => None,
             Err(e) => return Err(e),
         };
         let report = self.with_context(false, |ctx| match (function, disasm) {
             (Some(id), false) => crate::annotate::source_for_function(ctx, id, &paths),
             (Some(id), true) => crate::annotate::disasm_for_function(ctx, id, &paths),
-            (None, _) => crate::annotate::source_for_file(ctx, &target.name, &paths),
+            (None, false) => crate::annotate::source_for_file(ctx, &target.name, &paths),
+            (None, true) => crate::annotate::disasm_for_file(ctx, &target.name, &paths),
         })?;
         Ok(self.output(report))
     }
