@@ -69,6 +69,8 @@ struct Builder {
     stack_ids: HashMap<(u16, u64), StackId>,
     archive: Vec<ArchivedObject>,
     archives_dir: PathBuf,
+    /// Mapped size of the `[vdso]` object (to check our own is the same).
+    vdso_size: HashMap<ObjectId, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -170,6 +172,9 @@ impl Builder {
         for event in log {
             if let Event::Object { path, base, lo, hi } = &event.event {
                 let object = self.object_id(path);
+                if path.as_os_str() == "[vdso]" {
+                    self.vdso_size.insert(object, hi.saturating_sub(*lo));
+                }
                 // A later mapping of the same range (dlclose + dlopen) wins.
                 mappings.retain(|m: &Mapping| m.hi <= *lo || m.lo >= *hi);
                 mappings.push(Mapping {
@@ -433,7 +438,15 @@ impl Builder {
     fn open_object(&mut self, object: ObjectId) -> Option<ObjectFile> {
         let recorded = self.model.object(object).path.clone();
         if recorded.as_os_str() == "[vdso]" {
-            return None;
+            let file = self
+                .vdso_size
+                .get(&object)
+                .and_then(|&size| crate::resolve::own_vdso_file(size))
+                .and_then(|path| ObjectFile::open(&path).ok().map(|f| (path, f)));
+            return file.map(|(path, file)| {
+                self.model.objects[object as usize].symbols_from = Some(path);
+                file
+            });
         }
         let archived = self.archive.iter().find(|a| a.path == recorded).cloned();
         let path = match symbol_file(&recorded, archived.as_ref(), &self.archives_dir) {

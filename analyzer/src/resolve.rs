@@ -146,3 +146,33 @@ pub(crate) fn symbolize(file: &ObjectFile, addr: u64) -> PcSymbol {
         inlined,
     }
 }
+
+/// The vDSO is in no file: use this process's own (the same kernel's, when
+/// analysing on the machine that recorded), written once to a temporary
+/// file, if its size matches the recorded mapping's.
+pub(crate) fn own_vdso_file(recorded_size: u64) -> Option<PathBuf> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (start, end) = line.split_whitespace().next()?.split_once('-')?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let end = u64::from_str_radix(end, 16).ok()?;
+    let size = end.checked_sub(start)?;
+    // The recorded range ends at the last loaded byte, the mapping at a page.
+    if size != recorded_size.div_ceil(4096) * 4096 {
+        return None;
+    }
+    let path = std::env::temp_dir().join(format!(
+        "rdbx-vdso-{}-{size}.so",
+        // SAFETY: getuid cannot fail.
+        unsafe { libc::getuid() }
+    ));
+    if !path.is_file() {
+        // SAFETY: [start, end) is this process's vDSO mapping, readable
+        // for the life of the process.
+        let bytes = unsafe { std::slice::from_raw_parts(start as *const u8, size as usize) };
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, bytes).ok()?;
+        std::fs::rename(&tmp, &path).ok()?;
+    }
+    Some(path)
+}
