@@ -12,3 +12,20 @@ fn every_command_is_documented() {
         );
     }
 }
+
+#[test]
+fn every_analysis_command_is_documented() {
+    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/commands.md"))
+        .expect("docs/commands.md exists");
+    let reference = docs
+        .split("## Analysis command reference")
+        .nth(1)
+        .expect("an analysis command reference section");
+    for help in commands::analysis_help() {
+        assert!(
+            reference.contains(&format!("### `{}`", help.name)),
+            "docs/commands.md lacks an analysis section for `{}`",
+            help.name
+        );
+    }
+}

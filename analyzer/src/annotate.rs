@@ -553,7 +553,10 @@ fn metric_layout(ctx: &Context) -> MetricLayout {
         ];
     }
     let hot_kind = match ctx.settings.sort {
-        SortKey::Metric(MetricKind::Exclusive) | SortKey::Name => MetricKind::Exclusive,
+        SortKey::Metric(MetricKind::Exclusive)
+        | SortKey::Name
+        | SortKey::Size
+        | SortKey::Address => MetricKind::Exclusive,
         SortKey::Metric(_) => MetricKind::Inclusive,
     };
     MetricLayout { kinds, hot_kind }

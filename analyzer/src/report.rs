@@ -27,6 +27,10 @@ pub enum MetricColumn {
 pub enum SortKey {
     Metric(MetricKind),
     Name,
+    /// Function size, largest first.
+    Size,
+    /// Function address, lowest first.
+    Address,
 }
 
 /// What shapes every listing.
@@ -255,6 +259,16 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
 fn sort_rows(ctx: &Context, rows: &mut [Row]) {
     match ctx.settings.sort {
         SortKey::Name => rows.sort_by(|a, b| a.name.cmp(&b.name)),
+        SortKey::Size | SortKey::Address => {
+            let key = |row: &Row| {
+                let f = row.function.map(|f| ctx.model.function(f));
+                match ctx.settings.sort {
+                    SortKey::Size => u64::MAX - f.map_or(0, |f| f.size),
+                    _ => f.map_or(u64::MAX, |f| f.address),
+                }
+            };
+            rows.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)))
+        }
         SortKey::Metric(kind) => rows.sort_by(|a, b| {
             pick(&b.value, kind)
                 .ns
@@ -267,6 +281,8 @@ fn sort_rows(ctx: &Context, rows: &mut [Row]) {
 fn sort_description(ctx: &Context) -> String {
     match ctx.settings.sort {
         SortKey::Name => "Name".to_string(),
+        SortKey::Size => "Size".to_string(),
+        SortKey::Address => "PC Address".to_string(),
         SortKey::Metric(kind) => format!("{} Total CPU Time", kind_label(kind)),
     }
 }
@@ -274,6 +290,8 @@ fn sort_description(ctx: &Context) -> String {
 fn sort_spec(ctx: &Context) -> String {
     match ctx.settings.sort {
         SortKey::Name => "name".into(),
+        SortKey::Size => "size".into(),
+        SortKey::Address => "address".into(),
         SortKey::Metric(MetricKind::Exclusive) => "e.totalcpu".into(),
         SortKey::Metric(MetricKind::Inclusive) => "i.totalcpu".into(),
         SortKey::Metric(MetricKind::Attributed) => "a.totalcpu".into(),

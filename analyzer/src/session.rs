@@ -310,9 +310,11 @@ impl Analysis {
                 columns
             })
             .collect();
-        self.settings.sort = match self.sort.kind {
-            Some(kind) => SortKey::Metric(kind),
-            None => SortKey::Name,
+        self.settings.sort = match (self.sort.kind, self.sort.metric) {
+            (Some(kind), _) => SortKey::Metric(kind),
+            (None, MetricName::Size) => SortKey::Size,
+            (None, MetricName::Address) => SortKey::Address,
+            (None, _) => SortKey::Name,
         };
     }
 
