@@ -259,9 +259,9 @@ fn run_compiler(compiler: &str, args: &[&str], source: &Path, out: &Path) {
     );
 }
 
-/// Compiles `tests/programs/NAME.c` as a shared library `libNAME.so` in `dir`.
+/// Compiles `tests/programs/NAME.c` as a shared library `NAME.so` in `dir`.
 pub fn compile_shared(name: &str, dir: &Path, flags: &[&str]) -> PathBuf {
-    let out = dir.join(format!("lib{name}.so"));
+    let out = dir.join(format!("{name}.so"));
     let mut args = vec!["-shared", "-fPIC", "-fno-inline"];
     args.extend_from_slice(flags);
     run_compiler("gcc", &args, &program(&format!("{name}.c")), &out);
@@ -463,5 +463,45 @@ pub fn tick(timestamp_ns: u64, tid: u32, pcs: Vec<u64>) -> Event {
         weight_ns: 10_000_000,
         status: StackStatus::Complete,
         pcs,
+    }
+}
+
+impl Synthetic {
+    /// Like [`Synthetic::new`], for a process started at `start_ns`
+    /// (CLOCK_MONOTONIC) with `lineage` (`""` for a founder, `_f1` ...).
+    pub fn started_at(
+        parent: &Path,
+        name: &str,
+        exe: &Path,
+        pid: u32,
+        start_ns: u64,
+        lineage: &str,
+    ) -> Synthetic {
+        let dir = parent.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut buf = [0u8; 512];
+        let n = write_manifest_into(&mut buf, "clock-profile", "analyzer test").unwrap();
+        std::fs::write(dir.join("manifest"), &buf[..n]).unwrap();
+        let mut s = Synthetic {
+            dir,
+            log: Vec::new(),
+            events: Vec::new(),
+        };
+        let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
+        s.line(|w| {
+            w.event(start_ns, "start")
+                .u64("pid", u64::from(pid))
+                .u64("ppid", 1)
+                .str("lineage", lineage.as_bytes())
+                .str("mode", b"collect")
+                .str("exe", &exe_bytes)
+                .str("args", &exe_bytes)
+                .u64("profile_ns", 10_000_000)
+                .str("clock", b"perf-event")
+                .u64("depth", 256)
+                .u64("sample_ns", 1_000_000_000)
+                .u64("realtime_ns", 1_700_000_000_000_000_000);
+        });
+        s
     }
 }
