@@ -89,7 +89,12 @@ impl Context<'_> {
         let f = self.model.function(id);
         match self.settings.names {
             NameStyle::Long => f.name.clone(),
-            NameStyle::Short => debugger::symbols::without_parameters(&f.name).to_string(),
+            // Only code names have parameter lists: `<static>@0x10 (lib.so)`
+            // keeps its library.
+            NameStyle::Short if matches!(f.kind, FunctionKind::Normal | FunctionKind::Inlined) => {
+                debugger::symbols::without_parameters(&f.name).to_string()
+            }
+            NameStyle::Short => f.name.clone(),
             NameStyle::Mangled => f.linkage_name.clone(),
         }
     }

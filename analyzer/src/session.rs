@@ -321,14 +321,27 @@ impl Analysis {
     /// The events the selections and the filter keep.
     fn weights(&self) -> Weights {
         let model = &self.model;
+        // `time` counts from each event's own experiment's start (a
+        // descendant starts later than its founder).
+        let starts: Vec<u64> = model
+            .experiments
+            .iter()
+            .map(|e| e.start_ns.saturating_sub(model.origin_ns))
+            .collect();
         Weights::new(model, |event| {
+            let since_start = event.time_ns.saturating_sub(
+                starts
+                    .get(usize::from(event.experiment))
+                    .copied()
+                    .unwrap_or(0),
+            );
             self.samples.contains(u64::from(event.sample))
                 && self.threads.contains(u64::from(event.thread))
                 && self.cpus.contains(u64::from(event.cpu))
                 && self.filter.as_ref().is_none_or(|f| {
                     f.eval(&|field| match field {
-                        FilterField::Time => event.time_ns as f64 / 1e9,
-                        FilterField::Tstamp => event.time_ns as f64,
+                        FilterField::Time => since_start as f64 / 1e9,
+                        FilterField::Tstamp => since_start as f64,
                         FilterField::Thread => f64::from(event.thread),
                         FilterField::Tid => f64::from(event.tid),
                         FilterField::Cpu => f64::from(event.cpu),

@@ -223,3 +223,285 @@ pub fn text_range(symbols: &HashMap<String, (u64, u64)>) -> (u64, u64) {
     let hi = symbols.values().map(|(a, s)| a + s).max().unwrap();
     (lo & !0xfff, (hi + 0xfff) & !0xfff)
 }
+
+// ------------------------------------------------------------------
+// Additions for the rule and command tests.
+
+/// The text symbols (sized) of an ELF file: name -> (address, size).
+pub fn text_symbols(path: &Path) -> HashMap<String, (u64, u64)> {
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+        .map(|s| (s.name().unwrap().to_string(), (s.address(), s.size())))
+        .collect()
+}
+
+fn program(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(file)
+}
+
+fn run_compiler(compiler: &str, args: &[&str], source: &Path, out: &Path) {
+    let status = Command::new(compiler)
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .arg(source)
+        .status()
+        .expect("compiler runs");
+    assert!(
+        status.success(),
+        "{compiler} failed for {}",
+        source.display()
+    );
+}
+
+/// Compiles `tests/programs/NAME.c` as a shared library `NAME.so` in `dir`.
+pub fn compile_shared(name: &str, dir: &Path, flags: &[&str]) -> PathBuf {
+    let out = dir.join(format!("{name}.so"));
+    let mut args = vec!["-shared", "-fPIC", "-fno-inline"];
+    args.extend_from_slice(flags);
+    run_compiler("gcc", &args, &program(&format!("{name}.c")), &out);
+    out
+}
+
+/// Compiles `tests/programs/NAME.cpp` with g++ (no PIE) into `dir`.
+pub fn compile_cpp(
+    name: &str,
+    dir: &Path,
+    flags: &[&str],
+) -> (PathBuf, HashMap<String, (u64, u64)>) {
+    let out = dir.join(name);
+    let mut args = vec!["-no-pie", "-fno-inline"];
+    args.extend_from_slice(flags);
+    run_compiler("g++", &args, &program(&format!("{name}.cpp")), &out);
+    let symbols = text_symbols(&out);
+    (out, symbols)
+}
+
+/// Copies `lib` to `dir/NEW_NAME` and strips it (`strip`: no .symtab, no DWARF).
+pub fn stripped_copy(lib: &Path, dir: &Path, new_name: &str) -> PathBuf {
+    let out = dir.join(new_name);
+    std::fs::copy(lib, &out).unwrap();
+    let status = Command::new("strip")
+        .arg(&out)
+        .status()
+        .expect("strip runs");
+    assert!(status.success(), "strip failed");
+    out
+}
+
+/// The span of an ELF file's loadable segments: (lowest, end of highest),
+/// page-rounded, in link-time addresses.
+pub fn load_span(path: &Path) -> (u64, u64) {
+    use object::ObjectSegment;
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let lo = file.segments().map(|s| s.address()).min().unwrap();
+    let hi = file
+        .segments()
+        .map(|s| s.address() + s.size())
+        .max()
+        .unwrap();
+    (lo & !0xfff, (hi + 0xfff) & !0xfff)
+}
+
+/// Bytes of `size` bytes at link-time address `address` of an ELF file.
+pub fn code_at(path: &Path, address: u64, size: u64) -> Vec<u8> {
+    use object::ObjectSection;
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    for section in file.sections() {
+        let (start, len) = (section.address(), section.size());
+        if address >= start && address + size <= start + len {
+            let bytes = section.data().unwrap();
+            let from = (address - start) as usize;
+            return bytes[from..from + size as usize].to_vec();
+        }
+    }
+    panic!("0x{address:x} is in no section of {}", path.display());
+}
+
+/// The return addresses of the `call rel32` instructions of function
+/// `caller` (symbol of `path`) whose target satisfies `target`, with
+/// the targets.
+pub fn calls_from(
+    path: &Path,
+    symbols: &HashMap<String, (u64, u64)>,
+    caller: &str,
+    target: impl Fn(u64) -> bool,
+) -> Vec<(u64, u64)> {
+    let (start, size) = symbols[caller];
+    let code = code_at(path, start, size);
+    let mut found = Vec::new();
+    for i in 0..code.len().saturating_sub(4) {
+        if code[i] != 0xe8 {
+            continue;
+        }
+        let rel = i32::from_le_bytes(code[i + 1..i + 5].try_into().unwrap());
+        let next = start + i as u64 + 5;
+        let to = next.wrapping_add_signed(i64::from(rel));
+        if target(to) {
+            found.push((next, to));
+        }
+    }
+    found
+}
+
+/// The address range of a section, if the file has it.
+pub fn section_range(path: &Path, name: &str) -> Option<(u64, u64)> {
+    use object::ObjectSection;
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let section = file.section_by_name(name)?;
+    Some((section.address(), section.address() + section.size()))
+}
+
+/// Rewrites the `stacks` file of experiment `dir` without the record of
+/// `stack_id` (a stack record lost with a partly written block).
+pub fn drop_stack_record(dir: &Path, stack_id: u64) {
+    use experiment::layout::{parse_block, BlockState, StackRecordRef};
+    let data = std::fs::read(dir.join("stacks")).unwrap();
+    let mut out = Vec::new();
+    for block in data.chunks(BLOCK_SIZE) {
+        let BlockState::Used(used) = parse_block(block, BLOCK_SIZE, KIND_STACKS) else {
+            out.extend_from_slice(block);
+            continue;
+        };
+        let mut fresh = vec![0u8; BLOCK_SIZE];
+        let mut w = BlockWriter::claim(
+            &mut fresh,
+            KIND_STACKS,
+            used.header.tid,
+            used.header.block_index,
+            0,
+        )
+        .unwrap();
+        let mut rest = used.records;
+        while let Some(record) = StackRecordRef::parse(rest) {
+            if record.header.stack_id != stack_id {
+                let pcs: Vec<u64> = record.pcs().collect();
+                assert!(w.push_stack(record.status().unwrap(), &pcs));
+            }
+            rest = &rest[record.size()..];
+        }
+        w.commit();
+        out.extend_from_slice(&fresh);
+    }
+    std::fs::write(dir.join("stacks"), out).unwrap();
+}
+
+/// Runs analysis commands and returns the output text (panics on errors).
+pub fn run(analysis: &mut analyzer::Analysis, line: &str) -> String {
+    match analysis.run_line(line) {
+        Ok(analyzer::Outcome::Output(text)) => text,
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+/// Runs `line` under `format json` and parses what it prints.
+pub fn run_json(analysis: &mut analyzer::Analysis, line: &str) -> serde_json::Value {
+    let before = analysis.format();
+    analysis.set_format(commands::OutputFormat::Json);
+    let text = run(analysis, line);
+    analysis.set_format(before);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{line}: {e} in\n{text}"))
+}
+
+/// (exclusive ns, inclusive ns) of each row of a `functions`-style JSON listing.
+pub fn rows_by_name(listing: &serde_json::Value) -> HashMap<String, (u64, u64)> {
+    listing["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                (
+                    r["exclusive"]["ns"].as_u64().unwrap(),
+                    r["inclusive"]["ns"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// (name, attributed ns) of a csingle JSON list (`callers` or `callees`).
+pub fn attributed(block: &serde_json::Value, list: &str) -> Vec<(String, u64)> {
+    block[list]
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["attributed"]["ns"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A complete stack at `base + symbol offsets`: the leaf PC 4 bytes into
+/// its function, callers as return addresses 8 bytes in.
+pub fn stack_of(symbols: &HashMap<String, (u64, u64)>, names: &[&str]) -> Vec<u64> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| symbols[*n].0 + if i == 0 { 4 } else { 8 })
+        .collect()
+}
+
+/// One 10 ms event on thread `tid`, CPU 0, complete stack.
+pub fn tick(timestamp_ns: u64, tid: u32, pcs: Vec<u64>) -> Event {
+    Event {
+        timestamp_ns,
+        tid,
+        cpu: 0,
+        weight_ns: 10_000_000,
+        status: StackStatus::Complete,
+        pcs,
+    }
+}
+
+impl Synthetic {
+    /// Like [`Synthetic::new`], for a process started at `start_ns`
+    /// (CLOCK_MONOTONIC) with `lineage` (`""` for a founder, `_f1` ...).
+    pub fn started_at(
+        parent: &Path,
+        name: &str,
+        exe: &Path,
+        pid: u32,
+        start_ns: u64,
+        lineage: &str,
+    ) -> Synthetic {
+        let dir = parent.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut buf = [0u8; 512];
+        let n = write_manifest_into(&mut buf, "clock-profile", "analyzer test").unwrap();
+        std::fs::write(dir.join("manifest"), &buf[..n]).unwrap();
+        let mut s = Synthetic {
+            dir,
+            log: Vec::new(),
+            events: Vec::new(),
+        };
+        let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
+        s.line(|w| {
+            w.event(start_ns, "start")
+                .u64("pid", u64::from(pid))
+                .u64("ppid", 1)
+                .str("lineage", lineage.as_bytes())
+                .str("mode", b"collect")
+                .str("exe", &exe_bytes)
+                .str("args", &exe_bytes)
+                .u64("profile_ns", 10_000_000)
+                .str("clock", b"perf-event")
+                .u64("depth", 256)
+                .u64("sample_ns", 1_000_000_000)
+                .u64("realtime_ns", 1_700_000_000_000_000_000);
+        });
+        s
+    }
+}

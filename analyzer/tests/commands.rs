@@ -1,0 +1,563 @@
+//! The analysis language's commands on synthetic experiments: selections
+//! and filters, hidden load objects, name styles, several experiments and
+//! descendants, exports, and JSON output of every listing.
+
+mod common;
+
+use analyzer::Analysis;
+use common::*;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const UNIT: u64 = 10_000_000;
+/// Where the synthetic experiments start (CLOCK_MONOTONIC).
+const START: u64 = 1_000_000_000;
+const SECOND: u64 = 1_000_000_000;
+
+fn total_units(analysis: &mut Analysis) -> u64 {
+    let listing = run_json(analysis, "functions");
+    let ns = listing["total"]["ns"].as_u64().unwrap();
+    assert_eq!(ns % UNIT, 0);
+    ns / UNIT
+}
+
+fn units_by_name(analysis: &mut Analysis) -> HashMap<String, (u64, u64)> {
+    rows_by_name(&run_json(analysis, "functions"))
+        .into_iter()
+        .map(|(n, (e, i))| (n, (e / UNIT, i / UNIT)))
+        .collect()
+}
+
+/// Six events whose weights are powers of two (1, 2, 4, ... 32 units), so
+/// a selected total names exactly which events were kept:
+///
+/// | event | time (s) | thread (tid) | cpu | sample | stack |
+/// |-------|----------|--------------|-----|--------|-------|
+/// | 1     | 0.5      | 1 (700)      | 0   | 1      | A main |
+/// | 2     | 1.0      | 2 (701)      | 1   | 1      | B main |
+/// | 4     | 1.2      | 1 (700)      | 1   | 2      | C A main |
+/// | 8     | 1.6      | 2 (701)      | 1   | 2      | C B main |
+/// | 16    | 2.0      | 2 (701)      | 0   | 2      | B main |
+/// | 32    | 2.5      | 1 (700)      | 1   | 3 (open) | A main |
+///
+/// Samples 1 and 2 are logged at exactly 1.0 s and 2.0 s.
+fn selection_experiment(tmp: &Path) -> PathBuf {
+    let (exe, syms) = compile("seed", tmp, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(tmp, "sel.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    expt.thread(START + 2, 701);
+    expt.sample(START + SECOND, 1, "periodic", "", 400_000_000);
+    expt.sample(START + 2 * SECOND, 2, "manual", "phase two", 900_000_000);
+    let events: [(u64, u32, u16, &[&str]); 6] = [
+        (500, 700, 0, &["A", "main"]),
+        (1000, 701, 1, &["B", "main"]),
+        (1200, 700, 1, &["C", "A", "main"]),
+        (1600, 701, 1, &["C", "B", "main"]),
+        (2000, 701, 0, &["B", "main"]),
+        (2500, 700, 1, &["A", "main"]),
+    ];
+    for (i, (ms, tid, cpu, names)) in events.into_iter().enumerate() {
+        let mut event = tick(START + ms * 1_000_000, tid, stack_of(&syms, names));
+        event.cpu = cpu;
+        event.weight_ns = (UNIT << i) as u32;
+        expt.event(event);
+    }
+    expt.write()
+}
+
+#[test]
+fn selections_and_filters_choose_the_events_counted() {
+    let tmp = TempDir::new("select");
+    let dir = selection_experiment(&tmp.0);
+    let mut analysis = Analysis::open(&[dir]).expect("opens");
+    assert_eq!(total_units(&mut analysis), 63);
+    let cases: [(&str, u64); 15] = [
+        ("sample_select 1", 1 + 2),
+        ("sample_select 2", 4 + 8 + 16),
+        ("sample_select 3", 32),
+        ("sample_select 1,3", 1 + 2 + 32),
+        ("sample_select 2-3", 4 + 8 + 16 + 32),
+        ("sample_select all", 63),
+        ("thread_select 2", 2 + 8 + 16),
+        ("thread_select 1", 1 + 4 + 32),
+        ("thread_select all", 63),
+        ("cpu_select 1", 2 + 4 + 8 + 32),
+        ("cpu_select 0", 1 + 16),
+        ("cpu_select all", 63),
+        ("filters time > 1.5", 8 + 16 + 32),
+        ("filters thread == 2 && cpu == 1", 2 + 8),
+        ("filters none", 63),
+    ];
+    for (command, expected) in cases {
+        run(&mut analysis, command);
+        assert_eq!(total_units(&mut analysis), expected, "after {command}");
+    }
+    // More filter forms.
+    for (filter, expected) in [
+        ("time >= 1 && time <= 2", 2 + 4 + 8 + 16),
+        ("TSTAMP < 1100000000", 1 + 2),
+        ("!(sample == 2) || tid == 701", 1 + 2 + 8 + 16 + 32),
+        ("THRID == 1 && CPUID == 1", 4 + 32),
+        ("experiment == 1 && SAMPLE == 3", 32),
+    ] {
+        run(&mut analysis, &format!("filters {filter}"));
+        assert_eq!(total_units(&mut analysis), expected, "filter {filter}");
+    }
+    let shown = run(&mut analysis, "filters");
+    assert_eq!(shown, "filter: experiment == 1 && sample == 3\n");
+    // Selections and the filter combine.
+    run(&mut analysis, "filters time > 1");
+    run(&mut analysis, "thread_select 1");
+    assert_eq!(total_units(&mut analysis), 4 + 32);
+    let overview = run_json(&mut analysis, "overview");
+    assert_eq!(overview["selected"]["ns"].as_u64(), Some(36 * UNIT));
+    assert_eq!(overview["total"]["ns"].as_u64(), Some(63 * UNIT));
+    // The metrics follow the selection.
+    let f = units_by_name(&mut analysis);
+    assert_eq!(f["A"], (32, 36), "{f:?}");
+    assert_eq!(f["C"], (4, 4), "{f:?}");
+    assert!(!f.contains_key("B"), "{f:?}");
+    run(&mut analysis, "filters none");
+    run(&mut analysis, "thread_select all");
+    assert_eq!(total_units(&mut analysis), 63);
+    // Bad lists are refused, the selection unchanged.
+    assert!(analysis.run_line("sample_select 3-1").is_err());
+    assert!(analysis.run_line("filters time >").is_err());
+    assert_eq!(total_units(&mut analysis), 63);
+}
+
+#[test]
+fn the_lists_show_every_event_and_mark_the_selected_rows() {
+    let tmp = TempDir::new("lists");
+    let dir = selection_experiment(&tmp.0);
+    let mut analysis = Analysis::open(&[dir]).expect("opens");
+    run(&mut analysis, "sample_select 2");
+    run(&mut analysis, "thread_select 2");
+    run(&mut analysis, "cpu_select 1");
+    run(&mut analysis, "filters time > 100");
+
+    let samples = run_json(&mut analysis, "sample_list");
+    let rows: Vec<(u64, bool, u64, u64, String)> = samples["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["sample"].as_u64().unwrap(),
+                r["selected"].as_bool().unwrap(),
+                r["cpu"]["events"].as_u64().unwrap(),
+                r["cpu"]["ns"].as_u64().unwrap() / UNIT,
+                r["cause"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, false, 2, 3, "periodic".to_string()),
+            (2, true, 3, 28, "manual".to_string()),
+            (3, false, 1, 32, "(open)".to_string()),
+        ]
+    );
+    assert_eq!(samples["samples"][1]["label"], "phase two");
+    assert_eq!(samples["samples"][1]["time_seconds"].as_f64(), Some(2.0));
+    let text = run(&mut analysis, "sample_list");
+    assert_marked(&text, &[false, true, false]);
+
+    let threads = run_json(&mut analysis, "thread_list");
+    let rows: Vec<(u64, u64, bool, u64)> = threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["thread"].as_u64().unwrap(),
+                r["tid"].as_u64().unwrap(),
+                r["selected"].as_bool().unwrap(),
+                r["cpu"]["ns"].as_u64().unwrap() / UNIT,
+            )
+        })
+        .collect();
+    assert_eq!(rows, [(1, 700, false, 37), (2, 701, true, 26)]);
+    assert_marked(&run(&mut analysis, "thread_list"), &[false, true]);
+
+    let cpus = run_json(&mut analysis, "cpu_list");
+    let rows: Vec<(u64, bool, u64)> = cpus["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["cpu"].as_u64().unwrap(),
+                r["selected"].as_bool().unwrap(),
+                r["cpu_time"]["ns"].as_u64().unwrap() / UNIT,
+            )
+        })
+        .collect();
+    assert_eq!(rows, [(0, false, 17), (1, true, 46)]);
+    assert_marked(&run(&mut analysis, "cpu_list"), &[false, true]);
+
+    // Nothing is selected at all (the filter keeps no event).
+    assert_eq!(total_units(&mut analysis), 0);
+    // statistics: the process figures of the selected sample (2 minus 1).
+    let stats = run_json(&mut analysis, "statistics");
+    assert_eq!(stats["user_cpu_seconds"].as_f64(), Some(0.5), "{stats}");
+    assert_eq!(stats["minor_faults"].as_u64(), Some(100), "{stats}");
+}
+
+/// The data rows of a list (after its header lines) start with `*`
+/// exactly when `selected` says.
+fn assert_marked(text: &str, selected: &[bool]) {
+    let lines: Vec<&str> = text.lines().collect();
+    let data = &lines[lines.len() - selected.len()..];
+    for (line, &on) in data.iter().zip(selected) {
+        assert_eq!(line.starts_with('*'), on, "{line:?} in\n{text}");
+    }
+}
+
+#[test]
+fn hidden_objects_fold_into_one_frame_and_show_all_restores_them() {
+    let tmp = TempDir::new("hide");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let lib = compile_shared("libshow", &tmp.0, &["-O0", "-g"]);
+    let lib_syms = text_symbols(&lib);
+    let base = 0x7f00_0000_0000u64;
+    let (lo, hi) = load_span(&lib);
+    let in_lib = |name: &str, leaf: bool| base + lib_syms[name].0 + if leaf { 4 } else { 8 };
+    let main_ret = syms["main"].0 + 8;
+    let a_ret = syms["A"].0 + 8;
+    let stacks: [(Vec<u64>, u32); 3] = [
+        (
+            vec![
+                in_lib("lib_secret", true),
+                in_lib("lib_inner", false),
+                in_lib("lib_outer", false),
+                main_ret,
+            ],
+            3,
+        ),
+        (
+            vec![
+                in_lib("lib_inner", true),
+                in_lib("lib_call", false),
+                main_ret,
+            ],
+            1,
+        ),
+        // A callback: main -> lib_call -> A -> lib_inner.
+        (
+            vec![
+                in_lib("lib_inner", true),
+                a_ret,
+                in_lib("lib_call", false),
+                main_ret,
+            ],
+            2,
+        ),
+    ];
+    let mut expt = Synthetic::new(&tmp.0, "hide.er", &exe, 700);
+    let (elo, ehi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, elo, ehi);
+    expt.object(START + 2, &lib, base, base + lo, base + hi);
+    let mut ts = START + 1000;
+    for (pcs, n) in stacks {
+        for _ in 0..n {
+            ts += 1000;
+            expt.event(tick(ts, 700, pcs.clone()));
+        }
+    }
+    let dir = expt.write();
+    let mut analysis = Analysis::open(&[dir]).expect("opens");
+    let shown = units_by_name(&mut analysis);
+    assert_eq!(shown["lib_secret"], (3, 3), "{shown:?}");
+    assert_eq!(shown["lib_inner"], (3, 6), "{shown:?}");
+
+    let said = run(&mut analysis, "object_hide libshow.so");
+    assert!(said.contains("libshow.so"), "{said}");
+    let hidden = units_by_name(&mut analysis);
+    assert_eq!(hidden["<libshow.so>"], (6, 6), "{hidden:?}");
+    assert_eq!(hidden["A"], (0, 2), "{hidden:?}");
+    assert_eq!(hidden["main"], (0, 6), "{hidden:?}");
+    assert!(!hidden.keys().any(|n| n.starts_with("lib_")), "{hidden:?}");
+    // Consecutive frames of the library are one call; the callback
+    // splits it in two.
+    let block = run_json(&mut analysis, "csingle <libshow.so>");
+    let mut callers = attributed(&block, "callers");
+    callers.sort();
+    assert_eq!(
+        callers,
+        [("A".to_string(), 2 * UNIT), ("main".to_string(), 4 * UNIT)]
+    );
+    // Taken at the innermost occurrence, always the leaf here.
+    assert!(attributed(&block, "callees").is_empty(), "{block}");
+    assert_eq!(block["exclusive"]["ns"].as_u64(), Some(6 * UNIT));
+    let tree = run_json(&mut analysis, "calltree");
+    let under_main = &tree["root"]["children"][0]["children"];
+    assert_eq!(under_main.as_array().unwrap().len(), 1, "{tree}");
+    assert_eq!(under_main[0]["name"], "<libshow.so>");
+    let listed = run_json(&mut analysis, "object_list");
+    let lib_row = listed["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "libshow.so")
+        .cloned()
+        .unwrap();
+    assert_eq!(lib_row["shown"], false);
+    assert!(run(&mut analysis, "object_list")
+        .lines()
+        .any(|l| l.starts_with("hidden") && l.contains("libshow.so")));
+    // The objects listing is unchanged by hiding.
+    let objects = rows_by_name(&run_json(&mut analysis, "objects"));
+    assert_eq!(objects["libshow.so"].0, 6 * UNIT, "{objects:?}");
+
+    run(&mut analysis, "object_show all");
+    assert_eq!(units_by_name(&mut analysis), shown);
+    run(&mut analysis, "object_hide libshow.so");
+    run(&mut analysis, "object_show libshow.so");
+    assert_eq!(units_by_name(&mut analysis), shown);
+    let err = analysis.run_line("object_hide libnothere.so").unwrap_err();
+    assert!(err.contains("libnothere.so"), "{err}");
+}
+
+#[test]
+fn cpp_names_long_short_mangled_and_overload_choices() {
+    let tmp = TempDir::new("cpp");
+    let (exe, syms) = compile_cpp("names", &tmp.0, &["-O0", "-g"]);
+    let (int_sym, double_sym) = ("_ZN4calc5scaleEi", "_ZN4calc5scaleEd");
+    let mut expt = Synthetic::new(&tmp.0, "cpp.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    let mut ts = START + 1000;
+    for (leaf, n) in [(int_sym, 1), (double_sym, 2)] {
+        for _ in 0..n {
+            ts += 1000;
+            expt.event(tick(ts, 700, stack_of(&syms, &[leaf, "main"])));
+        }
+    }
+    let dir = expt.write();
+    let mut analysis = Analysis::open(&[dir]).expect("opens");
+
+    let long = units_by_name(&mut analysis);
+    assert_eq!(long.get("calc::scale(int)"), Some(&(1, 1)), "{long:?}");
+    assert_eq!(long.get("calc::scale(double)"), Some(&(2, 2)), "{long:?}");
+    run(&mut analysis, "name mangled");
+    let mangled = units_by_name(&mut analysis);
+    assert_eq!(mangled.get(int_sym), Some(&(1, 1)), "{mangled:?}");
+    assert_eq!(mangled.get(double_sym), Some(&(2, 2)), "{mangled:?}");
+    assert!(run(&mut analysis, "functions").contains(double_sym));
+    run(&mut analysis, "name short");
+    let text = run(&mut analysis, "functions");
+    assert!(text.lines().any(|l| l.ends_with(" calc::scale")), "{text}");
+    assert!(
+        !text.contains("(int)") && !text.contains("(double)"),
+        "{text}"
+    );
+    assert_eq!(run(&mut analysis, "name"), "name: short\n");
+    run(&mut analysis, "name long");
+
+    // The overloaded name lists its choices; a number picks one, in
+    // address order.
+    let choices = run(&mut analysis, "csingle calc::scale");
+    assert!(choices.contains("names 2 functions"), "{choices}");
+    assert!(choices.contains("1) calc::scale(int)") || choices.contains("1) calc::scale(double)"));
+    let second = if syms[int_sym].0 > syms[double_sym].0 {
+        ("calc::scale(int)", 1)
+    } else {
+        ("calc::scale(double)", 2)
+    };
+    let picked = run_json(&mut analysis, "csingle calc::scale 2");
+    assert_eq!(picked["function"], second.0, "{picked}");
+    assert_eq!(picked["inclusive"]["ns"].as_u64(), Some(second.1 * UNIT));
+    assert!(choices.contains(&format!("2) {}", second.0)), "{choices}");
+    // The full name or the mangled one needs no number.
+    let exact = run_json(&mut analysis, "csingle calc::scale(double)");
+    assert_eq!(exact["callers"][0]["name"], "main");
+    let by_linkage = run_json(&mut analysis, &format!("fsingle {int_sym}"));
+    assert_eq!(by_linkage["name"], "calc::scale(int)");
+    assert!(analysis.run_line("csingle calc::scale 3").is_err());
+    let err = analysis.run_line("csingle calc::scal").unwrap_err();
+    assert!(
+        err.contains("did you mean") && err.contains("calc::scale"),
+        "{err}"
+    );
+    let err = analysis.run_line("fsingle zzzzzz").unwrap_err();
+    assert!(err.contains("no function \"zzzzzz\""), "{err}");
+}
+
+/// An experiment over seed.c with `n` 10 ms events on `main`, started
+/// at `start`, inside `parent`.
+fn small(parent: &Path, name: &str, pid: u32, start: u64, lineage: &str, n: u32) -> PathBuf {
+    let (exe, syms) = compile("seed", parent, &["-O0", "-g"]);
+    let mut expt = Synthetic::started_at(parent, name, &exe, pid, start, lineage);
+    let (lo, hi) = load_span(&exe);
+    expt.object(start + 1, &exe, 0, lo, hi);
+    for i in 0..n {
+        let leaf = if i % 2 == 0 { "A" } else { "B" };
+        let event = tick(
+            start + SECOND / 2 + u64::from(i) * 1000,
+            pid,
+            stack_of(&syms, &[leaf, "main"]),
+        );
+        expt.event(event);
+    }
+    expt.write()
+}
+
+#[test]
+fn several_experiments_and_descendants_add_up() {
+    let tmp = TempDir::new("multi");
+    let a = small(&tmp.0, "a.er", 700, START, "", 3);
+    let b = small(&tmp.0, "b.er", 800, START, "", 4);
+    let mut both = Analysis::open(&[a.clone(), b.clone()]).expect("opens");
+    assert_eq!(total_units(&mut both), 7);
+    let list = run_json(&mut both, "experiment_list");
+    let per: Vec<(u64, u64)> = list["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["pid"].as_u64().unwrap(),
+                e["cpu"]["events"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(per, [(700, 3), (800, 4)]);
+    run(&mut both, "filters experiment == 2");
+    assert_eq!(total_units(&mut both), 4);
+    run(&mut both, "filters none");
+    // Each experiment numbers its own threads.
+    let threads = run_json(&mut both, "thread_list");
+    assert_eq!(threads["threads"].as_array().unwrap().len(), 2);
+    run(&mut both, "thread_select 1");
+    assert_eq!(total_units(&mut both), 7);
+
+    // A descendant inside a founder, started a second after it.
+    let founder = small(&tmp.0, "f.er", 900, START, "", 2);
+    small(&founder, "_f1.er", 901, START + SECOND, "_f1", 5);
+    let mut analysis = Analysis::open(&[founder]).expect("opens");
+    assert_eq!(total_units(&mut analysis), 7);
+    assert_eq!(
+        run_json(&mut analysis, "experiment_list")["experiments"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // `time` counts from each experiment's own start (the descendant's
+    // events are 0.5 s into it).
+    run(&mut analysis, "filters time < 1");
+    assert_eq!(total_units(&mut analysis), 7);
+    run(&mut analysis, "filters none");
+    assert_eq!(run(&mut analysis, "en_desc off"), "en_desc: off\n");
+    assert_eq!(total_units(&mut analysis), 2);
+    assert_eq!(
+        run_json(&mut analysis, "experiment_list")["experiments"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    run(&mut analysis, "en_desc on");
+    assert_eq!(total_units(&mut analysis), 7);
+}
+
+#[test]
+fn collapsed_stacks_and_flame_graphs_are_written() {
+    let tmp = TempDir::new("export");
+    let dir = selection_experiment(&tmp.0);
+    let mut analysis = Analysis::open(&[dir]).expect("opens");
+    let folded = tmp.0.join("out.folded");
+    let said = run(&mut analysis, &format!("collapsed {}", folded.display()));
+    assert!(said.starts_with("wrote "), "{said}");
+    let text = std::fs::read_to_string(&folded).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    // Microseconds per distinct stack, root first.
+    assert_eq!(
+        lines,
+        [
+            "main;A 330000",
+            "main;A;C 40000",
+            "main;B 180000",
+            "main;B;C 80000",
+        ]
+    );
+    // The selection applies.
+    run(&mut analysis, "thread_select 2");
+    run(&mut analysis, &format!("collapsed {}", folded.display()));
+    let text = std::fs::read_to_string(&folded).unwrap();
+    assert_eq!(text, "main;B 180000\nmain;B;C 80000\n");
+    run(&mut analysis, "thread_select all");
+
+    let svg = tmp.0.join("flame.svg");
+    run(&mut analysis, &format!("flamegraph {}", svg.display()));
+    let drawn = std::fs::read_to_string(&svg).unwrap();
+    assert!(drawn.contains("<svg"), "not an SVG");
+    for name in ["main", "A", "B", "C"] {
+        assert!(drawn.contains(&format!(">{name}<")) || drawn.contains(&format!("{name} (")));
+    }
+    // Nothing selected: nothing to draw, said plainly.
+    run(&mut analysis, "filters time > 100");
+    let err = analysis
+        .run_line(&format!("flamegraph {}", svg.display()))
+        .unwrap_err();
+    assert!(err.contains("no events"), "{err}");
+    let err = analysis
+        .run_line("collapsed /nonexistent-dir/x.folded")
+        .unwrap_err();
+    assert!(err.contains("cannot write"), "{err}");
+}
+
+#[test]
+fn every_listing_parses_as_json() {
+    let tmp = TempDir::new("json");
+    let dir = selection_experiment(&tmp.0);
+    let mut analysis = Analysis::open(&[dir]).expect("opens");
+    assert_eq!(run(&mut analysis, "format json"), "format: json\n");
+    let commands = [
+        ("functions", "functions"),
+        ("objects", "load objects"),
+        ("lines", "lines"),
+        ("pcs", "PCs"),
+        ("fsummary", "fsummary"),
+        ("fsingle C", ""),
+        ("callers-callees", "callers-callees"),
+        ("csingle C", "callers-callees"),
+        ("calltree", "calltree"),
+        ("overview", "overview"),
+        ("statistics", "statistics"),
+        ("header", "header"),
+        ("sample_list", "sample_list"),
+        ("thread_list", "thread_list"),
+        ("cpu_list", "cpu_list"),
+        ("experiment_list", "experiment_list"),
+        ("object_list", "object_list"),
+    ];
+    for (command, report) in commands {
+        let text = run(&mut analysis, command);
+        let value: serde_json::Value =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command}: {e} in\n{text}"));
+        if !report.is_empty() {
+            assert_eq!(value["report"], report, "{command}: {value}");
+        }
+    }
+    let functions: serde_json::Value =
+        serde_json::from_str(&run(&mut analysis, "functions")).unwrap();
+    assert_eq!(functions["total"]["ns"].as_u64(), Some(63 * UNIT));
+    assert_eq!(functions["rows"][0]["name"], "<Total>");
+    let fsingle: serde_json::Value =
+        serde_json::from_str(&run(&mut analysis, "fsingle C")).unwrap();
+    assert_eq!(fsingle["inclusive"]["ns"].as_u64(), Some(12 * UNIT));
+    let fsummary: serde_json::Value =
+        serde_json::from_str(&run(&mut analysis, "fsummary")).unwrap();
+    assert_eq!(fsummary["functions"].as_array().unwrap().len(), 5);
+    let cc: serde_json::Value =
+        serde_json::from_str(&run(&mut analysis, "callers-callees")).unwrap();
+    assert_eq!(cc["functions"].as_array().unwrap().len(), 4);
+    // Settings are answered in text even under `format json`.
+    assert_eq!(run(&mut analysis, "format text"), "format: text\n");
+    assert!(run(&mut analysis, "functions").contains("<Total>"));
+}
