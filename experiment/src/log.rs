@@ -6,7 +6,9 @@
 //! become [`Event::Other`]; unknown keys of known events are ignored.
 
 use crate::layout::SampleCause;
-use crate::text::{parse_u64, percent_decode, split_log_line, Mode};
+use crate::text::{
+    cut_chars, parse_u64, percent_decode, preview, split_log_line, Mode, MAX_LOG_LINE,
+};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -72,7 +74,8 @@ pub enum Event {
         name: String,
         fields: Vec<(String, String)>,
     },
-    /// A line that could not be read; `reason` says why.
+    /// A line that could not be read; `reason` says why. `line` is cut to
+    /// [`MAX_LOG_LINE`] characters (a corrupted log can hold one line of many megabytes).
     Malformed {
         line: String,
         reason: String,
@@ -228,7 +231,7 @@ impl Fields<'_> {
 /// Parses one log line into a typed event; never fails (see the module comment).
 pub fn parse_event(line: &str) -> LogEvent {
     let malformed = |reason: String| Event::Malformed {
-        line: line.trim_end_matches('\n').to_string(),
+        line: cut_chars(line.trim_end_matches('\n'), MAX_LOG_LINE).into_owned(),
         reason,
     };
     let split = match split_log_line(line) {
@@ -319,12 +322,18 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             how: f.named("how", TerminatedHow::from_name)?,
             code: f.i32("code")?,
         },
+        // Each pair decoded in place (looking keys up by name would be quadratic in the
+        // number of fields, and a corrupted line can have millions).
         other => Event::Other {
             name: other.to_string(),
             fields: f
                 .pairs
                 .iter()
-                .map(|(k, _)| Ok((k.to_string(), f.string(k)?)))
+                .map(|(k, v)| {
+                    let value = percent_decode(v)
+                        .map_err(|_| format!("bad encoding in {}=", preview(k)))?;
+                    Ok((k.to_string(), String::from_utf8_lossy(&value).into_owned()))
+                })
                 .collect::<Result<_, String>>()?,
         },
     })
