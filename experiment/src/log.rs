@@ -419,6 +419,33 @@ profile_ns=10000000 clock=posix-timer depth=256 sample_ns=1000000000 realtime_ns
         assert_eq!(events[14].timestamp_ns, 114);
     }
 
+    /// An unknown event with very many fields parses in linear time (looking each key up
+    /// by name was quadratic: minutes for this line).
+    #[test]
+    fn many_fields_stay_linear() {
+        let mut line = b"7 future".to_vec();
+        for _ in 0..200_000 {
+            line.extend_from_slice(b" k=v%20w");
+        }
+        line.push(b'\n');
+        let start = std::time::Instant::now();
+        let events = parse_log(&line);
+        let Event::Other { fields, .. } = &events[0].event else {
+            panic!("not Other");
+        };
+        assert_eq!(fields.len(), 200_000);
+        assert_eq!(fields[0], ("k".to_string(), "v w".to_string()));
+        assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+        // A malformed giant line keeps a bounded copy and a short reason.
+        let mut bad = vec![b'x'; 1 << 20];
+        bad.push(b'\n');
+        let Event::Malformed { line, reason } = &parse_log(&bad)[0].event else {
+            panic!("not malformed");
+        };
+        assert!(line.len() <= MAX_LOG_LINE + 3);
+        assert!(reason.len() < 200, "{reason}");
+    }
+
     #[test]
     fn torn_and_malformed_lines() {
         // The last line has no newline: ignored.

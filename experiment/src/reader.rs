@@ -884,6 +884,109 @@ mod tests {
         assert!(Manifest::parse("format=rdbx-experiment\nversion=1\nblock_size=5\n", p).is_err());
     }
 
+    fn temp_expt(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "rdbx-reader-{tag}-{}-{}.er",
+            std::process::id(),
+            crate::writer::monotonic_ns()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("manifest"), "format=rdbx-experiment\nversion=1\n").unwrap();
+        dir
+    }
+
+    /// A FIFO (or any non-regular file) where a data file belongs is an error and a
+    /// warning, never a reader blocked forever.
+    #[test]
+    fn fifos_do_not_block() {
+        let dir = temp_expt("fifo");
+        for name in ["log", "profile", "stacks", "notes"] {
+            let path =
+                std::ffi::CString::new(dir.join(name).as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        }
+        std::fs::create_dir(dir.join("archives")).unwrap();
+        std::fs::create_dir(dir.join("archives/index")).unwrap();
+        let expt = Experiment::open(&dir).unwrap();
+        let err = expt.log().unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(expt.clock_events().is_err());
+        assert!(expt.stacks().is_err());
+        assert!(expt.summary().is_err());
+        assert_eq!(expt.notes(), None);
+        let warnings = expt.warnings();
+        let unreadable: Vec<_> = warnings
+            .iter()
+            .filter_map(|w| match w {
+                Warning::Unreadable { part, .. } => Some(part.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(unreadable, ["log", "profile", "stacks", "archives/index"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn giant_manifest_is_refused() {
+        let dir = temp_expt("giant");
+        let mut text = b"format=rdbx-experiment\nversion=1\n".to_vec();
+        text.resize(1 << 20, b'x');
+        std::fs::write(dir.join("manifest"), text).unwrap();
+        let err = Experiment::open(&dir).unwrap_err();
+        assert!(err.to_string().contains("larger than 65536 bytes"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn warnings_say_what_is_wrong() {
+        let dir = temp_expt("warn");
+        std::fs::write(
+            dir.join("manifest"),
+            "format=rdbx-experiment\nversion=1.4\nblock_size=64\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("log"), "1 end\ngarbage\n2 thread-start tid=x\n").unwrap();
+        // One profile block with an event whose stack is missing, one block cut short.
+        let mut block = vec![0u8; 64];
+        let mut w = layout::BlockWriter::claim(&mut block, KIND_PROFILE, 7, 0, 0).unwrap();
+        let event = ClockEvent {
+            stack_id: 42,
+            ..ClockEvent::default()
+        };
+        assert!(w.push_clock_event(&event));
+        w.commit();
+        let mut file = block.clone();
+        file.extend_from_slice(&block[..40]);
+        std::fs::write(dir.join("profile"), file).unwrap();
+        std::fs::create_dir(dir.join("archives")).unwrap();
+        std::fs::write(dir.join("archives/index"), "path=/a size=1\nsize=2\n").unwrap();
+        let expt = Experiment::open(&dir).unwrap();
+        let warnings = expt.warnings();
+        let text: Vec<String> = warnings.iter().map(Warning::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "experiment format version 1.4 is newer than this rdbx reads (1.0); data it \
+                 does not know is ignored",
+                "2 log line(s) could not be read and were skipped",
+                "1 block(s) of profile end before their committed records do (still being \
+                 written, or the file was cut)",
+                "1 clock event(s) refer to 1 stack(s) missing from stacks",
+                "1 line(s) of archives/index could not be read: bad archive index line 2 in \
+                 PATH: no path="
+                    .replace("PATH", &dir.join("archives/index").display().to_string())
+                    .as_str(),
+            ]
+        );
+        let (entries, errors) = expt.archive_index_lenient().unwrap();
+        assert_eq!((entries.len(), errors.len()), (1, 1));
+        assert!(expt.archive_index().is_err());
+        let summary = expt.summary().unwrap();
+        assert!(summary.warnings().iter().all(|w| warnings.contains(w)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn natural_order() {
         let mut names = vec!["_f10.er", "_f2.er", "_f1_x1.er", "_c1.er", "_f1.er"];
