@@ -71,9 +71,20 @@ pub fn check_block_file(file: &[u8], block_size: usize, kind: u16) -> BlockFileM
                 assert!(used.records.len() <= capacity);
                 assert!(used.records.len() <= committed);
                 assert_eq!(used.clamped, committed > capacity);
-                assert_eq!(used.cut, used.records.len() < committed.min(capacity));
-                let start = chunk.as_ptr() as usize + header_size;
-                assert_eq!(used.records.as_ptr() as usize, start);
+                let end = header_size + committed.min(capacity);
+                assert_eq!(
+                    used.cut,
+                    chunk.len() < end,
+                    "cut: the block ends before {end}"
+                );
+                if !used.records.is_empty() {
+                    let start = chunk.as_ptr() as usize + header_size;
+                    assert_eq!(
+                        used.records.as_ptr() as usize,
+                        start,
+                        "records right after the header"
+                    );
+                }
                 model.used += 1;
                 if kind == KIND_PROFILE {
                     model_clock_events(used.header.tid, used.records, &mut model);
