@@ -206,49 +206,72 @@ fn index_line(o: &ArchivedObject) -> String {
 }
 
 /// Parses `archives/index` text; `path` names the file in errors. Blank lines and lines
-/// starting with `#` are skipped; unknown keys are ignored.
+/// starting with `#` are skipped; unknown keys are ignored. The first bad line is an error.
 pub fn parse_index(text: &str, path: &Path) -> Result<Vec<ArchivedObject>> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+    index_lines(text, path).collect()
+}
+
+/// Like [`parse_index`], but a bad line does not stop it: the entries of the good lines,
+/// and one error for each bad line.
+pub fn parse_index_lenient(text: &str, path: &Path) -> (Vec<ArchivedObject>, Vec<Error>) {
+    let mut entries = Vec::new();
+    let mut errors = Vec::new();
+    for line in index_lines(text, path) {
+        match line {
+            Ok(entry) => entries.push(entry),
+            Err(e) => errors.push(e),
         }
-        let bad = |reason: &str| Error::BadArchiveIndex {
-            path: path.to_path_buf(),
-            line: n + 1,
-            reason: reason.to_string(),
-        };
-        let field = |key: &str| -> Option<&str> {
-            line.split(' ')
-                .filter_map(|t| t.split_once('='))
-                .find(|(k, _)| *k == key)
-                .map(|(_, v)| v)
-                .filter(|v| *v != "-")
-        };
-        let decoded_path = |key: &str| -> Result<Option<PathBuf>> {
-            field(key)
-                .map(|v| {
-                    percent_decode(v)
-                        .map(|b| PathBuf::from(OsStr::from_bytes(&b)))
-                        .map_err(|_| bad(&format!("bad encoding in {key}=")))
-                })
-                .transpose()
-        };
-        let number = |key: &str| -> Result<Option<u64>> {
-            field(key)
-                .map(|v| v.parse().map_err(|_| bad(&format!("bad number in {key}="))))
-                .transpose()
-        };
-        out.push(ArchivedObject {
-            path: decoded_path("path")?.ok_or_else(|| bad("no path="))?,
-            build_id: field("build_id").map(str::to_string),
-            size: number("size")?,
-            mtime_ns: number("mtime_ns")?,
-            copy: decoded_path("copy")?,
-        });
     }
-    Ok(out)
+    (entries, errors)
+}
+
+/// Each entry line of the index, parsed.
+fn index_lines<'a>(
+    text: &'a str,
+    path: &'a Path,
+) -> impl Iterator<Item = Result<ArchivedObject>> + 'a {
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| (n, line.trim()))
+        .filter(|(_, line)| !line.is_empty() && !line.starts_with('#'))
+        .map(move |(n, line)| parse_index_line(line, n.saturating_add(1), path))
+}
+
+/// One `path= build_id= size= mtime_ns= copy=` line; `number` is its 1-based line number.
+fn parse_index_line(line: &str, number: usize, path: &Path) -> Result<ArchivedObject> {
+    let bad = |reason: &str| Error::BadArchiveIndex {
+        path: path.to_path_buf(),
+        line: number,
+        reason: reason.to_string(),
+    };
+    let field = |key: &str| -> Option<&str> {
+        line.split(' ')
+            .filter_map(|t| t.split_once('='))
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .filter(|v| *v != "-")
+    };
+    let decoded_path = |key: &str| -> Result<Option<PathBuf>> {
+        field(key)
+            .map(|v| {
+                percent_decode(v)
+                    .map(|b| PathBuf::from(OsStr::from_bytes(&b)))
+                    .map_err(|_| bad(&format!("bad encoding in {key}=")))
+            })
+            .transpose()
+    };
+    let number = |key: &str| -> Result<Option<u64>> {
+        field(key)
+            .map(|v| v.parse().map_err(|_| bad(&format!("bad number in {key}="))))
+            .transpose()
+    };
+    Ok(ArchivedObject {
+        path: decoded_path("path")?.ok_or_else(|| bad("no path="))?,
+        build_id: field("build_id").map(str::to_string),
+        size: number("size")?,
+        mtime_ns: number("mtime_ns")?,
+        copy: decoded_path("copy")?,
+    })
 }
 
 #[cfg(test)]

@@ -26,7 +26,10 @@ pub use archive::{ArchiveSummary, ArchivedObject};
 #[cfg(feature = "reader")]
 pub use log::{DescendantKind, Event, LogEvent, Sample, StartInfo, TerminatedHow};
 #[cfg(feature = "reader")]
-pub use reader::{BlockStats, ClockEventRecord, Experiment, Manifest, Stack, Summary};
+pub use reader::{
+    log_warnings, missing_stacks, BlockStats, ClockEventRecord, Experiment, Manifest, Stack,
+    Summary, Warning,
+};
 #[cfg(feature = "reader")]
 pub use writer::{
     append_log_line, append_terminated, create_experiment_dir, next_default_name, write_notes,
@@ -42,8 +45,18 @@ use std::path::PathBuf;
 pub enum Error {
     #[error("not an rdbx experiment: {} ({reason})", .path.display())]
     NotAnExperiment { path: PathBuf, reason: String },
-    #[error("unsupported experiment format version {0}")]
+    /// A version that is not a number, or an old major version this build cannot read.
+    #[error(
+        "unsupported experiment format version {0} (this rdbx reads version {supported})",
+        supported = layout::FORMAT_VERSION
+    )]
     UnsupportedVersion(String),
+    /// The experiment was written by a newer collector than this reader knows.
+    #[error(
+        "experiment format version {found} is newer than this rdbx reads (version {supported}); \
+         read it with a newer rdbx"
+    )]
+    NewerVersion { found: String, supported: u32 },
     #[error("bad manifest in {}: {reason}", .path.display())]
     BadManifest { path: PathBuf, reason: String },
     #[error("bad value for config key {key}: {value:?}")]

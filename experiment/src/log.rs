@@ -6,7 +6,9 @@
 //! become [`Event::Other`]; unknown keys of known events are ignored.
 
 use crate::layout::SampleCause;
-use crate::text::{parse_u64, percent_decode, split_log_line, Mode};
+use crate::text::{
+    cut_chars, parse_u64, percent_decode, preview, split_log_line, Mode, MAX_LOG_LINE,
+};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -72,7 +74,8 @@ pub enum Event {
         name: String,
         fields: Vec<(String, String)>,
     },
-    /// A line that could not be read; `reason` says why.
+    /// A line that could not be read; `reason` says why. `line` is cut to
+    /// [`MAX_LOG_LINE`] characters (a corrupted log can hold one line of many megabytes).
     Malformed {
         line: String,
         reason: String,
@@ -228,7 +231,7 @@ impl Fields<'_> {
 /// Parses one log line into a typed event; never fails (see the module comment).
 pub fn parse_event(line: &str) -> LogEvent {
     let malformed = |reason: String| Event::Malformed {
-        line: line.trim_end_matches('\n').to_string(),
+        line: cut_chars(line.trim_end_matches('\n'), MAX_LOG_LINE).into_owned(),
         reason,
     };
     let split = match split_log_line(line) {
@@ -319,12 +322,18 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             how: f.named("how", TerminatedHow::from_name)?,
             code: f.i32("code")?,
         },
+        // Each pair decoded in place (looking keys up by name would be quadratic in the
+        // number of fields, and a corrupted line can have millions).
         other => Event::Other {
             name: other.to_string(),
             fields: f
                 .pairs
                 .iter()
-                .map(|(k, _)| Ok((k.to_string(), f.string(k)?)))
+                .map(|(k, v)| {
+                    let value = percent_decode(v)
+                        .map_err(|_| format!("bad encoding in {}=", preview(k)))?;
+                    Ok((k.to_string(), String::from_utf8_lossy(&value).into_owned()))
+                })
                 .collect::<Result<_, String>>()?,
         },
     })
@@ -408,6 +417,33 @@ profile_ns=10000000 clock=posix-timer depth=256 sample_ns=1000000000 realtime_ns
             }
         );
         assert_eq!(events[14].timestamp_ns, 114);
+    }
+
+    /// An unknown event with very many fields parses in linear time (looking each key up
+    /// by name was quadratic: minutes for this line).
+    #[test]
+    fn many_fields_stay_linear() {
+        let mut line = b"7 future".to_vec();
+        for _ in 0..200_000 {
+            line.extend_from_slice(b" k=v%20w");
+        }
+        line.push(b'\n');
+        let start = std::time::Instant::now();
+        let events = parse_log(&line);
+        let Event::Other { fields, .. } = &events[0].event else {
+            panic!("not Other");
+        };
+        assert_eq!(fields.len(), 200_000);
+        assert_eq!(fields[0], ("k".to_string(), "v w".to_string()));
+        assert!(start.elapsed().as_secs() < 5, "{:?}", start.elapsed());
+        // A malformed giant line keeps a bounded copy and a short reason.
+        let mut bad = vec![b'x'; 1 << 20];
+        bad.push(b'\n');
+        let Event::Malformed { line, reason } = &parse_log(&bad)[0].event else {
+            panic!("not malformed");
+        };
+        assert!(line.len() <= MAX_LOG_LINE + 3);
+        assert!(reason.len() < 200, "{reason}");
     }
 
     #[test]

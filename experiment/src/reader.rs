@@ -7,14 +7,21 @@ use crate::layout::{
     FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH,
 };
 use crate::log::{parse_log, Event, LogEvent, Sample};
+use crate::text::preview;
 use crate::{Error, Result};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Largest block size a reader accepts from a manifest.
 const MAX_BLOCK_SIZE: usize = 16 << 20;
+/// Largest manifest a reader accepts (a real one is about 150 bytes).
+const MAX_MANIFEST_BYTES: u64 = 64 << 10;
+/// Largest `notes` file read (the rest is cut).
+const MAX_NOTES_BYTES: u64 = 1 << 20;
 
 /// The `manifest` file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,17 +49,18 @@ impl Manifest {
             path: path.to_path_buf(),
             reason,
         };
-        let mut pairs = text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| l.split_once('=').ok_or_else(|| bad(format!("line {l:?}"))));
+        let mut pairs = text.lines().filter(|l| !l.trim().is_empty()).map(|l| {
+            l.split_once('=')
+                .ok_or_else(|| bad(format!("line {:?}", preview(l))))
+        });
         let format = match pairs.next().transpose()? {
             Some(("format", f)) if f == FORMAT_NAME => f.to_string(),
             other => {
+                let found = other.map(|(k, v)| format!("{}={}", preview(k), preview(v)));
                 return Err(Error::NotAnExperiment {
                     path: path.to_path_buf(),
-                    reason: format!("manifest does not start with format={FORMAT_NAME}: {other:?}"),
-                })
+                    reason: format!("manifest does not start with format={FORMAT_NAME}: {found:?}"),
+                });
             }
         };
         let mut manifest = Manifest {
@@ -78,7 +86,7 @@ impl Manifest {
                         .parse()
                         .ok()
                         .filter(|&s: &usize| (2 * HEADER_SIZE..=MAX_BLOCK_SIZE).contains(&s))
-                        .ok_or_else(|| bad(format!("block_size={value}")))?
+                        .ok_or_else(|| bad(format!("block_size={}", preview(value))))?
                 }
                 "files" => manifest.files = split_list(value),
                 "kinds" => manifest.kinds = split_list(value),
@@ -93,16 +101,27 @@ impl Manifest {
     }
 }
 
-/// `MAJOR` or `MAJOR.MINOR`; a major version other than ours is refused.
+/// `MAJOR` or `MAJOR.MINOR`; a major version other than ours is refused, a newer one with
+/// [`Error::NewerVersion`]. A minor version too large for a u32 reads as `u32::MAX`.
 fn parse_version(value: &str) -> Result<(u32, u32)> {
-    let unsupported = || Error::UnsupportedVersion(value.to_string());
+    let unsupported = || Error::UnsupportedVersion(preview(value).into_owned());
     let (major, minor) = value.split_once('.').unwrap_or((value, "0"));
-    let major: u32 = major.parse().map_err(|_| unsupported())?;
-    let minor: u32 = minor.parse().map_err(|_| unsupported())?;
-    if major != FORMAT_VERSION {
+    let is_number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !is_number(major) || !is_number(minor) {
         return Err(unsupported());
     }
-    Ok((major, minor))
+    // All digits: a major too large for a u32 is still a number, and newer than ours.
+    match major.parse::<u32>() {
+        Ok(FORMAT_VERSION) => {}
+        Ok(older) if older < FORMAT_VERSION => return Err(unsupported()),
+        _ => {
+            return Err(Error::NewerVersion {
+                found: preview(value).into_owned(),
+                supported: FORMAT_VERSION,
+            })
+        }
+    }
+    Ok((FORMAT_VERSION, minor.parse().unwrap_or(u32::MAX)))
 }
 
 fn split_list(value: &str) -> Vec<String> {
@@ -156,13 +175,105 @@ pub struct BlockStats {
 impl BlockStats {
     /// Adds `other`'s counts (e.g. to total a founder and its descendants).
     pub fn add(&mut self, other: &BlockStats) {
-        self.blocks += other.blocks;
-        self.used += other.used;
-        self.unused += other.unused;
-        self.damaged += other.damaged;
-        self.cut += other.cut;
-        self.records += other.records;
-        self.record_bytes += other.record_bytes;
+        self.blocks = self.blocks.saturating_add(other.blocks);
+        self.used = self.used.saturating_add(other.used);
+        self.unused = self.unused.saturating_add(other.unused);
+        self.damaged = self.damaged.saturating_add(other.damaged);
+        self.cut = self.cut.saturating_add(other.cut);
+        self.records = self.records.saturating_add(other.records);
+        self.record_bytes = self.record_bytes.saturating_add(other.record_bytes);
+    }
+
+    /// What a reader should say about the block file `file` (`profile` or `stacks`).
+    pub fn warnings(&self, file: &str) -> Vec<Warning> {
+        let mut out = Vec::new();
+        if self.damaged > 0 {
+            out.push(Warning::DamagedBlocks {
+                file: file.to_string(),
+                damaged: self.damaged,
+                blocks: self.blocks,
+            });
+        }
+        if self.cut > 0 {
+            out.push(Warning::CutBlocks {
+                file: file.to_string(),
+                cut: self.cut,
+            });
+        }
+        out
+    }
+}
+
+/// Something wrong in an experiment that did not stop it being read: what was valid is
+/// still returned by the reading functions, and a warning says what was not. `Display` gives
+/// a one-line message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Warning {
+    /// Written by a newer minor version of the format: what this reader does not know
+    /// is ignored.
+    NewerMinorVersion { major: u32, minor: u32, known: u32 },
+    /// Log lines that could not be read ([`Event::Malformed`]); the other lines were.
+    MalformedLogLines { count: usize },
+    /// Blocks skipped or partly read: bad header, `committed` larger than the block, or
+    /// committed bytes that are not whole records.
+    DamagedBlocks {
+        file: String,
+        damaged: u64,
+        blocks: u64,
+    },
+    /// Blocks whose committed part goes past the end of the file: still being written, or
+    /// the file was cut. Their whole records were read.
+    CutBlocks { file: String, cut: u64 },
+    /// Clock events whose stack record is missing (`ids` distinct stack ids).
+    MissingStacks { events: u64, ids: u64 },
+    /// Lines of `archives/index` that could not be read; the other entries were.
+    BadArchiveLines { lines: usize, first: String },
+    /// A part of the experiment could not be read at all (an I/O error, not a regular
+    /// file); the other parts were.
+    Unreadable { part: String, error: String },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::NewerMinorVersion {
+                major,
+                minor,
+                known,
+            } => write!(
+                f,
+                "experiment format version {major}.{minor} is newer than this rdbx reads \
+                 ({major}.{known}); data it does not know is ignored"
+            ),
+            Warning::MalformedLogLines { count } => {
+                write!(f, "{count} log line(s) could not be read and were skipped")
+            }
+            Warning::DamagedBlocks {
+                file,
+                damaged,
+                blocks,
+            } => write!(
+                f,
+                "{damaged} of {blocks} block(s) of {file} are damaged; their readable \
+                 records were kept"
+            ),
+            Warning::CutBlocks { file, cut } => write!(
+                f,
+                "{cut} block(s) of {file} end before their committed records do (still \
+                 being written, or the file was cut)"
+            ),
+            Warning::MissingStacks { events, ids } => write!(
+                f,
+                "{events} clock event(s) refer to {ids} stack(s) missing from stacks"
+            ),
+            Warning::BadArchiveLines { lines, first } => {
+                write!(
+                    f,
+                    "{lines} line(s) of archives/index could not be read: {first}"
+                )
+            }
+            Warning::Unreadable { part, error } => write!(f, "cannot read {part}: {error}"),
+        }
     }
 }
 
@@ -213,12 +324,16 @@ impl Experiment {
             Err(e) => return Err(Error::io(&dir, e)),
         }
         let manifest_path = dir.join("manifest");
-        let text = match std::fs::read(&manifest_path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(not_expt("no manifest")),
-            Err(e) => return Err(Error::io(manifest_path, e)),
+        let Some(bytes) = read_regular(&manifest_path, Some(MAX_MANIFEST_BYTES + 1))? else {
+            return Err(not_expt("no manifest"));
         };
-        let manifest = Manifest::parse(&text, &dir)?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(Error::BadManifest {
+                path: dir,
+                reason: format!("larger than {MAX_MANIFEST_BYTES} bytes"),
+            });
+        }
+        let manifest = Manifest::parse(&String::from_utf8_lossy(&bytes), &dir)?;
         Ok(Experiment { dir, manifest })
     }
 
@@ -332,20 +447,29 @@ impl Experiment {
     ) -> Result<BlockStats> {
         let path = self.dir.join(name);
         let mut stats = BlockStats::default();
-        let mut file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(stats),
-            Err(e) => return Err(Error::io(path, e)),
+        let Some(file) = open_regular(&path)? else {
+            return Ok(stats);
         };
         let block_size = self.manifest.block_size;
         let mut block = vec![0u8; block_size];
+        let mut offset = 0u64;
         loop {
+            // Holes of a sparse file are never-claimed blocks: count them without reading
+            // them (a file cut to a huge length would otherwise take hours of zeros).
+            let holes = skip_holes(&file, offset, block_size).map_err(|e| Error::io(&path, e))?;
+            stats.blocks = stats.blocks.saturating_add(holes.blocks);
+            stats.unused = stats.unused.saturating_add(holes.blocks);
+            let Some(next) = holes.next_offset else {
+                break;
+            };
+            offset = next;
             // One pass over the block in address order: the header (with `committed`) is
             // copied before the records it covers.
-            let len = read_full(&mut file, &mut block).map_err(|e| Error::io(&path, e))?;
+            let len = read_full_at(&file, &mut block, offset).map_err(|e| Error::io(&path, e))?;
             if len == 0 {
                 break;
             }
+            offset = offset.saturating_add(len as u64);
             stats.blocks += 1;
             let bytes = block.get(..len).unwrap_or(&[]);
             match layout::parse_block(bytes, block_size, kind) {
@@ -379,10 +503,11 @@ impl Experiment {
         descendant_dirs(&self.dir)
     }
 
-    /// The `notes` file (the -C comment), if any.
+    /// The `notes` file (the -C comment), if any; its first MiB when it is larger.
     pub fn notes(&self) -> Option<String> {
-        std::fs::read(self.dir.join("notes"))
+        read_regular(&self.dir.join("notes"), Some(MAX_NOTES_BYTES))
             .ok()
+            .flatten()
             .map(|b| String::from_utf8_lossy(&b).into_owned())
     }
 
@@ -394,31 +519,92 @@ impl Experiment {
     /// The entries of `archives/index`; empty when the experiment was not archived.
     pub fn archive_index(&self) -> Result<Vec<ArchivedObject>> {
         let path = self.dir.join("archives").join("index");
-        match std::fs::read(&path) {
-            Ok(bytes) => archive::parse_index(&String::from_utf8_lossy(&bytes), &path),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(Error::io(path, e)),
+        match read_regular(&path, None)? {
+            Some(bytes) => archive::parse_index(&String::from_utf8_lossy(&bytes), &path),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The entries of `archives/index` that parse, and an error for each line that does
+    /// not (where [`Experiment::archive_index`] stops at the first bad line).
+    pub fn archive_index_lenient(&self) -> Result<(Vec<ArchivedObject>, Vec<Error>)> {
+        let path = self.dir.join("archives").join("index");
+        match read_regular(&path, None)? {
+            Some(bytes) => Ok(archive::parse_index_lenient(
+                &String::from_utf8_lossy(&bytes),
+                &path,
+            )),
+            None => Ok((Vec::new(), Vec::new())),
         }
     }
 
     /// Bytes on disk of the data files (log, profile, stacks).
     pub fn data_bytes(&self) -> u64 {
+        // Saturating: sparse files can claim lengths near i64::MAX each.
         ["log", "profile", "stacks"]
             .iter()
             .filter_map(|name| std::fs::metadata(self.dir.join(name)).ok())
-            .map(|m| m.len())
-            .sum()
+            .fold(0u64, |sum, m| sum.saturating_add(m.len()))
     }
 
     /// Data bytes of this experiment and all its descendants.
     pub fn total_data_bytes(&self) -> u64 {
-        self.data_bytes()
-            + self
-                .descendants()
-                .iter()
-                .filter_map(|d| Experiment::open(d).ok())
-                .map(|d| d.data_bytes())
-                .sum::<u64>()
+        self.descendants()
+            .iter()
+            .filter_map(|d| Experiment::open(d).ok())
+            .fold(self.data_bytes(), |sum, d| {
+                sum.saturating_add(d.data_bytes())
+            })
+    }
+
+    /// Everything a reader should say about this experiment besides its data: damaged
+    /// or cut blocks, unreadable log lines, clock events without a stack, bad archive
+    /// lines, parts that cannot be read at all. Reads the whole experiment; never fails
+    /// (an error reading a part is itself a warning). Empty for a clean experiment.
+    ///
+    /// An analyzer that already read the parts can build the same from
+    /// [`Summary::warnings`] and [`BlockStats::warnings`].
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out = self.manifest.warnings();
+        let unreadable = |part: &str, e: Error| Warning::Unreadable {
+            part: part.to_string(),
+            error: e.to_string(),
+        };
+        match self.log() {
+            Ok(log) => out.extend(log_warnings(&log)),
+            Err(e) => out.push(unreadable("log", e)),
+        }
+        let clock = match self.clock_events_with_stats() {
+            Ok((events, stats)) => {
+                out.extend(stats.warnings("profile"));
+                Some(events)
+            }
+            Err(e) => {
+                out.push(unreadable("profile", e));
+                None
+            }
+        };
+        match self.stacks_with_stats() {
+            Ok((stacks, stats)) => {
+                out.extend(stats.warnings("stacks"));
+                if let Some(clock) = clock {
+                    out.extend(missing_stacks(&clock, &stacks));
+                }
+            }
+            Err(e) => out.push(unreadable("stacks", e)),
+        }
+        match self.archive_index_lenient() {
+            Ok((_, errors)) => {
+                if let Some(first) = errors.first() {
+                    out.push(Warning::BadArchiveLines {
+                        lines: errors.len(),
+                        first: first.to_string(),
+                    });
+                }
+            }
+            Err(e) => out.push(unreadable("archives/index", e)),
+        }
+        out
     }
 
     /// Reads everything once and counts it.
@@ -429,7 +615,9 @@ impl Experiment {
         let mut summary = Summary {
             log_events: log.len(),
             clock_events: clock.len() as u64,
-            clock_weight_ns: clock.iter().map(|e| u64::from(e.weight_ns)).sum(),
+            clock_weight_ns: clock
+                .iter()
+                .fold(0u64, |sum, e| sum.saturating_add(u64::from(e.weight_ns))),
             stack_records: stacks_blocks.records,
             profile_blocks,
             stacks_blocks,
@@ -452,11 +640,67 @@ impl Experiment {
     }
 }
 
-/// Reads until `buf` is full or the file ends; the bytes read.
-fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
+/// The warning for malformed lines of a log, if it has any.
+pub fn log_warnings(log: &[LogEvent]) -> Option<Warning> {
+    let count = log
+        .iter()
+        .filter(|e| matches!(e.event, Event::Malformed { .. }))
+        .count();
+    (count > 0).then_some(Warning::MalformedLogLines { count })
+}
+
+/// The warning for clock events whose stack id has no record in `stacks`, if any.
+pub fn missing_stacks(
+    events: &[ClockEventRecord],
+    stacks: &HashMap<u64, Stack>,
+) -> Option<Warning> {
+    let mut missing_ids = std::collections::HashSet::new();
+    let mut events_missing = 0u64;
+    for event in events.iter().filter(|e| !stacks.contains_key(&e.stack_id)) {
+        events_missing += 1;
+        missing_ids.insert(event.stack_id);
+    }
+    (events_missing > 0).then_some(Warning::MissingStacks {
+        events: events_missing,
+        ids: missing_ids.len() as u64,
+    })
+}
+
+impl Manifest {
+    /// The warning for a newer minor version, if it is one.
+    pub fn warnings(&self) -> Vec<Warning> {
+        if self.version_minor > layout::FORMAT_MINOR_VERSION {
+            vec![Warning::NewerMinorVersion {
+                major: self.version_major,
+                minor: self.version_minor,
+                known: layout::FORMAT_MINOR_VERSION,
+            }]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+impl Summary {
+    /// Warnings that follow from the counts: malformed log lines, damaged or cut blocks.
+    pub fn warnings(&self) -> Vec<Warning> {
+        let mut out = Vec::new();
+        if self.malformed_log_lines > 0 {
+            out.push(Warning::MalformedLogLines {
+                count: self.malformed_log_lines,
+            });
+        }
+        out.extend(self.profile_blocks.warnings("profile"));
+        out.extend(self.stacks_blocks.warnings("stacks"));
+        out
+    }
+}
+
+/// Reads from `offset` until `buf` is full or the file ends; the bytes read.
+fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut filled = 0;
     while let Some(rest) = buf.get_mut(filled..).filter(|r| !r.is_empty()) {
-        match file.read(rest) {
+        match file.read_at(rest, offset.saturating_add(filled as u64)) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -466,13 +710,86 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(filled)
 }
 
+/// Whole blocks of holes from `offset` on, and where to read next (None: only holes follow).
+struct Holes {
+    blocks: u64,
+    next_offset: Option<u64>,
+}
+
+/// Skips the whole blocks of holes at `offset` (a block boundary) with `SEEK_DATA`. Where the
+/// file system does not report holes, nothing is skipped.
+fn skip_holes(file: &File, offset: u64, block_size: usize) -> io::Result<Holes> {
+    let block_size = block_size.max(1) as u64;
+    let not_skipped = Holes {
+        blocks: 0,
+        next_offset: Some(offset),
+    };
+    let Ok(at) = libc::off_t::try_from(offset) else {
+        return Ok(not_skipped);
+    };
+    // SAFETY: lseek on a descriptor we own; it changes only the file offset, which this
+    // reader does not use (it reads with pread).
+    let data = unsafe { libc::lseek(file.as_raw_fd(), at, libc::SEEK_DATA) };
+    if let Ok(data) = u64::try_from(data) {
+        let blocks = data.saturating_sub(offset) / block_size;
+        return Ok(Holes {
+            blocks,
+            next_offset: Some(offset.saturating_add(blocks.saturating_mul(block_size))),
+        });
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        // No data at or after `offset`: the rest of the file is one hole.
+        Some(libc::ENXIO) => {
+            let len = file.metadata()?.len();
+            Ok(Holes {
+                blocks: len.saturating_sub(offset).div_ceil(block_size),
+                next_offset: None,
+            })
+        }
+        _ => Ok(not_skipped),
+    }
+}
+
+/// Opens `path` if it is a regular file; None if it does not exist. Anything else is an
+/// error: a FIFO would block the reader forever, a device might never end. Opened with
+/// O_NONBLOCK so even opening a FIFO put there does not block (it has no effect on regular
+/// files).
+fn open_regular(path: &Path) -> Result<Option<File>> {
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        let e = io::Error::new(io::ErrorKind::InvalidInput, "not a regular file");
+        return Err(Error::io(path, e));
+    }
+    Ok(Some(file))
+}
+
+/// The bytes of the regular file `path` (at most `limit` of them); None if it does not
+/// exist.
+fn read_regular(path: &Path, limit: Option<u64>) -> Result<Option<Vec<u8>>> {
+    let Some(file) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    let read = match limit {
+        Some(limit) => file.take(limit).read_to_end(&mut bytes),
+        None => (&file).read_to_end(&mut bytes),
+    };
+    read.map_err(|e| Error::io(path, e))?;
+    Ok(Some(bytes))
+}
+
 /// The file's bytes; empty if it does not exist.
 pub(crate) fn read_optional(path: &Path) -> Result<Vec<u8>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(bytes),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(Error::io(path, e)),
-    }
+    Ok(read_regular(path, None)?.unwrap_or_default())
 }
 
 /// `_*.er` directories directly inside `dir`, in natural order.
@@ -532,10 +849,142 @@ mod tests {
         let m = Manifest::parse("format=rdbx-experiment\nversion=1.3\n", p).unwrap();
         assert_eq!(m.version_minor, 3);
         let err = Manifest::parse("format=rdbx-experiment\nversion=7\n", p).unwrap_err();
-        assert_eq!(err.to_string(), "unsupported experiment format version 7");
+        assert_eq!(
+            err.to_string(),
+            "experiment format version 7 is newer than this rdbx reads (version 1); \
+             read it with a newer rdbx"
+        );
+        // A major version too large for a u32 is still newer.
+        let huge = "format=rdbx-experiment\nversion=99999999999999999999999.2\n";
+        assert!(matches!(
+            Manifest::parse(huge, p),
+            Err(Error::NewerVersion { supported: 1, .. })
+        ));
+        for bad in ["0", "x", "1.x", "-1", "1.", ".1", "1.2.3"] {
+            let text = format!("format=rdbx-experiment\nversion={bad}\n");
+            let err = Manifest::parse(&text, p).unwrap_err();
+            assert!(matches!(err, Error::UnsupportedVersion(_)), "{bad}: {err}");
+            assert!(
+                err.to_string().contains("this rdbx reads version 1"),
+                "{err}"
+            );
+        }
+        // A newer minor version reads, with a warning; a giant one saturates.
+        let m = Manifest::parse("format=rdbx-experiment\nversion=1.99999999999\n", p).unwrap();
+        assert_eq!(m.version_minor, u32::MAX);
+        assert!(matches!(
+            m.warnings()[..],
+            [Warning::NewerMinorVersion { major: 1, .. }]
+        ));
+        // Error messages quote at most a preview of a giant value.
+        let long = format!("format=rdbx-experiment\nversion={}\n", "9x".repeat(100_000));
+        assert!(Manifest::parse(&long, p).unwrap_err().to_string().len() < 300);
         assert!(Manifest::parse("format=other\nversion=1\n", p).is_err());
         assert!(Manifest::parse("format=rdbx-experiment\n", p).is_err());
         assert!(Manifest::parse("format=rdbx-experiment\nversion=1\nblock_size=5\n", p).is_err());
+    }
+
+    fn temp_expt(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!(
+            "rdbx-reader-{tag}-{}-{}.er",
+            std::process::id(),
+            crate::writer::monotonic_ns()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("manifest"), "format=rdbx-experiment\nversion=1\n").unwrap();
+        dir
+    }
+
+    /// A FIFO (or any non-regular file) where a data file belongs is an error and a
+    /// warning, never a reader blocked forever.
+    #[test]
+    fn fifos_do_not_block() {
+        let dir = temp_expt("fifo");
+        for name in ["log", "profile", "stacks", "notes"] {
+            let path =
+                std::ffi::CString::new(dir.join(name).as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        }
+        std::fs::create_dir(dir.join("archives")).unwrap();
+        std::fs::create_dir(dir.join("archives/index")).unwrap();
+        let expt = Experiment::open(&dir).unwrap();
+        let err = expt.log().unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        assert!(expt.clock_events().is_err());
+        assert!(expt.stacks().is_err());
+        assert!(expt.summary().is_err());
+        assert_eq!(expt.notes(), None);
+        let warnings = expt.warnings();
+        let unreadable: Vec<_> = warnings
+            .iter()
+            .filter_map(|w| match w {
+                Warning::Unreadable { part, .. } => Some(part.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(unreadable, ["log", "profile", "stacks", "archives/index"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn giant_manifest_is_refused() {
+        let dir = temp_expt("giant");
+        let mut text = b"format=rdbx-experiment\nversion=1\n".to_vec();
+        text.resize(1 << 20, b'x');
+        std::fs::write(dir.join("manifest"), text).unwrap();
+        let err = Experiment::open(&dir).unwrap_err();
+        assert!(err.to_string().contains("larger than 65536 bytes"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn warnings_say_what_is_wrong() {
+        let dir = temp_expt("warn");
+        std::fs::write(
+            dir.join("manifest"),
+            "format=rdbx-experiment\nversion=1.4\nblock_size=64\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("log"), "1 end\ngarbage\n2 thread-start tid=x\n").unwrap();
+        // One profile block with an event whose stack is missing, one block cut short.
+        let mut block = vec![0u8; 64];
+        let mut w = layout::BlockWriter::claim(&mut block, KIND_PROFILE, 7, 0, 0).unwrap();
+        let event = ClockEvent {
+            stack_id: 42,
+            ..ClockEvent::default()
+        };
+        assert!(w.push_clock_event(&event));
+        w.commit();
+        let mut file = block.clone();
+        file.extend_from_slice(&block[..40]);
+        std::fs::write(dir.join("profile"), file).unwrap();
+        std::fs::create_dir(dir.join("archives")).unwrap();
+        std::fs::write(dir.join("archives/index"), "path=/a size=1\nsize=2\n").unwrap();
+        let expt = Experiment::open(&dir).unwrap();
+        let warnings = expt.warnings();
+        let text: Vec<String> = warnings.iter().map(Warning::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "experiment format version 1.4 is newer than this rdbx reads (1.0); data it \
+                 does not know is ignored",
+                "2 log line(s) could not be read and were skipped",
+                "1 block(s) of profile end before their committed records do (still being \
+                 written, or the file was cut)",
+                "1 clock event(s) refer to 1 stack(s) missing from stacks",
+                "1 line(s) of archives/index could not be read: bad archive index line 2 in \
+                 PATH: no path="
+                    .replace("PATH", &dir.join("archives/index").display().to_string())
+                    .as_str(),
+            ]
+        );
+        let (entries, errors) = expt.archive_index_lenient().unwrap();
+        assert_eq!((entries.len(), errors.len()), (1, 1));
+        assert!(expt.archive_index().is_err());
+        let summary = expt.summary().unwrap();
+        assert!(summary.warnings().iter().all(|w| warnings.contains(w)));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -186,7 +186,7 @@ pub fn percent_decode_into(src: &[u8], dst: &mut [u8]) -> Option<usize> {
 pub fn percent_decode(src: &str) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(src.len());
     percent_decode_each(src.as_bytes(), |b| out.push(b))
-        .ok_or_else(|| Error::BadEncoding(src.to_string()))?;
+        .ok_or_else(|| Error::BadEncoding(preview(src).into_owned()))?;
     Ok(out)
 }
 
@@ -304,7 +304,7 @@ pub(crate) struct SplitLine<'a> {
 }
 
 pub(crate) fn split_log_line(line: &str) -> Result<SplitLine<'_>> {
-    let bad = |why: &str| Error::BadLogLine(format!("{why}: {line:?}"));
+    let bad = |why: &str| Error::BadLogLine(format!("{why}: {:?}", preview(line)));
     let line = line.strip_suffix('\n').unwrap_or(line);
     let mut tokens = line.split(' ').filter(|t| !t.is_empty());
     let timestamp_ns = tokens
@@ -344,6 +344,23 @@ pub fn parse_log_line(line: &str) -> Result<RawLine> {
         event: split.event.to_string(),
         fields,
     })
+}
+
+/// Longest piece of input text an error message quotes.
+pub(crate) const PREVIEW_CHARS: usize = 80;
+
+/// `text` cut to [`PREVIEW_CHARS`] characters (with `...` when cut), for error messages: a
+/// corrupted file can hold one line of many megabytes.
+pub(crate) fn preview(text: &str) -> std::borrow::Cow<'_, str> {
+    cut_chars(text, PREVIEW_CHARS)
+}
+
+/// `text` cut to `max` characters, with `...` when cut.
+pub(crate) fn cut_chars(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(max) {
+        None => text.into(),
+        Some((cut, _)) => format!("{}...", text.get(..cut).unwrap_or_default()).into(),
+    }
 }
 
 /// Parses a number written as decimal or as `0x` hex.
@@ -449,8 +466,8 @@ impl Config {
         let mut out = Config::default();
         for (key, encoded) in config_pairs(config) {
             let bad = || Error::BadConfig {
-                key: key.to_string(),
-                value: encoded.to_string(),
+                key: preview(key).into_owned(),
+                value: preview(encoded).into_owned(),
             };
             let value = percent_decode(encoded).map_err(|_| bad())?;
             let text = std::str::from_utf8(&value).map_err(|_| bad());

@@ -329,8 +329,18 @@ fn open_errors() {
     )
     .unwrap();
     let err = Experiment::open(&tmp.0).unwrap_err();
-    assert!(matches!(err, Error::UnsupportedVersion(_)));
-    assert_eq!(err.to_string(), "unsupported experiment format version 7");
+    assert!(matches!(
+        err,
+        Error::NewerVersion {
+            supported: 1,
+            ref found
+        } if found == "7"
+    ));
+    assert_eq!(
+        err.to_string(),
+        "experiment format version 7 is newer than this rdbx reads (version 1); \
+         read it with a newer rdbx"
+    );
     std::fs::write(tmp.0.join("manifest"), "hello\n").unwrap();
     assert!(matches!(
         Experiment::open(&tmp.0),
