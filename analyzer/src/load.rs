@@ -136,6 +136,12 @@ impl Builder {
             }
         }
         let mappings = self.mappings(&log);
+        let (records, impossible) = plausible_events(records, &log);
+        if impossible > 0 {
+            self.warn(format!(
+                "{shown}: {impossible} event(s) with impossible timestamps (damaged data) skipped"
+            ));
+        }
         let mut entry = experiment_entry(expt, log, &records);
         let threads = thread_numbers(&mut entry, &records);
         let mut lost = 0u64;
@@ -549,6 +555,39 @@ fn thread_numbers(
         })
         .collect();
     entry.threads.iter().map(|t| (t.tid, t.number)).collect()
+}
+
+/// Drops events no collector could have written: stamped before the
+/// experiment started or after it ended (garbage in a block that still
+/// looks committed). The count dropped comes back too.
+fn plausible_events(
+    records: Vec<experiment::ClockEventRecord>,
+    log: &[experiment::LogEvent],
+) -> (Vec<experiment::ClockEventRecord>, usize) {
+    const SLACK_NS: u64 = 1_000_000_000;
+    const LIVE_LIMIT_NS: u64 = 366 * 86_400 * 1_000_000_000;
+    let start = log.iter().find_map(|e| match e.event {
+        Event::Start(_) => Some(e.timestamp_ns),
+        _ => None,
+    });
+    let Some(start) = start else {
+        return (records, 0);
+    };
+    let closed = log
+        .iter()
+        .any(|e| matches!(e.event, Event::End | Event::Terminated { .. }));
+    let last_log = log.iter().map(|e| e.timestamp_ns).max().unwrap_or(start);
+    let end = match closed {
+        true => last_log.saturating_add(SLACK_NS),
+        false => start.saturating_add(LIVE_LIMIT_NS),
+    };
+    let before = records.len();
+    let kept: Vec<_> = records
+        .into_iter()
+        .filter(|r| r.timestamp_ns >= start.saturating_sub(SLACK_NS) && r.timestamp_ns <= end)
+        .collect();
+    let dropped = before - kept.len();
+    (kept, dropped)
 }
 
 /// Sample N covers (sample N-1, sample N]; events after the last sample

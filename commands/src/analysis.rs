@@ -729,7 +729,7 @@ impl fmt::Display for ListSelection {
 /// The event fields a filter expression can name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FilterField {
-    /// `time`: seconds since the first experiment analysed started.
+    /// `time`: seconds since the event's experiment started.
     Time,
     /// `thread`, `THRID`: the thread number (1.. per experiment).
     Thread,
@@ -741,7 +741,7 @@ pub enum FilterField {
     Sample,
     /// `experiment`, `EXPID`: the experiment number (from 1).
     Experiment,
-    /// `TSTAMP`: nanoseconds since the first experiment analysed started.
+    /// `TSTAMP`: nanoseconds since the event's experiment started.
     Tstamp,
 }
 
