@@ -345,3 +345,106 @@ fn analyze_in_the_debugger_mid_run_after_cont_and_by_sample() {
     assert_close("samples 4-", seconds(&docs[3], "phase_two"), 0.4);
     assert!(seconds(&docs[3], "phase_one") < 0.02, "{}", docs[3]);
 }
+
+/// Compiles tests/programs/NAME.c at -O2 into `dir`.
+fn compile(dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let status = Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    exe
+}
+
+fn attributed(list: &Value, name: &str) -> f64 {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .map_or(0.0, |c| c["attributed"]["seconds"].as_f64().unwrap())
+}
+
+#[test]
+fn attribution_follows_time_not_call_counts() {
+    let dir = scratch_dir("analyze-fallacy");
+    let exe = compile(&dir, "fallacy");
+    let out = Command::new(rdbx_bin())
+        .args(["collect", "-p", "hi", "-o", "f.er"])
+        .arg(&exe)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let truth = truth(&String::from_utf8_lossy(&out.stdout));
+    let expt = dir.join("f.er");
+    let out = analyze(&[expt.to_str().unwrap(), "--json", "-c", "csingle work"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let doc = &json_documents(&out.stdout)[0];
+    let from_expensive = attributed(&doc["callers"], "expensive_caller");
+    let from_cheap = attributed(&doc["callers"], "cheap_caller");
+    // expensive_caller's own time is nearly all in work(); cheap_caller's
+    // million calls are at most its own small time.
+    assert_close(
+        "work via expensive_caller",
+        from_expensive,
+        truth["expensive_caller"],
+    );
+    assert!(
+        from_cheap <= truth["cheap_caller"] + 0.02 && from_cheap < from_expensive / 5.0,
+        "cheap_caller credited {from_cheap:.3} s of work(), it ran {:.3} s in all: {doc}",
+        truth["cheap_caller"]
+    );
+}
+
+#[test]
+fn deep_recursion_past_the_depth_limit() {
+    let dir = scratch_dir("analyze-deep");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-D", "64", "-o", "d.er"])
+        .arg(phases())
+        .args(["deep", "0.4", "200"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    let expt = dir.join("d.er");
+    let out = analyze(&[
+        expt.to_str().unwrap(),
+        "--json",
+        "-c",
+        "functions",
+        "-c",
+        "csingle deep",
+        "-c",
+        "csingle <Truncated-stack>",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let docs = json_documents(&out.stdout);
+    let functions = function_seconds(&docs[0]);
+    let total = functions["<Total>"].1;
+    // Counted once per event, however many times deep() is on the stack.
+    assert!((functions["deep"].1 - total).abs() < 0.02, "{functions:?}");
+    assert!(
+        (functions["<Truncated-stack>"].1 - total).abs() < 0.02,
+        "{functions:?}"
+    );
+    assert!(
+        !functions.contains_key("main"),
+        "main is beyond the limit: {functions:?}"
+    );
+    // deep() is its own caller for the deeper calls; callers sum to inclusive.
+    let callers = &docs[1]["callers"];
+    assert!(attributed(callers, "deep") > 0.9 * total, "{}", docs[1]);
+    let sum: f64 = callers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["attributed"]["seconds"].as_f64().unwrap())
+        .sum();
+    assert!((sum - docs[1]["inclusive"]["seconds"].as_f64().unwrap()).abs() < 1e-6);
+    assert_eq!(docs[2]["callers"][0]["name"], "<Total>", "{}", docs[2]);
+}
