@@ -448,3 +448,55 @@ fn deep_recursion_past_the_depth_limit() {
     assert!((sum - docs[1]["inclusive"]["seconds"].as_f64().unwrap()).abs() < 1e-6);
     assert_eq!(docs[2]["callers"][0]["name"], "<Total>", "{}", docs[2]);
 }
+
+#[test]
+fn a_rebuilt_or_deleted_binary_is_symbolized_from_the_archive() {
+    let dir = scratch_dir("analyze-archive");
+    let exe = compile(&dir, "fallacy");
+    for (name, archive) in [("copy.er", "copy"), ("ids.er", "on")] {
+        let out = Command::new(rdbx_bin())
+            .args(["collect", "-A", archive, "-o", name])
+            .arg(&exe)
+            .arg("300000")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    // "Rebuild" the program: another program at the same path.
+    std::fs::remove_file(&exe).unwrap();
+    std::fs::copy(phases(), &exe).unwrap();
+    let names = |expt: &str| -> (HashMap<String, (f64, f64)>, String) {
+        let out = analyze(&[
+            dir.join(expt).to_str().unwrap(),
+            "--json",
+            "-c",
+            "functions",
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        (
+            function_seconds(&json_documents(&out.stdout)[0]),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (copied, _) = names("copy.er");
+    assert!(
+        copied.contains_key("work") && copied.contains_key("expensive_caller"),
+        "{copied:?}"
+    );
+    // Without a copy the changed file is not trusted: no wrong names, a warning.
+    let (ids_only, warnings) = names("ids.er");
+    assert!(!ids_only.contains_key("work"), "{ids_only:?}");
+    assert!(
+        !ids_only.keys().any(|n| n.contains("phase")),
+        "{ids_only:?}"
+    );
+    assert!(
+        warnings.contains("changed since the experiment was recorded"),
+        "{warnings}"
+    );
+    // Deleted: the copy still answers.
+    std::fs::remove_file(&exe).unwrap();
+    let (copied, _) = names("copy.er");
+    assert!(copied.contains_key("work"), "{copied:?}");
+}
