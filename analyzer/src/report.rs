@@ -533,16 +533,21 @@ pub fn function_summary(ctx: &Context, id: FunctionId, value: ExclInclValue) -> 
     Report { text, json }
 }
 
-/// `fsummary`: a block per function, in the function list's order.
-pub fn fsummary(ctx: &Context) -> Report {
+/// The function list's rows in its order, limit applied (no `<Total>`).
+fn listed_functions(ctx: &Context) -> Vec<Row> {
     let mut rows = function_rows(ctx);
     sort_rows(ctx, &mut rows);
     if let Some(limit) = ctx.settings.limit {
         rows.truncate(limit);
     }
+    rows
+}
+
+/// `fsummary`: a block per function, in the function list's order.
+pub fn fsummary(ctx: &Context) -> Report {
     let mut text = String::new();
     let mut list = Vec::new();
-    for row in std::iter::once(total_row(ctx)).chain(rows) {
+    for row in std::iter::once(total_row(ctx)).chain(listed_functions(ctx)) {
         let id = row.function.unwrap_or(TOTAL);
         let report = function_summary(ctx, id, row.value);
         text.push_str(&report.text);
@@ -610,14 +615,9 @@ pub fn callers_callees_of(ctx: &Context, center: FunctionId) -> Report {
 
 /// `callers-callees`: a block for every function in the list's order.
 pub fn callers_callees_all(ctx: &Context) -> Report {
-    let mut rows = function_rows(ctx);
-    sort_rows(ctx, &mut rows);
-    if let Some(limit) = ctx.settings.limit {
-        rows.truncate(limit);
-    }
     let mut text = String::new();
     let mut blocks = Vec::new();
-    for row in rows {
+    for row in listed_functions(ctx) {
         let report = callers_callees_of(ctx, row.function.unwrap_or(TOTAL));
         text.push_str(&report.text);
         text.push('\n');
