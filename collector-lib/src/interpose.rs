@@ -1,10 +1,12 @@
 //! libc functions the collector interposes (it is preloaded, so these
 //! definitions win over libc's for the whole program):
-//! - `sigaction`, `signal`: the collector stays in charge of SIGPROF; the
-//!   program's SIGPROF handler is remembered and called for SIGPROFs that
-//!   are not ours (its own setitimer profiling keeps working);
-//! - `sigprocmask`, `pthread_sigmask`: SIGPROF is never blocked by the
-//!   program while an experiment is active (else its threads go unseen);
+//! - `sigaction`, `signal`: the collector stays in charge of SIGPROF (and
+//!   of SIGTRAP when its clock sends it); the program's handler is
+//!   remembered and called for signals that are not ours (its own
+//!   setitimer profiling, its own breakpoints keep working);
+//! - `sigprocmask`, `pthread_sigmask`: the profile signals are never
+//!   blocked by the program while an experiment is active (else its
+//!   threads go unseen);
 //! - `pthread_create`: a new thread is profiled from its first instruction;
 //! - `fork`: samples around it and the child's experiment (`_fN.er`);
 //! - `dlopen`, `dlclose`: the load-object map and unwind tables follow.
@@ -15,34 +17,84 @@ use experiment::layout::SampleCause;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-/// Whether our SIGPROF handler is installed (from then on the program's
-/// SIGPROF disposition is virtual).
-static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Whether our handler of SIGPROF / SIGTRAP is installed (from then on
+/// the program's disposition of that signal is virtual). SIGTRAP is ours
+/// only when the clock signals with it (clock::uses_sigtrap).
+static SIGPROF_INSTALLED: AtomicBool = AtomicBool::new(false);
+static SIGTRAP_INSTALLED: AtomicBool = AtomicBool::new(false);
 
-/// Installs the collector's SIGPROF handler, keeping whatever the program
-/// had as its virtual disposition.
-pub fn install_sigprof_handler() -> Result<(), String> {
+fn installed_flag(signal: c_int) -> Option<&'static AtomicBool> {
+    match signal {
+        libc::SIGPROF => Some(&SIGPROF_INSTALLED),
+        libc::SIGTRAP => Some(&SIGTRAP_INSTALLED),
+        _ => None,
+    }
+}
+
+/// The program's virtual disposition of `signal`, when the collector owns
+/// the real one.
+fn virtual_disposition(signal: c_int) -> Option<&'static profile::UserDisposition> {
+    let installed = installed_flag(signal)?.load(Ordering::Acquire);
+    installed
+        .then(|| profile::user_disposition(signal))
+        .flatten()
+}
+
+/// Installs the collector's profile signal handler for SIGPROF, and for
+/// SIGTRAP when the clock sends it, keeping whatever the program had as
+/// its virtual disposition.
+pub fn install_profile_handlers() -> Result<(), String> {
+    install_handler(libc::SIGPROF)?;
+    if crate::clock::uses_sigtrap() {
+        install_handler(libc::SIGTRAP)?;
+    }
+    Ok(())
+}
+
+fn install_handler(signal: c_int) -> Result<(), String> {
+    let (Some(installed), Some(user)) = (installed_flag(signal), profile::user_disposition(signal))
+    else {
+        return Err(format!("signal {signal} is not a profile signal"));
+    };
+    let ours = profile::on_profile_signal as *const () as usize;
     // SAFETY: plain sigaction structures.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = profile::on_sigprof as *const () as usize;
+        action.sa_sigaction = ours;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        // SIGPROF blocked while either handler runs (a thread's clock
+        // sends one of the two, so a tick never nests into a tick's stack
+        // walk). SIGTRAP is never blocked here: a breakpoint trap that
+        // finds it blocked makes the kernel reset its handler to default.
         libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaddset(&mut action.sa_mask, libc::SIGPROF);
         let mut old: libc::sigaction = std::mem::zeroed();
-        if real::sigaction(libc::SIGPROF, &action, &mut old) != 0 {
+        if real::sigaction(signal, &action, &mut old) != 0 {
             return Err(format!(
-                "cannot install the SIGPROF handler: {}",
+                "cannot install the handler of signal {signal}: {}",
                 std::io::Error::last_os_error()
             ));
         }
-        if !HANDLER_INSTALLED.swap(true, Ordering::AcqRel)
-            && old.sa_sigaction != profile::on_sigprof as *const () as usize
-        {
-            profile::USER_HANDLER.store(old.sa_sigaction, Ordering::Release);
-            profile::USER_FLAGS.store(old.sa_flags as usize, Ordering::Release);
+        if !installed.swap(true, Ordering::AcqRel) && old.sa_sigaction != ours {
+            user.handler.store(old.sa_sigaction, Ordering::Release);
+            user.flags.store(old.sa_flags as usize, Ordering::Release);
         }
     }
     Ok(())
+}
+
+/// `set` = the signals the collector's clocks send: SIGPROF, and SIGTRAP
+/// once its handler is ours (blocked only around the collector's own short
+/// critical sections, which hold no breakpoint traps).
+///
+/// # Safety
+/// `set` is a valid sigset_t.
+unsafe fn profile_signals(set: &mut libc::sigset_t) {
+    libc::sigemptyset(set);
+    libc::sigaddset(set, libc::SIGPROF);
+    if SIGTRAP_INSTALLED.load(Ordering::Acquire) {
+        libc::sigaddset(set, libc::SIGTRAP);
+    }
 }
 
 /// The signals `rdbx collect -y` / `-l` use, installed by `install_control_signals`.
@@ -105,17 +157,18 @@ pub unsafe extern "C" fn sigaction(
         }
         return 0;
     }
-    if signal != libc::SIGPROF || !HANDLER_INSTALLED.load(Ordering::Acquire) {
+    let Some(user) = virtual_disposition(signal) else {
         return real::sigaction(signal, act, old);
-    }
+    };
     if !old.is_null() {
         *old = std::mem::zeroed();
-        (*old).sa_sigaction = profile::USER_HANDLER.load(Ordering::Acquire);
-        (*old).sa_flags = profile::USER_FLAGS.load(Ordering::Acquire) as c_int;
+        (*old).sa_sigaction = user.handler.load(Ordering::Acquire);
+        (*old).sa_flags = user.flags.load(Ordering::Acquire) as c_int;
     }
     if !act.is_null() {
-        profile::USER_FLAGS.store((*act).sa_flags as usize, Ordering::Release);
-        profile::USER_HANDLER.store((*act).sa_sigaction, Ordering::Release);
+        user.flags
+            .store((*act).sa_flags as usize, Ordering::Release);
+        user.handler.store((*act).sa_sigaction, Ordering::Release);
     }
     0
 }
@@ -136,21 +189,27 @@ pub unsafe extern "C" fn signal(signum: c_int, handler: libc::sighandler_t) -> l
     old.sa_sigaction
 }
 
-/// A copy of `set` without SIGPROF when the program tries to block it.
+/// A copy of `set` without the profile signals when the program tries to
+/// block them.
 unsafe fn without_sigprof(
     how: c_int,
     set: *const libc::sigset_t,
     copy: &mut libc::sigset_t,
 ) -> *const libc::sigset_t {
-    if set.is_null()
-        || how == libc::SIG_UNBLOCK
-        || !state::active()
-        || libc::sigismember(set, libc::SIGPROF) != 1
-    {
+    if set.is_null() || how == libc::SIG_UNBLOCK || !state::active() {
+        return set;
+    }
+    let trap_is_ours = SIGTRAP_INSTALLED.load(Ordering::Acquire);
+    let blocks_ours = libc::sigismember(set, libc::SIGPROF) == 1
+        || (trap_is_ours && libc::sigismember(set, libc::SIGTRAP) == 1);
+    if !blocks_ours {
         return set;
     }
     *copy = *set;
     libc::sigdelset(copy, libc::SIGPROF);
+    if trap_is_ours {
+        libc::sigdelset(copy, libc::SIGTRAP);
+    }
     copy
 }
 
@@ -185,14 +244,14 @@ pub unsafe extern "C" fn pthread_sigmask(
     real::sigmask(&real::PTHREAD_SIGMASK, how, set, old)
 }
 
-/// Blocks SIGPROF in the calling thread; returns the previous mask.
+/// Blocks the profile signals in the calling thread; returns the
+/// previous mask.
 pub fn block_sigprof() -> libc::sigset_t {
     // SAFETY: plain sigset operations with the real pthread_sigmask.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGPROF);
+        profile_signals(&mut set);
         real::sigmask(&real::PTHREAD_SIGMASK, libc::SIG_BLOCK, &set, &mut old);
         old
     }

@@ -1,8 +1,10 @@
-//! The SIGPROF handler: clock-profile events, periodic samples, and
-//! forwarding of SIGPROFs that are not ours to the program's own handler.
+//! The profile signal handler (SIGPROF, and SIGTRAP when the clock is a
+//! `sigtrap` perf event): clock-profile events, periodic samples, and
+//! forwarding of signals that are not ours to the program's own handler.
 //!
-//! Everything reachable from `on_sigprof` is async-signal-safe: atomics,
-//! raw system calls, stack buffers, the unwinder's prepared tables.
+//! Everything reachable from `on_profile_signal` is async-signal-safe:
+//! atomics, raw system calls, stack buffers, the unwinder's prepared
+//! tables.
 
 use crate::blocks::WriteError;
 use crate::clock::{self, PROFILE_TAG};
@@ -13,10 +15,34 @@ use experiment::layout::{
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-/// The program's own SIGPROF disposition (handler address or SIG_DFL /
-/// SIG_IGN, and its sa_flags), kept by our sigaction wrapper.
-pub static USER_HANDLER: AtomicUsize = AtomicUsize::new(libc::SIG_DFL);
-pub static USER_FLAGS: AtomicUsize = AtomicUsize::new(0);
+/// The program's own disposition of a signal the collector handles
+/// (handler address or SIG_DFL / SIG_IGN, and its sa_flags), kept by our
+/// sigaction wrapper.
+pub struct UserDisposition {
+    pub handler: AtomicUsize,
+    pub flags: AtomicUsize,
+}
+
+impl UserDisposition {
+    const fn new() -> UserDisposition {
+        UserDisposition {
+            handler: AtomicUsize::new(libc::SIG_DFL),
+            flags: AtomicUsize::new(0),
+        }
+    }
+}
+
+pub static USER_SIGPROF: UserDisposition = UserDisposition::new();
+pub static USER_SIGTRAP: UserDisposition = UserDisposition::new();
+
+/// The program's disposition of `signal`, for the signals we handle.
+pub fn user_disposition(signal: c_int) -> Option<&'static UserDisposition> {
+    match signal {
+        libc::SIGPROF => Some(&USER_SIGPROF),
+        libc::SIGTRAP => Some(&USER_SIGTRAP),
+        _ => None,
+    }
+}
 
 /// Next periodic sample due (CLOCK_MONOTONIC ns); 0 = periodic samples off.
 pub static NEXT_SAMPLE_NS: AtomicU64 = AtomicU64::new(0);
@@ -28,16 +54,21 @@ static WRITE_FAILURE_TOLD: AtomicBool = AtomicBool::new(false);
 
 const SI_TIMER: c_int = -2;
 const POLL_IN: c_int = 1;
+const TRAP_PERF: c_int = 6;
 
 enum Origin {
     ProfileTick,
     Foreign,
 }
 
-/// The SIGPROF handler.
-pub extern "C" fn on_sigprof(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
+/// The handler of SIGPROF and (with a sigtrap clock) SIGTRAP.
+pub extern "C" fn on_profile_signal(
+    signal: c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut c_void,
+) {
     let saved_errno = sys::errno();
-    match origin(info) {
+    match origin(signal, info) {
         Origin::ProfileTick => {
             profile_tick(context);
             periodic_sample_if_due();
@@ -47,12 +78,21 @@ pub extern "C" fn on_sigprof(signal: c_int, info: *mut libc::siginfo_t, context:
     sys::set_errno(saved_errno);
 }
 
-fn origin(info: *const libc::siginfo_t) -> Origin {
+fn origin(signal: c_int, info: *const libc::siginfo_t) -> Origin {
     if info.is_null() {
         return Origin::Foreign;
     }
     // SAFETY: the kernel passes a valid siginfo.
     let info = unsafe { &*info };
+    if signal == libc::SIGTRAP {
+        // A breakpoint, a single step, or somebody else's perf event
+        // carries another code or sig_data.
+        return if info.si_code == TRAP_PERF && perf_data(info) == PROFILE_TAG as u64 {
+            Origin::ProfileTick
+        } else {
+            Origin::Foreign
+        };
+    }
     match info.si_code {
         SI_TIMER => {
             // SAFETY: SI_TIMER signals carry si_value.
@@ -77,6 +117,14 @@ fn poll_fd(info: &libc::siginfo_t) -> i32 {
     unsafe { std::ptr::read_unaligned(base.add(24).cast::<i32>()) }
 }
 
+/// si_perf_data of a TRAP_PERF siginfo: after si_addr, where si_fd is in
+/// a SIGPOLL one (offset 24 on x86-64; no libc crate accessor either).
+fn perf_data(info: &libc::siginfo_t) -> u64 {
+    let base = (info as *const libc::siginfo_t).cast::<u8>();
+    // SAFETY: siginfo_t is 128 bytes; offset 24..32 is inside it.
+    unsafe { std::ptr::read_unaligned(base.add(24).cast::<u64>()) }
+}
+
 fn profile_tick(context: *mut c_void) {
     let Some(slot) = threads::find(sys::gettid()) else {
         return;
@@ -89,8 +137,9 @@ fn profile_tick(context: *mut c_void) {
     }
     let weight = now_cpu.saturating_sub(last);
     let timestamp = sys::monotonic_ns();
-    // SAFETY: we are the slot's thread, inside its SIGPROF handler, and
-    // SIGPROF is blocked while it runs: nothing else touches `owned`.
+    // SAFETY: we are the slot's thread, inside its profile signal handler,
+    // and a thread's clock sends one signal, blocked (with SIGPROF, for a
+    // SIGTRAP clock) while its handler runs: nothing else touches `owned`.
     let owned = unsafe { slot.owned() };
     let depth_limit = state::depth_limit();
     let mut fallback = [0u64; 64];
@@ -159,7 +208,7 @@ fn write_event(owned: &mut threads::Owned, tid: i32, timestamp: u64, stack: u64,
 /// stack: where it was when last seen, the best evidence there is.
 ///
 /// # Safety
-/// `slot` is the calling thread's, and SIGPROF is blocked.
+/// `slot` is the calling thread's, and the profile signals are blocked.
 pub unsafe fn flush_residual(slot: &threads::Slot) {
     let stack = slot.last_stack.load(Ordering::Relaxed);
     let now_cpu = sys::thread_cpu_ns();
@@ -224,10 +273,13 @@ fn periodic_sample_if_due() {
     }
 }
 
-/// A SIGPROF that is not ours: do what the program asked for.
+/// A signal that is not ours: do what the program asked for.
 fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
-    let handler = USER_HANDLER.load(Ordering::Acquire);
-    let flags = USER_FLAGS.load(Ordering::Acquire) as c_int;
+    let Some(user) = user_disposition(signal) else {
+        return;
+    };
+    let handler = user.handler.load(Ordering::Acquire);
+    let flags = user.flags.load(Ordering::Acquire) as c_int;
     match handler {
         libc::SIG_IGN => {}
         libc::SIG_DFL => die_by_default(signal),
@@ -245,8 +297,8 @@ fn forward(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     }
 }
 
-/// SIGPROF's default action is to terminate: the program would have died
-/// without the collector, so it dies the same way with it.
+/// SIGPROF's and SIGTRAP's default action is to terminate: the program
+/// would have died without the collector, so it dies the same way with it.
 fn die_by_default(signal: c_int) {
     // SAFETY: restoring the default disposition and re-raising.
     unsafe {

@@ -172,7 +172,10 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     profile::reset_write_failure();
 
     let clock_kind = if config.profile_ns > 0 {
-        Some(clock::choose(config.profile_ns))
+        // A sigtrap clock's SIGTRAPs would stop a tracer at every tick
+        // and look like breakpoints to it: only when nobody traces us.
+        let allow_trap = config.mode == Mode::Collect && !sys::traced();
+        Some(clock::choose(config.profile_ns, allow_trap))
     } else {
         None
     };
@@ -190,7 +193,7 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
             config.profile_ns, rounded
         ));
     }
-    if let Err(err) = crate::interpose::install_sigprof_handler() {
+    if let Err(err) = crate::interpose::install_profile_handlers() {
         log::error(&err);
     }
     match unwind::refresh_tables() {

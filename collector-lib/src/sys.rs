@@ -115,6 +115,25 @@ pub fn read_small_file<'a>(path: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
     buf.get(..len)
 }
 
+/// Whether a tracer (a debugger) is attached to the calling thread, from
+/// the `TracerPid:` line of /proc/thread-self/status. Unknown counts as
+/// traced (the careful answer).
+pub fn traced() -> bool {
+    let mut buf = [0u8; 4096];
+    let Some(text) = read_small_file(c"/proc/thread-self/status", &mut buf) else {
+        return true;
+    };
+    tracer_pid(text).is_none_or(|pid| pid != 0)
+}
+
+fn tracer_pid(status: &[u8]) -> Option<u64> {
+    const KEY: &[u8] = b"TracerPid:";
+    let start = status.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let rest = status.get(start..)?;
+    let digits = rest.iter().position(|b| b.is_ascii_digit())?;
+    parse_u64(rest.get(digits..)?).map(|(pid, _)| pid)
+}
+
 pub fn errno() -> i32 {
     // SAFETY: __errno_location returns the calling thread's errno slot.
     unsafe { *libc::__errno_location() }
@@ -210,6 +229,18 @@ mod tests {
     fn parse_u64_reads_leading_number() {
         assert_eq!(parse_u64(b"  123 45"), Some((123, &b" 45"[..])));
         assert_eq!(parse_u64(b"x"), None);
+    }
+
+    #[test]
+    fn tracer_pid_is_read_from_status() {
+        let status = b"Name:\tx\nState:\tR (running)\nTracerPid:\t4242\nUid:\t0\n";
+        assert_eq!(tracer_pid(status), Some(4242));
+        assert_eq!(tracer_pid(b"TracerPid:\t0\n"), Some(0));
+        assert_eq!(tracer_pid(b"Name:\tx\n"), None);
+        // The test harness runs untraced (unless under a debugger).
+        let own =
+            read_small_file(c"/proc/thread-self/status", &mut [0u8; 4096]).and_then(tracer_pid);
+        assert_eq!(traced(), own != Some(0));
     }
 
     #[test]
