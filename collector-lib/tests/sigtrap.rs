@@ -6,14 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The cdylib cargo built next to this test binary (target/<profile>/).
+/// The cdylib cargo built with this test binary: `cargo test` leaves it in
+/// target/<profile>/deps beside the test; `cargo build` also copies it to
+/// target/<profile>.
 fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps");
-    profile_dir.join("libcollector.so")
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let beside = deps.join("libcollector.so");
+    match (beside.exists(), deps.parent()) {
+        (false, Some(profile_dir)) => profile_dir.join("libcollector.so"),
+        _ => beside,
+    }
 }
 
 fn scratch(name: &str) -> PathBuf {
