@@ -18,15 +18,13 @@ mod resolve;
 pub mod session;
 pub mod table;
 
-// The first, symbol-table-only profile used by the collector tests.
+// Per-function totals of one experiment, for the collector's tests and tools.
 pub mod functions;
-pub mod symbols;
 
 pub use functions::{clock_profile, ClockProfile, FunctionTime};
 pub use load::load;
 pub use model::Model;
 pub use session::{Analysis, Outcome};
-pub use symbols::{Location, Symbolizer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

@@ -116,9 +116,12 @@ pub(crate) fn symbolize(file: &ObjectFile, addr: u64) -> PcSymbol {
     aliases.sort();
     aliases.dedup();
     // Seed 001: of several names at one address the last in alphabetical
-    // order is shown. DWARF's name is the source's and wins when present.
+    // order is shown (`qsort_r`, not libc's internal `__GI___qsort_r`).
+    // DWARF's name wins only when it is none of the ELF names (a static,
+    // a C++ name demangled from DWARF).
+    let dwarf_is_an_alias = aliases.contains(&function.name);
     let name = match aliases.last() {
-        Some(last) if !file.has_debug_info() => last.clone(),
+        Some(last) if dwarf_is_an_alias || !file.has_debug_info() => last.clone(),
         _ => function.name.clone(),
     };
     aliases.retain(|a| *a != name);
