@@ -48,6 +48,16 @@ pub fn clock_profile(expt: &Experiment) -> Result<ClockProfile> {
         events: weights.total.events,
         ..ClockProfile::default()
     };
+    // Once per distinct stack, not per event.
+    let reaches_main: Vec<bool> = view
+        .stacks
+        .iter()
+        .map(|frames| {
+            frames
+                .iter()
+                .any(|f| model.function(f.function).name == "main")
+        })
+        .collect();
     for event in &model.events {
         if event.stack == NO_STACK {
             profile.events_without_stack += 1;
@@ -58,11 +68,7 @@ pub fn clock_profile(expt: &Experiment) -> Result<ClockProfile> {
             StackStatus::Failed => profile.failed_stacks += 1,
             StackStatus::Complete => {}
         }
-        let reaches_main = view
-            .frames(event.stack)
-            .iter()
-            .any(|f| model.function(f.function).name == "main");
-        profile.events_reaching_main += u64::from(reaches_main);
+        profile.events_reaching_main += u64::from(reaches_main[event.stack as usize]);
     }
     profile.functions = function_metrics(&view, &weights)
         .into_iter()

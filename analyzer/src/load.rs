@@ -541,8 +541,9 @@ fn thread_numbers(
             }
         }
     }
+    let mut known: std::collections::HashSet<u32> = order.iter().copied().collect();
     for record in records {
-        if !order.contains(&record.tid) {
+        if known.insert(record.tid) {
             order.push(record.tid);
         }
     }
