@@ -129,6 +129,7 @@ pub fn source_for_function(
             source,
             code_lines,
             no_line: vec![function],
+            starts: Vec::new(),
         },
     )
 }
@@ -145,17 +146,29 @@ pub fn source_for_file(ctx: &Context, file: &str, paths: &SourcePaths) -> Result
         })
         .collect();
     let mut code_lines = BTreeSet::new();
+    let mut starts = Vec::new();
     for &id in &functions {
         let f = ctx.model.function(id);
         if let Some(file) = f.object.and_then(|o| object_file_of(ctx.model, o)) {
+            let ranges = line_ranges(&file, f.address, f.address + f.size);
+            // Its definition's line, else the line of its entry address.
+            let entry = ranges
+                .iter()
+                .find(|(lo, _, _)| *lo == f.address)
+                .filter(|(_, _, loc)| loc.full_path == source.full_path)
+                .map(|(_, _, loc)| loc.line);
+            if let Some(line) = f.source_line.or(entry) {
+                starts.push((line, id));
+            }
             code_lines.extend(
-                line_ranges(&file, f.address, f.address + f.size)
+                ranges
                     .into_iter()
                     .filter(|(_, _, loc)| loc.full_path == source.full_path)
                     .map(|(_, _, loc)| loc.line),
             );
         }
     }
+    starts.sort_by_key(|&(line, id)| (line, ctx.function_name(id)));
     code_lines.extend(frame_lines(ctx, |_| true, &source.full_path));
     let object = functions
         .iter()
@@ -172,6 +185,7 @@ pub fn source_for_file(ctx: &Context, file: &str, paths: &SourcePaths) -> Result
             source,
             code_lines,
             no_line: functions,
+            starts,
         },
     )
 }
@@ -676,6 +690,9 @@ struct SourceListing {
     code_lines: BTreeSet<u32>,
     /// Functions whose time without line numbers gets a final row.
     no_line: Vec<FunctionId>,
+    /// `<Function: f>` rows, before the line each function starts at
+    /// (`source FILE`, where several functions share the listing).
+    starts: Vec<(u32, FunctionId)>,
 }
 
 fn source_listing(
@@ -719,8 +736,29 @@ fn source_listing(
     let width = last.to_string().len();
     let mut rows = Vec::new();
     let mut lines_json = Vec::new();
+    let mut functions_json = Vec::new();
     let total = ctx.total();
+    let function_values = match listing.starts.is_empty() {
+        true => HashMap::new(),
+        false => crate::metrics::function_metrics(ctx.view, ctx.weights),
+    };
+    let mut starts = listing.starts.iter().peekable();
     for line in first..=last {
+        while let Some(&(_, function)) = starts.next_if(|(start, _)| *start <= line) {
+            let name = ctx.function_name(function);
+            let value = function_values.get(&function).copied().unwrap_or_default();
+            rows.push(Row {
+                hot: false,
+                value: Some(value),
+                text: format!("{:width$}  <Function: {name}>", ""),
+            });
+            functions_json.push(json!({
+                "function": name,
+                "line": line,
+                "exclusive": value_json(value.exclusive, total),
+                "inclusive": value_json(value.inclusive, total),
+            }));
+        }
         let value = value_of(line);
         let line_text = text
             .as_ref()
@@ -786,6 +824,7 @@ fn source_listing(
         "object": listing.object.as_ref().map(|o| o.display().to_string()),
         "function": listing.function,
         "lines": lines_json,
+        "functions": functions_json,
         "no_line": no_line_json,
     });
     Ok(Report {

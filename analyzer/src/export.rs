@@ -11,7 +11,7 @@ use std::path::Path;
 /// Folded lines with their microseconds, merged by name path.
 fn folded(ctx: &Context) -> BTreeMap<String, u64> {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-    for (&stack, value) in &ctx.weights.per_stack {
+    for (stack, value) in ctx.weights.per_stack() {
         let names: Vec<String> = ctx
             .view
             .frames(stack)

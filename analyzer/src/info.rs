@@ -21,7 +21,7 @@ fn events_of<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a EventEntry> {
 }
 
 fn add(value: &mut Value, event: &EventEntry) {
-    value.ns += event.weight_ns;
+    value.ns += u64::from(event.weight_ns);
     value.events += 1;
 }
 

@@ -13,6 +13,7 @@ use experiment::archive::ArchivedObject;
 use experiment::log::Event;
 use experiment::Experiment;
 use experiment::Stack;
+use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -65,8 +66,6 @@ struct Builder {
     line_ids: HashMap<LineEntry, LineId>,
     /// (experiment, looked-up address) -> pc.
     pc_ids: HashMap<(u16, u64), PcId>,
-    /// (experiment, recorded stack id) -> stack.
-    stack_ids: HashMap<(u16, u64), StackId>,
     archive: Vec<ArchivedObject>,
     archives_dir: PathBuf,
     /// Mapped size of the `[vdso]` object (to check our own is the same).
@@ -115,7 +114,6 @@ impl Builder {
         self.archives_dir = archives_dir.to_path_buf();
         let index = u16::try_from(self.model.experiments.len()).map_err(|_| Error::TooMany)?;
         let log = expt.log()?;
-        let (records, event_stats) = expt.clock_events_with_stats()?;
         let (stacks, stack_stats) = expt.stacks_with_stats()?;
         let shown = expt.path().display().to_string();
         let malformed = log
@@ -127,48 +125,73 @@ impl Builder {
                 "{shown}: {malformed} unreadable log line(s) skipped"
             ));
         }
-        for (what, stats) in [("profile", &event_stats), ("stacks", &stack_stats)] {
-            if stats.damaged > 0 {
-                self.warn(format!(
-                    "{shown}: {} damaged {what} block(s); their valid records are used",
-                    stats.damaged
-                ));
-            }
+        if stack_stats.damaged > 0 {
+            self.warn(format!(
+                "{shown}: {} damaged stacks block(s); their valid records are used",
+                stack_stats.damaged
+            ));
         }
         let mappings = self.mappings(&log);
-        let (records, impossible) = plausible_events(records, &log);
+        let mut entry = experiment_entry(expt, log);
+        let plausible = PlausibleTimes::of(&entry.log);
+        let mut threads = ThreadNumbers::new(&entry);
+        // Recorded stack id -> interned stack, for this experiment. The ids
+        // are already hashes, so the cheap Fx hash suffices.
+        let mut local_stacks: FxHashMap<u64, StackId> = FxHashMap::default();
+        let (mut lost, mut impossible) = (0u64, 0u64);
+        let (mut first_ns, mut last_ns) = (u64::MAX, 0u64);
+        let event_stats = expt.for_each_clock_event(|record| {
+            if !plausible.contains(record.timestamp_ns) {
+                impossible += 1;
+                return;
+            }
+            first_ns = first_ns.min(record.timestamp_ns);
+            last_ns = last_ns.max(record.timestamp_ns);
+            let stack = match local_stacks.get(&record.stack_id) {
+                Some(&id) => id,
+                None => {
+                    let id = match stacks.get(&record.stack_id) {
+                        Some(stack) => self.intern_stack(index, stack, &mappings),
+                        None => NO_STACK,
+                    };
+                    local_stacks.insert(record.stack_id, id);
+                    id
+                }
+            };
+            if stack == NO_STACK {
+                lost += 1;
+            }
+            self.model.events.push(EventEntry {
+                experiment: index,
+                thread: threads.number(record.tid),
+                cpu: record.cpu,
+                time_ns: record.timestamp_ns,
+                weight_ns: record.weight_ns,
+                stack,
+                sample: sample_of(&entry.samples, record.timestamp_ns),
+            });
+        })?;
+        if event_stats.damaged > 0 {
+            self.warn(format!(
+                "{shown}: {} damaged profile block(s); their valid records are used",
+                event_stats.damaged
+            ));
+        }
         if impossible > 0 {
             self.warn(format!(
                 "{shown}: {impossible} event(s) with impossible timestamps (damaged data) skipped"
             ));
-        }
-        let mut entry = experiment_entry(expt, log, &records);
-        let threads = thread_numbers(&mut entry, &records);
-        let mut lost = 0u64;
-        for record in &records {
-            let stack = match stacks.get(&record.stack_id) {
-                Some(stack) => self.intern_stack(index, record.stack_id, stack, &mappings),
-                None => {
-                    lost += 1;
-                    NO_STACK
-                }
-            };
-            self.model.events.push(EventEntry {
-                experiment: index,
-                thread: threads.get(&record.tid).copied().unwrap_or(0),
-                tid: record.tid,
-                cpu: record.cpu,
-                time_ns: record.timestamp_ns,
-                weight_ns: u64::from(record.weight_ns),
-                stack,
-                sample: sample_of(&entry.samples, record.timestamp_ns),
-            });
         }
         if lost > 0 {
             self.warn(format!(
                 "{shown}: {lost} event(s) whose stack was not written are shown as <Unknown>"
             ));
         }
+        if entry.start_ns == 0 && first_ns != u64::MAX {
+            entry.start_ns = first_ns;
+        }
+        entry.end_ns = entry.end_ns.max(last_ns);
+        entry.threads = threads.into_entries();
         self.model.experiments.push(entry);
         Ok(())
     }
@@ -208,6 +231,7 @@ impl Builder {
             kind: FunctionKind::Special,
             aliases: Vec::new(),
             source: None,
+            source_line: None,
         });
         self.model.objects.push(ObjectEntry {
             path: path.to_path_buf(),
@@ -224,16 +248,9 @@ impl Builder {
         id
     }
 
-    fn intern_stack(
-        &mut self,
-        experiment: u16,
-        recorded_id: u64,
-        stack: &Stack,
-        mappings: &[Mapping],
-    ) -> StackId {
-        if let Some(&id) = self.stack_ids.get(&(experiment, recorded_id)) {
-            return id;
-        }
+    /// Adds a recorded stack of experiment `experiment`, symbolizing its
+    /// PCs not seen before. Called once per distinct recorded stack.
+    fn intern_stack(&mut self, experiment: u16, stack: &Stack, mappings: &[Mapping]) -> StackId {
         let mut pcs = Vec::with_capacity(stack.pcs.len());
         let mut after_signal_frame = false;
         for (depth, &pc) in stack.pcs.iter().enumerate() {
@@ -263,7 +280,6 @@ impl Builder {
             pcs,
             status: stack.status,
         });
-        self.stack_ids.insert((experiment, recorded_id), id);
         id
     }
 
@@ -327,6 +343,7 @@ impl Builder {
                 size,
                 aliases,
                 source,
+                source_line,
                 line,
                 inlined,
             } => {
@@ -343,6 +360,7 @@ impl Builder {
                             kind: FunctionKind::Normal,
                             aliases,
                             source,
+                            source_line,
                         });
                         self.function_ids.insert(key, id);
                         id
@@ -382,6 +400,7 @@ impl Builder {
             kind,
             aliases: Vec::new(),
             source: None,
+            source_line: None,
         });
         self.function_ids.insert(key, id);
         id
@@ -410,6 +429,7 @@ impl Builder {
                 kind: FunctionKind::Inlined,
                 aliases: Vec::new(),
                 source: None,
+                source_line: None,
             }),
         };
         self.function_ids.insert(key, id);
@@ -481,25 +501,16 @@ fn basename(path: &Path) -> String {
         .unwrap_or_else(|| path.to_string_lossy().into_owned())
 }
 
-fn experiment_entry(
-    expt: &Experiment,
-    log: Vec<experiment::LogEvent>,
-    records: &[experiment::ClockEventRecord],
-) -> ExperimentEntry {
+fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> ExperimentEntry {
     let start = log.iter().find_map(|e| match &e.event {
         Event::Start(info) => Some((e.timestamp_ns, info.clone())),
         _ => None,
     });
     let first_log = log.iter().map(|e| e.timestamp_ns).find(|&t| t > 0);
-    let first_event = records.iter().map(|r| r.timestamp_ns).min();
-    let start_ns = start
-        .as_ref()
-        .map(|(t, _)| *t)
-        .or(first_log)
-        .or(first_event)
-        .unwrap_or(0);
+    // Without any timestamp in the log the first event's is used (the
+    // caller fills it in).
+    let start_ns = start.as_ref().map(|(t, _)| *t).or(first_log).unwrap_or(0);
     let last_log = log.iter().map(|e| e.timestamp_ns).max().unwrap_or(0);
-    let last_event = records.iter().map(|r| r.timestamp_ns).max().unwrap_or(0);
     let mut samples: Vec<_> = log
         .iter()
         .filter_map(|e| match &e.event {
@@ -514,7 +525,7 @@ fn experiment_entry(
         path: expt.path().to_path_buf(),
         start: start.map(|(_, info)| info),
         start_ns,
-        end_ns: last_log.max(last_event).max(start_ns),
+        end_ns: last_log.max(start_ns),
         samples,
         threads: Vec::new(),
         log,
@@ -525,70 +536,93 @@ fn experiment_entry(
 }
 
 /// Numbers threads 1.. in order of appearance, the process's main thread
-/// (tid = pid) first; fills `entry.threads`.
-fn thread_numbers(
-    entry: &mut ExperimentEntry,
-    records: &[experiment::ClockEventRecord],
-) -> HashMap<u32, u32> {
-    let mut order: Vec<u32> = Vec::new();
-    if let Some(start) = &entry.start {
-        order.push(start.pid);
-    }
-    for event in &entry.log {
-        if let Event::ThreadStart { tid } = event.event {
-            if !order.contains(&tid) {
-                order.push(tid);
-            }
-        }
-    }
-    let mut known: std::collections::HashSet<u32> = order.iter().copied().collect();
-    for record in records {
-        if known.insert(record.tid) {
-            order.push(record.tid);
-        }
-    }
-    entry.threads = order
-        .iter()
-        .enumerate()
-        .map(|(i, &tid)| ThreadEntry {
-            number: i as u32 + 1,
-            tid,
-        })
-        .collect();
-    entry.threads.iter().map(|t| (t.tid, t.number)).collect()
+/// (tid = pid) first, then the log's `thread-start` lines, then threads
+/// seen only in events.
+struct ThreadNumbers {
+    order: Vec<u32>,
+    numbers: FxHashMap<u32, u32>,
+    /// The last thread looked up: events come in per-thread blocks.
+    last: Option<(u32, u32)>,
 }
 
-/// Drops events no collector could have written: stamped before the
-/// experiment started or after it ended (garbage in a block that still
-/// looks committed). The count dropped comes back too.
-fn plausible_events(
-    records: Vec<experiment::ClockEventRecord>,
-    log: &[experiment::LogEvent],
-) -> (Vec<experiment::ClockEventRecord>, usize) {
-    const SLACK_NS: u64 = 1_000_000_000;
-    const LIVE_LIMIT_NS: u64 = 366 * 86_400 * 1_000_000_000;
-    let start = log.iter().find_map(|e| match e.event {
-        Event::Start(_) => Some(e.timestamp_ns),
-        _ => None,
-    });
-    let Some(start) = start else {
-        return (records, 0);
-    };
-    let closed = log
-        .iter()
-        .any(|e| matches!(e.event, Event::End | Event::Terminated { .. }));
-    let last_log = log.iter().map(|e| e.timestamp_ns).max().unwrap_or(start);
-    let end = match closed {
-        true => last_log.saturating_add(SLACK_NS),
-        false => start.saturating_add(LIVE_LIMIT_NS),
-    };
-    let before = records.len();
-    let kept: Vec<_> = records
-        .into_iter()
-        .filter(|r| r.timestamp_ns >= start.saturating_sub(SLACK_NS) && r.timestamp_ns <= end)
-        .collect();
-    let dropped = before - kept.len();
-    (kept, dropped)
+impl ThreadNumbers {
+    fn new(entry: &ExperimentEntry) -> ThreadNumbers {
+        let mut threads = ThreadNumbers {
+            order: Vec::new(),
+            numbers: FxHashMap::default(),
+            last: None,
+        };
+        if let Some(start) = &entry.start {
+            threads.number(start.pid);
+        }
+        for event in &entry.log {
+            if let Event::ThreadStart { tid } = event.event {
+                threads.number(tid);
+            }
+        }
+        threads
+    }
+
+    fn number(&mut self, tid: u32) -> u32 {
+        if let Some((last_tid, number)) = self.last {
+            if last_tid == tid {
+                return number;
+            }
+        }
+        let next = self.order.len() as u32 + 1;
+        let number = *self.numbers.entry(tid).or_insert_with(|| {
+            self.order.push(tid);
+            next
+        });
+        self.last = Some((tid, number));
+        number
+    }
+
+    fn into_entries(self) -> Vec<ThreadEntry> {
+        self.order
+            .iter()
+            .enumerate()
+            .map(|(i, &tid)| ThreadEntry {
+                number: i as u32 + 1,
+                tid,
+            })
+            .collect()
+    }
+}
+
+/// The timestamps a collector could have written: from shortly before the
+/// experiment started to shortly after it ended. Anything else is garbage
+/// in a block that still looks committed.
+struct PlausibleTimes {
+    range: Option<(u64, u64)>,
+}
+
+impl PlausibleTimes {
+    fn of(log: &[experiment::LogEvent]) -> PlausibleTimes {
+        const SLACK_NS: u64 = 1_000_000_000;
+        const LIVE_LIMIT_NS: u64 = 366 * 86_400 * 1_000_000_000;
+        let start = log.iter().find_map(|e| match e.event {
+            Event::Start(_) => Some(e.timestamp_ns),
+            _ => None,
+        });
+        let range = start.map(|start| {
+            let closed = log
+                .iter()
+                .any(|e| matches!(e.event, Event::End | Event::Terminated { .. }));
+            let last_log = log.iter().map(|e| e.timestamp_ns).max().unwrap_or(start);
+            let end = match closed {
+                true => last_log.saturating_add(SLACK_NS),
+                false => start.saturating_add(LIVE_LIMIT_NS),
+            };
+            (start.saturating_sub(SLACK_NS), end)
+        });
+        PlausibleTimes { range }
+    }
+
+    fn contains(&self, timestamp_ns: u64) -> bool {
+        self.range
+            .is_none_or(|(lo, hi)| (lo..=hi).contains(&timestamp_ns))
+    }
 }
 
 /// Sample N covers (sample N-1, sample N]; events after the last sample

@@ -134,29 +134,50 @@ fn frames_of(model: &Model, settings: &ViewSettings, stack: &StackEntry) -> Vec<
 /// Selected events summed per stack.
 #[derive(Debug, Clone, Default)]
 pub struct Weights {
-    pub per_stack: HashMap<StackId, Value>,
+    /// Indexed by stack id; the last slot is for events whose stack was
+    /// lost (`NO_STACK`). A dense vector: summing ten million events is
+    /// one indexed add each.
+    sums: Vec<Value>,
     pub total: Value,
 }
 
 impl Weights {
     /// Sums the events `keep` accepts.
     pub fn new(model: &Model, keep: impl Fn(&EventEntry) -> bool) -> Weights {
-        let mut weights = Weights::default();
+        let lost_slot = model.stacks.len();
+        let mut sums = vec![Value::default(); lost_slot + 1];
+        let mut total = Value::default();
         for event in model.events.iter().filter(|e| keep(e)) {
             let value = Value {
-                ns: event.weight_ns,
+                ns: u64::from(event.weight_ns),
                 events: 1,
             };
-            weights.per_stack.entry(event.stack).or_default().add(value);
-            weights.total.add(value);
+            let slot = match event.stack {
+                NO_STACK => lost_slot,
+                stack => (stack as usize).min(lost_slot),
+            };
+            sums[slot].add(value);
+            total.add(value);
         }
-        weights
+        Weights { sums, total }
+    }
+
+    /// Every stack with selected events, and their sum.
+    pub fn per_stack(&self) -> impl Iterator<Item = (StackId, Value)> + '_ {
+        let lost_slot = self.sums.len().saturating_sub(1);
+        self.sums
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.events > 0)
+            .map(move |(i, &v)| match i == lost_slot {
+                true => (NO_STACK, v),
+                false => (i as StackId, v),
+            })
     }
 
     fn stacks<'v>(&'v self, view: &'v View) -> impl Iterator<Item = (&'v [Frame], Value)> + 'v {
-        self.per_stack
-            .iter()
-            .map(move |(&stack, &value)| (view.frames(stack), value))
+        self.per_stack()
+            .map(move |(stack, value)| (view.frames(stack), value))
     }
 }
 
@@ -256,34 +277,76 @@ pub struct CallersCallees {
 /// each stack, so recursion counts every event once (seed 002: the
 /// recursive function is its own caller for the deeper calls).
 pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> CallersCallees {
-    let mut result = CallersCallees {
-        center,
-        ..CallersCallees::default()
-    };
-    let mut callers: HashMap<FunctionId, Value> = HashMap::new();
-    let mut callees: HashMap<FunctionId, Value> = HashMap::new();
+    let mut acc = Attribution::default();
     for (frames, value) in weights.stacks(view) {
         if center == TOTAL {
-            result.value.inclusive.add(value);
-            if let Some(root) = frames.last() {
-                callees.entry(root.function).or_default().add(value);
-            }
-            continue;
-        }
-        let Some(i) = frames.iter().position(|f| f.function == center) else {
-            continue;
-        };
-        result.value.inclusive.add(value);
-        let caller = frames.get(i + 1).map_or(TOTAL, |f| f.function);
-        callers.entry(caller).or_default().add(value);
-        match i.checked_sub(1).map(|j| frames[j].function) {
-            Some(callee) => callees.entry(callee).or_default().add(value),
-            None => result.value.exclusive.add(value),
+            acc.add_total(frames, value);
+        } else if let Some(i) = frames.iter().position(|f| f.function == center) {
+            acc.add_occurrence(frames, i, value);
         }
     }
-    result.callers = sorted_by_value(callers);
-    result.callees = sorted_by_value(callees);
-    result
+    acc.finish(center)
+}
+
+/// [`callers_callees`] of every function on some selected stack (and
+/// `<Total>`), in one pass over the stacks.
+pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId, CallersCallees> {
+    let mut all: HashMap<FunctionId, Attribution> = HashMap::new();
+    let mut seen: Vec<FunctionId> = Vec::new();
+    for (frames, value) in weights.stacks(view) {
+        all.entry(TOTAL).or_default().add_total(frames, value);
+        seen.clear();
+        // Leaf first: the first occurrence of a function is its innermost.
+        for (i, frame) in frames.iter().enumerate() {
+            if !seen.contains(&frame.function) {
+                seen.push(frame.function);
+                all.entry(frame.function)
+                    .or_default()
+                    .add_occurrence(frames, i, value);
+            }
+        }
+    }
+    all.into_iter()
+        .map(|(center, acc)| (center, acc.finish(center)))
+        .collect()
+}
+
+/// Sums of one centre's callers-callees picture.
+#[derive(Default)]
+struct Attribution {
+    value: ExclInclValue,
+    callers: HashMap<FunctionId, Value>,
+    callees: HashMap<FunctionId, Value>,
+}
+
+impl Attribution {
+    /// `<Total>` calls every stack's root.
+    fn add_total(&mut self, frames: &[Frame], value: Value) {
+        self.value.inclusive.add(value);
+        if let Some(root) = frames.last() {
+            self.callees.entry(root.function).or_default().add(value);
+        }
+    }
+
+    /// The centre is `frames[i]` (its innermost occurrence).
+    fn add_occurrence(&mut self, frames: &[Frame], i: usize, value: Value) {
+        self.value.inclusive.add(value);
+        let caller = frames.get(i + 1).map_or(TOTAL, |f| f.function);
+        self.callers.entry(caller).or_default().add(value);
+        match i.checked_sub(1).map(|j| frames[j].function) {
+            Some(callee) => self.callees.entry(callee).or_default().add(value),
+            None => self.value.exclusive.add(value),
+        }
+    }
+
+    fn finish(self, center: FunctionId) -> CallersCallees {
+        CallersCallees {
+            center,
+            value: self.value,
+            callers: sorted_by_value(self.callers),
+            callees: sorted_by_value(self.callees),
+        }
+    }
 }
 
 fn sorted_by_value(map: HashMap<FunctionId, Value>) -> Vec<(FunctionId, Value)> {

@@ -72,6 +72,8 @@ pub struct FunctionEntry {
     pub aliases: Vec<String>,
     /// The source file of its definition, when DWARF says.
     pub source: Option<PathBuf>,
+    /// The line of its definition in `source` (DW_AT_decl_line).
+    pub source_line: Option<u32>,
 }
 
 /// A source line.
@@ -118,18 +120,18 @@ pub struct StackEntry {
     pub status: StackStatus,
 }
 
-/// One clock event.
+/// One clock event. Kept small (32 bytes): a model may hold tens of
+/// millions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventEntry {
     pub experiment: u16,
-    /// Thread number within its experiment, from 1.
-    pub thread: u32,
-    pub tid: u32,
     /// 0xffff when unknown.
     pub cpu: u16,
+    /// Thread number within its experiment, from 1 (its tid: `Model::tid`).
+    pub thread: u32,
     /// Nanoseconds since the earliest experiment start of the model.
     pub time_ns: u64,
-    pub weight_ns: u64,
+    pub weight_ns: u32,
     /// Index into `Model::stacks`; `NO_STACK` when the stack record was lost.
     pub stack: StackId,
     /// The sample (of its experiment) the event falls in, from 1.
@@ -137,6 +139,8 @@ pub struct EventEntry {
 }
 
 pub const NO_STACK: StackId = StackId::MAX;
+
+const _: () = assert!(std::mem::size_of::<EventEntry>() == 32);
 
 /// A thread of one experiment.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -196,6 +200,14 @@ impl Model {
         &self.pcs[id as usize]
     }
 
+    /// The kernel thread id of `event`'s thread.
+    pub fn tid(&self, event: &EventEntry) -> u32 {
+        self.experiments
+            .get(usize::from(event.experiment))
+            .and_then(|e| e.threads.get(event.thread.wrapping_sub(1) as usize))
+            .map_or(0, |t| t.tid)
+    }
+
     /// Seconds covered: from the origin to the last recorded moment.
     pub fn duration_ns(&self) -> u64 {
         self.experiments
@@ -233,6 +245,7 @@ pub(crate) fn special_functions() -> Vec<FunctionEntry> {
             kind: FunctionKind::Special,
             aliases: Vec::new(),
             source: None,
+            source_line: None,
         })
         .collect()
 }

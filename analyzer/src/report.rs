@@ -41,6 +41,9 @@ pub struct ReportSettings {
     /// At most this many rows (after `<Total>`); None = all.
     pub limit: Option<usize>,
     pub names: NameStyle,
+    /// Only the text form will be shown: listings may skip building their
+    /// JSON where it is large (`callers-callees` of every function).
+    pub text_only: bool,
 }
 
 impl Default for ReportSettings {
@@ -60,6 +63,7 @@ impl Default for ReportSettings {
             sort: SortKey::Metric(MetricKind::Exclusive),
             limit: None,
             names: NameStyle::Long,
+            text_only: false,
         }
     }
 }
@@ -562,7 +566,17 @@ pub fn fsummary(ctx: &Context) -> Report {
 
 /// `csingle` (one centre) and each block of `callers-callees`.
 pub fn callers_callees_of(ctx: &Context, center: FunctionId) -> Report {
-    let cc = callers_callees(ctx.view, ctx.weights, center);
+    callers_callees_block(ctx, callers_callees(ctx.view, ctx.weights, center))
+}
+
+fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
+    let center = cc.center;
+    // Equal values are listed by the names shown, as in the function list.
+    for list in [&mut cc.callers, &mut cc.callees] {
+        list.sort_by_cached_key(|&(id, value)| {
+            (std::cmp::Reverse(value.ns), ctx.function_name(id))
+        });
+    }
     let total = ctx.total();
     let mut table = Table::new(vec![
         Column::number("sec.", ""),
@@ -601,6 +615,12 @@ pub fn callers_callees_of(ctx: &Context, center: FunctionId) -> Report {
             })
             .collect()
     };
+    if ctx.settings.text_only {
+        return Report {
+            text,
+            json: Json::Null,
+        };
+    }
     let json = json!({
         "report": "callers-callees",
         "function": name,
@@ -617,11 +637,19 @@ pub fn callers_callees_of(ctx: &Context, center: FunctionId) -> Report {
 pub fn callers_callees_all(ctx: &Context) -> Report {
     let mut text = String::new();
     let mut blocks = Vec::new();
+    let mut all = all_callers_callees(ctx.view, ctx.weights);
     for row in listed_functions(ctx) {
-        let report = callers_callees_of(ctx, row.function.unwrap_or(TOTAL));
+        let center = row.function.unwrap_or(TOTAL);
+        let cc = all.remove(&center).unwrap_or(CallersCallees {
+            center,
+            ..CallersCallees::default()
+        });
+        let report = callers_callees_block(ctx, cc);
         text.push_str(&report.text);
         text.push('\n');
-        blocks.push(report.json);
+        if !ctx.settings.text_only {
+            blocks.push(report.json);
+        }
     }
     Report {
         text,

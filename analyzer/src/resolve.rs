@@ -82,6 +82,7 @@ pub(crate) enum PcSymbol {
         size: u64,
         aliases: Vec<String>,
         source: Option<PathBuf>,
+        source_line: Option<u32>,
         /// The line in this function (the call site when code is inlined).
         line: Option<SourceLocation>,
         /// Inlined functions, innermost first, with their current lines.
@@ -141,6 +142,7 @@ pub(crate) fn symbolize(file: &ObjectFile, addr: u64) -> PcSymbol {
             .clone()
             .unwrap_or_else(|| name.clone()),
         source: function.location.as_ref().map(|l| l.full_path.clone()),
+        source_line: function.decl_line.filter(|&l| l > 0),
         name,
         address: function.low_pc,
         size: function.high_pc.saturating_sub(function.low_pc),

@@ -52,7 +52,10 @@ impl Analysis {
             paths: paths.to_vec(),
             descendants: true,
             model,
-            settings: ReportSettings::default(),
+            settings: ReportSettings {
+                text_only: true,
+                ..ReportSettings::default()
+            },
             metrics,
             sort,
             view_settings: ViewSettings::default(),
@@ -103,6 +106,7 @@ impl Analysis {
 
     pub fn set_format(&mut self, format: OutputFormat) {
         self.format = format;
+        self.settings.text_only = format == OutputFormat::Text;
     }
 
     /// Parses and runs one line.
@@ -218,7 +222,7 @@ impl Analysis {
             }
             C::Format(None) => format!("format: {}\n", self.format),
             C::Format(Some(format)) => {
-                self.format = *format;
+                self.set_format(*format);
                 format!("format: {format}\n")
             }
             C::Inlines(None) => format!("inlines: {}\n", on_off(self.view_settings.inlines)),
@@ -343,7 +347,7 @@ impl Analysis {
                         FilterField::Time => since_start as f64 / 1e9,
                         FilterField::Tstamp => since_start as f64,
                         FilterField::Thread => f64::from(event.thread),
-                        FilterField::Tid => f64::from(event.tid),
+                        FilterField::Tid => f64::from(model.tid(event)),
                         FilterField::Cpu => f64::from(event.cpu),
                         FilterField::Sample => f64::from(event.sample),
                         FilterField::Experiment => f64::from(event.experiment) + 1.0,

@@ -422,6 +422,33 @@ fn source_for_file_lists_the_whole_file() {
         report.text
     );
     assert!(has_line(&report.text, &numbered(1)), "{}", report.text);
+    // Each function's rows start with a `<Function: f>` row carrying its
+    // metrics, just before the line its code begins at.
+    let rows: Vec<&str> = report.text.lines().collect();
+    for (function, definition) in [("work", "long work(long n)"), ("main", "int main(void)")] {
+        let at = rows
+            .iter()
+            .position(|r| r.ends_with(&format!("<Function: {function}>")))
+            .unwrap_or_else(|| panic!("no <Function: {function}> row:\n{}", report.text));
+        let next = rows[at + 1..].iter().find(|r| r.contains(". ")).unwrap();
+        assert!(
+            next.ends_with(definition) || next.ends_with(". {"),
+            "<Function: {function}> is not before its code:\n{}",
+            report.text
+        );
+    }
+    let listed: Vec<&str> = report.json["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["work", "caller", "main"], "{}", report.text);
+    assert!(
+        has_line(&report.text, "0.000 0.190 <Function: main>"),
+        "{}",
+        report.text
+    );
     // A suffix of the path matches too; other names do not.
     assert!(source_for_file(&ctx, "programs/annotate.c", &SourcePaths::default()).is_ok());
     let err = source_for_file(&ctx, "nosuch.c", &SourcePaths::default()).unwrap_err();

@@ -377,7 +377,17 @@ impl Experiment {
     /// [`Experiment::clock_events`] and what reading the blocks found.
     pub fn clock_events_with_stats(&self) -> Result<(Vec<ClockEventRecord>, BlockStats)> {
         let mut events = Vec::new();
-        let stats = self.for_each_block("profile", KIND_PROFILE, |header, records, stats| {
+        let stats = self.for_each_clock_event(|event| events.push(event))?;
+        Ok((events, stats))
+    }
+
+    /// Calls `each` with every committed clock event of the `profile` file, in file order,
+    /// without holding them all in memory (an experiment may have tens of millions).
+    pub fn for_each_clock_event(
+        &self,
+        mut each: impl FnMut(ClockEventRecord),
+    ) -> Result<BlockStats> {
+        self.for_each_block("profile", KIND_PROFILE, |header, records, stats| {
             let chunks = records.chunks_exact(CLOCK_EVENT_SIZE);
             let mut damaged = !chunks.remainder().is_empty();
             for event in chunks.filter_map(ClockEvent::from_bytes) {
@@ -386,7 +396,7 @@ impl Experiment {
                     damaged = true;
                     continue;
                 }
-                events.push(ClockEventRecord {
+                each(ClockEventRecord {
                     timestamp_ns: event.timestamp_ns,
                     tid: header.tid,
                     stack_id: event.stack_id,
@@ -397,8 +407,7 @@ impl Experiment {
                 stats.record_bytes += CLOCK_EVENT_SIZE as u64;
             }
             damaged
-        })?;
-        Ok((events, stats))
+        })
     }
 
     /// Every committed stack record of the `stacks` file by id (an id recorded twice is

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use gimli::{DebugInfoOffset, UnitSectionOffset};
 use object::{Object, ObjectSection};
 
+use super::functions::SubprogramIndex;
 use super::lines::LineTable;
 use super::R;
 use crate::error::{Error, Result};
@@ -32,6 +33,7 @@ pub(crate) struct CuData {
     pub(crate) language: Option<gimli::DwLang>,
     lines: OnceLock<LineTable>,
     has_location_lists: OnceLock<bool>,
+    subprograms: OnceLock<SubprogramIndex>,
 }
 
 impl CuData {
@@ -46,6 +48,12 @@ impl CuData {
         *self
             .has_location_lists
             .get_or_init(|| scan_for_location_lists(&self.unit).unwrap_or(false))
+    }
+
+    /// The CU's outermost functions by address, built on first use.
+    pub(crate) fn subprograms(&self, dwarf: &gimli::Dwarf<R>) -> &SubprogramIndex {
+        self.subprograms
+            .get_or_init(|| SubprogramIndex::build(dwarf, &self.unit))
     }
 
     pub(crate) fn is_llvm(&self) -> bool {
@@ -221,6 +229,7 @@ impl DwarfData {
             language,
             lines: OnceLock::new(),
             has_location_lists: OnceLock::new(),
+            subprograms: OnceLock::new(),
         }
     }
 

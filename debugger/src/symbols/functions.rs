@@ -51,14 +51,105 @@ fn entry_range(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>, entry: &Die) -> O
 /// The subprogram / lexical block / inlined subroutine DIEs containing
 /// `addr`, outermost first. Namespaces and types are searched through but
 /// not reported.
-pub(crate) fn scope_chain(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>, addr: u64) -> Vec<Scope> {
+pub(crate) fn scope_chain(dwarf: &gimli::Dwarf<R>, cu: &CuData, addr: u64) -> Vec<Scope> {
     let mut chain = Vec::new();
-    if let Ok(mut tree) = unit.entries_tree(None) {
+    let Some(function) = cu.subprograms(dwarf).containing(addr) else {
+        return chain;
+    };
+    chain.push(Scope {
+        offset: function,
+        tag: gimli::DW_TAG_subprogram,
+    });
+    if let Ok(mut tree) = cu.unit.entries_tree(Some(function)) {
         if let Ok(root) = tree.root() {
-            let _ = descend(dwarf, unit, root, addr, &mut chain);
+            let _ = descend(dwarf, &cu.unit, root, addr, &mut chain);
         }
     }
     chain
+}
+
+/// A CU's outermost subprograms (those not nested in another function;
+/// namespaces and classes are looked through) sorted by start address, so
+/// finding the function at an address is a binary search instead of a walk
+/// over every DIE of the unit.
+pub(crate) struct SubprogramIndex {
+    ranges: Vec<SubprogramRange>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct SubprogramRange {
+    begin: u64,
+    end: u64,
+    offset: UnitOffset,
+    /// The largest `end` of this and every earlier range: where a backward
+    /// scan for ranges still containing an address can stop.
+    reach: u64,
+}
+
+impl SubprogramIndex {
+    pub(crate) fn build(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>) -> SubprogramIndex {
+        let mut ranges = Vec::new();
+        if let Ok(mut tree) = unit.entries_tree(None) {
+            if let Ok(root) = tree.root() {
+                let _ = collect_subprograms(dwarf, unit, root, &mut ranges);
+            }
+        }
+        ranges.sort_by_key(|r: &SubprogramRange| (r.begin, r.offset.0));
+        let mut reach = 0;
+        for range in &mut ranges {
+            reach = reach.max(range.end);
+            range.reach = reach;
+        }
+        SubprogramIndex { ranges }
+    }
+
+    /// The subprogram containing `addr`; of overlapping ones the first in
+    /// DIE order, as a walk of the tree would find.
+    pub(crate) fn containing(&self, addr: u64) -> Option<UnitOffset> {
+        let end = self.ranges.partition_point(|r| r.begin <= addr);
+        self.ranges[..end]
+            .iter()
+            .rev()
+            .take_while(|r| r.reach > addr)
+            .filter(|r| addr < r.end)
+            .map(|r| r.offset)
+            .min_by_key(|o| o.0)
+    }
+}
+
+fn collect_subprograms(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+    node: gimli::EntriesTreeNode<R>,
+    out: &mut Vec<SubprogramRange>,
+) -> gimli::Result<()> {
+    let mut children = node.children();
+    while let Some(child) = children.next()? {
+        let entry = child.entry();
+        match entry.tag() {
+            gimli::DW_TAG_subprogram => {
+                let offset = entry.offset();
+                let mut ranges = dwarf.die_ranges(unit, entry)?;
+                while let Some(r) = ranges.next()? {
+                    if r.end > r.begin {
+                        out.push(SubprogramRange {
+                            begin: r.begin,
+                            end: r.end,
+                            offset,
+                            reach: 0,
+                        });
+                    }
+                }
+            }
+            gimli::DW_TAG_namespace
+            | gimli::DW_TAG_module
+            | gimli::DW_TAG_structure_type
+            | gimli::DW_TAG_class_type
+            | gimli::DW_TAG_union_type => collect_subprograms(dwarf, unit, child, out)?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn descend(
@@ -376,6 +467,10 @@ impl ObjectFile {
             } else {
                 self.location_at(breakpoint_address)
             },
+            decl_line: match attr_through_origin(&cu.unit, offset, gimli::DW_AT_decl_line) {
+                Some((_, AttributeValue::Udata(line))) => u32::try_from(line).ok(),
+                _ => None,
+            },
         })
     }
 
@@ -387,7 +482,7 @@ impl ObjectFile {
         let mut location = self.location_at(addr)?;
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(addr)?;
-        let chain = scope_chain(&data.dwarf, &cu.unit, addr);
+        let chain = scope_chain(&data.dwarf, &cu, addr);
         let outermost_inline = chain
             .iter()
             .find(|s| s.tag == gimli::DW_TAG_inlined_subroutine);
@@ -414,6 +509,7 @@ impl ObjectFile {
             high_pc: high,
             breakpoint_address,
             location: None,
+            decl_line: None,
         })
     }
 
@@ -456,7 +552,7 @@ impl ObjectFile {
         let Some(cu) = data.cu_for_address(low_pc) else {
             return Vec::new();
         };
-        let chain = scope_chain(&data.dwarf, &cu.unit, low_pc);
+        let chain = scope_chain(&data.dwarf, &cu, low_pc);
         let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
             return Vec::new();
         };
@@ -506,7 +602,7 @@ impl ObjectFile {
     pub fn function_at(&self, addr: u64) -> Option<FunctionInfo> {
         if let Some(data) = self.dwarf.as_ref() {
             if let Some(cu) = data.cu_for_address(addr) {
-                let chain = scope_chain(&data.dwarf, &cu.unit, addr);
+                let chain = scope_chain(&data.dwarf, &cu, addr);
                 if let Some(scope) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) {
                     return self.function_from_die(&cu, scope.offset);
                 }
@@ -521,6 +617,7 @@ impl ObjectFile {
             low_pc: sym.address,
             high_pc: high,
             location: None,
+            decl_line: None,
         })
     }
 
@@ -531,7 +628,7 @@ impl ObjectFile {
         addr: u64,
     ) -> Option<(DebugInfoOffset, UnitOffset)> {
         let data = self.dwarf.as_ref()?;
-        let chain = scope_chain(&data.dwarf, &cu.unit, addr);
+        let chain = scope_chain(&data.dwarf, cu, addr);
         chain.last().map(|s| (cu.offset, s.offset))
     }
 

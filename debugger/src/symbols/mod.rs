@@ -84,6 +84,8 @@ pub struct FunctionInfo {
     pub breakpoint_address: u64,
     /// The source location of `breakpoint_address`.
     pub location: Option<SourceLocation>,
+    /// The line of the definition (DW_AT_decl_line), in `location`'s file.
+    pub decl_line: Option<u32>,
 }
 
 /// One frame of the inline chain at an address.

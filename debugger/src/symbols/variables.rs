@@ -136,7 +136,7 @@ impl ObjectFile {
     fn scopes_at(&self, addr: u64) -> Option<ScopesAt> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(addr)?;
-        let chain = scope_chain(&data.dwarf, &cu.unit, addr);
+        let chain = scope_chain(&data.dwarf, &cu, addr);
         let frame_base = chain
             .iter()
             .find(|s| s.tag == gimli::DW_TAG_subprogram)
@@ -318,7 +318,7 @@ impl ObjectFile {
     pub fn return_value(&self, function_low_pc: u64, rax: u64, xmm0_low: u64) -> Option<Value> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(function_low_pc)?;
-        let chain = scope_chain(&data.dwarf, &cu.unit, function_low_pc);
+        let chain = scope_chain(&data.dwarf, &cu, function_low_pc);
         let function = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram)?;
         let return_type = match attr_through_origin(&cu.unit, function.offset, gimli::DW_AT_type)? {
             (_, AttributeValue::UnitRef(o)) => o,

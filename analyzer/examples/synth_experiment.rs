@@ -1,0 +1,327 @@
+//! Writes a large synthetic clock-profiling experiment for the analyzer
+//! benchmark (bench/analyzer.sh), through the experiment crate's writer.
+//!
+//! The stacks are made of real addresses of BINARY's functions, so the
+//! analyzer symbolizes them (functions, lines, callers) exactly as it does a
+//! recorded run; only the choice of stacks and their weights is invented.
+//!
+//! `cargo run --release -p analyzer --example synth_experiment -- \
+//!      [--events N] [--stacks N] [--threads N] BINARY OUT.er`
+
+use experiment::layout::{
+    stack_id, BlockWriter, ClockEvent, StackStatus, BLOCK_SIZE, KIND_PROFILE, KIND_STACKS,
+};
+use experiment::text::{write_manifest_into, LineWriter};
+use object::{Object, ObjectSymbol, SymbolKind};
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where the synthetic process "loaded" BINARY (a PIE's usual base).
+const LOAD_BASE: u64 = 0x5555_5555_4000;
+const PID: u32 = 4242;
+const START_NS: u64 = 1_000_000_000;
+/// One event per millisecond of thread CPU time, as the `on` resolution.
+const TICK_NS: u32 = 1_000_000;
+
+struct Options {
+    events: u64,
+    stacks: usize,
+    threads: u32,
+    binary: PathBuf,
+    out: PathBuf,
+}
+
+fn main() {
+    let options = match parse_args(std::env::args().skip(1).collect()) {
+        Ok(o) => o,
+        Err(message) => {
+            eprintln!("synth_experiment: {message}");
+            eprintln!(
+                "usage: synth_experiment [--events N] [--stacks N] [--threads N] BINARY OUT.er"
+            );
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&options) {
+        eprintln!("synth_experiment: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn parse_args(args: Vec<String>) -> Result<Options, String> {
+    let mut options = Options {
+        events: 10_000_000,
+        stacks: 5_000,
+        threads: 4,
+        binary: PathBuf::new(),
+        out: PathBuf::new(),
+    };
+    let mut positional = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let mut number = |what: &str| -> Result<u64, String> {
+            let value = args.next().ok_or(format!("{what} needs a number"))?;
+            value
+                .parse()
+                .map_err(|_| format!("{what}: not a number: {value}"))
+        };
+        match arg.as_str() {
+            "--events" => options.events = number("--events")?,
+            "--stacks" => options.stacks = number("--stacks")? as usize,
+            "--threads" => options.threads = number("--threads")?.max(1) as u32,
+            _ => positional.push(PathBuf::from(arg)),
+        }
+    }
+    let [binary, out] = <[PathBuf; 2]>::try_from(positional)
+        .map_err(|_| "expected BINARY and OUT.er".to_string())?;
+    options.binary = binary;
+    options.out = out;
+    Ok(options)
+}
+
+/// A function of BINARY: link-time address and size.
+#[derive(Clone, Copy)]
+struct Function {
+    address: u64,
+    size: u64,
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    let binary = std::fs::canonicalize(&options.binary)
+        .map_err(|e| format!("{}: {e}", options.binary.display()))?;
+    let (functions, main) = text_functions(&binary)?;
+    let mut random = XorShift(0x9e37_79b9_7f4a_7c15);
+    let stacks = distinct_stacks(&functions, main, options.stacks, &mut random);
+    std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
+    write_manifest(&options.out)?;
+    let end_ns = write_blocks(&options.out, options, &stacks, &mut random)?;
+    write_log(&options.out, &binary, &functions, options, end_ns)
+}
+
+/// The sized text symbols of `binary`, and the index of `main`.
+fn text_functions(binary: &Path) -> Result<(Vec<Function>, usize), String> {
+    let data = std::fs::read(binary).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let file = object::File::parse(&*data).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let mut functions = Vec::new();
+    let mut main = None;
+    for symbol in file.symbols() {
+        if symbol.kind() != SymbolKind::Text || symbol.size() < 8 {
+            continue;
+        }
+        if symbol.name() == Ok("main") {
+            main = Some(functions.len());
+        }
+        functions.push(Function {
+            address: symbol.address(),
+            size: symbol.size(),
+        });
+    }
+    let main = main.ok_or(format!("{}: no main", binary.display()))?;
+    Ok((functions, main))
+}
+
+/// `count` distinct stacks, leaf first, each rooted at main. A caller's PC
+/// is one of a few return addresses per function (as real call sites are);
+/// leaves spread over more addresses.
+fn distinct_stacks(
+    functions: &[Function],
+    main: usize,
+    count: usize,
+    random: &mut XorShift,
+) -> Vec<(u64, Vec<u64>)> {
+    let pc_in = |f: &Function, choices: u64, pick: u64| -> u64 {
+        let slot = pick % choices;
+        LOAD_BASE + f.address + 1 + slot * (f.size - 1) / choices
+    };
+    let mut seen = HashSet::new();
+    let mut stacks = Vec::with_capacity(count);
+    while stacks.len() < count {
+        let depth = 3 + random.below(28) as usize;
+        let mut pcs = Vec::with_capacity(depth);
+        let leaf = &functions[random.below(functions.len() as u64) as usize];
+        pcs.push(pc_in(leaf, 16, random.next()));
+        for _ in 1..depth - 1 {
+            let caller = &functions[random.below(functions.len() as u64) as usize];
+            pcs.push(pc_in(caller, 4, random.next()));
+        }
+        pcs.push(pc_in(&functions[main], 4, random.next()));
+        let id = stack_id(StackStatus::Complete.code(), &pcs);
+        if seen.insert(id) {
+            stacks.push((id, pcs));
+        }
+    }
+    stacks
+}
+
+/// Writes `stacks` and `profile`, the threads' blocks interleaved as the
+/// collector's are; returns the last event's timestamp.
+fn write_blocks(
+    dir: &Path,
+    options: &Options,
+    stacks: &[(u64, Vec<u64>)],
+    random: &mut XorShift,
+) -> Result<u64, String> {
+    let io = |e: std::io::Error| format!("{}: {e}", dir.display());
+    let mut stacks_file = std::fs::File::create(dir.join("stacks")).map_err(io)?;
+    let mut block = vec![0u8; BLOCK_SIZE];
+    let mut index = 0u32;
+    let mut pending = stacks.iter().peekable();
+    while pending.peek().is_some() {
+        block.fill(0);
+        let mut writer = BlockWriter::claim(&mut block, KIND_STACKS, PID, index, START_NS)
+            .ok_or("block too small")?;
+        while let Some((_, pcs)) = pending.peek() {
+            if !writer.push_stack(StackStatus::Complete, pcs) {
+                break;
+            }
+            pending.next();
+        }
+        writer.commit();
+        stacks_file.write_all(&block).map_err(io)?;
+        index += 1;
+    }
+
+    let mut profile =
+        std::io::BufWriter::new(std::fs::File::create(dir.join("profile")).map_err(io)?);
+    let per_block =
+        (BLOCK_SIZE - experiment::layout::HEADER_SIZE) / experiment::layout::CLOCK_EVENT_SIZE;
+    let threads = u64::from(options.threads);
+    let mut clock = vec![START_NS; options.threads as usize];
+    let mut left = options.events;
+    let mut index = 0u32;
+    while left > 0 {
+        for thread in 0..options.threads {
+            if left == 0 {
+                break;
+            }
+            let tid = PID + thread;
+            let n = left.min(per_block as u64);
+            left -= n;
+            block.fill(0);
+            let now = &mut clock[thread as usize];
+            let mut writer = BlockWriter::claim(&mut block, KIND_PROFILE, tid, index, *now)
+                .ok_or("block too small")?;
+            for _ in 0..n {
+                *now += u64::from(TICK_NS) * threads;
+                writer.push_clock_event(&ClockEvent {
+                    timestamp_ns: *now,
+                    stack_id: stacks[hot_index(random, stacks.len())].0,
+                    weight_ns: TICK_NS,
+                    cpu: thread as u16 % 2,
+                    reserved: 0,
+                });
+            }
+            writer.commit();
+            profile.write_all(&block).map_err(io)?;
+            index += 1;
+        }
+    }
+    profile.flush().map_err(io)?;
+    Ok(clock.into_iter().max().unwrap_or(START_NS))
+}
+
+/// A stack index skewed toward the front, as real profiles are: a few hot
+/// stacks take most of the time, the tail still gets some.
+fn hot_index(random: &mut XorShift, count: usize) -> usize {
+    let u = (random.next() >> 11) as f64 / (1u64 << 53) as f64;
+    ((u * u * u) * count as f64) as usize % count
+}
+
+fn write_manifest(dir: &Path) -> Result<(), String> {
+    let mut buf = [0u8; 512];
+    let n = write_manifest_into(&mut buf, "clock-profile", "synth_experiment")
+        .ok_or("manifest too long")?;
+    std::fs::write(dir.join("manifest"), &buf[..n]).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+fn write_log(
+    dir: &Path,
+    binary: &Path,
+    functions: &[Function],
+    options: &Options,
+    end_ns: u64,
+) -> Result<(), String> {
+    let exe = binary.as_os_str().as_encoded_bytes();
+    let lo = functions.iter().map(|f| f.address).min().unwrap_or(0) & !0xfff;
+    let hi = (functions
+        .iter()
+        .map(|f| f.address + f.size)
+        .max()
+        .unwrap_or(0)
+        + 0xfff)
+        & !0xfff;
+    let mut log = Vec::new();
+    let mut line = |f: &dyn Fn(&mut LineWriter<'_>)| {
+        let mut buf = [0u8; 4096];
+        let mut w = LineWriter::new(&mut buf);
+        f(&mut w);
+        log.extend_from_slice(w.finish().expect("log line fits"));
+    };
+    line(&|w| {
+        w.event(START_NS, "start")
+            .u64("pid", u64::from(PID))
+            .u64("ppid", 1)
+            .str("lineage", b"")
+            .str("mode", b"collect")
+            .str("exe", exe)
+            .str("args", exe)
+            .u64("profile_ns", u64::from(TICK_NS))
+            .str("clock", b"perf-event")
+            .u64("depth", 256)
+            .u64("sample_ns", 0)
+            .u64("realtime_ns", 1_700_000_000_000_000_000);
+    });
+    line(&|w| {
+        w.event(START_NS, "object")
+            .str("path", exe)
+            .hex("base", LOAD_BASE)
+            .hex("lo", LOAD_BASE + lo)
+            .hex("hi", LOAD_BASE + hi);
+    });
+    for thread in 1..options.threads {
+        line(&|w| {
+            w.event(START_NS + u64::from(thread), "thread-start")
+                .u64("tid", u64::from(PID + thread));
+        });
+    }
+    // Ten samples across the run, as `sample record` at breakpoints would make.
+    let span = end_ns - START_NS;
+    for number in 1..=10u64 {
+        line(&|w| {
+            w.event(START_NS + span * number / 10, "sample")
+                .u64("number", number)
+                .str("cause", b"manual")
+                .str("label", format!("phase{number}").as_bytes())
+                .u64("utime_ns", span * number / 10)
+                .u64("stime_ns", 0)
+                .u64("minflt", 0)
+                .u64("majflt", 0)
+                .u64("nvcsw", 0)
+                .u64("nivcsw", 0)
+                .u64("inblock", 0)
+                .u64("oublock", 0)
+                .u64("rss_kb", 2048);
+        });
+    }
+    line(&|w| {
+        w.event(end_ns + 1, "end");
+    });
+    std::fs::write(dir.join("log"), log).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
+/// xorshift64*: a fixed seed makes every generated experiment the same.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}

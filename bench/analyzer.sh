@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Analyzer speed and memory on a large experiment, against gprofng's.
+#
+# rdbx: an experiment of EVENTS clock events (default 10 million) over
+# about 5,000 distinct stacks, written by analyzer/examples/synth_experiment.rs
+# through the experiment crate's writer. Its stacks are real return addresses
+# of a 400-function C program, so symbolization (functions, lines) is real.
+# Each of `functions`, `callers-callees` and `lines` is a whole
+# `rdbx analyze -c CMD EXPT` run (load + symbolize + aggregate + print), timed
+# RUNS times (default 5); the figures are medians of wall time and peak RSS.
+#
+# gprofng: `gprofng display text -functions` on a heap-tracing experiment of
+# bench/programs/allocs.c making the same number of allocations (one event
+# each; gprofng's clock profiling loses most ticks on this glibc, heap
+# tracing does not). Skipped when gprofng is not installed.
+#
+# usage: bash bench/analyzer.sh [EVENTS]      (RUNS=N to change the run count)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+events=${1:-10000000}
+runs=${RUNS:-5}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
+cargo build --release -q --manifest-path "$root/Cargo.toml" -p analyzer --example synth_experiment
+rdbx="$root/target/release/rdbx"
+synth="$root/target/release/examples/synth_experiment"
+
+# 400 small functions calling one another: a symbol and line table to look
+# the synthetic stacks up in.
+python3 - "$work/manyfuncs.c" <<'PY'
+import sys
+n = 400
+with open(sys.argv[1], "w") as f:
+    f.write("#include <stdio.h>\nvolatile long sink;\n")
+    for i in range(n):
+        f.write(f"long f{i}(long x);\n")
+    for i in range(n):
+        f.write(f"long f{i}(long x)\n{{\n    long y = x * {i + 3};\n    if (x > 0)\n"
+                f"        y += f{(i * 7 + 1) % n}(x - 1);\n    sink += y;\n    return y ^ {i};\n}}\n")
+    f.write("int main(int argc, char **argv)\n{\n    (void)argv;\n"
+            "    printf(\"%ld\\n\", f0(argc));\n    return 0;\n}\n")
+PY
+gcc -O0 -g "$work/manyfuncs.c" -o "$work/manyfuncs"
+"$synth" --events "$events" --stacks 5000 --threads 4 "$work/manyfuncs" "$work/synth.er"
+
+have_gprofng=0
+if command -v gprofng >/dev/null; then
+    have_gprofng=1
+    gcc -O1 -g "$root/bench/programs/allocs.c" -o "$work/allocs"
+    echo "recording gprofng heap experiment ($events allocations; takes about a minute per 10M)..." >&2
+    gprofng collect app -p off -H on -O "$work/heap.er" "$work/allocs" "$events" >/dev/null 2>&1
+fi
+
+python3 - "$work" "$rdbx" "$runs" "$have_gprofng" "$events" <<'PY'
+import os, statistics, subprocess, sys, time
+work, rdbx, runs, have_gprofng, events = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
+
+def measure(argv):
+    """Wall seconds and peak RSS (MiB) of one run, its output discarded."""
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    err = proc.stderr.read().decode()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{argv} failed: {err}")
+    return wall, usage.ru_maxrss / 1024
+
+def median_of(argv):
+    results = [measure(argv) for _ in range(runs)]
+    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+
+synth = os.path.join(work, "synth.er")
+rows = []
+for command in ["functions", "callers-callees", "lines"]:
+    wall, rss = median_of([rdbx, "analyze", "-c", command, synth])
+    rows.append((f"rdbx analyze -c {command}", wall, rss))
+if have_gprofng:
+    wall, rss = median_of(["gprofng", "display", "text", "-functions", os.path.join(work, "heap.er")])
+    rows.append(("gprofng display text -functions (heap)", wall, rss))
+
+print(f"{events} events, median of {runs} runs")
+print(f"{'command':<42} {'wall s':>8} {'peak MiB':>9} {'vs gprofng':>10}")
+gprofng_wall = rows[-1][1] if have_gprofng else None
+for name, wall, rss in rows:
+    ratio = f"{gprofng_wall / wall:.1f}x" if gprofng_wall and not name.startswith("gprofng") else ""
+    print(f"{name:<42} {wall:>8.3f} {rss:>9.0f} {ratio:>10}")
+PY
