@@ -126,7 +126,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "source FUNC|FILE [N]",
         "annotated source of a function or file",
         "Print the source of FUNC or FILE with metrics beside each line and hot lines marked. \
-         A trailing separate number N picks the N-th of several functions with that name.",
+         In a FILE listing a `<Function: f>` row with f's own metrics comes before the line \
+         each function is defined at. A trailing separate number N picks the N-th of several \
+         functions with that name.",
         "source main",
     ),
     entry(
