@@ -4,7 +4,9 @@
 
 mod common;
 
-use analyzer::metrics::{callers_callees, function_metrics, View, ViewSettings, Weights};
+use analyzer::metrics::{
+    all_callers_callees, callers_callees, function_metrics, View, ViewSettings, Weights,
+};
 use analyzer::model::TOTAL;
 use analyzer::report::{self, Context, ReportSettings};
 use common::{compile, text_range, Event, Synthetic, TempDir};
@@ -111,6 +113,13 @@ fn functions_and_csingle_match_the_seed_to_the_unit() {
     let mm = callers_callees(&view, &weights, main);
     assert_eq!(named(&mm.callers), [("<Total>".into(), 32)]);
     assert_eq!(named(&mm.callees), [("B".into(), 20), ("A".into(), 10)]);
+    // The one-pass computation for every function (`callers-callees`)
+    // agrees with the one-centre computation (`csingle`) everywhere.
+    let all = all_callers_callees(&view, &weights);
+    assert_eq!(all.len(), expected.len());
+    for (&center, picture) in &all {
+        assert_eq!(picture, &callers_callees(&view, &weights, center));
+    }
 
     // The same figures in the text the user reads.
     let settings = ReportSettings::default();
