@@ -311,13 +311,35 @@ impl Debugger {
     }
 }
 
+/// The runtime address of function `name` exported by `object`: its
+/// dynamic symbol table first (what dlsym would find; a full symbol table
+/// names versioned definitions `dlopen@@GLIBC_2.34`), then the symbols
+/// the debugger knows.
 fn function_in(object: &LoadedObject, name: &str) -> Option<u64> {
-    object
-        .file
-        .lookup_symbol(name)
-        .into_iter()
-        .find(|s| s.is_function && s.address != 0)
-        .map(|s| object.runtime_address(s.address))
+    exported_function(object.file.elf_bytes(), name)
+        .or_else(|| {
+            object
+                .file
+                .lookup_symbol(name)
+                .into_iter()
+                .find(|s| s.is_function && s.address != 0)
+                .map(|s| s.address)
+        })
+        .map(|address| object.runtime_address(address))
+}
+
+/// The file address of the defined function `name` in the ELF's .dynsym.
+fn exported_function(elf: &[u8], name: &str) -> Option<u64> {
+    use object::{Object, ObjectSymbol, SymbolKind};
+    let file = object::File::parse(elf).ok()?;
+    file.dynamic_symbols()
+        .find(|s| {
+            s.kind() == SymbolKind::Text
+                && !s.is_undefined()
+                && s.address() != 0
+                && s.name_bytes().is_ok_and(|n| n == name.as_bytes())
+        })
+        .map(|s| s.address())
 }
 
 /// The `Seccomp:` field of /proc/PID/status (0 none, 1 strict, 2 filter).
