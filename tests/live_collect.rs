@@ -16,11 +16,21 @@ use std::sync::OnceLock;
 
 fn live_threads() -> &'static Path {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
+    PATH.get_or_init(|| build("live_threads"))
+}
+
+fn live_fork() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build("live_fork"))
+}
+
+/// tests/programs/NAME.c at -O0, built once per test binary.
+fn build(name: &str) -> PathBuf {
+    {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-programs");
         std::fs::create_dir_all(&dir).expect("mkdir");
-        let out = dir.join(format!("live_threads-{}", std::process::id()));
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/live_threads.c");
+        let out = dir.join(format!("{name}-{}", std::process::id()));
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
         let status = Command::new("gcc")
             .args(["-O0", "-g", "-pthread"])
             .arg(&source)
@@ -28,9 +38,9 @@ fn live_threads() -> &'static Path {
             .arg(&out)
             .status()
             .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on live_threads.c");
+        assert!(status.success(), "gcc failed on {name}.c");
         out
-    })
+    }
 }
 
 /// "cpu TID SECONDS" lines: each thread's CPU after the barrier.
@@ -157,5 +167,53 @@ fn a_library_that_does_not_load_gives_dlerror_text() {
     assert!(
         !dir.join("test.1.er").exists(),
         "no experiment is created when the library does not load"
+    );
+}
+
+#[test]
+fn a_fork_after_enable_writes_the_childs_experiment() {
+    let dir = scratch_dir("live-fork");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&["stop in ready", "run", "collector enable", "cont"])
+        .prog(live_fork(), &[])
+        .run();
+    let transcript = out.transcript();
+    out.assert_out_contains("child done");
+    out.assert_out_contains("parent done");
+    let child = Experiment::open(dir.join("test.1.er/_f1.er"))
+        .unwrap_or_else(|e| panic!("open _f1.er: {e}\n{transcript}"));
+    let log: Vec<Event> = child
+        .log()
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        log.iter().any(|e| matches!(e, Event::Descendant { .. })),
+        "{log:?}"
+    );
+    let child_cpu: u64 = child
+        .clock_events()
+        .expect("events")
+        .iter()
+        .map(|e| u64::from(e.weight_ns))
+        .sum();
+    assert!(
+        child_cpu >= 50_000_000,
+        "the child spun 0.1 s; {child_cpu} ns recorded\n{transcript}"
+    );
+    let parent: Vec<Event> = Experiment::open(dir.join("test.1.er"))
+        .expect("open")
+        .log()
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        parent
+            .iter()
+            .any(|e| matches!(e, Event::Fork { child_expt, .. } if child_expt == "_f1.er")),
+        "{parent:?}"
     );
 }
