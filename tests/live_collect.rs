@@ -26,21 +26,19 @@ fn live_fork() -> &'static Path {
 
 /// tests/programs/NAME.c at -O0, built once per test binary.
 fn build(name: &str) -> PathBuf {
-    {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-programs");
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        let out = dir.join(format!("{name}-{}", std::process::id()));
-        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
-        let status = Command::new("gcc")
-            .args(["-O0", "-g", "-pthread"])
-            .arg(&source)
-            .arg("-o")
-            .arg(&out)
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on {name}.c");
-        out
-    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-programs");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let out = dir.join(format!("{name}-{}", std::process::id()));
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let status = Command::new("gcc")
+        .args(["-O0", "-g", "-pthread"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("gcc must be installed");
+    assert!(status.success(), "gcc failed on {name}.c");
+    out
 }
 
 /// "cpu TID SECONDS" lines: each thread's CPU after the barrier.
