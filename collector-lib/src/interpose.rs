@@ -528,3 +528,89 @@ fn after_objects_changed() {
     }
     objects::log_all_new();
 }
+
+// ---- a live start (loaded by dlopen, nothing interposed) -----------------
+
+/// Whether the program's calls reach our interposers: true when we were
+/// preloaded, false when loaded by dlopen into a running process (then
+/// the first `pthread_create` in the global scope is libc's).
+pub fn interposing() -> bool {
+    // SAFETY: NUL-terminated name; RTLD_DEFAULT searches the global scope.
+    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pthread_create".as_ptr()) } as usize;
+    found == pthread_create as *const () as usize
+}
+
+/// The directory reserved for the child of the fork in progress (set in
+/// the prepare handler, taken in the parent and in the child).
+static FORK_CHILD_DIR: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+/// Without interposition, `fork` is followed with pthread_atfork handlers
+/// (registered once, only in a live start; they do nothing while no
+/// experiment is active).
+/// They run for fork() only: posix_spawn, vfork and raw clone children
+/// are not followed, and neither are programs they exec (no LD_PRELOAD).
+pub fn install_fork_handlers() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        // SAFETY: three extern "C" functions without arguments.
+        let rc = unsafe {
+            libc::pthread_atfork(
+                Some(before_fork),
+                Some(after_fork_in_parent),
+                Some(after_fork_in_child),
+            )
+        };
+        if rc != 0 {
+            log::warning("pthread_atfork failed: fork children are not followed");
+        }
+    });
+}
+
+fn take_fork_child_dir() -> Option<std::path::PathBuf> {
+    match FORK_CHILD_DIR.try_lock() {
+        Ok(mut dir) => dir.take(),
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().take(),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+extern "C" fn before_fork() {
+    if !state::active() {
+        return;
+    }
+    samples::record(SampleCause::ForkBefore, b"");
+    let reserved = state::reserve_fork_child_dir();
+    if let Ok(mut dir) = FORK_CHILD_DIR.lock() {
+        *dir = reserved;
+    }
+}
+
+extern "C" fn after_fork_in_parent() {
+    if !state::active() {
+        return;
+    }
+    // The child writes the `fork` line (only it knows its pid here).
+    let _ = take_fork_child_dir();
+    samples::record(SampleCause::ForkAfter, b"");
+}
+
+extern "C" fn after_fork_in_child() {
+    if !state::active() {
+        return;
+    }
+    let reserved = take_fork_child_dir();
+    // Still the parent's log: the line the parent's fork wrapper writes
+    // when interposing, with the child's pid.
+    log::write("fork", |line| {
+        line.u64("pid", crate::sys::getpid() as u64);
+        line.str(
+            "child_expt",
+            reserved
+                .as_deref()
+                .map(state::founder_relative)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+    });
+    state::after_fork_in_child(reserved);
+}

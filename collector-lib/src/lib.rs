@@ -23,6 +23,7 @@ mod state;
 mod sys;
 mod threads;
 pub mod unwind;
+mod watch;
 
 use experiment::layout::SampleCause;
 use experiment::text::{Config, Mode};
@@ -127,6 +128,10 @@ pub unsafe extern "C" fn __rdbx_collector_start(config: *const c_char) -> c_int 
     if state::active() {
         return -2;
     }
+    // Loaded into a running process (injected dlopen): our interposers
+    // are not what the program calls. `attach=1` in the config says so
+    // too (the debugger knows); either one is enough.
+    state::set_live(config_says_attach(text) || !interpose::interposing());
     let (pause_signal, sample_signal) = (config.pause_signal, config.sample_signal);
     match state::start(config, state::Role::Founder) {
         Ok(()) => {
@@ -135,6 +140,12 @@ pub unsafe extern "C" fn __rdbx_collector_start(config: *const c_char) -> c_int 
         }
         Err(_) => -3,
     }
+}
+
+/// Whether the config string has `attach=1` (a key the shared Config
+/// parser ignores).
+fn config_says_attach(text: &str) -> bool {
+    text.split(';').any(|pair| pair.trim() == "attach=1")
 }
 
 /// Records a sample with `label` and cause code `cause` (see

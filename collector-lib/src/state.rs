@@ -8,7 +8,7 @@
 use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
-use crate::{log, objects, profile, samples, sys, threads, unwind};
+use crate::{log, objects, profile, samples, sys, threads, unwind, watch};
 use experiment::layout::{SampleCause, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -26,6 +26,9 @@ static PAUSED: AtomicBool = AtomicBool::new(false);
 /// Clock profiling wanted and still possible (false after a write error).
 static PROFILING: AtomicBool = AtomicBool::new(false);
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
+/// Started in a live process that did not preload us (an injected
+/// dlopen): no interposition, new threads are found by `watch`.
+static LIVE: AtomicBool = AtomicBool::new(false);
 
 /// The experiment this process writes, and how it was configured.
 struct Current {
@@ -50,6 +53,16 @@ pub fn recording() -> bool {
     ACTIVE.load(Ordering::Acquire)
         && !PAUSED.load(Ordering::Acquire)
         && PROFILING.load(Ordering::Acquire)
+}
+
+/// Says whether the next experiment starts in a live process without
+/// interposition (see `LIVE`).
+pub fn set_live(live: bool) {
+    LIVE.store(live, Ordering::Release);
+}
+
+pub fn live() -> bool {
+    LIVE.load(Ordering::Acquire)
 }
 
 pub fn depth_limit() -> usize {
@@ -180,6 +193,9 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
         None
     };
     write_start_line(&config, &lineage, clock_kind.map(|(k, _)| k));
+    if live() {
+        write_kinds_line(config.profile_ns > 0);
+    }
     if role != Role::Founder {
         let parent = founder_relative_or_dot(&config.founder, &parent_expt);
         log::write("descendant", |line| {
@@ -228,9 +244,35 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     if config.profile_ns > 0 {
         register_existing_threads();
     }
+    if live() {
+        start_live_parts(config.profile_ns > 0);
+    }
     update_environment(&config);
     *control = Some(Current { config, expt });
     Ok(())
+}
+
+/// The `kinds` line of a live start: what cannot be collected without
+/// interposition, and how new threads are found.
+fn write_kinds_line(profiling: bool) {
+    log::write("kinds", |line| {
+        line.str("available", b"clock-profile,samples");
+        line.str("unavailable", b"heap,sync");
+        line.str("how", b"attached");
+        line.str("new_threads", if profiling { b"polled" } else { b"none" });
+        line.u64("poll_ns", watch::POLL_NS);
+    });
+}
+
+/// What a live start adds once the clocks run: fork handlers and the
+/// thread watcher.
+fn start_live_parts(profiling: bool) {
+    crate::interpose::install_fork_handlers();
+    if profiling {
+        if let Err(err) = watch::start() {
+            log::error(&err);
+        }
+    }
 }
 
 fn open_files(expt: &Path) -> Result<(), StartError> {
@@ -359,6 +401,7 @@ fn register_existing_threads() {
         return;
     };
     let me = sys::gettid();
+    let watcher = watch::watcher_tid();
     for entry in entries.flatten() {
         let Some(tid) = entry
             .file_name()
@@ -367,6 +410,9 @@ fn register_existing_threads() {
         else {
             continue;
         };
+        if tid == watcher && tid != 0 {
+            continue;
+        }
         if tid == me {
             register_current_thread();
         } else {
@@ -380,7 +426,9 @@ pub fn register_current_thread() {
     register_thread(sys::gettid(), sys::thread_cpu_ns());
 }
 
-fn register_thread(tid: i32, cpu_now: u64) {
+/// Registers thread `tid` of this process and starts its clock; `cpu_now`
+/// is its CPU time to count from.
+pub fn register_thread(tid: i32, cpu_now: u64) {
     if !active() || !PROFILING.load(Ordering::Acquire) {
         return;
     }
@@ -422,6 +470,23 @@ pub fn unregister_current_thread() {
     STACKS.retire(&mut owned.stacks);
     threads::release(slot);
     crate::interpose::restore_mask(blocked);
+    if active() {
+        log::write("thread-end", |line| {
+            line.u64("tid", tid as u64);
+        });
+    }
+}
+
+/// Thread `tid` (of `slot`) has exited without telling us (no
+/// interposition): its clock stops, its blocks are retired.
+pub fn retire_dead_thread(slot: &threads::Slot, tid: i32) {
+    slot.clock.disarm();
+    // SAFETY: the thread is gone, so its handler cannot run on the owned
+    // parts any more; only the watcher calls this.
+    let owned = unsafe { slot.owned() };
+    PROFILE.retire(&mut owned.profile);
+    STACKS.retire(&mut owned.stacks);
+    threads::release(slot);
     if active() {
         log::write("thread-end", |line| {
             line.u64("tid", tid as u64);
@@ -514,7 +579,8 @@ pub fn stop() -> bool {
         crate::interpose::restore_mask(blocked);
     }
     samples::record(SampleCause::End, b"");
-    ACTIVE.store(false, Ordering::Release);
+    watch::stop();
+    ACTIVE.store(false, Ordering::SeqCst);
     for slot in threads::registered() {
         slot.clock.disarm();
     }

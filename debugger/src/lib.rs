@@ -9,6 +9,7 @@ pub mod engine;
 pub mod error;
 pub mod expr;
 pub mod inferior;
+pub mod inject;
 pub mod maps;
 pub mod memory;
 pub mod objects;

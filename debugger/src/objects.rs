@@ -123,7 +123,7 @@ impl LoadedObjects {
                 continue;
             }
             // Not an ELF file (a data file mapped by the program): skip.
-            let Ok(file) = self.open(&path) else {
+            let Some(file) = self.open_mapped(pid, &path, &mappings) else {
                 continue;
             };
             let Some(bias) = load_bias(&file, &mappings) else {
@@ -140,6 +140,37 @@ impl LoadedObjects {
             new_indexes.push(self.list.len() - 1);
         }
         Ok(new_indexes)
+    }
+
+    /// Opens a file the process maps. Its path is the one inside the
+    /// process's mount namespace (a container's libc may not exist here,
+    /// or be another file): the same path under /proc/PID/root is tried
+    /// first when the process has another root, then the mapping itself
+    /// (/proc/PID/map_files, which needs CAP_SYS_ADMIN), then the path as
+    /// seen from here.
+    fn open_mapped(
+        &mut self,
+        pid: i32,
+        path: &Path,
+        mappings: &[&Mapping],
+    ) -> Option<Rc<ObjectFile>> {
+        if !same_root(pid) {
+            let relative = path.strip_prefix("/").unwrap_or(path);
+            let through_root = PathBuf::from(format!("/proc/{pid}/root")).join(relative);
+            if let Ok(file) = self.open(&through_root) {
+                return Some(file);
+            }
+            if let Some(first) = mappings.first() {
+                let mapped = PathBuf::from(format!(
+                    "/proc/{pid}/map_files/{:x}-{:x}",
+                    first.start, first.end
+                ));
+                if let Ok(file) = self.open(&mapped) {
+                    return Some(file);
+                }
+            }
+        }
+        self.open(path).ok()
     }
 
     pub fn main(&self) -> Option<&LoadedObject> {
@@ -180,6 +211,19 @@ impl ObjectLookup for LoadedObjects {
     fn cfi_for(&self, pc: u64) -> Option<(&CfiTable, u64)> {
         let object = self.object_at(pc)?;
         Some((object.cfi()?, object.bias))
+    }
+}
+
+/// Whether process `pid` sees the same root directory as we do (not in
+/// a container or chroot). Unknown counts as the same.
+pub fn same_root(pid: i32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (
+        std::fs::metadata(format!("/proc/{pid}/root/")),
+        std::fs::metadata("/"),
+    ) {
+        (Ok(theirs), Ok(ours)) => theirs.dev() == ours.dev() && theirs.ino() == ours.ino(),
+        _ => true,
     }
 }
 

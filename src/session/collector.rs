@@ -5,6 +5,10 @@
 //! later `__rdbx_collector_*` for pause, resume, samples and disable.
 //! After `collector disable`, `collector enable` starts a new experiment in
 //! the same (still running) process with another `__rdbx_collector_start`.
+//! In a process started without collection (or attached to), `collector
+//! enable` first loads the library with an injected dlopen
+//! (debugger::inject) and starts it with `attach=1`: clock profiling of
+//! every thread, no interposition (docs/architecture.md).
 
 use super::Session;
 use crate::collector::{self, Termination};
@@ -12,6 +16,7 @@ use crate::collector_lib;
 use anyhow::{anyhow, bail, Result};
 use commands::{ArchiveMode, CollectorCommand, ProfileSetting, SampleSetting, StoreSetting};
 use debugger::call::CallArg;
+use debugger::inject::InjectOptions;
 use experiment::Mode;
 use std::path::PathBuf;
 
@@ -169,21 +174,24 @@ impl Session {
     /// (it was started with collection, whose experiment was then closed):
     /// a new experiment, started here by `__rdbx_collector_start`.
     fn start_experiment_in_live_process(&mut self) -> Result<()> {
-        if self
-            .dbg
-            .function_address("__rdbx_collector_start")
-            .is_none()
-        {
-            bail!(
-                "collector enable: libcollector.so is not loaded in this process (it was started without collection), and loading it into a running process is not supported yet; enable before run"
-            );
-        }
         let pid = self.dbg.process()?.pid;
         let settings = &self.collector_settings;
         let name = settings.experiment_name();
         collector::check_new_experiment(&settings.directory, &name)?;
+        let loaded_here = self
+            .dbg
+            .function_address("__rdbx_collector_start")
+            .is_none();
+        if loaded_here {
+            self.load_collector_into_process(pid)?;
+        }
+        let settings = &self.collector_settings;
         let path = collector::create_experiment(&settings.directory, &name)?;
-        let config = settings.config(&path, pid, Mode::Debugger).into_bytes();
+        let mut config = settings.config(&path, pid, Mode::Debugger);
+        if loaded_here {
+            config.push_str(";attach=1");
+        }
+        let config = config.into_bytes();
         let archive = settings.archive;
         self.collector_settings.advance_filename();
         println!("Creating experiment database {} ...", path.display());
@@ -210,6 +218,28 @@ impl Session {
                 Err(e.context("collector enable: the collector did not start"))
             }
         }
+    }
+
+    /// Loads libcollector.so into the stopped process `pid` (not started
+    /// with collection). The experiment directory must be visible to it.
+    fn load_collector_into_process(&mut self, pid: i32) -> Result<()> {
+        let library = collector_lib::locate()?;
+        let directory = std::fs::canonicalize(&self.collector_settings.directory)
+            .unwrap_or_else(|_| self.collector_settings.directory.clone());
+        if !debugger::inject::sees_same_file(pid, &directory) {
+            bail!(
+                "collector enable: process {pid} does not see {} (another mount namespace); store the experiment in a directory it shares with rdbx",
+                directory.display()
+            );
+        }
+        let options = InjectOptions {
+            allow_seccomp_filter: std::env::var_os("RDBX_INJECT_SECCOMP").is_some_and(|v| v == "1"),
+        };
+        let tid = self.dbg.current_tid;
+        let loaded = self.dbg.load_library(tid, &library.path, options);
+        self.after_collector_call();
+        loaded.map_err(|e| anyhow!("collector enable: {e}"))?;
+        Ok(())
     }
 
     fn collector_disable(&mut self) -> Result<()> {

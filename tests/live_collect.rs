@@ -1,0 +1,217 @@
+//! Collection started on a running process: `collector enable` at a stop
+//! of a process rdbx started without collection loads libcollector.so
+//! with an injected dlopen and starts it (`attach=1`). The program
+//! (tests/programs/live_threads.c) measures each thread's own CPU time
+//! after the stop and prints it; the experiment must agree per thread.
+
+mod common;
+
+use common::*;
+use experiment::log::Event;
+use experiment::Experiment;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn live_threads() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build("live_threads"))
+}
+
+fn live_fork() -> &'static Path {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| build("live_fork"))
+}
+
+/// tests/programs/NAME.c at -O0, built once per test binary.
+fn build(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-programs");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let out = dir.join(format!("{name}-{}", std::process::id()));
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/programs/{name}.c"));
+    let status = Command::new("gcc")
+        .args(["-O0", "-g", "-pthread"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .expect("gcc must be installed");
+    assert!(status.success(), "gcc failed on {name}.c");
+    out
+}
+
+/// "cpu TID SECONDS" lines: each thread's CPU after the barrier.
+fn measured_cpu(text: &str) -> HashMap<u32, f64> {
+    text.lines()
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            match words.as_slice() {
+                ["cpu", tid, seconds] => Some((tid.parse().ok()?, seconds.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The program's deterministic lines ("worker N sum X", "done"), sorted
+/// (threads finish in any order).
+fn program_lines(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with("worker ") || *l == "done")
+        .map(str::to_string)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[test]
+fn enable_at_a_stop_profiles_existing_and_new_threads() {
+    let program = live_threads();
+    let plain = Command::new(program)
+        .arg("0.3")
+        .output()
+        .expect("run live_threads");
+    assert!(plain.status.success());
+    let dir = scratch_dir("live-enable");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector store filename live.er",
+            "stop in ready",
+            "run",
+            "collector enable",
+            "cont",
+        ])
+        .prog(program, &["0.3"])
+        .run();
+    let transcript = out.transcript();
+    assert_eq!(
+        program_lines(&out.stdout),
+        program_lines(&String::from_utf8_lossy(&plain.stdout)),
+        "the program's output changed\n{transcript}"
+    );
+    let measured = measured_cpu(&format!("{}\n{}", out.stdout, out.stderr));
+    assert_eq!(
+        measured.len(),
+        5,
+        "four workers and a late thread\n{transcript}"
+    );
+
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
+    let mut recorded: HashMap<u32, u64> = HashMap::new();
+    for event in expt.clock_events().expect("clock events") {
+        *recorded.entry(event.tid).or_default() += u64::from(event.weight_ns);
+    }
+    for (tid, seconds) in &measured {
+        let got = recorded.get(tid).copied().unwrap_or(0) as f64 / 1e9;
+        assert!(
+            (got - seconds).abs() <= seconds * 0.10,
+            "thread {tid}: {got:.3}s recorded, {seconds:.3}s measured by the thread\n{recorded:?}\n{transcript}"
+        );
+    }
+
+    let log: Vec<Event> = expt
+        .log()
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    let kinds = log
+        .iter()
+        .find_map(|e| match e {
+            Event::Other { name, fields } if name == "kinds" => Some(fields.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no kinds line in the log: {log:?}"));
+    let field = |key: &str| {
+        kinds
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    assert_eq!(field("available"), "clock-profile,samples");
+    assert_eq!(field("unavailable"), "heap,sync");
+    assert!(log.iter().any(|e| matches!(e, Event::End)), "{log:?}");
+}
+
+#[test]
+fn a_library_that_does_not_load_gives_dlerror_text() {
+    let dir = scratch_dir("live-dlerror");
+    let not_elf = dir.join("libnot-elf.so");
+    std::fs::write(&not_elf, "this is not a shared library\n").expect("write");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .env("RDBX_COLLECTOR", &not_elf)
+        .cmds(&["stop in ready", "run", "collector enable", "cont"])
+        .prog(live_threads(), &["0.05"])
+        .run();
+    let transcript = out.transcript();
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("cannot load"))
+        .unwrap_or_else(|| panic!("no load error\n{transcript}"));
+    assert!(
+        error.contains(&not_elf.display().to_string())
+            && (error.contains("invalid ELF header") || error.contains("file too short")),
+        "{error}\n{transcript}"
+    );
+    // The process was left as it was: it runs to its end normally.
+    assert!(out.stdout.contains("done"), "{transcript}");
+    assert!(
+        !dir.join("test.1.er").exists(),
+        "no experiment is created when the library does not load"
+    );
+}
+
+#[test]
+fn a_fork_after_enable_writes_the_childs_experiment() {
+    let dir = scratch_dir("live-fork");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&["stop in ready", "run", "collector enable", "cont"])
+        .prog(live_fork(), &[])
+        .run();
+    let transcript = out.transcript();
+    out.assert_out_contains("child done");
+    out.assert_out_contains("parent done");
+    let child = Experiment::open(dir.join("test.1.er/_f1.er"))
+        .unwrap_or_else(|e| panic!("open _f1.er: {e}\n{transcript}"));
+    let log: Vec<Event> = child
+        .log()
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        log.iter().any(|e| matches!(e, Event::Descendant { .. })),
+        "{log:?}"
+    );
+    let child_cpu: u64 = child
+        .clock_events()
+        .expect("events")
+        .iter()
+        .map(|e| u64::from(e.weight_ns))
+        .sum();
+    assert!(
+        child_cpu >= 50_000_000,
+        "the child spun 0.1 s; {child_cpu} ns recorded\n{transcript}"
+    );
+    let parent: Vec<Event> = Experiment::open(dir.join("test.1.er"))
+        .expect("open")
+        .log()
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        parent
+            .iter()
+            .any(|e| matches!(e, Event::Fork { child_expt, .. } if child_expt == "_f1.er")),
+        "{parent:?}"
+    );
+}
