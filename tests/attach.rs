@@ -407,3 +407,55 @@ fn attach_refused_while_debugging_another_process() {
     );
     assert_eq!(target.tracer(), 0);
 }
+
+#[test]
+fn attaching_to_a_collected_process_keeps_its_profile() {
+    // Under `rdbx collect` the clock is perf's sigtrap mode: SIGTRAPs with
+    // si_code TRAP_PERF, which an attached rdbx must pass on, not stop at.
+    let dir = scratch_dir("attach-collect");
+    let mut collect = Command::new(common::rdbx_bin())
+        .arg("collect")
+        .arg(common::prog("callee-O0"))
+        .args(["spin", "1.5"])
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rdbx collect");
+    // The program is rdbx collect's child; wait until it runs.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let target = loop {
+        let children = std::fs::read_to_string(format!(
+            "/proc/{}/task/{}/children",
+            collect.id(),
+            collect.id()
+        ))
+        .unwrap_or_default();
+        if let Some(pid) = children.split_whitespace().next() {
+            break pid.parse::<u32>().expect("pid");
+        }
+        assert!(Instant::now() < deadline, "rdbx collect did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let outcome = attach_with(target, "cont\n");
+    outcome.assert_no_errors();
+    outcome.assert_out_contains("execution completed, exit code is 0");
+    outcome.assert_out_lacks("SIGTRAP");
+    let status = collect.wait().expect("rdbx collect");
+    assert!(status.success());
+    let analysis = Rdbx::interactive()
+        .arg("analyze")
+        .arg(dir.join("test.1.er"))
+        .arg("-c")
+        .arg("functions")
+        .run();
+    let total: f64 = analysis
+        .out_lines()
+        .into_iter()
+        .find(|l| l.trim_end().ends_with("<Total>"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no total\n{}", analysis.transcript()));
+    // About 1.5 s of CPU; the clock kept ticking while attached.
+    assert!(total > 1.0, "{}", analysis.transcript());
+}
