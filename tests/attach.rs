@@ -456,6 +456,7 @@ fn attaching_to_a_collected_process_keeps_its_profile() {
         .find(|l| l.trim_end().ends_with("<Total>"))
         .and_then(|l| l.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("no total\n{}", analysis.transcript()));
-    // About 1.5 s of CPU; the clock kept ticking while attached.
-    assert!(total > 1.0, "{}", analysis.transcript());
+    // It spins 1.5 s of wall time (less CPU on a loaded machine); the
+    // experiment is complete and has clock events.
+    assert!(total > 0.2, "{}", analysis.transcript());
 }
