@@ -32,6 +32,9 @@ struct Options {
     /// Exit after the start-up commands, killing a program rdbx started.
     #[arg(long)]
     batch: bool,
+    /// Attach to the running process PID (PROGRAM, if given, is its executable).
+    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    pid: Option<String>,
     /// The program to debug, and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     program: Vec<String>,
@@ -57,13 +60,18 @@ fn main() {
 fn run(options: Options) -> Result<i32> {
     let mut session = session::Session::new()?;
     let mut load_failed = false;
-    if let Some((program, args)) = options.program.split_first() {
+    input::install_interrupt_handler();
+    if let Some(pid) = &options.pid {
+        if let Err(e) = attach_at_start(&mut session, pid, &options.program) {
+            eprintln!("rdbx: {e:#}");
+            load_failed = true;
+        }
+    } else if let Some((program, args)) = options.program.split_first() {
         if let Err(e) = session.load_program(program, args) {
             eprintln!("rdbx: {e}");
             load_failed = true;
         }
     }
-    input::install_interrupt_handler();
     for script in &options.script {
         session.run_script(script);
     }
@@ -78,4 +86,18 @@ fn run(options: Options) -> Result<i32> {
     }
     session.shutdown();
     Ok(if options.batch && load_failed { 1 } else { 0 })
+}
+
+/// `rdbx -p PID [PROGRAM]`.
+fn attach_at_start(session: &mut session::Session, pid: &str, program: &[String]) -> Result<()> {
+    let pid: i32 = pid
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&pid: &i32| pid > 0)
+        .ok_or_else(|| anyhow::anyhow!("invalid process id \"{pid}\""))?;
+    if program.len() > 1 {
+        anyhow::bail!("-p takes at most one PROGRAM, no arguments");
+    }
+    session.attach(pid, program.first().map(String::as_str))
 }

@@ -89,9 +89,56 @@ impl Session {
         self.quit
     }
 
-    /// Leaves nothing behind: a process we started is killed.
+    /// Leaves nothing behind: a process we started is killed, one we
+    /// attached to is detached and goes on running.
     pub fn shutdown(&mut self) {
+        if self.attached() {
+            if let Err(e) = self.detach() {
+                eprintln!("rdbx: {e:#}");
+            }
+            return;
+        }
         self.kill_process();
+    }
+
+    /// `rdbx -p PID [PROGRAM]` and `attach PID`: attaches, says so and
+    /// shows where the process stopped, as a stop would.
+    pub fn attach(&mut self, pid: i32, program: Option<&str>) -> Result<()> {
+        if self.dbg.is_running() {
+            bail!("a process is already being debugged (kill or detach first)");
+        }
+        let program = program.map(find_program).transpose()?;
+        self.dbg.attach(pid, program.as_deref())?;
+        self.completion = None;
+        let threads = self.dbg.process()?.threads.len();
+        let shown = self
+            .dbg
+            .program
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        let plural = if threads == 1 { "" } else { "s" };
+        println!("Attached to process {pid} (program {shown}), {threads} thread{plural}");
+        self.print_notices();
+        let stop = Stop {
+            tid: self.dbg.current_tid,
+            reason: StopReason::Interrupted,
+        };
+        self.report_stop(&stop);
+        Ok(())
+    }
+
+    /// Lets the process go on untraced (breakpoints stay defined).
+    fn detach(&mut self) -> Result<()> {
+        let pid = self.dbg.process()?.pid;
+        self.dbg.detach()?;
+        println!("Detached from process {pid}");
+        Ok(())
+    }
+
+    /// The process being debugged was attached to, not started by us.
+    fn attached(&self) -> bool {
+        self.dbg.process.as_ref().is_some_and(|p| !p.started_here)
     }
 
     pub fn completion_words(&mut self) -> Rc<CompletionWords> {
@@ -173,9 +220,11 @@ impl Session {
                 self.quit = true;
                 Ok(())
             }
-            Command::Attach { .. } | Command::Detach => {
-                bail!("attach and detach are not available yet")
+            Command::Attach { pid } => {
+                let pid = i32::try_from(pid).map_err(|_| anyhow!("no process {pid}"))?;
+                self.attach(pid, None)
             }
+            Command::Detach => self.detach(),
             Command::Stop(spec) => self.add_breakpoint(spec, Action::Stop),
             Command::Halt => bail!(
                 "\"stop\" needs a location (stop in FUNC, stop at LINE); a bare \"stop\" belongs in a when body"

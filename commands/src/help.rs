@@ -75,7 +75,10 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "attach PID",
         "debug a running process",
-        "Attach to the running process PID and stop it.",
+        "Attach to the running process PID and stop every one of its threads; the program is \
+         found from /proc/PID/exe and breakpoints already set are inserted. rdbx -p PID [PROGRAM] \
+         does the same at start-up. Refused while another process is being debugged (kill or \
+         detach first), or when the process is another user's or already traced.",
         "attach 4242",
     ),
     entry(
@@ -83,7 +86,9 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "detach",
         "let the process run free",
-        "Remove breakpoints and let the process continue without the debugger.",
+        "Remove breakpoints from the process (they stay defined for a later run or attach), put \
+         back what rdbx changed and let it continue untraced; a signal it was stopped with is \
+         delivered to it, not lost. quit (and kill) detach from a process rdbx attached to.",
         "detach",
     ),
     entry(

@@ -114,16 +114,16 @@ pub struct Debugger {
     pub last_launch: Option<LaunchSpec>,
     pub(crate) disassembler: Disassembler,
     pub(crate) step_resume: Option<StepResume>,
-    deferred: VecDeque<WaitEvent>,
+    pub(crate) deferred: VecDeque<WaitEvent>,
     /// A vfork child shares our memory: breakpoints are out until it execs or exits.
-    vfork_in_progress: bool,
+    pub(crate) vfork_in_progress: bool,
     /// Conditions that failed to evaluate at the last stop, with why.
     condition_failures: Vec<(u32, String)>,
     /// Forked children whose first stop came before the fork event.
-    early_children: Vec<i32>,
+    pub(crate) early_children: Vec<i32>,
     /// The entry-point stop asked for by `stop_at_entry` has happened and
     /// nobody has taken note of it yet.
-    entry_reached: bool,
+    pub(crate) entry_reached: bool,
 }
 
 impl Debugger {
@@ -197,13 +197,19 @@ impl Debugger {
 
     /// Kills the process we started (or detaches from one we attached to).
     pub fn kill(&mut self) {
+        if self.process.as_ref().is_some_and(|p| !p.started_here) {
+            // Never kill a process we attached to: it goes on running. A
+            // failed detach has already let go of every thread it could.
+            let _ = self.detach();
+            return;
+        }
         if let Some(mut process) = self.process.take() {
             process.kill();
         }
         self.after_process_gone();
     }
 
-    fn after_process_gone(&mut self) {
+    pub(crate) fn after_process_gone(&mut self) {
         self.process = None;
         self.breakpoints.forget_sites();
         self.step_resume = None;
@@ -350,7 +356,7 @@ impl Debugger {
     /// Resolves and inserts every user breakpoint (after start, exec or a
     /// library load). Pending ones that resolve for the first time are
     /// announced.
-    fn resolve_all_breakpoints(&mut self) {
+    pub(crate) fn resolve_all_breakpoints(&mut self) {
         let ids: Vec<u32> = self.breakpoints.user.keys().copied().collect();
         for id in ids {
             let Some(bp) = self.breakpoints.user.get(&id) else {
@@ -394,7 +400,7 @@ impl Debugger {
         Ok(())
     }
 
-    fn insert_loader_breakpoint(&mut self) {
+    pub(crate) fn insert_loader_breakpoint(&mut self) {
         let Some(process) = &self.process else {
             return;
         };
@@ -716,6 +722,14 @@ impl Debugger {
                     if let Some(p) = self.process.as_mut() {
                         if let Some(thread) = p.thread_mut(tid) {
                             thread.state = ThreadState::Stopped;
+                            if signal == libc::SIGTRAP && is_perf_trap(tid) {
+                                // The collector's clock ticked before the
+                                // instruction ran: deliver it on resume.
+                                thread.pending_signal = signal;
+                                thread.pending_siginfo = ptrace::siginfo(tid).ok();
+                                ptrace::single_step(tid, 0)?;
+                                continue;
+                            }
                             if signal != libc::SIGTRAP {
                                 if signal == libc::SIGSTOP && thread.sigstop_expected {
                                     thread.sigstop_expected = false;
@@ -841,7 +855,7 @@ impl Debugger {
 
     /// If `tid` just trapped on one of our int3s, puts its pc back on the
     /// breakpoint and returns true.
-    fn rewind_if_breakpoint(&mut self, tid: Tid) -> Result<bool> {
+    pub(crate) fn rewind_if_breakpoint(&mut self, tid: Tid) -> Result<bool> {
         let process = self.process.as_ref().ok_or(Error::NoProcess)?;
         let mut regs = process.regs(tid)?;
         let address = regs.rip.wrapping_sub(1);
@@ -958,7 +972,7 @@ impl Debugger {
     /// A forked child runs free: take our breakpoints out of its memory
     /// and detach. A vfork child shares our memory, so the breakpoints are
     /// taken out of it until the child execs or exits (VFORK_DONE).
-    fn release_child(&mut self, child: i32, shares_memory: bool) -> Result<()> {
+    pub(crate) fn release_child(&mut self, child: i32, shares_memory: bool) -> Result<()> {
         // The child starts with a SIGSTOP; wait for it before touching it
         // (unless it was already seen).
         if let Some(i) = self.early_children.iter().position(|&c| c == child) {
@@ -1076,7 +1090,17 @@ impl Debugger {
         if !self.rewind_if_breakpoint(tid)? {
             let info = ptrace::siginfo(tid)?;
             // A stray single-step trap (TRAP_TRACE) is ours too.
-            if info.si_code == 2 {
+            if info.si_code == ptrace::TRAP_TRACE {
+                self.resume_thread(tid)?;
+                return Ok(Trap::Handled);
+            }
+            if info.si_code == ptrace::TRAP_PERF {
+                // The collector's perf-event clock (sigtrap delivery): the
+                // program's own tick, passed on silently like SIGPROF
+                // whatever the SIGTRAP disposition says.
+                if let Some(thread) = self.process_mut()?.thread_mut(tid) {
+                    thread.pending_signal = libc::SIGTRAP;
+                }
                 self.resume_thread(tid)?;
                 return Ok(Trap::Handled);
             }
@@ -1288,8 +1312,13 @@ impl Debugger {
     }
 }
 
+/// A SIGTRAP stop of `tid` raised by a perf event (the collector's clock).
+fn is_perf_trap(tid: Tid) -> bool {
+    ptrace::siginfo(tid).is_ok_and(|info| info.si_code == ptrace::TRAP_PERF)
+}
+
 /// The process a task belongs to (its thread group), from /proc.
-fn thread_group_of(tid: Tid) -> Option<i32> {
+pub(crate) fn thread_group_of(tid: Tid) -> Option<i32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
     status
         .lines()

@@ -129,6 +129,17 @@ impl Inferior {
         Ok(inferior)
     }
 
+    /// A process we attached to (see `Debugger::attach`), no thread known yet.
+    pub fn attached(pid: i32) -> Result<Inferior> {
+        Ok(Inferior {
+            pid,
+            memory: Memory::open(pid)?,
+            threads: BTreeMap::new(),
+            next_thread_number: 1,
+            started_here: false,
+        })
+    }
+
     pub fn add_thread(&mut self, tid: Tid, state: ThreadState) -> &mut Thread {
         if !self.threads.contains_key(&tid) {
             let number = self.next_thread_number;
@@ -221,6 +232,8 @@ impl Inferior {
     }
 
     /// Kills the process and reaps every task, so nothing is left behind.
+    /// Only for a process we started: one we attached to is detached
+    /// instead (`Debugger::kill` does that).
     pub fn kill(&mut self) {
         // SAFETY: plain kill(2).
         unsafe { libc::kill(self.pid, libc::SIGKILL) };

@@ -2,6 +2,7 @@
 //! DWARF), unwinding, disassembly and expressions. It performs no terminal
 //! I/O of its own; the `rdbx` binary drives it and prints what it returns.
 
+pub mod attach;
 pub mod breakpoints;
 pub mod call;
 pub mod disasm;

@@ -17,6 +17,13 @@ pub const OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
     | libc::PTRACE_O_TRACEVFORKDONE
     | libc::PTRACE_O_TRACEEXEC;
 
+/// `si_code` of a SIGTRAP raised by a perf event with `sigtrap` set (the
+/// collector's clock); not in libc yet.
+pub const TRAP_PERF: i32 = 6;
+
+/// `si_code` of a single-step trap.
+pub const TRAP_TRACE: i32 = 2;
+
 /// What `waitpid` reported for one task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitEvent {
@@ -121,6 +128,12 @@ pub fn cont(tid: Tid, signal: i32) -> Result<()> {
 pub fn single_step(tid: Tid, signal: i32) -> Result<()> {
     // SAFETY: as for cont.
     check(unsafe { libc::ptrace(libc::PTRACE_SINGLESTEP, tid, 0usize, signal as usize) }).map(drop)
+}
+
+/// PTRACE_ATTACH: the thread is sent a SIGSTOP and stops when it takes it.
+pub fn attach(tid: Tid) -> Result<()> {
+    // SAFETY: no pointers are passed.
+    check(unsafe { libc::ptrace(libc::PTRACE_ATTACH, tid, 0usize, 0usize) }).map(drop)
 }
 
 pub fn detach(tid: Tid, signal: i32) -> Result<()> {
