@@ -131,6 +131,7 @@ impl Session {
     /// Lets the process go on untraced (breakpoints stay defined).
     fn detach(&mut self) -> Result<()> {
         let pid = self.dbg.process()?.pid;
+        self.collection_detached();
         self.dbg.detach()?;
         println!("Detached from process {pid}");
         Ok(())
@@ -212,8 +213,13 @@ impl Session {
             }
             Command::Kill => {
                 let pid = self.dbg.process()?.pid;
+                let attached = self.attached();
                 self.kill_process();
-                println!("process {pid} killed");
+                match attached {
+                    // As gdb: `kill` never kills what we did not start.
+                    true => println!("Detached from process {pid} (rdbx kills only processes it started)"),
+                    false => println!("process {pid} killed"),
+                }
                 Ok(())
             }
             Command::Quit => {

@@ -215,3 +215,85 @@ fn a_fork_after_enable_writes_the_childs_experiment() {
         "{parent:?}"
     );
 }
+
+/// The issue's own case: a process already running (not started by rdbx)
+/// is attached to with `rdbx -p`, `collector enable` loads the collector,
+/// `detach` leaves it collecting, and the process closes the experiment
+/// when it exits. Four workers and a thread born after the enable are all
+/// profiled, each within 10% of the CPU it measured itself.
+#[test]
+fn attach_enable_and_detach_profiles_a_running_process() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let program = live_threads();
+    let plain = Command::new(program)
+        .arg("0.3")
+        .output()
+        .expect("run live_threads");
+    let dir = scratch_dir("live-attach");
+    let mut target = Command::new(program)
+        .args(["0.3", "wait"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start live_threads");
+    let mut stdout = BufReader::new(target.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("read");
+    assert_eq!(first, "waiting\n");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .arg("-p")
+        .arg(target.id().to_string())
+        .cmds(&[
+            "collector store filename live.er",
+            "collector enable",
+            "detach",
+        ])
+        .run();
+    let transcript = out.transcript();
+    assert!(
+        out.stdout.contains("collection goes on in the process"),
+        "{transcript}"
+    );
+    target
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go")
+        .expect("release the program");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("stdout");
+    let mut errors = String::new();
+    std::io::Read::read_to_string(&mut target.stderr.take().expect("stderr"), &mut errors)
+        .expect("stderr");
+    let status = target.wait().expect("wait");
+    assert!(status.success(), "{rest}\n{errors}\n{transcript}");
+    assert_eq!(
+        program_lines(&rest),
+        program_lines(&String::from_utf8_lossy(&plain.stdout)),
+        "the program's output changed\n{transcript}"
+    );
+    let measured = measured_cpu(&errors);
+    assert_eq!(measured.len(), 5, "{errors}");
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
+    let mut recorded: HashMap<u32, u64> = HashMap::new();
+    for event in expt.clock_events().expect("clock events") {
+        *recorded.entry(event.tid).or_default() += u64::from(event.weight_ns);
+    }
+    for (tid, seconds) in &measured {
+        let got = recorded.get(tid).copied().unwrap_or(0) as f64 / 1e9;
+        assert!(
+            (got - seconds).abs() <= seconds * 0.10,
+            "thread {tid}: {got:.3}s recorded, {seconds:.3}s measured\n{recorded:?}\n{transcript}"
+        );
+    }
+    // Closed by the collector itself when the process exited.
+    let log = expt.log().expect("log");
+    assert!(
+        log.iter().any(|e| matches!(e.event, Event::End)),
+        "no end line\n{log:?}"
+    );
+}

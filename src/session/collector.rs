@@ -34,6 +34,9 @@ pub(super) enum ExperimentState {
     Closed,
     /// The collector could not be started; the program ran without it.
     Failed,
+    /// rdbx detached while collecting: the collector goes on in the
+    /// process and closes the experiment (`end`) when the process exits.
+    Detached,
 }
 
 impl ExperimentState {
@@ -44,6 +47,7 @@ impl ExperimentState {
             ExperimentState::Paused => "paused",
             ExperimentState::Closed => "closed",
             ExperimentState::Failed => "failed (no data collected)",
+            ExperimentState::Detached => "left collecting in the detached process",
         }
     }
 }
@@ -457,10 +461,54 @@ impl Session {
     }
 
     /// Kills the process (kill, rerun, quit) and closes its experiment.
+    /// A process we attached to is detached instead (see `detach`).
     pub(super) fn kill_process(&mut self) {
         if self.dbg.is_running() {
+            if self.dbg.process.as_ref().is_some_and(|p| !p.started_here) {
+                self.collection_detached();
+            }
             self.dbg.kill();
-            self.collection_ended(Termination::Signal(libc::SIGKILL));
+            if self.dbg.process.is_none() && self.experiment_is_open() {
+                self.collection_ended(Termination::Signal(libc::SIGKILL));
+            }
+        }
+    }
+
+    fn experiment_is_open(&self) -> bool {
+        self.experiment.as_ref().is_some_and(|e| !e.finished)
+            || !self.earlier_experiments.is_empty()
+    }
+
+    /// Before a detach: the experiments of this process stay with it. An
+    /// active one goes on collecting and the collector writes `end` when
+    /// the process exits; nobody will be there to see the exit, so the
+    /// archive (of the objects loaded so far) is written now and no
+    /// `terminated` line ever is.
+    pub(super) fn collection_detached(&mut self) {
+        let earlier = std::mem::take(&mut self.earlier_experiments);
+        let current = self.experiment.as_mut().filter(|e| !e.finished);
+        for e in earlier.iter().chain(current.as_deref()) {
+            if e.archive != ArchiveMode::Off {
+                let copy = e.archive == ArchiveMode::Copy;
+                match experiment::archive::write_archive(&e.path, copy) {
+                    Ok(summary) => {
+                        for w in summary.warnings {
+                            eprintln!("rdbx: warning: archive: {w}");
+                        }
+                    }
+                    Err(problem) => eprintln!("rdbx: warning: archive: {problem}"),
+                }
+            }
+        }
+        if let Some(e) = current {
+            e.finished = true;
+            if matches!(e.state, ExperimentState::Active | ExperimentState::Paused) {
+                e.state = ExperimentState::Detached;
+                println!(
+                    "collection goes on in the process; {} is closed when it exits",
+                    e.path.display()
+                );
+            }
         }
     }
 

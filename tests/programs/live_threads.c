@@ -6,7 +6,9 @@
  * does the same over its whole life. Lines:
  *   "cpu TID SECONDS"        (the thread's own measurement, to stderr)
  *   "worker N sum X"         (deterministic, to stdout)
- * Usage: live_threads [SECONDS]   (default 0.3) */
+ * Usage: live_threads [SECONDS [wait]]   (default 0.3). With `wait`, main
+ * prints "waiting" and reads one byte from stdin before ready(): the test
+ * attaches to the running process and starts collection meanwhile. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +75,12 @@ int main(int argc, char **argv)
     /* Give the workers time to reach the barrier (they block in futex). */
     struct timespec pause = {0, 20 * 1000 * 1000};
     nanosleep(&pause, NULL);
+    if (argc > 2) {
+        char byte;
+        printf("waiting\n");
+        if (read(0, &byte, 1) != 1)
+            return 1;
+    }
     ready();
     pthread_barrier_wait(&barrier);
     /* A thread born after `collector enable`: found by the watcher. */
