@@ -159,9 +159,16 @@ impl Debugger {
     /// and the result is decoded with its return type (`int` when
     /// unknown). `None` for a void function.
     pub fn call(&mut self, tid: Tid, name: &str, args: &[Argument]) -> Result<Option<Value>> {
-        let address = self
+        let (address, ifunc) = self
             .callable_address(name)
             .ok_or_else(|| Error::NoSuchFunction(name.to_string()))?;
+        let address = if ifunc {
+            // An indirect function (glibc's strlen...): its resolver gives
+            // the implementation for this machine.
+            self.call_passed(tid, address, name, &[], false)?.rax
+        } else {
+            address
+        };
         let prototype = self.prototype_of(address, name);
         if let Some(p) = &prototype {
             check_return_type(name, &p.return_type)?;
@@ -189,9 +196,10 @@ impl Debugger {
             .find_map(|o| o.file.declared_prototype(name))
     }
 
-    /// The address a call of `name` goes to: the executable's own
-    /// definition first, then the libraries' (the dynamic linker's order).
-    fn callable_address(&self, name: &str) -> Option<u64> {
+    /// The address a call of `name` goes to, and whether it is an
+    /// indirect function's resolver: the executable's own definition
+    /// first, then the libraries' (the dynamic linker's order).
+    fn callable_address(&self, name: &str) -> Option<(u64, bool)> {
         let main = self.objects.main().map(|o| o.path.clone());
         let defined_in = |object: &crate::objects::LoadedObject| {
             object
@@ -199,7 +207,10 @@ impl Debugger {
                 .lookup_symbol(name)
                 .into_iter()
                 .find(|s| s.is_function && s.address != 0)
-                .map(|s| object.runtime_address(s.address))
+                .map(|s| {
+                    let ifunc = is_indirect_function(object.file.elf_bytes(), name);
+                    (object.runtime_address(s.address), ifunc)
+                })
         };
         let (executable, libraries): (Vec<_>, Vec<_>) = self
             .objects
@@ -214,7 +225,7 @@ impl Debugger {
                 // A static function the symbol table does not name.
                 self.objects.list.iter().find_map(|object| {
                     let function = object.file.find_functions(name).into_iter().next()?;
-                    Some(object.runtime_address(function.low_pc))
+                    Some((object.runtime_address(function.low_pc), false))
                 })
             })
     }
@@ -417,9 +428,7 @@ impl Debugger {
                     let mut text = bytes.clone();
                     text.push(0);
                     sp = sp.wrapping_sub(text.len() as u64);
-                    memory
-                        .write(sp, &text)
-                        .map_err(CallFailure::from_error)?;
+                    memory.write(sp, &text).map_err(CallFailure::from_error)?;
                     (sp, false)
                 }
             };
@@ -552,7 +561,9 @@ impl Debugger {
             {
                 // Reported to the user by the next resume.
                 self.defer(event);
-                Err(CallFailure::ProcessChanged(ended_during_call(event, pid, name)))
+                Err(CallFailure::ProcessChanged(ended_during_call(
+                    event, pid, name,
+                )))
             }
             // Other threads' business waits until the program resumes.
             other => {
@@ -740,6 +751,22 @@ impl Debugger {
     }
 }
 
+/// Whether `name` is an `STT_GNU_IFUNC` symbol of the ELF file `elf`.
+fn is_indirect_function(elf: &[u8], name: &str) -> bool {
+    use object::{Object, ObjectSymbol};
+    const STT_GNU_IFUNC: u8 = 10;
+    let Ok(file) = object::File::parse(elf) else {
+        return false;
+    };
+    file.dynamic_symbols()
+        .chain(file.symbols())
+        .filter(|s| s.name() == Ok(name))
+        .any(|s| {
+            matches!(s.flags(), object::SymbolFlags::Elf { st_info, .. }
+                if st_info & 0xf == STT_GNU_IFUNC)
+        })
+}
+
 /// The error message for the process (or calling thread) ending in a call.
 fn ended_during_call(event: WaitEvent, pid: i32, name: &str) -> String {
     match event {
@@ -750,18 +777,13 @@ fn ended_during_call(event: WaitEvent, pid: i32, name: &str) -> String {
             "the program was killed by {} during the call to {name}",
             signal_name(signal)
         ),
-        other => format!(
-            "thread {} exited during the call to {name}",
-            other.tid()
-        ),
+        other => format!("thread {} exited during the call to {name}", other.tid()),
     }
 }
 
 /// rax, xmm0 and st0 of the thread at the return trap.
 fn read_returned(tid: Tid, float_result: bool) -> CallResult<Returned> {
-    let rax = ptrace::get_regs(tid)
-        .map_err(CallFailure::from_error)?
-        .rax;
+    let rax = ptrace::get_regs(tid).map_err(CallFailure::from_error)?.rax;
     let (xmm0, st0) = if float_result {
         let vector = VectorState::read(tid).map_err(CallFailure::from_error)?;
         (vector.xmm(0), vector.st0())
@@ -1011,7 +1033,10 @@ mod tests {
         );
         let three = [args[0].clone(), args[1].clone(), args[1].clone()];
         let error = pass_arguments("f", Some(&p), &three).unwrap_err();
-        assert!(error.to_string().starts_with("too many arguments"), "{error}");
+        assert!(
+            error.to_string().starts_with("too many arguments"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -1036,7 +1061,9 @@ mod tests {
         // Variadic: the extra arguments are promoted.
         let p = prototype(vec![integer(4, true)], true);
         assert_eq!(
-            pass_arguments("printf", Some(&p), &args[1..]).unwrap_err().to_string(),
+            pass_arguments("printf", Some(&p), &args[1..])
+                .unwrap_err()
+                .to_string(),
             "argument 1 of printf is a \"int\": a string cannot be passed there"
         );
     }

@@ -133,7 +133,9 @@ impl VectorState {
     pub fn read(tid: crate::ptrace::Tid) -> crate::Result<VectorState> {
         match crate::ptrace::get_xstate(tid) {
             Ok(area) if area.len() >= XSTATE_BV + 8 => Ok(VectorState::Xsave(area)),
-            _ => Ok(VectorState::Fxsave(Box::new(crate::ptrace::get_fpregs(tid)?))),
+            _ => Ok(VectorState::Fxsave(Box::new(crate::ptrace::get_fpregs(
+                tid,
+            )?))),
         }
     }
 

@@ -15,13 +15,20 @@ use crate::value::Value;
 pub enum ValueClass {
     Void,
     /// Integers, characters, bool and enums: a general register.
-    Integer { size: u8, signed: bool },
+    Integer {
+        size: u8,
+        signed: bool,
+    },
     /// Pointers and references: a general register.
     Pointer,
     /// `float` (4), `double` (8): an xmm register; `long double` (16): memory/x87.
-    Float { size: u8 },
+    Float {
+        size: u8,
+    },
     /// Structures, unions, arrays and anything else passed by value.
-    Aggregate { size: u64 },
+    Aggregate {
+        size: u64,
+    },
 }
 
 /// One parameter or return type.
@@ -51,7 +58,9 @@ impl ObjectFile {
     /// (a file address), when DWARF describes it.
     pub fn prototype(&self, function_low_pc: u64) -> Option<Prototype> {
         let data = self.dwarf.as_ref()?;
-        let cu = data.cu_for_address(function_low_pc)?;
+        let cu = data
+            .cu_for_address(function_low_pc)
+            .filter(|cu| has_prototypes(cu))?;
         let function = subprogram_at(&data.dwarf, &cu, function_low_pc)?;
         let types = types_of(&data.dwarf, &cu, None, &|_| None);
         Some(prototype_of(&types, &cu.unit, function))
@@ -86,7 +95,9 @@ impl ObjectFile {
         frame: &dyn FrameContext,
     ) -> Option<Value> {
         let data = self.dwarf.as_ref()?;
-        let cu = data.cu_for_address(function_low_pc)?;
+        let cu = data
+            .cu_for_address(function_low_pc)
+            .filter(|cu| has_prototypes(cu))?;
         let function = subprogram_at(&data.dwarf, &cu, function_low_pc)?;
         let return_type = match attr_through_origin(&cu.unit, function, gimli::DW_AT_type)? {
             (_, AttributeValue::UnitRef(o)) => o,
@@ -98,6 +109,12 @@ impl ObjectFile {
         let size = (types.size(return_type)? as usize).min(bytes.len());
         Some(types.decode(Some(return_type), &bytes[..size], 0))
     }
+}
+
+/// Whether a unit's functions have types: not the ones an assembler
+/// describes (glibc's system call stubs), which have none.
+fn has_prototypes(cu: &CuData) -> bool {
+    cu.language != Some(gimli::DW_LANG_Mips_Assembler)
 }
 
 fn types_of<'a>(
