@@ -109,7 +109,7 @@ enum CallFailure {
     /// (a signal that arrived during the call) is left for it to receive.
     Abandoned {
         message: String,
-        pending: Option<(i32, Option<libc::siginfo_t>)>,
+        pending: Option<Pending>,
     },
     /// The process ended or exec'd: nothing can be put back.
     ProcessChanged(String),
@@ -129,6 +129,10 @@ impl CallFailure {
 }
 
 type CallResult<T> = std::result::Result<T, CallFailure>;
+
+/// A signal that arrived during a call, with its siginfo, to be delivered
+/// after it.
+type Pending = Box<(i32, Option<libc::siginfo_t>)>;
 
 impl Debugger {
     /// Calls the function at `address` in the stopped thread `tid` with
@@ -375,7 +379,7 @@ impl Debugger {
         &mut self,
         tid: Tid,
         saved: &SavedThread,
-        pending: Option<(i32, Option<libc::siginfo_t>)>,
+        pending: Option<Pending>,
     ) -> Result<()> {
         let process = self.process_mut()?;
         let pid = process.pid;
@@ -391,7 +395,7 @@ impl Debugger {
         thread.pending_signal = saved.pending_signal;
         thread.pending_siginfo = saved.pending_siginfo;
         thread.pass_at = saved.pass_at;
-        if let Some((signal, info)) = pending {
+        if let Some((signal, info)) = pending.map(|p| *p) {
             if thread.pending_signal == 0 {
                 thread.pending_signal = signal;
                 thread.pending_siginfo = info;
@@ -646,7 +650,7 @@ impl Debugger {
                  thread's state restored{kept}",
                 signal_name(signal)
             ),
-            pending: pass.then_some((signal, info)),
+            pending: pass.then(|| Box::new((signal, info))),
         })
     }
 
@@ -729,7 +733,7 @@ impl Debugger {
                     let info = ptrace::siginfo(tid).ok();
                     return Err(CallFailure::Abandoned {
                         message,
-                        pending: keep.then_some((signal, info)),
+                        pending: keep.then(|| Box::new((signal, info))),
                     });
                 }
                 WaitEvent::Exited { tid: t, .. } | WaitEvent::Killed { tid: t, .. }
