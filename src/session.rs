@@ -300,6 +300,8 @@ impl Session {
                 Ok(())
             }
             Command::Print(spec) => self.print(spec),
+            Command::Call(text) => self.call(&text),
+            Command::Dbxenv { name, value } => self.dbxenv(name.as_deref(), value.as_deref()),
             Command::Whatis(text) | Command::Ptype(text) => {
                 let value = self.evaluate(&text)?;
                 println!("type = {}", value.type_name());
@@ -1146,7 +1148,24 @@ impl Session {
     }
 
     fn print(&mut self, spec: PrintSpec) -> Result<()> {
-        let value = self.evaluate(&spec.expr)?;
+        let expr = expr::parse(&spec.expr)?;
+        let value = match self.evaluate_with_calls(&expr)? {
+            Evaluated::Value(value) => value,
+            Evaluated::Reported => return Ok(()),
+            // A void function's call, shown as gdb shows it.
+            Evaluated::Void if spec.gdb_style => {
+                println!("${} = void", self.history.len() + 1);
+                self.history.push(Value::Composite {
+                    type_name: "void".into(),
+                    text: "void".into(),
+                });
+                return Ok(());
+            }
+            Evaluated::Void => {
+                println!("{} = void", spec.expr.trim());
+                return Ok(());
+            }
+        };
         let shown = match spec.format {
             Some(letter) => format_with(&value, letter)?,
             None => value.to_string(),
@@ -1156,6 +1175,60 @@ impl Session {
             println!("${} = {shown}", self.history.len());
         } else {
             println!("{} = {shown}", spec.expr.trim());
+        }
+        Ok(())
+    }
+
+    /// `call FUNC(ARGS)`: like print, but a void result shows nothing.
+    fn call(&mut self, text: &str) -> Result<()> {
+        let expr = expr::parse(text)?;
+        if !matches!(expr, expr::Expr::Call { .. }) {
+            bail!("call: expected FUNC(ARGS), as in call f(1, \"text\")");
+        }
+        if let Evaluated::Value(value) = self.evaluate_with_calls(&expr)? {
+            println!("{} = {value}", text.trim());
+        }
+        Ok(())
+    }
+
+    /// Evaluates a `print` or `call` expression, whose function calls run
+    /// in the current thread. If the program ended during a call, the
+    /// error is shown and then the end is reported as the stop it is.
+    fn evaluate_with_calls(&mut self, expr: &expr::Expr) -> Result<Evaluated> {
+        let context = CallingEval {
+            dbg: std::cell::RefCell::new(&mut self.dbg),
+        };
+        let outcome = expr::evaluate_statement(expr, &context);
+        if self.dbg.is_running() && self.dbg.process_has_ended() {
+            if let Err(e) = &outcome {
+                eprintln!("rdbx: {e}");
+            }
+            self.resume(|dbg, conditions| dbg.cont(conditions))?;
+            return Ok(Evaluated::Reported);
+        }
+        Ok(match outcome? {
+            Some(value) => Evaluated::Value(value),
+            None => Evaluated::Void,
+        })
+    }
+
+    /// `dbxenv [NAME [VALUE]]`.
+    fn dbxenv(&mut self, name: Option<&str>, value: Option<&str>) -> Result<()> {
+        match (name, value) {
+            (None, _) | (Some("call_timeout"), None) => {
+                println!("call_timeout  {}", self.dbg.call_timeout.as_secs_f64());
+            }
+            (Some("call_timeout"), Some(text)) => {
+                let seconds = text
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9)
+                    .ok_or_else(|| {
+                        anyhow!("call_timeout: \"{text}\" is not a number of seconds")
+                    })?;
+                self.dbg.call_timeout = std::time::Duration::from_secs_f64(seconds);
+            }
+            (Some(other), _) => bail!("dbxenv: unknown setting \"{other}\""),
         }
         Ok(())
     }
@@ -1325,6 +1398,48 @@ impl EvalContext for SessionEval<'_> {
 
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
         self.dbg.read_memory(addr, buf)
+    }
+}
+
+/// What a `print` or `call` expression gave.
+enum Evaluated {
+    Value(Value),
+    /// A void function was called.
+    Void,
+    /// The program ended during a call; that has been reported.
+    Reported,
+}
+
+/// The expressions of `print` and `call`: what `SessionEval` sees, and
+/// function calls that run in the current thread.
+struct CallingEval<'a> {
+    dbg: std::cell::RefCell<&'a mut Debugger>,
+}
+
+impl EvalContext for CallingEval<'_> {
+    fn variable(&self, name: &str) -> debugger::Result<Value> {
+        let dbg = self.dbg.borrow();
+        SessionEval { dbg: &dbg }.variable(name)
+    }
+
+    fn register(&self, name: &str) -> Option<Value> {
+        let dbg = self.dbg.borrow();
+        SessionEval { dbg: &dbg }.register(name)
+    }
+
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
+        let dbg = self.dbg.borrow();
+        SessionEval { dbg: &dbg }.read_memory(addr, buf)
+    }
+
+    fn call(
+        &self,
+        function: &str,
+        args: &[debugger::call::Argument],
+    ) -> debugger::Result<Option<Value>> {
+        let mut dbg = self.dbg.borrow_mut();
+        let tid = dbg.current_tid;
+        dbg.call(tid, function, args)
     }
 }
 

@@ -134,6 +134,9 @@ pub enum Command {
         target: String,
         value: String,
     },
+    /// `call FUNC(ARGS)`: call a function of the program in the current
+    /// thread; a non-void result is printed. The text is the expression.
+    Call(String),
 
     // ---- signals ----
     /// `catch`, `ignore`, `handle`, `info signals`.
@@ -148,7 +151,17 @@ pub enum Command {
     Collector(crate::collector::CollectorCommand),
     /// `analyze [...]`, kept as raw text until the analyzer exists.
     Analyze(Option<String>),
+    /// `dbxenv [NAME [VALUE]]` (gdb-like: `set call-timeout SECONDS`):
+    /// show or change a debugger setting. `name` is one of
+    /// [`DBXENV_SETTINGS`](crate::DBXENV_SETTINGS).
+    Dbxenv {
+        name: Option<String>,
+        value: Option<String>,
+    },
 }
+
+/// The settings `dbxenv` knows.
+pub const DBXENV_SETTINGS: &[&str] = &["call_timeout"];
 
 /// A place to stop or look at.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -373,6 +373,20 @@ static COMMANDS: &[CommandHelp] = &[
         "assign count = 0",
     ),
     entry(
+        "call",
+        &[],
+        "call FUNC(ARGS)",
+        "call a function of the program",
+        "Call FUNC in the current thread with ARGS (expressions: numbers, characters, \
+         \"strings\" copied into the program, variables, registers), converted to the types of \
+         FUNC's parameters as C would. A non-void result is printed as print shows it; \
+         print FUNC(ARGS) works too. Registers (vector ones included) and a system call the \
+         thread was in are restored afterwards. A breakpoint, a crash or another signal \
+         during the call abandons it and says so; so does a call still running after \
+         call_timeout seconds (see dbxenv).",
+        "call record(\"x\", 2.5)",
+    ),
+    entry(
         "catch",
         &[],
         "catch [SIGNAL...]",
@@ -569,6 +583,16 @@ static COMMANDS: &[CommandHelp] = &[
         "version of the collector library",
         "Show the version of libcollector.so that the next experiment will use, and where it is.",
         "collector version",
+    ),
+    entry(
+        "dbxenv",
+        &[],
+        "dbxenv [NAME [VALUE]] | set call-timeout SECONDS",
+        "show or change debugger settings",
+        "With no argument, list the settings; with NAME, show one; with NAME VALUE, change \
+         it. call_timeout: seconds an injected call (call, print FUNC(ARGS)) may run before \
+         it is abandoned and the thread's state restored (default 10).",
+        "dbxenv call_timeout 2",
     ),
     entry(
         "analyze",

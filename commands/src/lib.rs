@@ -33,7 +33,7 @@ pub use collector::{
 };
 pub use command::{
     BreakpointSpec, Command, Delivery, Disposition, ListTarget, Location, PrintSpec, Redirects,
-    Selection, SignalCommand, SignalFilter,
+    Selection, SignalCommand, SignalFilter, DBXENV_SETTINGS,
 };
 pub use error::ParseError;
 pub use help::{all_help, command_names, find_help, help_for, help_summary, CommandHelp};

@@ -123,6 +123,8 @@ impl<'a> Args<'a> {
             "whatis" => Ok(Command::Whatis(self.expression()?)),
             "ptype" => Ok(Command::Ptype(self.expression()?)),
             "assign" => self.assign(),
+            "call" => Ok(Command::Call(self.expression()?)),
+            "dbxenv" => self.dbxenv(self.text),
             "catch" => self.catch(),
             "handle" => self.handle(),
             "help" => self.help(),
@@ -640,9 +642,36 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// `dbxenv [NAME [VALUE]]`; names may be spelled with `-` for `_`.
+    fn dbxenv(&self, text: &str) -> Result<Command> {
+        let words = Scanner::new(text)
+            .all_words()
+            .map_err(|problem| self.invalid(problem))?;
+        let mut words = words.into_iter().map(|w| w.text);
+        let name = words.next().map(|n| n.replace('-', "_"));
+        if let Some(name) = &name {
+            if !DBXENV_SETTINGS.contains(&name.as_str()) {
+                return Err(self.invalid(format!(
+                    "unknown setting \"{name}\" (one of {})",
+                    DBXENV_SETTINGS.join(" ")
+                )));
+            }
+        }
+        let value = words.next();
+        if let Some(extra) = words.next() {
+            return Err(self.invalid(format!("unexpected argument \"{extra}\"")));
+        }
+        Ok(Command::Dbxenv { name, value })
+    }
+
     fn assign(&self) -> Result<Command> {
         let mut text = self.text.trim();
         if self.typed == "set" {
+            // gdb-like spellings of the settings: `set call-timeout 5`.
+            let first = text.split_whitespace().next().unwrap_or("");
+            if DBXENV_SETTINGS.contains(&first.replace('-', "_").as_str()) {
+                return self.dbxenv(text);
+            }
             // gdb `set var X = Y`, `set variable X = Y`, `set X = Y`.
             for keyword in ["variable", "var"] {
                 if let Some(rest) = text.strip_prefix(keyword) {

@@ -503,6 +503,36 @@ fn other_data_commands() {
 }
 
 #[test]
+fn calls_and_settings() {
+    assert_eq!(
+        ok("call add(2, \"x y\")"),
+        Command::Call("add(2, \"x y\")".into())
+    );
+    assert!(err("call").contains("missing expression"));
+    let setting = |name: Option<&str>, value: Option<&str>| Command::Dbxenv {
+        name: name.map(String::from),
+        value: value.map(String::from),
+    };
+    assert_eq!(ok("dbxenv"), setting(None, None));
+    assert_eq!(
+        ok("dbxenv call_timeout"),
+        setting(Some("call_timeout"), None)
+    );
+    assert_eq!(
+        ok("dbxenv call_timeout 2.5"),
+        setting(Some("call_timeout"), Some("2.5"))
+    );
+    assert_eq!(
+        ok("set call-timeout 1"),
+        setting(Some("call_timeout"), Some("1"))
+    );
+    assert!(err("dbxenv nosuch 1").contains("unknown setting \"nosuch\""));
+    assert!(err("dbxenv call_timeout 1 2").contains("unexpected argument \"2\""));
+    // `set` of a variable is still an assignment.
+    assert!(matches!(ok("set call = 1"), Command::Assign { .. }));
+}
+
+#[test]
 fn signal_dispositions() {
     let set = |signals: Vec<Signal>, stop, print, pass| {
         Command::Signals(SignalCommand::Set {

@@ -112,6 +112,8 @@ pub struct Debugger {
     pub selected_frame: usize,
     pub notices: VecDeque<Notice>,
     pub last_launch: Option<LaunchSpec>,
+    /// How long an injected call may run before it is abandoned (call.rs).
+    pub call_timeout: std::time::Duration,
     pub(crate) disassembler: Disassembler,
     pub(crate) step_resume: Option<StepResume>,
     pub(crate) deferred: VecDeque<WaitEvent>,
@@ -138,6 +140,7 @@ impl Debugger {
             selected_frame: 0,
             notices: VecDeque::new(),
             last_launch: None,
+            call_timeout: crate::call::DEFAULT_CALL_TIMEOUT,
             disassembler: Disassembler::new()?,
             step_resume: None,
             deferred: VecDeque::new(),

@@ -6,6 +6,7 @@
 //! where C leaves things undefined: over-wide shifts give 0, float division
 //! by zero gives inf, integer division by zero is an error.
 
+pub use crate::call::Argument;
 use crate::error::{Error, Result};
 use crate::value::Value;
 
@@ -44,6 +45,11 @@ pub enum Expr {
     Index {
         base: Box<Expr>,
         index: Box<Expr>,
+    },
+    /// `function(args...)`: an injected call of the program's function.
+    Call {
+        function: String,
+        args: Vec<Expr>,
     },
 }
 
@@ -131,6 +137,15 @@ pub trait EvalContext {
     /// A register by name without `$` ("rip", "rsp", "pc", "eax"...).
     fn register(&self, name: &str) -> Option<Value>;
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
+    /// Calls the program's function `function` (`FUNC(ARGS)`); `None` for
+    /// a void function. Contexts that must not run the program (breakpoint
+    /// conditions, `whatis`) keep this default.
+    fn call(&self, function: &str, args: &[Argument]) -> Result<Option<Value>> {
+        let _ = args;
+        Err(Error::Expression(format!(
+            "cannot call \"{function}\" here; use print or call"
+        )))
+    }
 }
 
 // ---------------------------------------------------------------- lexing
@@ -153,9 +168,9 @@ struct Token {
 }
 
 /// Longest first, so that `<<` wins over `<`.
-const PUNCTUATION: [&str; 28] = [
+const PUNCTUATION: [&str; 29] = [
     "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "&",
-    "^", "|", "!", "~", "?", ":", "(", ")", "[", "]", ".",
+    "^", "|", "!", "~", "?", ":", "(", ")", "[", "]", ".", ",",
 ];
 
 fn syntax_error(column: usize, message: impl std::fmt::Display) -> Error {
@@ -555,6 +570,18 @@ impl Parser {
                     base: Box::new(expr),
                     index: Box::new(index),
                 };
+            } else if self.at_punct("(") {
+                let Expr::Name(function) = expr else {
+                    return Err(syntax_error(
+                        self.column(),
+                        "only a function named directly can be called",
+                    ));
+                };
+                self.advance();
+                expr = Expr::Call {
+                    function,
+                    args: self.call_arguments()?,
+                };
             } else if self.at_punct(".") || self.at_punct("->") {
                 let arrow = self.at_punct("->");
                 self.advance();
@@ -573,6 +600,24 @@ impl Parser {
             } else {
                 return Ok(expr);
             }
+        }
+    }
+
+    /// `a, b, c)` after a call's `(`, the `)` included.
+    fn call_arguments(&mut self) -> Result<Vec<Expr>> {
+        let mut args = Vec::new();
+        if self.at_punct(")") {
+            self.advance();
+            return Ok(args);
+        }
+        loop {
+            args.push(self.conditional()?);
+            if self.at_punct(",") {
+                self.advance();
+                continue;
+            }
+            self.expect(")")?;
+            return Ok(args);
         }
     }
 
@@ -648,7 +693,35 @@ pub fn evaluate(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
             "the {} operator is not supported yet",
             if *arrow { "->" } else { "." }
         ))),
+        Expr::Call { function, .. } => call(expr, ctx)?.ok_or_else(|| {
+            Error::Expression(format!("{function} returns void: its value cannot be used"))
+        }),
     }
+}
+
+/// Evaluates an expression that may be a call of a void function (what
+/// `print` and `call` take): `None` for a void result.
+pub fn evaluate_statement(expr: &Expr, ctx: &dyn EvalContext) -> Result<Option<Value>> {
+    match expr {
+        Expr::Call { .. } => call(expr, ctx),
+        other => evaluate(other, ctx).map(Some),
+    }
+}
+
+/// `FUNC(ARGS)`: the arguments left to right, string literals kept as
+/// text to be copied into the program, then the call.
+fn call(expr: &Expr, ctx: &dyn EvalContext) -> Result<Option<Value>> {
+    let Expr::Call { function, args } = expr else {
+        return evaluate(expr, ctx).map(Some);
+    };
+    let args = args
+        .iter()
+        .map(|arg| match arg {
+            Expr::String(text) => Ok(Argument::String(text.as_bytes().to_vec())),
+            other => evaluate(other, ctx).map(Argument::Value),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    ctx.call(function, &args)
 }
 
 /// A value reduced to what arithmetic needs.
@@ -1173,6 +1246,29 @@ mod tests {
     const MEMORY: u64 = 0x1000;
 
     impl EvalContext for Mock {
+        /// `sum(...)` adds its integer arguments; `len(s)` measures a
+        /// string literal; `nothing()` is void.
+        fn call(&self, function: &str, args: &[Argument]) -> Result<Option<Value>> {
+            match function {
+                "sum" => {
+                    let mut total = 0;
+                    for arg in args {
+                        let Argument::Value(v) = arg else {
+                            return Err(Error::Expression("a string".into()));
+                        };
+                        total += v.as_integer().unwrap_or(0);
+                    }
+                    Ok(Some(Value::int(total)))
+                }
+                "len" => match args {
+                    [Argument::String(text)] => Ok(Some(Value::int(text.len() as i128))),
+                    _ => Err(Error::Expression("len takes a string".into())),
+                },
+                "nothing" => Ok(None),
+                other => Err(Error::NoSuchFunction(other.into())),
+            }
+        }
+
         fn variable(&self, name: &str) -> Result<Value> {
             self.variables
                 .get(name)
@@ -1557,6 +1653,52 @@ mod tests {
         assert_eq!(error("*bad"), "cannot access memory at 0x10");
         assert!(error("*x").contains("non-pointer value of type \"int\""));
         assert!(error("*sp").contains("\"struct node\" is not supported yet"));
+    }
+
+    #[test]
+    fn function_calls() {
+        assert_eq!(
+            parse("f(1, \"a\")").unwrap(),
+            Expr::Call {
+                function: "f".into(),
+                args: vec![Expr::Literal(Value::int(1)), Expr::String("a".into())],
+            }
+        );
+        assert_eq!(
+            parse("g()").unwrap(),
+            Expr::Call {
+                function: "g".into(),
+                args: vec![]
+            }
+        );
+        assert_eq!(value("sum(1, x, 2 * 3) + 1"), "11");
+        assert_eq!(value("sum(sum(1, 2), len(\"four\"))"), "7");
+        assert_eq!(value("sum()"), "0");
+        let statement = |text| evaluate_statement(&parse(text).unwrap(), &mock());
+        assert_eq!(statement("nothing()").unwrap(), None);
+        assert_eq!(statement("x").unwrap(), Some(Value::int(3)));
+        assert!(error("nothing() + 1").contains("returns void"));
+        assert!(error("nosuch(1)").contains("no function named \"nosuch\""));
+        for (text, message) in [
+            (
+                "f(1,",
+                "syntax error at column 5: unexpected end of expression",
+            ),
+            (
+                "f(1 2)",
+                "syntax error at column 5: expected ')', found \"2\"",
+            ),
+            (
+                "(*f)(1)",
+                "syntax error at column 5: only a function named directly can be called",
+            ),
+            ("1, 2", "syntax error at column 2: unexpected ','"),
+        ] {
+            match parse(text) {
+                Err(Error::Expression(m)) => assert_eq!(m, message, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -234,3 +234,64 @@ pub fn tgkill(pid: i32, tid: Tid, signal: i32) -> Result<()> {
     // SAFETY: plain system call with integer arguments.
     check(unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, signal) }).map(drop)
 }
+
+// ----- register sets for injected calls (call.rs) ---------------------
+
+/// `NT_X86_XSTATE`: the XSAVE area (x87, SSE, AVX... state).
+const NT_X86_XSTATE: usize = 0x202;
+/// Large enough for every XSAVE layout the kernel reports (AVX-512 and AMX
+/// tile configuration included; tile data is not part of the ptrace view).
+const XSTATE_BUFFER: usize = 16 * 1024;
+
+/// The thread's XSAVE area (`PTRACE_GETREGSET NT_X86_XSTATE`), as long as
+/// the kernel says it is.
+pub fn get_xstate(tid: Tid) -> Result<Vec<u8>> {
+    let mut buffer = vec![0u8; XSTATE_BUFFER];
+    let mut iov = libc::iovec {
+        iov_base: buffer.as_mut_ptr().cast(),
+        iov_len: buffer.len(),
+    };
+    // SAFETY: the kernel writes at most iov_len bytes to iov_base and
+    // stores the length it wrote in iov_len.
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_GETREGSET,
+            tid,
+            NT_X86_XSTATE,
+            &mut iov as *mut libc::iovec,
+        )
+    })?;
+    buffer.truncate(iov.iov_len);
+    Ok(buffer)
+}
+
+/// Writes back an XSAVE area read by `get_xstate`.
+pub fn set_xstate(tid: Tid, state: &[u8]) -> Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: state.as_ptr() as *mut libc::c_void,
+        iov_len: state.len(),
+    };
+    // SAFETY: the kernel only reads iov_len bytes from iov_base.
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_SETREGSET,
+            tid,
+            NT_X86_XSTATE,
+            &mut iov as *mut libc::iovec,
+        )
+    })
+    .map(drop)
+}
+
+pub fn set_fpregs(tid: Tid, regs: &libc::user_fpregs_struct) -> Result<()> {
+    // SAFETY: the kernel reads a user_fpregs_struct from the pointer.
+    check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_SETFPREGS,
+            tid,
+            0usize,
+            regs as *const libc::user_fpregs_struct,
+        )
+    })
+    .map(drop)
+}

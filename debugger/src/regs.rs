@@ -110,6 +110,107 @@ pub fn xmm_low(fpregs: &libc::user_fpregs_struct, n: usize) -> u64 {
     u64::from(words[0]) | (u64::from(words[1]) << 32)
 }
 
+/// Where the FXSAVE legacy area keeps xmm0 (16 bytes per register).
+const FXSAVE_XMM: usize = 160;
+/// Where it keeps ST0 (16 bytes per x87 register, 10 used).
+const FXSAVE_ST: usize = 32;
+/// The XSAVE header's XSTATE_BV: which components the area holds.
+const XSTATE_BV: usize = 512;
+/// XSTATE_BV bit of the SSE component (xmm registers and MXCSR).
+const XFEATURE_SSE: u64 = 1 << 1;
+
+/// A thread's whole floating-point and vector state, read before an
+/// injected call clobbers it and written back after: the XSAVE area when
+/// the kernel offers it (ymm/zmm upper halves included), else the FXSAVE
+/// area of `PTRACE_GETFPREGS`.
+#[derive(Clone)]
+pub enum VectorState {
+    Xsave(Vec<u8>),
+    Fxsave(Box<libc::user_fpregs_struct>),
+}
+
+impl VectorState {
+    pub fn read(tid: crate::ptrace::Tid) -> crate::Result<VectorState> {
+        match crate::ptrace::get_xstate(tid) {
+            Ok(area) if area.len() >= XSTATE_BV + 8 => Ok(VectorState::Xsave(area)),
+            _ => Ok(VectorState::Fxsave(Box::new(crate::ptrace::get_fpregs(
+                tid,
+            )?))),
+        }
+    }
+
+    pub fn write(&self, tid: crate::ptrace::Tid) -> crate::Result<()> {
+        match self {
+            VectorState::Xsave(area) => crate::ptrace::set_xstate(tid, area),
+            VectorState::Fxsave(fx) => crate::ptrace::set_fpregs(tid, fx),
+        }
+    }
+
+    /// The 512-byte FXSAVE layout both forms start with.
+    fn legacy(&self) -> Vec<u8> {
+        match self {
+            VectorState::Xsave(area) => area[..512].to_vec(),
+            VectorState::Fxsave(fx) => fxsave_bytes(fx),
+        }
+    }
+
+    /// Register xmm`n` (0..16), all 16 bytes.
+    pub fn xmm(&self, n: usize) -> [u8; 16] {
+        let legacy = self.legacy();
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&legacy[FXSAVE_XMM + 16 * n..FXSAVE_XMM + 16 * (n + 1)]);
+        out
+    }
+
+    /// x87 ST0 (80-bit extended), where `long double` results come back.
+    pub fn st0(&self) -> [u8; 10] {
+        let legacy = self.legacy();
+        let mut out = [0u8; 10];
+        out.copy_from_slice(&legacy[FXSAVE_ST..FXSAVE_ST + 10]);
+        out
+    }
+
+    /// Sets xmm`n` (0..16) to `value`, marking the SSE state as present
+    /// (an XSAVE area in its initial state would otherwise ignore it).
+    pub fn set_xmm(&mut self, n: usize, value: [u8; 16]) {
+        let at = FXSAVE_XMM + 16 * n;
+        match self {
+            VectorState::Xsave(area) => {
+                area[at..at + 16].copy_from_slice(&value);
+                let mut bv = [0u8; 8];
+                bv.copy_from_slice(&area[XSTATE_BV..XSTATE_BV + 8]);
+                let bv = u64::from_le_bytes(bv) | XFEATURE_SSE;
+                area[XSTATE_BV..XSTATE_BV + 8].copy_from_slice(&bv.to_le_bytes());
+            }
+            VectorState::Fxsave(fx) => {
+                for (i, word) in value.chunks_exact(4).enumerate() {
+                    let mut bytes = [0u8; 4];
+                    bytes.copy_from_slice(word);
+                    fx.xmm_space[n * 4 + i] = u32::from_le_bytes(bytes);
+                }
+            }
+        }
+    }
+}
+
+/// `user_fpregs_struct` as the FXSAVE bytes it mirrors.
+fn fxsave_bytes(fx: &libc::user_fpregs_struct) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    out.extend(fx.cwd.to_le_bytes());
+    out.extend(fx.swd.to_le_bytes());
+    out.extend(fx.ftw.to_le_bytes());
+    out.extend(fx.fop.to_le_bytes());
+    out.extend(fx.rip.to_le_bytes());
+    out.extend(fx.rdp.to_le_bytes());
+    out.extend(fx.mxcsr.to_le_bytes());
+    out.extend(fx.mxcr_mask.to_le_bytes());
+    for word in fx.st_space.iter().chain(fx.xmm_space.iter()) {
+        out.extend(word.to_le_bytes());
+    }
+    out.resize(512, 0);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

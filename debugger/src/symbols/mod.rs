@@ -14,6 +14,7 @@ mod elf;
 mod eval;
 mod functions;
 mod lines;
+mod prototype;
 mod types;
 mod variables;
 
@@ -28,6 +29,7 @@ use object::{Object, ObjectKind as ElfKind, ObjectSegment};
 use crate::error::{Error, Result};
 
 pub use demangle::{demangle, without_parameters};
+pub use prototype::{CallType, Prototype, ValueClass};
 pub use variables::Variable;
 
 /// The reader type of all DWARF parsing: the data is a leaked mapping.
