@@ -297,3 +297,50 @@ fn attach_enable_and_detach_profiles_a_running_process() {
         "no end line\n{log:?}"
     );
 }
+
+/// A thread inside dlopen (its library's constructor never returns) holds
+/// the loader's lock: the injected dlopen would wait for ever. rdbx gives
+/// up after the call timeout, says why, and the program goes on as before.
+#[test]
+fn enable_while_another_thread_holds_the_loader_lock_times_out_cleanly() {
+    let dir = scratch_dir("live-lock");
+    let program = build("live_lock");
+    let library = dir.join("liblive_lock.so");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/live_lock_lib.c");
+    let status = Command::new("gcc")
+        .args(["-shared", "-fPIC", "-O0"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&library)
+        .status()
+        .expect("gcc");
+    assert!(status.success());
+    let started = std::time::Instant::now();
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "dbxenv call_timeout 1",
+            "stop in ready",
+            "run",
+            "collector enable",
+            "cont",
+        ])
+        .prog(&program, &[library.to_str().unwrap()])
+        .run();
+    let transcript = out.transcript();
+    let error = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("cannot load"))
+        .unwrap_or_else(|| panic!("no load error\n{transcript}"));
+    assert!(
+        error.contains("did not return within 1 s") && error.contains("loader or malloc lock"),
+        "{error}\n{transcript}"
+    );
+    out.assert_out_contains("done");
+    assert!(
+        !dir.join("test.1.er").exists(),
+        "no experiment is left behind\n{transcript}"
+    );
+    assert!(started.elapsed().as_secs() < 30, "{transcript}");
+}

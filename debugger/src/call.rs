@@ -110,6 +110,8 @@ enum CallFailure {
     Abandoned {
         message: String,
         pending: Option<Pending>,
+        /// Abandoned because it did not return within `call_timeout`.
+        timed_out: bool,
     },
     /// The process ended or exec'd: nothing can be put back.
     ProcessChanged(String),
@@ -120,6 +122,20 @@ impl CallFailure {
         CallFailure::Abandoned {
             message,
             pending: None,
+            timed_out: false,
+        }
+    }
+
+    fn as_timeout(self) -> CallFailure {
+        match self {
+            CallFailure::Abandoned {
+                message, pending, ..
+            } => CallFailure::Abandoned {
+                message,
+                pending,
+                timed_out: true,
+            },
+            other => other,
         }
     }
 
@@ -339,9 +355,16 @@ impl Debugger {
                 self.restore_thread(tid, &saved, None)?;
                 Ok(returned)
             }
-            Err(CallFailure::Abandoned { message, pending }) => {
+            Err(CallFailure::Abandoned {
+                message,
+                pending,
+                timed_out,
+            }) => {
                 self.restore_thread(tid, &saved, pending)?;
-                Err(Error::Other(message))
+                Err(match timed_out {
+                    true => Error::CallTimedOut(message),
+                    false => Error::Other(message),
+                })
             }
             Err(CallFailure::ProcessChanged(message)) => {
                 // Nothing to restore: the process is gone or is another
@@ -523,7 +546,9 @@ impl Debugger {
                              thread's state restored",
                             self.call_timeout.as_secs_f64()
                         );
-                        return self.halt_call(tid, pid, message, name);
+                        return self
+                            .halt_call(tid, pid, message, name)
+                            .map_err(CallFailure::as_timeout);
                     }
                     std::thread::sleep(nap);
                     nap = (nap * 2).min(Duration::from_millis(2));
@@ -651,6 +676,7 @@ impl Debugger {
                 signal_name(signal)
             ),
             pending: pass.then(|| Box::new((signal, info))),
+            timed_out: false,
         })
     }
 
@@ -734,6 +760,7 @@ impl Debugger {
                     return Err(CallFailure::Abandoned {
                         message,
                         pending: keep.then(|| Box::new((signal, info))),
+                        timed_out: false,
                     });
                 }
                 WaitEvent::Exited { tid: t, .. } | WaitEvent::Killed { tid: t, .. }

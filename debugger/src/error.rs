@@ -38,6 +38,10 @@ pub enum Error {
     Expression(String),
     #[error("unwind error: {0}")]
     Unwind(String),
+    /// An injected call abandoned because it did not return in time (the
+    /// thread's state was restored).
+    #[error("{0}")]
+    CallTimedOut(String),
     #[error("{0}")]
     Other(String),
 }

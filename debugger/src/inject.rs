@@ -239,7 +239,15 @@ impl Debugger {
         let args = [CallArg::CString(name), CallArg::Integer(functions.mode)];
         let handle = self
             .with_breakpoints_lifted(|dbg| dbg.call_function_with(tid, functions.dlopen, &args))
-            .map_err(|e| fail(format!("{} failed: {e}", functions.description)))?;
+            .map_err(|e| match e {
+                // A thread stopped inside the loader or malloc holds a lock
+                // dlopen needs: it waits for a thread that cannot run.
+                Error::CallTimedOut(why) => fail(format!(
+                    "{why}; another thread probably holds the loader or malloc lock \
+                     (continue a little and try again)"
+                )),
+                e => fail(format!("{} failed: {e}", functions.description)),
+            })?;
         if handle == 0 {
             let why = match functions.dlerror {
                 Some(dlerror) => self.dlerror_text(tid, dlerror),
