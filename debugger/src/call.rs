@@ -126,7 +126,7 @@ impl CallFailure {
         }
     }
 
-    fn as_timeout(self) -> CallFailure {
+    fn into_timeout(self) -> CallFailure {
         match self {
             CallFailure::Abandoned {
                 message, pending, ..
@@ -548,7 +548,7 @@ impl Debugger {
                         );
                         return self
                             .halt_call(tid, pid, message, name)
-                            .map_err(CallFailure::as_timeout);
+                            .map_err(CallFailure::into_timeout);
                     }
                     std::thread::sleep(nap);
                     nap = (nap * 2).min(Duration::from_millis(2));
