@@ -6,7 +6,7 @@
 # Usage: bench/attach.sh [RUNS] [INTERVAL]
 #   RUNS      runs, the median is reported (default 7)
 #   INTERVAL  `collector profile timer` value (default 1m = 1 ms)
-# Env:   RDBX=path/to/rdbx (default: target/release/rdbx if present, else target/debug/rdbx)
+# Env:   RDBX=path/to/rdbx (default: target/release/rdbx, built first)
 #
 # How: a driver starts rdbx with commands on a pipe, stops the target in
 # bench/programs/attach_spin.c's ready() (its four threads already spinning
@@ -21,10 +21,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RUNS=${1:-7}
 INTERVAL=${2:-1m}
 if [[ -z "${RDBX:-}" ]]; then
-    if [[ -x "$ROOT/target/release/rdbx" ]]; then RDBX=$ROOT/target/release/rdbx; else
-        (cd "$ROOT" && cargo build --quiet)
-        RDBX=$ROOT/target/debug/rdbx
-    fi
+    (cd "$ROOT" && cargo build --release --quiet --bin rdbx)
+    RDBX=$ROOT/target/release/rdbx
 fi
 [[ -x "$RDBX" ]] || { echo "no rdbx at $RDBX" >&2; exit 1; }
 
