@@ -390,6 +390,53 @@ fn refused_attaches_say_why_in_one_line() {
     assert_eq!(rest, "bye\n");
 }
 
+/// Another user's process: rdbx run as `nobody` (through setpriv, when the
+/// tests run as root as they do in CI) may not trace our child.
+#[test]
+fn another_users_process_is_refused_in_one_line() {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let setpriv = Path::new("/usr/bin/setpriv");
+    if !root || !setpriv.exists() {
+        eprintln!("skipped: needs root and /usr/bin/setpriv to run rdbx as another user");
+        return;
+    }
+    // A copy of rdbx that `nobody` can execute wherever the build tree is.
+    let dir = std::env::temp_dir().join(format!("rdbx-attach-eperm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let rdbx = dir.join("rdbx");
+    std::fs::copy(env!("CARGO_BIN_EXE_rdbx"), &rdbx).expect("copy rdbx");
+    for path in [&dir, &rdbx] {
+        std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+    }
+    let (mut target, _) = Target::start("attach_read");
+    let out = Command::new(setpriv)
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .arg(&rdbx)
+        .args(["--batch", "-p", &target.pid().to_string()])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run setpriv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.lines().collect::<Vec<_>>(),
+        [format!(
+            "rdbx: ptrace refused to attach to process {}: Operation not permitted \
+             (another user's process, or kernel.yama.ptrace_scope)",
+            target.pid()
+        )],
+        "{stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+    // The target never noticed.
+    target.send("hello\n");
+    let (code, rest) = target.finish();
+    assert_eq!(code, Some(0));
+    assert!(rest.contains("hello"), "{rest}");
+}
+
 #[test]
 fn attach_refused_while_debugging_another_process() {
     let (target, _) = Target::start("attach_read");

@@ -344,3 +344,102 @@ fn enable_while_another_thread_holds_the_loader_lock_times_out_cleanly() {
     );
     assert!(started.elapsed().as_secs() < 30, "{transcript}");
 }
+
+/// A seccomp filter may kill the process for a system call the loader
+/// makes: rdbx refuses unless RDBX_INJECT_SECCOMP=1, and with it (this
+/// filter allows everything) collection works.
+#[test]
+fn a_seccomp_filtered_process_is_refused_unless_allowed() {
+    let program = build("live_seccomp");
+    let dir = scratch_dir("live-seccomp");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&["stop in ready", "run", "collector enable", "cont"])
+        .prog(&program, &[])
+        .run();
+    let transcript = out.transcript();
+    assert!(
+        out.stderr.contains("has a seccomp filter") && out.stderr.contains("RDBX_INJECT_SECCOMP=1"),
+        "{transcript}"
+    );
+    out.assert_out_contains("done");
+    assert!(!dir.join("test.1.er").exists(), "{transcript}");
+
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .env("RDBX_INJECT_SECCOMP", "1")
+        .cmds(&["stop in ready", "run", "collector enable", "cont"])
+        .prog(&program, &[])
+        .run();
+    let transcript = out.transcript();
+    out.assert_out_contains("done");
+    let expt = Experiment::open(dir.join("test.1.er"))
+        .unwrap_or_else(|e| panic!("open test.1.er: {e}\n{transcript}"));
+    let log = expt.log().expect("log");
+    assert!(
+        log.iter().any(|e| matches!(e.event, Event::End)),
+        "{log:?}\n{transcript}"
+    );
+}
+
+/// A process in a chroot (a container's view of the file system): its
+/// libc is not at the path its maps name. rdbx reads it through
+/// /proc/PID/root, so functions resolve and calls work; collection, whose
+/// experiment directory the process cannot see, is refused in one line.
+#[test]
+fn a_chrooted_process_is_debugged_through_its_own_root() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/sbin/chroot").exists() {
+        eprintln!("skipped: needs root and chroot");
+        return;
+    }
+    let dir = scratch_dir("live-chroot");
+    let root = dir.join("root");
+    std::fs::create_dir_all(&root).expect("mkdir");
+    let program = live_threads();
+    std::fs::copy(program, root.join("prog")).expect("copy program");
+    let ldd = Command::new("ldd").arg(program).output().expect("ldd");
+    for library in String::from_utf8_lossy(&ldd.stdout)
+        .split_whitespace()
+        .filter(|w| w.starts_with('/'))
+    {
+        let inside = root.join(library.trim_start_matches('/'));
+        std::fs::create_dir_all(inside.parent().unwrap()).expect("mkdir lib");
+        std::fs::copy(library, &inside).expect("copy library");
+    }
+    let mut target = Command::new("/usr/sbin/chroot")
+        .arg(&root)
+        .args(["/prog", "0.05", "wait"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chroot");
+    let mut stdout = BufReader::new(target.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("read");
+    assert_eq!(first, "waiting\n");
+    // chroot execs the program: same pid.
+    let pid = target.id();
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .arg("-p")
+        .arg(pid.to_string())
+        .cmds(&["print getpid()", "collector enable", "detach"])
+        .run();
+    let transcript = out.transcript();
+    out.assert_out_contains(&format!("getpid() = {pid}"));
+    assert!(
+        out.stderr.contains("does not see") && out.stderr.contains("another mount namespace"),
+        "{transcript}"
+    );
+    drop(target.stdin.take());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("stdout");
+    let status = target.wait().expect("wait");
+    // stdin closed: the program's read fails and it exits 1, as it would
+    // without rdbx; what matters is that it was left running.
+    assert_eq!(status.code(), Some(1), "{rest}\n{transcript}");
+}

@@ -363,6 +363,13 @@ fn check_attachable(pid: i32) -> Result<()> {
             "process {pid} is already traced by PID {tracer} ({comm})"
         )));
     }
+    // The kernel guards /proc/PID/exe with the same check as ptrace: not
+    // being allowed to read it means the attach would be refused too.
+    if let Err(e) = std::fs::read_link(format!("/proc/{pid}/exe")) {
+        if e.kind() == std::io::ErrorKind::PermissionDenied {
+            return Err(refused(pid, Errno::EPERM));
+        }
+    }
     Ok(())
 }
 
