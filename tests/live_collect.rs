@@ -443,3 +443,67 @@ fn a_chrooted_process_is_debugged_through_its_own_root() {
     // without rdbx; what matters is that it was left running.
     assert_eq!(status.code(), Some(1), "{rest}\n{transcript}");
 }
+
+/// After a live start the collector commands act as after `run`: a sample
+/// recorded at a stop, pause and resume, and `disable`, which closes the
+/// experiment while the process runs on to its normal end.
+#[test]
+fn sample_pause_resume_and_disable_work_after_a_live_start() {
+    let dir = scratch_dir("live-commands");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "stop in ready",
+            "run",
+            "collector enable",
+            "collector sample record before-barrier",
+            "collector pause",
+            "collector resume",
+            "collector disable",
+            "cont",
+        ])
+        .prog(live_threads(), &["0.05"])
+        .run();
+    let transcript = out.transcript();
+    out.assert_out_contains("done");
+    assert!(
+        !out.stderr.lines().any(|l| l.starts_with("rdbx:")),
+        "{transcript}"
+    );
+    let expt = Experiment::open(dir.join("test.1.er"))
+        .unwrap_or_else(|e| panic!("open test.1.er: {e}\n{transcript}"));
+    let log: Vec<Event> = expt
+        .log()
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    assert!(
+        log.iter()
+            .any(|e| matches!(e, Event::Sample(s) if s.label == "before-barrier")),
+        "{log:?}"
+    );
+    let pause = log.iter().position(|e| matches!(e, Event::Pause { .. }));
+    let resume = log.iter().position(|e| matches!(e, Event::Resume { .. }));
+    assert!(
+        matches!((pause, resume), (Some(p), Some(r)) if p < r),
+        "{log:?}"
+    );
+    // Closed by `disable`, before the workers ran: the program's spinning
+    // after the stop is not in it.
+    let end = log
+        .iter()
+        .position(|e| matches!(e, Event::End))
+        .unwrap_or_else(|| panic!("no end line: {log:?}\n{transcript}"));
+    assert!(end > resume.unwrap(), "{log:?}");
+    let recorded: u64 = expt
+        .clock_events()
+        .expect("events")
+        .iter()
+        .map(|e| u64::from(e.weight_ns))
+        .sum();
+    assert!(
+        recorded < 50_000_000,
+        "{recorded} ns recorded after disable?"
+    );
+}
