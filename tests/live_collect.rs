@@ -10,6 +10,7 @@ use common::*;
 use experiment::log::Event;
 use experiment::Experiment;
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -66,6 +67,53 @@ fn program_lines(text: &str) -> Vec<String> {
     lines
 }
 
+/// Each thread's recorded CPU (sum of event weights) must be within 10% of
+/// what the thread measured itself.
+fn assert_recorded_like_measured(
+    expt: &Experiment,
+    measured: &HashMap<u32, f64>,
+    transcript: &str,
+) {
+    let mut recorded: HashMap<u32, u64> = HashMap::new();
+    for event in expt.clock_events().expect("clock events") {
+        *recorded.entry(event.tid).or_default() += u64::from(event.weight_ns);
+    }
+    for (tid, seconds) in measured {
+        let got = recorded.get(tid).copied().unwrap_or(0) as f64 / 1e9;
+        assert!(
+            (got - seconds).abs() <= seconds * 0.10,
+            "thread {tid}: {got:.3}s recorded, {seconds:.3}s measured by the thread\n{recorded:?}\n{transcript}"
+        );
+    }
+}
+
+/// The events of an experiment's log.
+fn log_events(expt: &Experiment) -> Vec<Event> {
+    expt.log()
+        .expect("log")
+        .into_iter()
+        .map(|e| e.event)
+        .collect()
+}
+
+/// Starts `command` with its stdio piped and waits for its `waiting` line.
+fn start_waiting(
+    mut command: Command,
+) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
+    use std::process::Stdio;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the target");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    stdout.read_line(&mut first).expect("read");
+    assert_eq!(first, "waiting\n");
+    (child, stdout)
+}
+
 #[test]
 fn enable_at_a_stop_profiles_existing_and_new_threads() {
     let program = live_threads();
@@ -101,24 +149,9 @@ fn enable_at_a_stop_profiles_existing_and_new_threads() {
 
     let expt = Experiment::open(dir.join("live.er"))
         .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
-    let mut recorded: HashMap<u32, u64> = HashMap::new();
-    for event in expt.clock_events().expect("clock events") {
-        *recorded.entry(event.tid).or_default() += u64::from(event.weight_ns);
-    }
-    for (tid, seconds) in &measured {
-        let got = recorded.get(tid).copied().unwrap_or(0) as f64 / 1e9;
-        assert!(
-            (got - seconds).abs() <= seconds * 0.10,
-            "thread {tid}: {got:.3}s recorded, {seconds:.3}s measured by the thread\n{recorded:?}\n{transcript}"
-        );
-    }
+    assert_recorded_like_measured(&expt, &measured, &transcript);
 
-    let log: Vec<Event> = expt
-        .log()
-        .expect("log")
-        .into_iter()
-        .map(|e| e.event)
-        .collect();
+    let log: Vec<Event> = log_events(&expt);
     let kinds = log
         .iter()
         .find_map(|e| match e {
@@ -181,12 +214,7 @@ fn a_fork_after_enable_writes_the_childs_experiment() {
     out.assert_out_contains("parent done");
     let child = Experiment::open(dir.join("test.1.er/_f1.er"))
         .unwrap_or_else(|e| panic!("open _f1.er: {e}\n{transcript}"));
-    let log: Vec<Event> = child
-        .log()
-        .expect("log")
-        .into_iter()
-        .map(|e| e.event)
-        .collect();
+    let log: Vec<Event> = log_events(&child);
     assert!(
         log.iter().any(|e| matches!(e, Event::Descendant { .. })),
         "{log:?}"
@@ -223,25 +251,16 @@ fn a_fork_after_enable_writes_the_childs_experiment() {
 /// profiled, each within 10% of the CPU it measured itself.
 #[test]
 fn attach_enable_and_detach_profiles_a_running_process() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::process::Stdio;
+    use std::io::Write;
     let program = live_threads();
     let plain = Command::new(program)
         .arg("0.3")
         .output()
         .expect("run live_threads");
     let dir = scratch_dir("live-attach");
-    let mut target = Command::new(program)
-        .args(["0.3", "wait"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start live_threads");
-    let mut stdout = BufReader::new(target.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("read");
-    assert_eq!(first, "waiting\n");
+    let mut command = Command::new(program);
+    command.args(["0.3", "wait"]);
+    let (mut target, mut stdout) = start_waiting(command);
     let out = Rdbx::batch()
         .cwd(&dir)
         .arg("-p")
@@ -279,17 +298,7 @@ fn attach_enable_and_detach_profiles_a_running_process() {
     assert_eq!(measured.len(), 5, "{errors}");
     let expt = Experiment::open(dir.join("live.er"))
         .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
-    let mut recorded: HashMap<u32, u64> = HashMap::new();
-    for event in expt.clock_events().expect("clock events") {
-        *recorded.entry(event.tid).or_default() += u64::from(event.weight_ns);
-    }
-    for (tid, seconds) in &measured {
-        let got = recorded.get(tid).copied().unwrap_or(0) as f64 / 1e9;
-        assert!(
-            (got - seconds).abs() <= seconds * 0.10,
-            "thread {tid}: {got:.3}s recorded, {seconds:.3}s measured\n{recorded:?}\n{transcript}"
-        );
-    }
+    assert_recorded_like_measured(&expt, &measured, &transcript);
     // Closed by the collector itself when the process exited.
     let log = expt.log().expect("log");
     assert!(
@@ -388,8 +397,6 @@ fn a_seccomp_filtered_process_is_refused_unless_allowed() {
 /// experiment directory the process cannot see, is refused in one line.
 #[test]
 fn a_chrooted_process_is_debugged_through_its_own_root() {
-    use std::io::{BufRead, BufReader};
-    use std::process::Stdio;
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 || !Path::new("/usr/sbin/chroot").exists() {
         eprintln!("skipped: needs root and chroot");
@@ -409,18 +416,9 @@ fn a_chrooted_process_is_debugged_through_its_own_root() {
         std::fs::create_dir_all(inside.parent().unwrap()).expect("mkdir lib");
         std::fs::copy(library, &inside).expect("copy library");
     }
-    let mut target = Command::new("/usr/sbin/chroot")
-        .arg(&root)
-        .args(["/prog", "0.05", "wait"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("chroot");
-    let mut stdout = BufReader::new(target.stdout.take().expect("stdout"));
-    let mut first = String::new();
-    stdout.read_line(&mut first).expect("read");
-    assert_eq!(first, "waiting\n");
+    let mut command = Command::new("/usr/sbin/chroot");
+    command.arg(&root).args(["/prog", "0.05", "wait"]);
+    let (mut target, mut stdout) = start_waiting(command);
     // chroot execs the program: same pid.
     let pid = target.id();
     let out = Rdbx::batch()
@@ -472,12 +470,7 @@ fn sample_pause_resume_and_disable_work_after_a_live_start() {
     );
     let expt = Experiment::open(dir.join("test.1.er"))
         .unwrap_or_else(|e| panic!("open test.1.er: {e}\n{transcript}"));
-    let log: Vec<Event> = expt
-        .log()
-        .expect("log")
-        .into_iter()
-        .map(|e| e.event)
-        .collect();
+    let log: Vec<Event> = log_events(&expt);
     assert!(
         log.iter()
             .any(|e| matches!(e, Event::Sample(s) if s.label == "before-barrier")),
