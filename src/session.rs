@@ -3,13 +3,14 @@
 
 mod analyze;
 mod collector;
+mod data;
 
 use crate::collector::Termination;
 use crate::format::{self, Sources};
 use anyhow::{anyhow, bail, Context as _, Result};
 use commands::{
-    BreakpointSpec, Command, Delivery, ListTarget, Location, PrintSpec, Redirects, Selection,
-    SignalCommand, SignalFilter,
+    BreakpointSpec, Command, Delivery, ListTarget, Location, Redirects, Selection, SignalCommand,
+    SignalFilter,
 };
 use debugger::breakpoints::{Action, LocationSpec};
 use debugger::engine::{Debugger, Notice, Stop, StopReason};
@@ -42,6 +43,10 @@ pub struct Session {
     quit: bool,
     /// gdb's value history: `$1`, `$2`...
     history: Vec<Value>,
+    /// Expressions shown at every stop, and the last number given.
+    displays: Vec<data::Display>,
+    next_display: u32,
+    examine_state: data::ExamineState,
     /// Where `list` with no argument continues.
     list_cursor: Option<(PathBuf, String, u32)>,
     args: Vec<String>,
@@ -66,6 +71,9 @@ impl Session {
             when_bodies: Vec::new(),
             quit: false,
             history: Vec::new(),
+            displays: Vec::new(),
+            next_display: 0,
+            examine_state: Default::default(),
             list_cursor: None,
             args: Vec::new(),
             redirects: Redirects::default(),
@@ -302,12 +310,13 @@ impl Session {
             Command::Print(spec) => self.print(spec),
             Command::Call(text) => self.call(&text),
             Command::Dbxenv { name, value } => self.dbxenv(name.as_deref(), value.as_deref()),
-            Command::Whatis(text) | Command::Ptype(text) => {
-                let value = self.evaluate(&text)?;
-                println!("type = {}", value.type_name());
-                Ok(())
-            }
-            Command::Display { .. } | Command::Undisplay(_) | Command::Assign { .. } => {
+            Command::Whatis(text) | Command::Ptype(text) => self.whatis(&text),
+            Command::Display { expr, format } => self.display(expr, format),
+            Command::Undisplay(selection) => self.undisplay(selection),
+            Command::Examine(spec) => self.examine(spec),
+            Command::Dump { function } => self.dump(function.as_deref()),
+            Command::Arguments => self.arguments(),
+            Command::Assign { .. } => {
                 bail!("this command arrives with data inspection; not available yet")
             }
             Command::Signals(command) => self.signals(command),
@@ -557,6 +566,7 @@ impl Session {
         if let Some(line) = source {
             println!("{line}");
         }
+        self.show_displays();
     }
 
     /// `in main at line 5 in file "t.c"` and the source line, for the
@@ -1144,39 +1154,11 @@ impl Session {
 
     fn evaluate(&self, text: &str) -> Result<Value> {
         let expr = expr::parse(text)?;
-        Ok(expr::evaluate(&expr, &SessionEval { dbg: &self.dbg })?)
-    }
-
-    fn print(&mut self, spec: PrintSpec) -> Result<()> {
-        let expr = expr::parse(&spec.expr)?;
-        let value = match self.evaluate_with_calls(&expr)? {
-            Evaluated::Value(value) => value,
-            Evaluated::Reported => return Ok(()),
-            // A void function's call, shown as gdb shows it.
-            Evaluated::Void if spec.gdb_style => {
-                println!("${} = void", self.history.len() + 1);
-                self.history.push(Value::Composite {
-                    type_name: "void".into(),
-                    text: "void".into(),
-                });
-                return Ok(());
-            }
-            Evaluated::Void => {
-                println!("{} = void", spec.expr.trim());
-                return Ok(());
-            }
+        let context = SessionEval {
+            dbg: &self.dbg,
+            history: &self.history,
         };
-        let shown = match spec.format {
-            Some(letter) => format_with(&value, letter)?,
-            None => value.to_string(),
-        };
-        if spec.gdb_style {
-            self.history.push(value);
-            println!("${} = {shown}", self.history.len());
-        } else {
-            println!("{} = {shown}", spec.expr.trim());
-        }
-        Ok(())
+        Ok(expr::evaluate(&expr, &context)?)
     }
 
     /// `call FUNC(ARGS)`: like print, but a void result shows nothing.
@@ -1197,6 +1179,7 @@ impl Session {
     fn evaluate_with_calls(&mut self, expr: &expr::Expr) -> Result<Evaluated> {
         let context = CallingEval {
             dbg: std::cell::RefCell::new(&mut self.dbg),
+            history: &self.history,
         };
         let outcome = expr::evaluate_statement(expr, &context);
         if self.dbg.is_running() && self.dbg.process_has_ended() {
@@ -1315,49 +1298,21 @@ fn resumes_program(command: &Command) -> bool {
     )
 }
 
-/// gdb's print formats: x d u o t c.
-fn format_with(value: &Value, letter: char) -> Result<String> {
-    let Some(raw) = value.as_integer() else {
-        return Ok(value.to_string());
-    };
-    let size = match value {
-        Value::Integer { size, .. } | Value::Char { size, .. } | Value::Float { size, .. } => *size,
-        _ => 8,
-    };
-    let mask: u128 = if size >= 16 {
-        u128::MAX
-    } else {
-        (1u128 << (size as u32 * 8)) - 1
-    };
-    let unsigned = (raw as u128) & mask;
-    Ok(match letter {
-        'x' => format!("0x{unsigned:x}"),
-        'o' => format!("0{unsigned:o}"),
-        't' => format!("{unsigned:b}"),
-        'd' => raw.to_string(),
-        'u' => unsigned.to_string(),
-        'c' => format!(
-            "{} {}",
-            raw as i8,
-            debugger::value::char_literal(raw as i64)
-        ),
-        'a' => format!("0x{unsigned:x}"),
-        other => bail!("format letter \"{other}\" is not supported here"),
-    })
-}
-
 /// Breakpoint conditions are evaluated in the stopped thread's innermost frame.
 fn evaluate_condition(dbg: &Debugger, text: &str) -> debugger::Result<bool> {
     let expr = expr::parse(text)?;
-    let value = expr::evaluate(&expr, &SessionEval { dbg })?;
+    let value = expr::evaluate(&expr, &SessionEval { dbg, history: &[] })?;
     value
         .is_true()
         .ok_or_else(|| debugger::Error::Expression(format!("\"{text}\" is not a truth value")))
 }
 
-/// Expressions see the selected frame's variables, registers and memory.
+/// Expressions see the selected frame's variables, registers and memory,
+/// and the value history as `$1`, `$2`... (`$`, `$$` are rewritten to
+/// those before parsing).
 struct SessionEval<'a> {
     dbg: &'a Debugger,
+    history: &'a [Value],
 }
 
 impl EvalContext for SessionEval<'_> {
@@ -1366,6 +1321,9 @@ impl EvalContext for SessionEval<'_> {
     }
 
     fn register(&self, name: &str) -> Option<Value> {
+        if let Ok(n) = name.parse::<usize>() {
+            return n.checked_sub(1).and_then(|i| self.history.get(i)).cloned();
+        }
         let frame = self.dbg.selected_frame().ok()?;
         let value = match debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
             Some(n) if self.dbg.selected_frame > 0 => frame.regs.regs[n]?,
@@ -1414,22 +1372,35 @@ enum Evaluated {
 /// function calls that run in the current thread.
 struct CallingEval<'a> {
     dbg: std::cell::RefCell<&'a mut Debugger>,
+    history: &'a [Value],
 }
 
 impl EvalContext for CallingEval<'_> {
     fn variable(&self, name: &str) -> debugger::Result<Value> {
         let dbg = self.dbg.borrow();
-        SessionEval { dbg: &dbg }.variable(name)
+        SessionEval {
+            dbg: &dbg,
+            history: self.history,
+        }
+        .variable(name)
     }
 
     fn register(&self, name: &str) -> Option<Value> {
         let dbg = self.dbg.borrow();
-        SessionEval { dbg: &dbg }.register(name)
+        SessionEval {
+            dbg: &dbg,
+            history: self.history,
+        }
+        .register(name)
     }
 
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
         let dbg = self.dbg.borrow();
-        SessionEval { dbg: &dbg }.read_memory(addr, buf)
+        SessionEval {
+            dbg: &dbg,
+            history: self.history,
+        }
+        .read_memory(addr, buf)
     }
 
     fn call(

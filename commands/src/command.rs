@@ -129,6 +129,16 @@ pub enum Command {
     Undisplay(Selection),
     Whatis(String),
     Ptype(String),
+    /// `examine ADDR [/NFU]` (dbx), gdb `x/NFU ADDR`: memory in a format
+    /// (`x/Ni` is [`Command::Disassemble`]).
+    Examine(ExamineSpec),
+    /// `dump [FUNC]`, gdb `info locals`: the locals of the selected frame,
+    /// or of the innermost frame of FUNC.
+    Dump {
+        function: Option<String>,
+    },
+    /// gdb `info args`: the parameters of the selected frame.
+    Arguments,
     /// `assign LVALUE = EXPR`, gdb `set var LVALUE = EXPR`.
     Assign {
         target: String,
@@ -271,6 +281,19 @@ pub struct PrintSpec {
     /// Typed as `p` or with `/FMT`: answer gdb-style (`$1 = 5`) rather
     /// than dbx-style (`x = 5`).
     pub gdb_style: bool,
+}
+
+/// What `examine` / `x` shows. `None` fields repeat the previous
+/// command's (gdb: format x and size w at first).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExamineSpec {
+    /// Expression text; `None` continues after the last unit examined.
+    pub address: Option<String>,
+    pub count: u32,
+    /// One of `xduotcfsia`.
+    pub format: Option<char>,
+    /// One of `bhwg`: 1, 2, 4, 8 bytes.
+    pub size: Option<char>,
 }
 
 /// The signal commands, unified.

@@ -308,7 +308,7 @@ static COMMANDS: &[CommandHelp] = &[
     ),
     entry(
         "dis",
-        &["disassemble", "disas", "x"],
+        &["disassemble", "disas"],
         "dis [ADDRESS | FUNCTION [COUNT]] | x/Ni ADDRESS",
         "disassemble instructions",
         "Disassemble COUNT instructions from ADDRESS (default: the current pc). gdb's \
@@ -335,10 +335,12 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "display",
         &[],
-        "display [EXPR] | display/FMT EXPR",
+        "display [EXPR] | display [-FMT] EXPR | display/FMT EXPR",
         "print an expression at every stop",
-        "Print EXPR each time the program stops; with no argument, show the displays.",
-        "display i",
+        "Print EXPR, numbered, each time the program stops (and once now), evaluated in the \
+         frame of the stop: 1: i = 5. An expression that cannot be evaluated at a stop shows \
+         its error in place and stays. With no argument, show the displays now.",
+        "display/x flags",
     ),
     entry(
         "undisplay",
@@ -353,7 +355,7 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "whatis EXPR",
         "show the type of an expression",
-        "Print the type of EXPR (or the declaration of a name).",
+        "Print the type name of EXPR: type = struct point.",
         "whatis argv",
     ),
     entry(
@@ -363,6 +365,36 @@ static COMMANDS: &[CommandHelp] = &[
         "show a type in full",
         "Print the type of EXPR with the members of structures expanded.",
         "ptype struct node",
+    ),
+    entry(
+        "examine",
+        &["x"],
+        "examine [ADDR] [/NFU] | x[/NFU] [ADDR]",
+        "show memory in a format",
+        "Show N units of memory from ADDR (an expression; without it, after the last unit \
+         shown). F is a format: x (hex), d, u, o (octal), t (binary), c (char), f (float), \
+         a (address with symbol), s (C string), i (instruction); U a size: b h w g (1, 2, 4, \
+         8 bytes). Format and size default to the previous ones (x and w at first). Lines \
+         start with the address and the variable or function it is in: 0x404028 <g_arr>:.",
+        "x/4xw &array",
+    ),
+    entry(
+        "dump",
+        &["info locals"],
+        "dump [FUNCTION]",
+        "show the local variables of a frame",
+        "Print each local variable of the selected frame (after up/down/frame N, that \
+         frame) as NAME = VALUE, one per line; with FUNCTION, of the innermost frame of \
+         FUNCTION.",
+        "dump",
+    ),
+    entry(
+        "info args",
+        &[],
+        "info args",
+        "show the parameters of the selected frame",
+        "Print each parameter of the selected frame as NAME = VALUE, one per line.",
+        "info args",
     ),
     entry(
         "assign",
@@ -665,6 +697,9 @@ pub fn help_for(name: &str) -> Option<String> {
 fn info_help() -> String {
     let mut text = String::from("gdb's info commands and the rdbx commands they stand for:\n");
     for command in COMMANDS {
+        if command.name.starts_with("info ") {
+            text.push_str(&format!("  {:<20} (gdb's own)\n", command.name));
+        }
         for alias in command.aliases.iter().filter(|a| a.starts_with("info ")) {
             text.push_str(&format!("  {alias:<20} = {}\n", command.name));
         }

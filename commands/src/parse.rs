@@ -11,6 +11,9 @@ type Result<T> = std::result::Result<T, ParseError>;
 /// Format letters of `print/FMT` and `print -FMT`.
 const FORMATS: &str = "xduotacfsz";
 
+/// Format letters of `examine` / `x`.
+const EXAMINE_FORMATS: &str = "xduotcfsia";
+
 /// Parses one command line.
 pub fn parse(line: &str) -> Result<Command> {
     let line = line.trim();
@@ -35,7 +38,7 @@ pub fn parse(line: &str) -> Result<Command> {
         typed: word,
         text: rest,
     };
-    if rest.starts_with('/') && !matches!(entry.name, "print" | "display" | "dis") {
+    if rest.starts_with('/') && !matches!(entry.name, "print" | "display" | "dis" | "examine") {
         return Err(args.invalid("unexpected \"/\" after the command name"));
     }
     args.dispatch()
@@ -122,6 +125,11 @@ impl<'a> Args<'a> {
             "undisplay" => self.selection(false).map(Command::Undisplay),
             "whatis" => Ok(Command::Whatis(self.expression()?)),
             "ptype" => Ok(Command::Ptype(self.expression()?)),
+            "examine" => self.examine(),
+            "dump" => Ok(Command::Dump {
+                function: self.optional_word()?,
+            }),
+            "info args" => self.none(Command::Arguments),
             "assign" => self.assign(),
             "call" => Ok(Command::Call(self.expression()?)),
             "dbxenv" => self.dbxenv(self.text),
@@ -535,9 +543,6 @@ impl<'a> Args<'a> {
     }
 
     fn disassemble(&self) -> Result<Command> {
-        if self.typed == "x" {
-            return self.examine();
-        }
         let words = self.words()?;
         let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
         let (start, count) = match texts.as_slice() {
@@ -559,30 +564,68 @@ impl<'a> Args<'a> {
         })
     }
 
-    /// gdb `x/Ni ADDR`; only the instruction format is supported.
+    /// gdb `x[/NFU] [ADDR]` and dbx `examine [ADDR] [/NFU]` (also
+    /// `examine ADDR / N F`). `x/Ni` disassembles.
     fn examine(&self) -> Result<Command> {
-        let Some(spec) = self.text.strip_prefix('/') else {
-            return Err(self.invalid("only x/Ni ADDRESS is supported"));
-        };
-        let spec_end = spec.find(char::is_whitespace).unwrap_or(spec.len());
-        let (format, address) = spec.split_at(spec_end);
-        let Some(digits) = format.strip_suffix('i') else {
-            return Err(self.invalid(format!(
-                "x/{format}: only the i (instruction) format is supported"
-            )));
-        };
-        let count = if digits.is_empty() {
-            1
+        let text = self.text.trim();
+        let (units, address) = if self.typed == "x" {
+            match text.strip_prefix('/') {
+                Some(spec) => {
+                    let end = spec.find(char::is_whitespace).unwrap_or(spec.len());
+                    (Some(&spec[..end]), &spec[end..])
+                }
+                None => (None, text),
+            }
         } else {
-            number(self.name, digits, "instruction count", 1)?
+            split_examine_units(text)
         };
-        let address = non_empty(address).unwrap_or_else(|| "$pc".to_string());
-        let start = Some(code_location(self.name, &address)?);
-        Ok(Command::Disassemble {
-            start,
-            count: Some(count),
-            gdb_style: false,
-        })
+        let (count, format, size) = match units {
+            Some(units) => self.examine_units(units)?,
+            None => (None, None, None),
+        };
+        let address = non_empty(address);
+        if format == Some('i') {
+            let address = address.unwrap_or_else(|| "$pc".to_string());
+            return Ok(Command::Disassemble {
+                start: Some(code_location(self.name, &address)?),
+                count: Some(count.unwrap_or(1)),
+                gdb_style: false,
+            });
+        }
+        Ok(Command::Examine(ExamineSpec {
+            address,
+            count: count.unwrap_or(1),
+            format,
+            size,
+        }))
+    }
+
+    /// `NFU`: a count, then format and size letters in any order.
+    fn examine_units(&self, text: &str) -> Result<(Option<u32>, Option<char>, Option<char>)> {
+        let text: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+        let digits_end = text
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(text.len());
+        let count = match &text[..digits_end] {
+            "" => None,
+            digits => Some(number(self.name, digits, "count", 1)?),
+        };
+        let (mut format, mut size) = (None, None);
+        for letter in text[digits_end..].chars() {
+            let slot = if "bhwg".contains(letter) {
+                &mut size
+            } else if EXAMINE_FORMATS.contains(letter) {
+                &mut format
+            } else {
+                return Err(self.invalid(format!(
+                    "unknown letter \"{letter}\" in \"/{text}\" (formats {EXAMINE_FORMATS}, sizes bhwg)"
+                )));
+            };
+            if slot.replace(letter).is_some() {
+                return Err(self.invalid(format!("two formats or two sizes in \"/{text}\"")));
+            }
+        }
+        Ok((count, format, size))
     }
 
     fn print(&self) -> Result<PrintSpec> {
@@ -729,13 +772,15 @@ enum StopKind {
 
 /// `info SUBCOMMAND`, with gdb's unique-prefix abbreviations.
 fn parse_info(rest: &str) -> Result<Command> {
-    const SUBCOMMANDS: [(&str, usize, &str); 6] = [
+    const SUBCOMMANDS: [(&str, usize, &str); 8] = [
         ("breakpoints", 1, "status"),
         ("registers", 1, "regs"),
         ("threads", 2, "threads"),
         ("sharedlibrary", 2, "loadobjects"),
         ("signals", 3, "handle"),
         ("handle", 3, "handle"),
+        ("locals", 2, "dump"),
+        ("args", 2, "info args"),
     ];
     let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
     let (sub, args) = rest.split_at(end);
@@ -752,7 +797,7 @@ fn parse_info(rest: &str) -> Result<Command> {
             command: "info".to_string(),
             problem,
             usage: "info breakpoints | info threads | info registers [REG...] | \
-                    info sharedlibrary | info signals [SIGNAL...]"
+                    info sharedlibrary | info signals [SIGNAL...] | info locals | info args"
                 .to_string(),
         });
     };
@@ -762,6 +807,28 @@ fn parse_info(rest: &str) -> Result<Command> {
         text: args,
     }
     .dispatch()
+}
+
+/// dbx `ADDR / NFU`: the units after the last `/` when they look like
+/// units (`p / 2` is taken as 2 units of p: parenthesize a division).
+fn split_examine_units(text: &str) -> (Option<&str>, &str) {
+    let Some(slash) = text.rfind('/') else {
+        return (None, text);
+    };
+    let units = text[slash + 1..].trim();
+    let looks_like_units = !units.is_empty()
+        && units
+            .chars()
+            .all(|c| c.is_ascii_digit() || c.is_whitespace() || c.is_ascii_lowercase())
+        && units
+            .chars()
+            .filter(|c| c.is_ascii_lowercase())
+            .all(|c| "bhwg".contains(c) || EXAMINE_FORMATS.contains(c));
+    if looks_like_units {
+        (Some(units), &text[..slash])
+    } else {
+        (None, text)
+    }
 }
 
 fn invalid(name: &str, problem: impl Into<String>) -> ParseError {

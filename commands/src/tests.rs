@@ -435,8 +435,10 @@ fn listing_and_disassembly() {
     assert_eq!(ok("x/4i $pc"), dis(Some(addr("$pc")), Some(4), false));
     assert_eq!(ok("x/i 0x10"), dis(Some(addr("0x10")), Some(1), false));
     assert_eq!(ok("x/3i"), dis(Some(addr("$pc")), Some(3), false));
-    assert!(err("x/4x $sp").contains("only the i (instruction) format"));
-    assert!(err("x $sp").contains("only x/Ni"));
+    assert_eq!(
+        ok("examine main /3i"),
+        dis(Some(func("main")), Some(3), false)
+    );
     assert!(err("dis main x").contains("invalid instruction count \"x\""));
 }
 
@@ -465,6 +467,57 @@ fn print_in_both_styles() {
     assert!(err("p/x").contains("missing expression"));
     assert!(err("p/q x").contains("unknown format \"q\""));
     assert!(err("step/x").contains("unexpected \"/\""));
+}
+
+#[test]
+fn examine_in_both_styles() {
+    let examine = |address: Option<&str>, count, format, size| {
+        Command::Examine(ExamineSpec {
+            address: address.map(String::from),
+            count,
+            format,
+            size,
+        })
+    };
+    assert_eq!(ok("x/4xw &a"), examine(Some("&a"), 4, Some('x'), Some('w')));
+    assert_eq!(
+        ok("x/gd $sp"),
+        examine(Some("$sp"), 1, Some('d'), Some('g'))
+    );
+    assert_eq!(ok("x &a"), examine(Some("&a"), 1, None, None));
+    assert_eq!(ok("x"), examine(None, 1, None, None));
+    assert_eq!(ok("x/2s p"), examine(Some("p"), 2, Some('s'), None));
+    assert_eq!(
+        ok("examine &a /4x"),
+        examine(Some("&a"), 4, Some('x'), None)
+    );
+    assert_eq!(
+        ok("examine &a / 2 bx"),
+        examine(Some("&a"), 2, Some('x'), Some('b'))
+    );
+    assert_eq!(ok("examine p + 1"), examine(Some("p + 1"), 1, None, None));
+    assert_eq!(
+        ok("examine (p / n)"),
+        examine(Some("(p / n)"), 1, None, None)
+    );
+    assert!(err("x/4q &a").contains("unknown letter \"q\""));
+    assert!(err("x/xd &a").contains("two formats"));
+    assert!(err("x/0x &a").contains("count must be positive"));
+}
+
+#[test]
+fn locals_and_args() {
+    assert_eq!(ok("dump"), Command::Dump { function: None });
+    assert_eq!(
+        ok("dump fact"),
+        Command::Dump {
+            function: Some("fact".into())
+        }
+    );
+    assert_eq!(ok("info locals"), Command::Dump { function: None });
+    assert_eq!(ok("info args"), Command::Arguments);
+    assert!(err("info args x").contains("unexpected argument"));
+    assert!(err("dump a b").contains("unexpected argument"));
 }
 
 #[test]
