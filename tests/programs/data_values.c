@@ -24,6 +24,7 @@ char g_text[] = "hello";
 char g_more[] = "world";
 unsigned char g_bytes[8] = {0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4};
 double g_doubles[2] = {1.5, -2.25};
+struct point g_pt = {3, -4};
 struct record g_rec = {'a', -2, 1L << 40, {3, -4}, {7, 8, 9}, 1};
 int (*g_fn)(int, struct point);
 

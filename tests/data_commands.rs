@@ -1,0 +1,310 @@
+//! The data-inspection commands through the rdbx binary: display and
+//! undisplay, print formats and the value history, examine / x, dump /
+//! info locals, info args, whatis. Values are compared with gdb's at the
+//! same stop where the formats agree.
+mod common;
+use common::*;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// tests/programs/data_values.c built at -O0 (kept here so that the
+/// shared build recipes need no change).
+fn data_values() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = scratch_dir("data_values_build");
+            let out = dir.join("data_values");
+            let status = std::process::Command::new("gcc")
+                .args(["-g", "-O0", "-o"])
+                .arg(&out)
+                .arg(sources_dir().join("data_values.c"))
+                .status()
+                .expect("gcc runs");
+            assert!(status.success(), "gcc failed on data_values.c");
+            out
+        })
+        .clone()
+}
+
+fn rdbx(cmds: &[&str]) -> Outcome {
+    Rdbx::batch().cmds(cmds).prog(&data_values(), &[]).run()
+}
+
+/// Lines starting with `N: `, the display lines.
+fn display_lines(o: &Outcome) -> Vec<&str> {
+    o.stdout
+        .lines()
+        .filter(|l| {
+            l.split_once(": ")
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+        })
+        .collect()
+}
+
+#[test]
+fn displays_show_at_every_stop_in_the_stopped_frame() {
+    let o = rdbx(&[
+        "stop in work",
+        "run",
+        "display g_counter",
+        "display/x n",
+        "display total",
+        "cont",
+        "undisplay 1",
+        "cont",
+        "display",
+        "undisplay 9",
+    ]);
+    let error = "3: total = <error: no symbol \"total\" in current context>";
+    assert_eq!(
+        display_lines(&o),
+        [
+            // When created.
+            "1: g_counter = 0",
+            "2: /x n = 0x0",
+            error,
+            // Second stop in work(1): work(0) added 0 + 1 + 2.
+            "1: g_counter = 3",
+            "2: /x n = 0x1",
+            error,
+            // Third stop, display 1 gone.
+            "2: /x n = 0x2",
+            error,
+            // `display` shows them all now.
+            "2: /x n = 0x2",
+            error,
+        ],
+        "{}",
+        o.transcript()
+    );
+    assert!(
+        o.stderr.contains("rdbx: no display 9"),
+        "{}",
+        o.transcript()
+    );
+    o.assert_stderr_well_formed();
+}
+
+#[test]
+fn display_after_up_evaluates_there_and_stops_use_the_new_frame() {
+    let o = rdbx(&["stop in work", "run", "up", "display total", "cont"]);
+    let lines = display_lines(&o);
+    assert_eq!(lines.first(), Some(&"1: total = 0"), "{}", o.transcript());
+    // At the next stop, work's frame is innermost: total is not in scope.
+    assert_eq!(
+        lines.get(1),
+        Some(&"1: total = <error: no symbol \"total\" in current context>"),
+        "{}",
+        o.transcript()
+    );
+}
+
+#[test]
+fn print_formats_and_history_agree_with_gdb() {
+    let prints = [
+        "p g_arr",
+        "p/x g_arr",
+        "p/o g_arr",
+        "p/t g_counter",
+        "p/x g_pt",
+        "p/d g_pt",
+        "p/c g_arr",
+        "p/x g_doubles",
+        "p/x -1",
+        "p/c 65",
+        "p/x 2.5",
+        "p/z 5",
+        "p $",
+        "p $$2",
+        "p $1",
+        "p $$",
+    ];
+    let mut cmds = vec!["stop in work", "run"];
+    cmds.extend(prints);
+    let o = rdbx(&cmds);
+    o.assert_no_errors();
+    let ours: Vec<String> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('$'))
+        .map(String::from)
+        .collect();
+    let mut gdb_cmds = vec!["break work", "run"];
+    gdb_cmds.extend(prints);
+    let theirs: Vec<String> = parse_gdb_values(&gdb(&data_values(), &[], &gdb_cmds))
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| format!("${} = {v}", i + 1))
+        .collect();
+    assert_eq!(ours, theirs, "{}", o.transcript());
+}
+
+#[test]
+fn print_dbx_style_names_the_expression() {
+    let o = rdbx(&[
+        "stop in work",
+        "run",
+        "print g_counter",
+        "print -x g_pt",
+        "print -o g_arr",
+        "p $9",
+    ]);
+    assert_eq!(o.printed_one("g_counter"), "0");
+    assert_eq!(o.printed_one("g_pt"), "{x = 0x3, y = 0xfffffffc}");
+    assert_eq!(o.printed_one("g_arr"), "{01, 02, 037777777775, 04}");
+    // dbx-style prints do not enter the history.
+    assert!(
+        o.stderr.contains("history has not yet reached $9"),
+        "{}",
+        o.transcript()
+    );
+}
+
+#[test]
+fn examine_matches_gdb_x() {
+    let examines = [
+        "x/4xw &g_arr",
+        "x/2dw &g_arr",
+        "x/9xb g_bytes",
+        "x/3xh &g_bytes",
+        "x/2xg g_longs",
+        "x/2dg g_longs",
+        "x/3c g_text",
+        "x/2s g_text",
+        "x/2fg g_doubles",
+        "x/a &g_fn",
+        "x/2tb g_bytes",
+        "x/3ow &g_arr",
+        "x/2ub g_bytes",
+    ];
+    let mut cmds = vec!["stop in work", "run"];
+    cmds.extend(examines);
+    let o = rdbx(&cmds);
+    o.assert_no_errors();
+    let mut gdb_cmds = vec!["break work", "run"];
+    gdb_cmds.extend(examines);
+    let gdb_text = gdb(&data_values(), &[], &gdb_cmds);
+    let memory_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("0x") && l.contains(":\t"))
+            .map(String::from)
+            .collect()
+    };
+    let ours = memory_lines(&o.stdout);
+    assert_eq!(ours, memory_lines(&gdb_text), "{}", o.transcript());
+    assert_eq!(ours.len(), 15, "{}", o.transcript());
+}
+
+#[test]
+fn examine_continues_and_reports_unreadable_memory() {
+    let o = rdbx(&[
+        "stop in work",
+        "run",
+        "examine &g_arr /2d",
+        "x",
+        "examine g_bytes / 4 xb",
+        "x/2x",
+        "x/xw 0",
+        "x/2i $pc",
+    ]);
+    let lines: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("0x")).collect();
+    assert!(lines[0].ends_with(" <g_arr>:\t1\t2"), "{}", o.transcript());
+    // `x` goes on after the last unit, in the same format and size.
+    assert!(lines[1].ends_with(" <g_arr+8>:\t-3"), "{}", o.transcript());
+    assert!(
+        lines[2].ends_with(" <g_bytes>:\t0xde\t0xad\t0xbe\t0xef"),
+        "{}",
+        o.transcript()
+    );
+    assert!(
+        lines[3].ends_with(" <g_bytes+4>:\t0x01\t0x02"),
+        "{}",
+        o.transcript()
+    );
+    assert_eq!(
+        o.errors(),
+        ["rdbx: cannot access memory at 0x0"],
+        "{}",
+        o.transcript()
+    );
+    // x/i disassembles from the pc.
+    assert!(
+        o.stdout.contains("=> 0x") && o.stdout.contains("<work+"),
+        "{}",
+        o.transcript()
+    );
+}
+
+#[test]
+fn dump_and_info_args_follow_the_selected_frame() {
+    let line = line_of("data_values.c", "work_update");
+    let o = rdbx(&[
+        &format!("stop at \"data_values.c\":{line}"),
+        "run",
+        "dump",
+        "info args",
+        "up",
+        "info locals",
+        "info args",
+        "frame 1",
+        "dump main",
+    ]);
+    o.assert_no_errors();
+    let gdb_text = gdb(
+        &data_values(),
+        &[],
+        &[
+            &format!("break data_values.c:{line}"),
+            "run",
+            "info locals",
+            "info args",
+            "up",
+            "info locals",
+            "info args",
+        ],
+    );
+    let value_lines = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                let name_first = l
+                    .split_once(" = ")
+                    .is_some_and(|(name, _)| name.chars().all(|c| c.is_alphanumeric() || c == '_'));
+                name_first || l.starts_with("No ")
+            })
+            .map(String::from)
+            .collect()
+    };
+    let ours = value_lines(&o.stdout);
+    let theirs = value_lines(&gdb_text);
+    assert_eq!(ours[..theirs.len()], theirs[..], "{}", o.transcript());
+    // `dump main` from work's frame shows main's locals.
+    assert_eq!(
+        ours[theirs.len()..],
+        ["i = 0", "origin = {x = 1, y = 2}", "total = 0"],
+        "{}",
+        o.transcript()
+    );
+}
+
+#[test]
+fn whatis_names_the_type() {
+    let o = rdbx(&[
+        "stop in work",
+        "run",
+        "whatis g_rec",
+        "whatis n",
+        "ptype g_counter",
+    ]);
+    let types: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("type = "))
+        .collect();
+    assert_eq!(
+        types,
+        ["type = struct record", "type = int", "type = int"],
+        "{}",
+        o.transcript()
+    );
+}
