@@ -5,10 +5,10 @@ use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 use super::dwarf::CuData;
 use super::eval::{read_place, EvalContext, Place};
 use super::functions::{attr_through_origin, scope_chain, Scope};
-use super::types::Types;
+use super::types::{TypeRef, Types};
 use super::{FrameContext, ObjectFile, R};
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Typed, Value};
 
 /// A DWARF variable or parameter with its type and location.
 #[derive(Debug, Clone)]
@@ -308,8 +308,21 @@ impl ObjectFile {
             (None, Some(constant)) => Place::Bytes(constant_bytes(constant, size)),
             (None, None) => Place::OptimizedOut,
         };
+        let address = match place {
+            Place::Memory(addr) => Some(addr),
+            _ => None,
+        };
         match read_place(&place, size, frame)? {
-            Ok(bytes) => Ok(types.decode(var.type_offset, &bytes, 0)),
+            Ok(bytes) => {
+                let value = types.decode(var.type_offset, &bytes, 0);
+                let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
+                Ok(Value::Typed(Box::new(Typed {
+                    value,
+                    ty,
+                    bytes,
+                    address,
+                })))
+            }
             Err(value) => Ok(value),
         }
     }
