@@ -1024,7 +1024,8 @@ fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Resul
     } else {
         base
     };
-    let Some(typed) = typed(&base) else {
+    let Some(typed) = typed(&base).filter(|t| t.ty.kind() == crate::symbols::TypeKind::Struct)
+    else {
         return Err(Error::Expression(format!(
             "attempt to extract a component of a value that is not a structure (type \"{}\")",
             base.type_name()

@@ -71,7 +71,7 @@ int main(void)
     int arr[4] = {5, 6, 7, 8};
     int *ap = arr;
     tls_counter++;
-    stop_here(); /* STOP */
+    stop_here(); /* MARK:stop */
     return x + p.x + a.v + (int)d + arr[0] + pt.x + (int)ml + fl1 + fl2 + fl3 + fl0 + col
            + c1 + *ip + (vp != 0) + (ppp != 0) + (list != 0) + bad.v + num.i + h.fl + *ap;
 }

@@ -997,7 +997,7 @@ impl TypeRef {
     /// unit. `name` is as C spells it (`struct point`, `unsigned int`,
     /// `mytypedef`).
     pub(crate) fn lookup(&self, name: &str) -> Option<TypeRef> {
-        if let Some(offset) = find_named_type(&self.dwarf, &self.cu, name) {
+        if let Some(offset) = find_named_type(&self.dwarf, self.cu.unit(), name) {
             return Some(self.at(Some(offset)));
         }
         let mut headers = self.dwarf.units();
@@ -1012,7 +1012,7 @@ impl TypeRef {
                 continue;
             }
             let cu = Arc::new(UnitHandle::own(cu_offset, unit));
-            if let Some(offset) = find_named_type(&self.dwarf, &cu, name) {
+            if let Some(offset) = find_named_type(&self.dwarf, cu.unit(), name) {
                 return Some(TypeRef {
                     dwarf: self.dwarf.clone(),
                     cu,
@@ -1041,9 +1041,13 @@ fn tag_and_name(name: &str) -> (Option<gimli::DwTag>, &str) {
 }
 
 /// The first complete type DIE of `unit` named `name`.
-fn find_named_type(dwarf: &gimli::Dwarf<R>, cu: &UnitHandle, name: &str) -> Option<UnitOffset> {
+pub(crate) fn find_named_type(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+    name: &str,
+) -> Option<UnitOffset> {
     let (tag, bare) = tag_and_name(name);
-    let mut entries = cu.unit().entries();
+    let mut entries = unit.entries();
     while let Ok(Some((_, entry))) = entries.next_dfs() {
         let wanted = match tag {
             Some(t) => entry.tag() == t,
@@ -1058,7 +1062,7 @@ fn find_named_type(dwarf: &gimli::Dwarf<R>, cu: &UnitHandle, name: &str) -> Opti
         {
             continue;
         }
-        let found = super::dwarf::die_string(dwarf, cu.unit(), entry, gimli::DW_AT_name);
+        let found = super::dwarf::die_string(dwarf, unit, entry, gimli::DW_AT_name);
         if found.as_deref() == Some(bare)
             || (tag.is_none() && found.as_deref().is_some_and(|f| same_base_type(f, bare)))
         {

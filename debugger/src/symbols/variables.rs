@@ -5,7 +5,7 @@ use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 use super::dwarf::CuData;
 use super::eval::{read_place, EvalContext, Place};
 use super::functions::{attr_through_origin, scope_chain, Scope};
-use super::types::{TypeRef, Types};
+use super::types::{find_named_type, TypeRef, Types};
 use super::{FrameContext, ObjectFile, R};
 use crate::error::{Error, Result};
 use crate::value::{Typed, Value};
@@ -247,6 +247,18 @@ impl ObjectFile {
             declaration.get_or_insert(v);
         }
         declaration
+    }
+
+    /// A named type (`struct point`, `mytypedef`, `unsigned int`) of any
+    /// unit, for casts and `sizeof` (what `EvalContext::lookup_type`
+    /// answers).
+    pub fn lookup_type(&self, name: &str) -> Option<TypeRef> {
+        let data = self.dwarf.as_ref()?;
+        data.all_cu_offsets().into_iter().find_map(|offset| {
+            let cu = data.cu_at(offset)?;
+            let die = find_named_type(&data.dwarf, &cu.unit, name)?;
+            Some(TypeRef::new(data.dwarf.clone(), cu, Some(die)))
+        })
     }
 
     fn types_for<'a>(
