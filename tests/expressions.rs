@@ -309,3 +309,77 @@ fn named_types_come_from_lookup_type() {
         assert_eq!(normalize(ours), normalize(theirs), "print {e}");
     }
 }
+
+/// A frame view of the stopped thread that also knows its thread pointer
+/// (what FrameView gives once it maps DWARF register 58, fs_base).
+struct ThreadFrame<'a> {
+    dbg: &'a Debugger,
+    fs_base: Option<u64>,
+    bias: u64,
+}
+
+impl debugger::symbols::FrameContext for ThreadFrame<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
+        self.dbg.read_memory(addr, buf)
+    }
+    fn register(&self, dwarf_regno: u16) -> Option<u64> {
+        self.fs_base.filter(|_| dwarf_regno == 58)
+    }
+    fn cfa(&self) -> Option<u64> {
+        None
+    }
+    fn load_bias(&self) -> u64 {
+        self.bias
+    }
+}
+
+/// `__thread` variables of the executable, through fs_base and the static
+/// TLS layout, agree with gdb.
+#[test]
+fn thread_local_variables_of_the_executable() {
+    let p = program();
+    let names = ["tls_counter", "tls_big"];
+    let mut dbg = stopped(&p);
+    let tid = dbg.current_tid;
+    let fs_base = dbg
+        .process()
+        .expect("process")
+        .regs(tid)
+        .expect("regs")
+        .fs_base;
+    let exe = dbg
+        .objects
+        .list
+        .iter()
+        .find(|o| o.path.file_name() == p.file_name())
+        .expect("the executable is loaded");
+    let frame = ThreadFrame {
+        dbg: &dbg,
+        fs_base: Some(fs_base),
+        bias: exe.bias,
+    };
+    let ours: Vec<String> = names
+        .iter()
+        .map(|name| {
+            let var = exe.file.lookup_variable(None, name).expect(name);
+            exe.file
+                .read_variable(&var, &frame)
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+                .to_string()
+        })
+        .collect();
+    // Without the thread pointer it says so rather than guessing.
+    let var = exe.file.lookup_variable(None, "tls_counter").expect("tls");
+    let blind = ThreadFrame {
+        fs_base: None,
+        ..frame
+    };
+    let unknown = exe.file.read_variable(&var, &blind).expect("read");
+    assert_eq!(unknown.to_string(), "<thread-local storage>");
+    dbg.kill();
+    let mut gcmds = vec!["break stop_here".to_string(), "run".into()];
+    gcmds.extend(names.iter().map(|e| format!("print {e}")));
+    let gcmds: Vec<&str> = gcmds.iter().map(String::as_str).collect();
+    let theirs = parse_gdb_values(&gdb(&p, &[], &gcmds));
+    assert_eq!(ours, theirs);
+}
