@@ -189,6 +189,11 @@ pub trait EvalContext {
         let _ = name;
         None
     }
+    /// Names visible in the selected frame (locals, parameters, globals),
+    /// for "did you mean" when a name is unknown.
+    fn visible_names(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 // ---------------------------------------------------------------- lexing
@@ -816,7 +821,36 @@ impl Parser {
 
 /// Evaluates an expression in the context of the selected frame.
 pub fn evaluate(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
-    eval(expr, ctx).map(Value::into_plain)
+    eval(expr, ctx)
+        .map(Value::into_plain)
+        .map_err(|e| suggest(e, ctx))
+}
+
+/// An unknown name's error, with the nearest visible name when one is
+/// close enough to be a likely typo.
+fn suggest(error: Error, ctx: &dyn EvalContext) -> Error {
+    let Error::NoSuchSymbol(name) = &error else {
+        return error;
+    };
+    match nearest_name(name, &ctx.visible_names()) {
+        Some(best) => Error::Expression(format!(
+            "no symbol \"{name}\" in current context; did you mean \"{best}\"?"
+        )),
+        None => error,
+    }
+}
+
+/// The candidate with the smallest edit distance to `name`, if that is at
+/// most a third of the name's length (and at least one edit is allowed).
+fn nearest_name<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .iter()
+        .filter(|c| c.as_str() != name)
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c.as_str())
 }
 
 /// Evaluation keeping DWARF types on values, so that the next operator
@@ -1227,7 +1261,9 @@ fn canonical_base(name: &str) -> String {
 /// `print` and `call` take): `None` for a void result.
 pub fn evaluate_statement(expr: &Expr, ctx: &dyn EvalContext) -> Result<Option<Value>> {
     match expr {
-        Expr::Call { .. } => call(expr, ctx),
+        Expr::Call { .. } => call(expr, ctx)
+            .map(|v| v.map(Value::into_plain))
+            .map_err(|e| suggest(e, ctx)),
         other => evaluate(other, ctx).map(Some),
     }
 }
@@ -1862,6 +1898,10 @@ mod tests {
             }
         }
 
+        fn visible_names(&self) -> Vec<String> {
+            self.variables.keys().map(|k| k.to_string()).collect()
+        }
+
         fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
             let start = addr.checked_sub(MEMORY).ok_or(Error::Memory(addr))? as usize;
             let bytes = self
@@ -2286,6 +2326,25 @@ mod tests {
         assert!(error("arr + 1").contains("\"int [3]\""));
         assert!(error("x.y").contains("not a structure"));
         assert_eq!(show("\"hi\""), ("\"hi\"".into(), "char [3]".into()));
+    }
+
+    #[test]
+    fn unknown_names_suggest_the_nearest() {
+        assert_eq!(
+            error("gnoe + 1"),
+            "no symbol \"gnoe\" in current context; did you mean \"gone\"?"
+        );
+        assert_eq!(
+            error("arrr[0]"),
+            "no symbol \"arrr\" in current context; did you mean \"arr\"?"
+        );
+        assert_eq!(
+            error("elephant"),
+            "no symbol \"elephant\" in current context"
+        );
+        let names = ["count".to_string(), "counter".to_string()];
+        assert_eq!(nearest_name("countre", &names), Some("counter"));
+        assert_eq!(nearest_name("zzz", &names), None);
     }
 
     #[test]

@@ -259,7 +259,10 @@ mod tests {
         assert_eq!(format_float(1e20, 8), "1e+20");
         assert_eq!(format_float(1e20f32 as f64, 4), "1.00000002e+20");
         assert_eq!(format_float(1.5e-7, 8), "1.4999999999999999e-07");
-        assert_eq!(format_float(f64::from(f32::from_bits(0x4142_4344)), 4), "12.1414223");
+        assert_eq!(
+            format_float(f64::from(f32::from_bits(0x4142_4344)), 4),
+            "12.1414223"
+        );
         assert_eq!(format_float(-0.25, 8), "-0.25");
         assert_eq!(format_float(f64::INFINITY, 8), "inf");
     }
