@@ -129,6 +129,10 @@ fn pointers_members_and_indexing_agree_with_gdb() {
         "num",
         "h",
         "a",
+        "ops.ready",
+        "ops.level",
+        "opsp->mode",
+        "opsp->level + 1",
     ]);
 }
 
@@ -242,6 +246,12 @@ impl EvalContext for Context<'_> {
             .iter()
             .find_map(|o| o.file.lookup_type(name))
     }
+
+    fn symbol_at(&self, address: u64) -> Option<String> {
+        let object = self.dbg.objects.object_at(address)?;
+        let symbol = object.file.symbol_at(object.file_address(address))?;
+        Some(symbol.name)
+    }
 }
 
 /// The program stopped in stop_here, main's frame selected.
@@ -286,6 +296,9 @@ fn named_types_come_from_lookup_type() {
         "*(struct point *)&gpoint",
         "((point_t *)&h.pts[1])->y",
         "(mylong)(-3)",
+        "ops.fn",
+        "opsp->fn",
+        "*opsp",
     ];
     let mut dbg = stopped(&p);
     let ours: Vec<String> = exprs

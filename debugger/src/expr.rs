@@ -194,6 +194,12 @@ pub trait EvalContext {
     fn visible_names(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The symbol at a runtime address, shown after code pointers the
+    /// evaluator reads (`s.callback` gives `0x401136 <twice>`).
+    fn symbol_at(&self, address: u64) -> Option<String> {
+        let _ = address;
+        None
+    }
 }
 
 // ---------------------------------------------------------------- lexing
@@ -961,7 +967,8 @@ fn typed(value: &Value) -> Option<&Typed> {
 /// A value of type `ty` decoded from `bytes` (strings it points to are read).
 fn make_typed(ty: TypeRef, bytes: Vec<u8>, address: Option<u64>, ctx: &dyn EvalContext) -> Value {
     let read = |addr: u64, buf: &mut [u8]| ctx.read_memory(addr, buf);
-    let value = ty.decode(&bytes, &read);
+    let symbolizer = |addr: u64| ctx.symbol_at(addr);
+    let value = ty.decode(&bytes, &read, &symbolizer);
     Value::Typed(Box::new(Typed {
         value,
         ty,
@@ -1071,9 +1078,8 @@ fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Resul
             typed.ty.name()
         )));
     };
-    let read = |addr: u64, buf: &mut [u8]| ctx.read_memory(addr, buf);
     if found.is_bitfield() {
-        return Ok(typed.ty.decode_member(&found, &typed.bytes, &read));
+        return Ok(typed.ty.decode_bitfield_member(&found, &typed.bytes));
     }
     let size = found.ty.size().unwrap_or(0) as usize;
     let start = found.offset as usize;

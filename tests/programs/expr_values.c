@@ -33,6 +33,15 @@ struct holder {
     char label[8];
 };
 
+struct ops {
+    int (*fn)(int);
+    unsigned ready : 1;
+    int level : 3;
+    unsigned mode : 4;
+};
+
+static int twice(int v) { return 2 * v; }
+
 __thread int tls_counter = 7;
 __thread long tls_big = 1234567890123L;
 
@@ -70,8 +79,11 @@ int main(void)
     enum color col = BLUE;
     int arr[4] = {5, 6, 7, 8};
     int *ap = arr;
+    struct ops ops = {twice, 1, -3, 9};
+    struct ops *opsp = &ops;
     tls_counter++;
     stop_here(); /* MARK:stop */
     return x + p.x + a.v + (int)d + arr[0] + pt.x + (int)ml + fl1 + fl2 + fl3 + fl0 + col
-           + c1 + *ip + (vp != 0) + (ppp != 0) + (list != 0) + bad.v + num.i + h.fl + *ap;
+           + c1 + *ip + (vp != 0) + (ppp != 0) + (list != 0) + bad.v + num.i + h.fl + *ap
+           + opsp->fn(1);
 }

@@ -909,20 +909,7 @@ impl TypeRef {
     }
 
     /// Decodes a member out of its struct's bytes (bitfields included).
-    pub(crate) fn decode_member(
-        &self,
-        member: &MemberRef,
-        struct_bytes: &[u8],
-        read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
-    ) -> Value {
-        if !member.bitfield {
-            let size = member.ty.size().unwrap_or(0) as usize;
-            let start = member.offset as usize;
-            return match struct_bytes.get(start..start + size) {
-                Some(slice) => member.ty.decode(slice, read),
-                None => Value::Unavailable("out of bounds".into()),
-            };
-        }
+    pub(crate) fn decode_bitfield_member(&self, member: &MemberRef, struct_bytes: &[u8]) -> Value {
         let Ok(entry) = self.cu.unit().entry(member.die) else {
             return Value::Unavailable("bad member".into());
         };
@@ -936,16 +923,16 @@ impl TypeRef {
         &self,
         bytes: &[u8],
         read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+        symbolizer: &dyn Fn(u64) -> Option<String>,
     ) -> Value {
         if self.pointers == 0 {
             let memory = MemoryOnly(read);
-            let none = |_| None;
             let types = Types {
                 dwarf: &self.dwarf,
                 unit: self.cu.unit(),
                 language: self.cu.language,
                 frame: Some(&memory),
-                symbolizer: &none,
+                symbolizer,
             };
             return types.decode(self.offset, bytes, 0);
         }
