@@ -17,6 +17,14 @@ use debugger::value::Value;
 
 const SOURCE: &str = "expr_values.c";
 
+/// The engine-level tests trace the program from this test process, and
+/// the debugger's waits would reap the gdb and rdbx children that other
+/// tests spawn: tests of this file run one at a time.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// expr_values.c built with `-g -O0` in a scratch directory.
 fn program() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
@@ -98,6 +106,7 @@ fn assert_agree(exprs: &[&str]) {
 
 #[test]
 fn pointers_members_and_indexing_agree_with_gdb() {
+    let _serial = one_at_a_time();
     assert_agree(&[
         "p",
         "*pp",
@@ -138,6 +147,7 @@ fn pointers_members_and_indexing_agree_with_gdb() {
 
 #[test]
 fn casts_and_sizeof_agree_with_gdb() {
+    let _serial = one_at_a_time();
     assert_agree(&[
         "(long)x",
         "(unsigned char)c1",
@@ -162,11 +172,13 @@ fn casts_and_sizeof_agree_with_gdb() {
 
 #[test]
 fn enums_and_flag_enums_agree_with_gdb() {
+    let _serial = one_at_a_time();
     assert_agree(&["fl1", "fl2", "fl3", "fl0", "col", "h.fl"]);
 }
 
 #[test]
 fn unreadable_memory_stays_inside_the_value() {
+    let _serial = one_at_a_time();
     assert_agree(&["bad", "bad.name"]);
     let p = program();
     let line = stop_line();
@@ -208,6 +220,7 @@ fn unreadable_memory_stays_inside_the_value() {
 
 #[test]
 fn a_cycle_of_pointers_prints_one_level() {
+    let _serial = one_at_a_time();
     // c.next points back to a: each print shows one node, never loops.
     let r = compare(&["list->next->next->next->next->next->next->v", "*c.next"]);
     for (expr, ours, theirs) in r {
@@ -285,6 +298,7 @@ fn stopped(program: &Path) -> Debugger {
 /// context's `lookup_type`.
 #[test]
 fn named_types_come_from_lookup_type() {
+    let _serial = one_at_a_time();
     let p = program();
     let exprs = [
         "sizeof(struct point)",
@@ -350,6 +364,7 @@ impl debugger::symbols::FrameContext for ThreadFrame<'_> {
 /// TLS layout, agree with gdb.
 #[test]
 fn thread_local_variables_of_the_executable() {
+    let _serial = one_at_a_time();
     let p = program();
     let names = ["tls_counter", "tls_big"];
     let mut dbg = stopped(&p);
