@@ -8,7 +8,8 @@
 
 pub use crate::call::Argument;
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::symbols::TypeRef;
+use crate::value::{Typed, Value};
 
 /// An expression tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,7 +52,41 @@ pub enum Expr {
         function: String,
         args: Vec<Expr>,
     },
+    /// `(TYPE) operand`.
+    Cast {
+        target: TypeName,
+        operand: Box<Expr>,
+    },
+    /// `sizeof(TYPE)`.
+    SizeofType(TypeName),
+    /// `sizeof EXPR`.
+    SizeofExpr(Box<Expr>),
 }
+
+/// A type as written in a cast or `sizeof`: `struct point`, `unsigned
+/// char`, `mytypedef`, with `pointers` levels of `*`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeName {
+    pub base: String,
+    pub pointers: u8,
+}
+
+impl TypeName {
+    /// The C spelling gdb uses: `int`, `int *`, `struct point **`.
+    pub fn spelling(&self) -> String {
+        if self.pointers == 0 {
+            self.base.clone()
+        } else {
+            format!("{} {}", self.base, "*".repeat(usize::from(self.pointers)))
+        }
+    }
+}
+
+/// Words that can only start a type name.
+const TYPE_KEYWORDS: [&str; 16] = [
+    "struct", "union", "enum", "unsigned", "signed", "char", "short", "int", "long", "float",
+    "double", "void", "_Bool", "const", "volatile", "bool",
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnaryOp {
@@ -145,6 +180,25 @@ pub trait EvalContext {
         Err(Error::Expression(format!(
             "cannot call \"{function}\" here; use print or call"
         )))
+    }
+    /// A named type of the program (`struct point`, `mytypedef`), for
+    /// casts and `sizeof`; `ObjectFile::lookup_type` answers it. Without
+    /// it, only base types and types of the program the expression's
+    /// values come from are found.
+    fn lookup_type(&self, name: &str) -> Option<TypeRef> {
+        let _ = name;
+        None
+    }
+    /// Names visible in the selected frame (locals, parameters, globals),
+    /// for "did you mean" when a name is unknown.
+    fn visible_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The symbol at a runtime address, shown after code pointers the
+    /// evaluator reads (`s.callback` gives `0x401136 <twice>`).
+    fn symbol_at(&self, address: u64) -> Option<String> {
+        let _ = address;
+        None
     }
 }
 
@@ -543,6 +597,29 @@ impl Parser {
     }
 
     fn unary(&mut self) -> Result<Expr> {
+        if matches!(self.peek(), TokenKind::Name(n) if n == "sizeof") {
+            self.advance();
+            if self.at_punct("(") && self.type_follows(1).is_some() {
+                self.advance();
+                let target = self.type_name()?;
+                self.expect(")")?;
+                return Ok(Expr::SizeofType(target));
+            }
+            return Ok(Expr::SizeofExpr(Box::new(self.unary()?)));
+        }
+        if self.at_punct("(") {
+            if let Some(is_cast) = self.type_follows(1) {
+                if is_cast {
+                    self.advance();
+                    let target = self.type_name()?;
+                    self.expect(")")?;
+                    return Ok(Expr::Cast {
+                        target,
+                        operand: Box::new(self.unary()?),
+                    });
+                }
+            }
+        }
         let op = match self.peek() {
             TokenKind::Punct("+") => UnaryOp::Plus,
             TokenKind::Punct("-") => UnaryOp::Negate,
@@ -603,6 +680,102 @@ impl Parser {
         }
     }
 
+    fn token_at(&self, ahead: usize) -> &TokenKind {
+        &self.tokens[(self.pos + ahead).min(self.tokens.len() - 1)].kind
+    }
+
+    /// Whether a type name starts `ahead` tokens on: `Some(true)` when the
+    /// parenthesised text is a type. A keyword (`struct`, `unsigned`...)
+    /// always starts one; a plain name does when stars follow it
+    /// (`(mytype *)p`) or when an operand follows the `)`
+    /// (`(mytype) v`), since `(v) w` means nothing else.
+    fn type_follows(&self, ahead: usize) -> Option<bool> {
+        let TokenKind::Name(first) = self.token_at(ahead) else {
+            return None;
+        };
+        if TYPE_KEYWORDS.contains(&first.as_str()) {
+            return Some(true);
+        }
+        let mut k = ahead + 1;
+        let mut stars = 0;
+        while matches!(self.token_at(k), TokenKind::Punct("*")) {
+            k += 1;
+            stars += 1;
+        }
+        if !matches!(self.token_at(k), TokenKind::Punct(")")) {
+            return None;
+        }
+        let operand_follows = matches!(
+            self.token_at(k + 1),
+            TokenKind::Name(_)
+                | TokenKind::Literal(_)
+                | TokenKind::String(_)
+                | TokenKind::Register(_)
+                | TokenKind::Punct("(")
+        );
+        if stars > 0 || operand_follows {
+            Some(true)
+        } else {
+            None
+        }
+    }
+
+    /// `struct point *`, `unsigned long`, `mytype **`, `const char *`.
+    fn type_name(&mut self) -> Result<TypeName> {
+        let mut words: Vec<String> = Vec::new();
+        while let TokenKind::Name(word) = self.peek().clone() {
+            if matches!(word.as_str(), "const" | "volatile") {
+                self.advance();
+                continue;
+            }
+            let tagged = words
+                .last()
+                .is_some_and(|w| matches!(w.as_str(), "struct" | "union" | "enum"));
+            let complete = !words.is_empty()
+                && !tagged
+                && (!TYPE_KEYWORDS.contains(&word.as_str())
+                    || !words.iter().all(|w| TYPE_KEYWORDS.contains(&w.as_str())));
+            if complete {
+                break;
+            }
+            words.push(word);
+            self.advance();
+            if tagged {
+                break;
+            }
+        }
+        if let Some(tag) = words
+            .last()
+            .filter(|w| matches!(w.as_str(), "struct" | "union" | "enum"))
+        {
+            return Err(syntax_error(
+                self.column(),
+                format!("expected a name after '{tag}', found {}", self.describe()),
+            ));
+        }
+        if words.is_empty() {
+            return Err(syntax_error(
+                self.column(),
+                format!("expected a type, found {}", self.describe()),
+            ));
+        }
+        let mut pointers = 0u8;
+        loop {
+            if self.at_punct("*") {
+                pointers = pointers.saturating_add(1);
+                self.advance();
+            } else if matches!(self.peek(), TokenKind::Name(n) if n == "const" || n == "volatile") {
+                self.advance();
+            } else {
+                break;
+            }
+        }
+        Ok(TypeName {
+            base: words.join(" "),
+            pointers,
+        })
+    }
+
     /// `a, b, c)` after a call's `(`, the `)` included.
     fn call_arguments(&mut self) -> Result<Vec<Expr>> {
         let mut args = Vec::new();
@@ -654,6 +827,41 @@ impl Parser {
 
 /// Evaluates an expression in the context of the selected frame.
 pub fn evaluate(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    eval(expr, ctx)
+        .map(Value::into_plain)
+        .map_err(|e| suggest(e, ctx))
+}
+
+/// An unknown name's error, with the nearest visible name when one is
+/// close enough to be a likely typo.
+fn suggest(error: Error, ctx: &dyn EvalContext) -> Error {
+    let Error::NoSuchSymbol(name) = &error else {
+        return error;
+    };
+    match nearest_name(name, &ctx.visible_names()) {
+        Some(best) => Error::Expression(format!(
+            "no symbol \"{name}\" in current context; did you mean \"{best}\"?"
+        )),
+        None => error,
+    }
+}
+
+/// The candidate with the smallest edit distance to `name`, if that is at
+/// most a third of the name's length (and at least one edit is allowed).
+fn nearest_name<'a>(name: &str, candidates: &'a [String]) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .iter()
+        .filter(|c| c.as_str() != name)
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c.as_str())
+}
+
+/// Evaluation keeping DWARF types on values, so that the next operator
+/// can use them.
+fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
     match expr {
         Expr::Literal(value) => Ok(value.clone()),
         Expr::String(text) => Ok(Value::Composite {
@@ -671,39 +879,397 @@ pub fn evaluate(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
             then,
             otherwise,
         } => {
-            if truth(&evaluate(condition, ctx)?)? {
-                evaluate(then, ctx)
+            if truth(&eval(condition, ctx)?)? {
+                eval(then, ctx)
             } else {
-                evaluate(otherwise, ctx)
+                eval(otherwise, ctx)
             }
         }
         Expr::Index { base, index } => {
-            let base = evaluate(base, ctx)?;
-            if !matches!(base, Value::Pointer { .. }) {
-                return Err(Error::Expression(format!(
-                    "subscripting a value of type \"{}\" is not supported yet",
-                    base.type_name()
-                )));
-            }
-            let index = evaluate(index, ctx)?;
-            let element = pointer_arithmetic(BinaryOp::Add, &base, &index)?;
-            dereference(&element, ctx)
+            let base = eval(base, ctx)?;
+            let index = eval(index, ctx)?;
+            subscript(base, &index, ctx)
         }
-        Expr::Member { arrow, .. } => Err(Error::Expression(format!(
-            "the {} operator is not supported yet",
-            if *arrow { "->" } else { "." }
-        ))),
+        Expr::Member { base, field, arrow } => {
+            let base = eval(base, ctx)?;
+            member(base, field, *arrow, ctx)
+        }
         Expr::Call { function, .. } => call(expr, ctx)?.ok_or_else(|| {
             Error::Expression(format!("{function} returns void: its value cannot be used"))
         }),
+        Expr::Cast { target, operand } => {
+            let value = decay(eval(operand, ctx)?, ctx);
+            cast(target, value, ctx)
+        }
+        Expr::SizeofType(target) => {
+            let size = match resolve_type(target, None, ctx) {
+                Some(ty) => ty.size(),
+                None if target.pointers > 0 => Some(8),
+                None => base_type(&target.base).map(|(size, _)| u64::from(size)),
+            };
+            let size = size.ok_or_else(|| no_type(target))?;
+            Ok(make_integer(i128::from(size), 8, false))
+        }
+        Expr::SizeofExpr(operand) => {
+            let value = match (eval(operand, ctx), operand.as_ref()) {
+                // `sizeof(mytype)` parses as an expression; a type is meant
+                // when no variable has the name.
+                (Err(Error::NoSuchSymbol(_)), Expr::Name(name)) => {
+                    let target = TypeName {
+                        base: name.clone(),
+                        pointers: 0,
+                    };
+                    let ty = resolve_type(&target, None, ctx).ok_or_else(|| no_type(&target))?;
+                    let size = ty.size().ok_or_else(|| no_type(&target))?;
+                    return Ok(make_integer(i128::from(size), 8, false));
+                }
+                (value, _) => value?,
+            };
+            let size = size_of_value(&value).ok_or_else(|| {
+                Error::Expression(format!(
+                    "the size of a value of type \"{}\" is not known",
+                    value.type_name()
+                ))
+            })?;
+            Ok(make_integer(i128::from(size), 8, false))
+        }
     }
+}
+
+fn no_type(target: &TypeName) -> Error {
+    Error::Expression(format!("no type named \"{}\"", target.spelling()))
+}
+
+fn size_of_value(value: &Value) -> Option<u64> {
+    match value {
+        Value::Typed(typed) => typed.ty.size(),
+        Value::Integer { size, .. } | Value::Char { size, .. } | Value::Float { size, .. } => {
+            Some(u64::from(*size))
+        }
+        Value::Bool(_) => Some(1),
+        Value::Pointer { .. } => Some(8),
+        Value::Enum { .. } => Some(4),
+        Value::Composite { type_name, .. } => type_name
+            .strip_prefix("char [")
+            .and_then(|n| n.strip_suffix(']'))
+            .and_then(|n| n.parse().ok()),
+        _ => None,
+    }
+}
+
+fn typed(value: &Value) -> Option<&Typed> {
+    match value {
+        Value::Typed(typed) => Some(typed),
+        _ => None,
+    }
+}
+
+/// A value of type `ty` decoded from `bytes` (strings it points to are read).
+fn make_typed(ty: TypeRef, bytes: Vec<u8>, address: Option<u64>, ctx: &dyn EvalContext) -> Value {
+    let read = |addr: u64, buf: &mut [u8]| ctx.read_memory(addr, buf);
+    let symbolizer = |addr: u64| ctx.symbol_at(addr);
+    let value = ty.decode(&bytes, &read, &symbolizer);
+    Value::Typed(Box::new(Typed {
+        value,
+        ty,
+        bytes,
+        address,
+    }))
+}
+
+/// Largest object read for `*p` or `a[i]`; bigger ones are refused.
+const MAX_READ: u64 = 1 << 24;
+
+/// The object of type `ty` at `address`.
+fn read_object(ty: TypeRef, address: u64, ctx: &dyn EvalContext) -> Result<Value> {
+    let size = ty.size().ok_or_else(|| {
+        Error::Expression(format!("the size of type \"{}\" is not known", ty.name()))
+    })?;
+    if size > MAX_READ {
+        return Err(Error::Expression(format!(
+            "\"{}\" is too large to read ({size} bytes)",
+            ty.name()
+        )));
+    }
+    let mut bytes = vec![0; size as usize];
+    ctx.read_memory(address, &mut bytes)?;
+    Ok(make_typed(ty, bytes, Some(address), ctx))
+}
+
+/// A pointer of type `ty` (a pointer type) holding `address`.
+fn typed_pointer(ty: TypeRef, address: u64, ctx: &dyn EvalContext) -> Value {
+    make_typed(ty, address.to_le_bytes().to_vec(), None, ctx)
+}
+
+/// Arrays in memory become pointers to their first element, as in C.
+fn decay(value: Value, ctx: &dyn EvalContext) -> Value {
+    let Some(typed) = typed(&value) else {
+        return value;
+    };
+    match (typed.ty.element(), typed.address) {
+        (Some((element, _)), Some(address)) => typed_pointer(element.pointer_to(), address, ctx),
+        _ => value,
+    }
+}
+
+/// `base[index]`: array elements, or `*(pointer + index)`.
+fn subscript(base: Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Some(typed) = typed(&base) {
+        if let Some((element, _)) = typed.ty.element() {
+            let i = index_value(index)?;
+            let size = element.size().unwrap_or(0);
+            let start = i128::from(size) * i;
+            let in_bytes = usize::try_from(start)
+                .ok()
+                .and_then(|s| typed.bytes.get(s..s + size as usize));
+            let address = typed
+                .address
+                .map(|a| wrap(i128::from(a) + start, 8, false) as u64);
+            return match (in_bytes, address) {
+                (Some(bytes), address) => Ok(make_typed(element, bytes.to_vec(), address, ctx)),
+                (None, Some(address)) => read_object(element, address, ctx),
+                (None, None) => Err(Error::Expression(format!("no such vector element: {i}"))),
+            };
+        }
+    }
+    let base = decay(base, ctx);
+    if !matches!(base.plain(), Value::Pointer { .. }) {
+        return Err(Error::Expression(format!(
+            "cannot subscript something of type \"{}\"",
+            base.type_name()
+        )));
+    }
+    let element = pointer_arithmetic(BinaryOp::Add, &base, index, ctx)?;
+    dereference(&element, ctx)
+}
+
+fn index_value(index: &Value) -> Result<i128> {
+    match operand(index)? {
+        Operand::Int { value, .. } => Ok(value),
+        _ => Err(Error::Expression(
+            "array subscript is not an integer".into(),
+        )),
+    }
+}
+
+/// `base.field` and `base->field`.
+fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Result<Value> {
+    let is_pointer = matches!(base.plain(), Value::Pointer { .. });
+    let base = if arrow || is_pointer {
+        // gdb lets `.` go through a pointer and `->` apply to a struct.
+        if is_pointer {
+            dereference(&base, ctx)?
+        } else {
+            base
+        }
+    } else {
+        base
+    };
+    let Some(typed) = typed(&base).filter(|t| t.ty.kind() == crate::symbols::TypeKind::Struct)
+    else {
+        return Err(Error::Expression(format!(
+            "attempt to extract a component of a value that is not a structure (type \"{}\")",
+            base.type_name()
+        )));
+    };
+    let Some(found) = typed.ty.member(field) else {
+        return Err(Error::Expression(format!(
+            "there is no member named {field} in \"{}\"",
+            typed.ty.name()
+        )));
+    };
+    if found.is_bitfield() {
+        return Ok(typed.ty.decode_bitfield_member(&found, &typed.bytes));
+    }
+    let size = found.ty.size().unwrap_or(0) as usize;
+    let start = found.offset as usize;
+    let address = typed.address.map(|a| a.wrapping_add(found.offset));
+    match typed.bytes.get(start..start + size) {
+        Some(bytes) => Ok(make_typed(found.ty, bytes.to_vec(), address, ctx)),
+        None => Err(Error::Expression(format!(
+            "member {field} lies outside its structure"
+        ))),
+    }
+}
+
+/// `&value`: a pointer to an object in memory.
+fn address_of(value: Value, ctx: &dyn EvalContext) -> Result<Value> {
+    match typed(&value) {
+        Some(Typed {
+            ty,
+            address: Some(address),
+            ..
+        }) => Ok(typed_pointer(ty.pointer_to(), *address, ctx)),
+        _ => Err(Error::Expression(
+            "attempt to take address of value not located in memory".into(),
+        )),
+    }
+}
+
+/// The program's type for a cast or `sizeof`: base types need no lookup;
+/// others are found through the context or the program `hint` comes from.
+fn resolve_type(target: &TypeName, hint: Option<&Value>, ctx: &dyn EvalContext) -> Option<TypeRef> {
+    let mut ty = ctx
+        .lookup_type(&target.base)
+        .or_else(|| hint.and_then(typed).and_then(|t| t.ty.lookup(&target.base)))?;
+    for _ in 0..target.pointers {
+        ty = ty.pointer_to();
+    }
+    Some(ty)
+}
+
+/// `(TYPE) value`.
+fn cast(target: &TypeName, value: Value, ctx: &dyn EvalContext) -> Result<Value> {
+    // Base types convert without DWARF, with gdb's names for them.
+    if let Some((size, kind)) = base_type(&target.base) {
+        if target.pointers == 0 {
+            return convert_to_base(&value, &target.base, size, kind);
+        }
+        if let Some(ty) = resolve_type(target, Some(&value), ctx) {
+            return Ok(typed_pointer(ty, pointer_address(&value)?, ctx));
+        }
+        return Ok(Value::Pointer {
+            address: pointer_address(&value)?,
+            type_name: target.spelling(),
+            detail: None,
+        });
+    }
+    if target.base == "void" {
+        if target.pointers == 0 {
+            return Err(Error::Expression("cannot use a void value".into()));
+        }
+        return Ok(Value::Pointer {
+            address: pointer_address(&value)?,
+            type_name: target.spelling(),
+            detail: None,
+        });
+    }
+    let ty = resolve_type(target, Some(&value), ctx).ok_or_else(|| no_type(target))?;
+    cast_to(ty, value, ctx)
+}
+
+fn pointer_address(value: &Value) -> Result<u64> {
+    match operand(value)? {
+        Operand::Int { value, .. } => Ok(wrap(value, 8, false) as u64),
+        Operand::Pointer { address, .. } => Ok(address),
+        Operand::Float { .. } => Err(Error::Expression(
+            "invalid cast of a floating-point number to a pointer".into(),
+        )),
+    }
+}
+
+/// A cast to a DWARF type (typedefs, enums, pointers to structs...).
+fn cast_to(ty: TypeRef, value: Value, ctx: &dyn EvalContext) -> Result<Value> {
+    use crate::symbols::TypeKind;
+    match ty.kind() {
+        TypeKind::Pointer => Ok(typed_pointer(ty, pointer_address(&value)?, ctx)),
+        TypeKind::Scalar => {
+            let size = ty.size().unwrap_or(0) as usize;
+            let bytes = if ty.is_float() {
+                let number = operand_float(&value)?;
+                match size {
+                    4 => (number as f32).to_le_bytes().to_vec(),
+                    8 => number.to_le_bytes().to_vec(),
+                    _ => {
+                        return Err(Error::Expression(format!(
+                            "casts to \"{}\" are not supported",
+                            ty.name()
+                        )))
+                    }
+                }
+            } else {
+                let integer = match operand(&value)? {
+                    Operand::Int { value, .. } => value,
+                    Operand::Pointer { address, .. } => i128::from(address),
+                    Operand::Float { value, .. } => value as i128,
+                };
+                let mut bytes = integer.to_le_bytes().to_vec();
+                bytes.truncate(size.min(16));
+                bytes
+            };
+            Ok(make_typed(ty, bytes, None, ctx))
+        }
+        _ => match typed(&value) {
+            Some(t) if t.ty.name() == ty.name() => Ok(value),
+            _ => Err(Error::Expression(format!(
+                "invalid cast of \"{}\" to \"{}\"",
+                value.type_name(),
+                ty.name()
+            ))),
+        },
+    }
+}
+
+fn operand_float(value: &Value) -> Result<f64> {
+    Ok(match operand(value)? {
+        Operand::Float { value, .. } => value,
+        Operand::Int { value, .. } => value as f64,
+        Operand::Pointer { address, .. } => address as f64,
+    })
+}
+
+/// Numeric conversion to a C base type named as gdb names it.
+fn convert_to_base(value: &Value, name: &str, size: u8, kind: BaseKind) -> Result<Value> {
+    let name = canonical_base(name);
+    let integer = || -> Result<i128> {
+        Ok(match operand(value)? {
+            Operand::Int { value, .. } => value,
+            Operand::Pointer { address, .. } => i128::from(address),
+            // C truncates toward zero.
+            Operand::Float { value, .. } => value as i128,
+        })
+    };
+    Ok(match kind {
+        BaseKind::Float => make_float(operand_float(value)?, size, &name),
+        BaseKind::Bool => Value::Bool(truth(value)?),
+        BaseKind::Char => {
+            let unsigned = name.starts_with("unsigned");
+            Value::Char {
+                value: wrap(integer()?, 1, !unsigned) as i64,
+                size: 1,
+                type_name: name,
+            }
+        }
+        BaseKind::Signed | BaseKind::Unsigned => Value::Integer {
+            value: wrap(integer()?, size, kind == BaseKind::Signed),
+            size,
+            signed: kind == BaseKind::Signed,
+            type_name: name,
+        },
+        BaseKind::Pointer => Value::Pointer {
+            address: wrap(integer()?, 8, false) as u64,
+            type_name: name,
+            detail: None,
+        },
+    })
+}
+
+/// gdb's spelling of a base type: `long` for `long int`, `unsigned int`
+/// for `unsigned`.
+fn canonical_base(name: &str) -> String {
+    match name.trim() {
+        "long int" | "signed long" | "long long" | "long long int" | "signed long int" => "long",
+        "unsigned" => "unsigned int",
+        "long unsigned int"
+        | "unsigned long int"
+        | "unsigned long long"
+        | "long long unsigned int" => "unsigned long",
+        "short int" | "signed short" => "short",
+        "short unsigned int" | "unsigned short int" => "unsigned short",
+        "signed" | "signed int" => "int",
+        "_Bool" => "bool",
+        other => other,
+    }
+    .to_string()
 }
 
 /// Evaluates an expression that may be a call of a void function (what
 /// `print` and `call` take): `None` for a void result.
 pub fn evaluate_statement(expr: &Expr, ctx: &dyn EvalContext) -> Result<Option<Value>> {
     match expr {
-        Expr::Call { .. } => call(expr, ctx),
+        Expr::Call { .. } => call(expr, ctx)
+            .map(|v| v.map(Value::into_plain))
+            .map_err(|e| suggest(e, ctx)),
         other => evaluate(other, ctx).map(Some),
     }
 }
@@ -752,6 +1318,7 @@ fn operand(value: &Value) -> Result<Operand> {
         signed: true,
     };
     Ok(match value {
+        Value::Typed(typed) => return operand(&typed.value),
         Value::Integer {
             value,
             size,
@@ -860,13 +1427,11 @@ fn make_float(value: f64, size: u8, type_name: &str) -> Value {
 }
 
 fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
-    let value = evaluate(operand_expr, ctx)?;
+    let value = eval(operand_expr, ctx)?;
     match op {
         UnaryOp::Not => Ok(Value::int(i128::from(!truth(&value)?))),
-        UnaryOp::Deref => dereference(&value, ctx),
-        UnaryOp::AddressOf => Err(Error::Expression(
-            "taking the address of a value is not supported yet".into(),
-        )),
+        UnaryOp::Deref => dereference(&decay(value, ctx), ctx),
+        UnaryOp::AddressOf => address_of(value, ctx),
         UnaryOp::Plus | UnaryOp::Negate | UnaryOp::Complement => match (op, operand(&value)?) {
             (
                 UnaryOp::Plus,
@@ -924,17 +1489,17 @@ fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Valu
 fn binary(op: BinaryOp, left: &Expr, right: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
     // && and || evaluate their right side only when needed.
     if op == BinaryOp::And || op == BinaryOp::Or {
-        let left = truth(&evaluate(left, ctx)?)?;
+        let left = truth(&eval(left, ctx)?)?;
         if left == (op == BinaryOp::Or) {
             return Ok(Value::int(i128::from(left)));
         }
-        return Ok(Value::int(i128::from(truth(&evaluate(right, ctx)?)?)));
+        return Ok(Value::int(i128::from(truth(&eval(right, ctx)?)?)));
     }
-    let left = evaluate(left, ctx)?;
-    let right = evaluate(right, ctx)?;
+    let left = decay(eval(left, ctx)?, ctx);
+    let right = decay(eval(right, ctx)?, ctx);
     match (operand(&left)?, operand(&right)?) {
         (Operand::Pointer { .. }, _) | (_, Operand::Pointer { .. }) => {
-            pointer_arithmetic(op, &left, &right)
+            pointer_arithmetic(op, &left, &right, ctx)
         }
         (a @ Operand::Float { .. }, b) | (a, b @ Operand::Float { .. }) => {
             float_arithmetic(op, a, b)
@@ -1055,7 +1620,12 @@ fn float_arithmetic(op: BinaryOp, a: Operand, b: Operand) -> Result<Value> {
 }
 
 /// `p + n`, `n + p`, `p - n`, `p - q`, and comparisons involving pointers.
-fn pointer_arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value> {
+fn pointer_arithmetic(
+    op: BinaryOp,
+    left: &Value,
+    right: &Value,
+    ctx: &dyn EvalContext,
+) -> Result<Value> {
     use BinaryOp::*;
     let (a, b) = (operand(left)?, operand(right)?);
     let address = |o: &Operand| match o {
@@ -1076,7 +1646,14 @@ fn pointer_arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value
         (Ge, ..) => flag(x >= y),
         (Add | Sub, Operand::Pointer { type_name, .. }, Operand::Int { value, .. })
         | (Add, Operand::Int { value, .. }, Operand::Pointer { type_name, .. }) => {
-            let scale = pointee_size(type_name)?;
+            let pointer_type = typed(left)
+                .filter(|_| matches!(a, Operand::Pointer { .. }))
+                .or(typed(right).filter(|_| matches!(b, Operand::Pointer { .. })))
+                .map(|t| t.ty.clone());
+            let scale = match &pointer_type {
+                Some(ty) => typed_pointee_size(ty)?,
+                None => pointee_size(type_name)?,
+            };
             let offset = value.wrapping_mul(i128::from(scale));
             let base = if matches!(a, Operand::Pointer { .. }) {
                 x
@@ -1088,14 +1665,22 @@ fn pointer_arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value
             } else {
                 base.wrapping_add(offset)
             };
+            let address = wrap(target, 8, false) as u64;
+            if let Some(ty) = pointer_type {
+                return Ok(typed_pointer(ty, address, ctx));
+            }
             Ok(Value::Pointer {
-                address: wrap(target, 8, false) as u64,
+                address,
                 type_name: type_name.clone(),
                 detail: None,
             })
         }
         (Sub, Operand::Pointer { type_name, .. }, Operand::Pointer { .. }) => {
-            let scale = i128::from(pointee_size(type_name)?.max(1));
+            let size = match typed(left) {
+                Some(t) => typed_pointee_size(&t.ty)?,
+                None => pointee_size(type_name)?,
+            };
+            let scale = i128::from(size.max(1));
             Ok(make_integer((x - y) / scale, 8, true))
         }
         _ => Err(Error::Expression(format!(
@@ -1103,6 +1688,24 @@ fn pointer_arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Value
             left.type_name(),
             right.type_name()
         ))),
+    }
+}
+
+/// The step of a typed pointer: its pointee's size, 1 for void and
+/// functions as in GNU C.
+fn typed_pointee_size(pointer: &TypeRef) -> Result<u64> {
+    use crate::symbols::TypeKind;
+    let pointee = pointer
+        .pointee()
+        .ok_or_else(|| Error::Expression(format!("\"{}\" is not a pointer", pointer.name())))?;
+    match pointee.kind() {
+        TypeKind::Void | TypeKind::Function => Ok(1),
+        _ => pointee.size().ok_or_else(|| {
+            Error::Expression(format!(
+                "arithmetic on a pointer to incomplete type \"{}\"",
+                pointee.name()
+            ))
+        }),
     }
 }
 
@@ -1150,7 +1753,8 @@ fn base_type(name: &str) -> Option<(u8, BaseKind)> {
     if name.ends_with('*') {
         return Some((8, Pointer));
     }
-    Some(match name {
+    let name = canonical_base(name);
+    Some(match name.as_str() {
         "char" | "signed char" => (1, Char),
         "unsigned char" => (1, Char),
         "_Bool" | "bool" => (1, Bool),
@@ -1166,6 +1770,7 @@ fn base_type(name: &str) -> Option<(u8, BaseKind)> {
         | "uint64_t"
         | "size_t" => (8, Unsigned),
         "float" => (4, Float),
+        "long double" => (16, Float),
         "double" => (8, Float),
         _ => return None,
     })
@@ -1173,6 +1778,20 @@ fn base_type(name: &str) -> Option<(u8, BaseKind)> {
 
 /// `*p` for pointers to base types: reads the pointee from memory.
 fn dereference(value: &Value, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Some(typed) = typed(value) {
+        if let Some(pointee) = typed.ty.pointee() {
+            use crate::symbols::TypeKind;
+            let address = value.as_integer().unwrap_or(0) as u64;
+            return match pointee.kind() {
+                TypeKind::Void => Err(Error::Expression(
+                    "attempt to take contents of a non-pointer value".into(),
+                )),
+                TypeKind::Function => Ok(value.clone()),
+                _ => read_object(pointee, address, ctx),
+            };
+        }
+    }
+    let value = value.plain();
     let Value::Pointer {
         address, type_name, ..
     } = value
@@ -1183,7 +1802,7 @@ fn dereference(value: &Value, ctx: &dyn EvalContext) -> Result<Value> {
         )));
     };
     let target = pointee(type_name).unwrap_or("");
-    let Some((size, kind)) = base_type(target) else {
+    let Some((size, kind)) = base_type(target).filter(|(size, _)| *size <= 8) else {
         return Err(Error::Expression(format!(
             "dereferencing a pointer to \"{target}\" is not supported yet"
         )));
@@ -1283,6 +1902,10 @@ mod tests {
                 "eax" => Some(integer(7, 4, true, "int")),
                 _ => None,
             }
+        }
+
+        fn visible_names(&self) -> Vec<String> {
+            self.variables.keys().map(|k| k.to_string()).collect()
         }
 
         fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
@@ -1702,12 +2325,133 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_operations_say_so() {
-        assert!(error("&x").contains("not supported yet"));
-        assert!(error("sp->next").contains("-> operator is not supported yet"));
-        assert!(error("arr[1]").contains("not supported yet"));
+    fn operations_on_untyped_values_say_why_not() {
+        assert!(error("&x").contains("not located in memory"));
+        assert!(error("sp->next").contains("\"struct node\" is not supported yet"));
+        assert!(error("arr[1]").contains("cannot subscript"));
         assert!(error("arr + 1").contains("\"int [3]\""));
+        assert!(error("x.y").contains("not a structure"));
         assert_eq!(show("\"hi\""), ("\"hi\"".into(), "char [3]".into()));
+    }
+
+    #[test]
+    fn unknown_names_suggest_the_nearest() {
+        assert_eq!(
+            error("gnoe + 1"),
+            "no symbol \"gnoe\" in current context; did you mean \"gone\"?"
+        );
+        assert_eq!(
+            error("arrr[0]"),
+            "no symbol \"arrr\" in current context; did you mean \"arr\"?"
+        );
+        assert_eq!(
+            error("elephant"),
+            "no symbol \"elephant\" in current context"
+        );
+        let names = ["count".to_string(), "counter".to_string()];
+        assert_eq!(nearest_name("countre", &names), Some("counter"));
+        assert_eq!(nearest_name("zzz", &names), None);
+    }
+
+    #[test]
+    fn casts_and_sizeof_parse() {
+        let cast = |base: &str, pointers, operand| Expr::Cast {
+            target: TypeName {
+                base: base.into(),
+                pointers,
+            },
+            operand: Box::new(operand),
+        };
+        let name = |n: &str| Expr::Name(n.into());
+        assert_eq!(parse("(long)x").unwrap(), cast("long", 0, name("x")));
+        assert_eq!(
+            parse("(unsigned char) c").unwrap(),
+            cast("unsigned char", 0, name("c"))
+        );
+        assert_eq!(
+            parse("(struct point *)p").unwrap(),
+            cast("struct point", 1, name("p"))
+        );
+        assert_eq!(
+            parse("(const char **)p").unwrap(),
+            cast("char", 2, name("p"))
+        );
+        assert_eq!(parse("(mytype)v").unwrap(), cast("mytype", 0, name("v")));
+        assert_eq!(parse("(mytype *)v").unwrap(), cast("mytype", 1, name("v")));
+        assert_eq!(
+            parse("*(int *)0").unwrap(),
+            Expr::Unary {
+                op: UnaryOp::Deref,
+                operand: Box::new(cast("int", 1, Expr::Literal(Value::int(0)))),
+            }
+        );
+        // A parenthesised name before an operator is no cast.
+        assert!(matches!(parse("(x) - 1").unwrap(), Expr::Binary { .. }));
+        assert!(matches!(parse("(x) * y").unwrap(), Expr::Binary { .. }));
+        assert_eq!(
+            parse("sizeof(int)").unwrap(),
+            Expr::SizeofType(TypeName {
+                base: "int".into(),
+                pointers: 0
+            })
+        );
+        assert_eq!(
+            parse("sizeof x + 1").unwrap(),
+            Expr::Binary {
+                op: BinaryOp::Add,
+                left: Box::new(Expr::SizeofExpr(Box::new(name("x")))),
+                right: Box::new(Expr::Literal(Value::int(1))),
+            }
+        );
+        match parse("(struct)x") {
+            Err(Error::Expression(m)) => {
+                assert_eq!(
+                    m,
+                    "syntax error at column 8: expected a name after 'struct', found ')'"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn casts_to_base_types() {
+        for (text, expected, type_name) in [
+            ("(long)x", "3", "long"),
+            ("(unsigned char)300", "44 ','", "unsigned char"),
+            ("(char)c", "97 'a'", "char"),
+            ("(double)x / 2", "1.5", "double"),
+            ("(int)d", "2", "int"),
+            ("(int)-d", "-2", "int"),
+            ("(unsigned)-1", "4294967295", "unsigned int"),
+            ("(short)70000", "4464", "short"),
+            ("(_Bool)5", "true", "bool"),
+            ("(float)d", "2.5", "float"),
+            (
+                "(unsigned long int)l",
+                "18446744073709551611",
+                "unsigned long",
+            ),
+            ("*(int *)4096", "10", "int"),
+            ("((int *)4096)[1]", "20", "int"),
+            ("(char *)0", "0x0", "char *"),
+            ("(void *)p", "0x1000", "void *"),
+            ("sizeof(int)", "4", "unsigned long"),
+            ("sizeof(char *)", "8", "unsigned long"),
+            ("sizeof(long double)", "16", "unsigned long"),
+            ("sizeof x", "4", "unsigned long"),
+            ("sizeof(d)", "8", "unsigned long"),
+            ("sizeof \"abc\"", "4", "unsigned long"),
+        ] {
+            assert_eq!(show(text), (expected.into(), type_name.into()), "{text}");
+        }
+        assert_eq!(error("*(int *)0"), "cannot access memory at 0x0");
+        assert_eq!(
+            error("(struct nosuch *)p"),
+            "no type named \"struct nosuch *\""
+        );
+        assert_eq!(error("sizeof(nosuch)"), "no type named \"nosuch\"");
+        assert!(error("(int *)d").contains("floating-point"));
     }
 
     /// Constant expressions give what gdb prints for them.

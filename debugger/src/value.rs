@@ -46,6 +46,23 @@ pub enum Value {
     },
     OptimizedOut,
     Unavailable(String),
+    /// A value with its DWARF type and the bytes it was decoded from, so
+    /// that expressions can go on from it (`*p`, `s.x`, `a[1]`, `&v`).
+    /// Only the evaluator and variable reads make these; `expr::evaluate`
+    /// hands out the plain value ([`Value::into_plain`]).
+    Typed(Box<Typed>),
+}
+
+/// The typed form of a value (see [`Value::Typed`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Typed {
+    /// The value as shown.
+    pub value: Value,
+    pub(crate) ty: crate::symbols::TypeRef,
+    /// The bytes it was decoded from.
+    pub(crate) bytes: Vec<u8>,
+    /// Where it lives in the program's memory, when it does.
+    pub address: Option<u64>,
 }
 
 impl Value {
@@ -59,9 +76,26 @@ impl Value {
         }
     }
 
+    /// The value without its type information.
+    pub fn plain(&self) -> &Value {
+        match self {
+            Value::Typed(typed) => typed.value.plain(),
+            other => other,
+        }
+    }
+
+    /// The value without its type information.
+    pub fn into_plain(self) -> Value {
+        match self {
+            Value::Typed(typed) => typed.value.into_plain(),
+            other => other,
+        }
+    }
+
     /// The value as an integer, if it has one (pointers give their address).
     pub fn as_integer(&self) -> Option<i128> {
         match self {
+            Value::Typed(typed) => typed.value.as_integer(),
             Value::Integer { value, .. } => Some(*value),
             Value::Char { value, .. } | Value::Enum { value, .. } => Some(i128::from(*value)),
             Value::Bool(b) => Some(i128::from(*b)),
@@ -73,19 +107,19 @@ impl Value {
 
     /// The value as a floating-point number, if it is numeric.
     pub fn as_float(&self) -> Option<f64> {
-        match self {
+        match self.plain() {
             Value::Float { value, .. } => Some(*value),
             other => other.as_integer().map(|i| i as f64),
         }
     }
 
     pub fn is_float(&self) -> bool {
-        matches!(self, Value::Float { .. })
+        matches!(self.plain(), Value::Float { .. })
     }
 
     /// C truth: non-zero is true. `None` for values with no scalar meaning.
     pub fn is_true(&self) -> Option<bool> {
-        match self {
+        match self.plain() {
             Value::Float { value, .. } => Some(*value != 0.0),
             other => other.as_integer().map(|i| i != 0),
         }
@@ -101,6 +135,7 @@ impl Value {
             | Value::Enum { type_name, .. }
             | Value::Composite { type_name, .. } => type_name,
             Value::Bool(_) => "bool",
+            Value::Typed(typed) => typed.value.type_name(),
             Value::OptimizedOut | Value::Unavailable(_) => "",
         }
     }
@@ -126,6 +161,7 @@ impl fmt::Display for Value {
             Value::Composite { text, .. } => f.write_str(text),
             Value::OptimizedOut => f.write_str("<optimized out>"),
             Value::Unavailable(why) => write!(f, "<{why}>"),
+            Value::Typed(typed) => typed.value.fmt(f),
         }
     }
 }
@@ -163,10 +199,38 @@ pub fn format_float(value: f64, size: u8) -> String {
     if value.is_infinite() {
         return if value < 0.0 { "-inf" } else { "inf" }.to_string();
     }
-    if size == 4 {
-        format!("{}", value as f32)
+    // gdb prints with %g and enough digits to read back: 9 for float,
+    // 17 for double (so 0.1 is 0.10000000000000001).
+    format_g(value, if size == 4 { 9 } else { 17 })
+}
+
+/// C's `%.{precision}g`.
+fn format_g(value: f64, precision: usize) -> String {
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_string();
+    }
+    let scientific = format!("{:.*e}", precision - 1, value);
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if exponent < -4 || exponent >= precision as i32 {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!(
+            "{}e{sign}{:02}",
+            trim_fraction(mantissa),
+            exponent.unsigned_abs()
+        )
     } else {
-        format!("{value}")
+        let decimals = (precision as i32 - 1 - exponent).max(0) as usize;
+        trim_fraction(&format!("{value:.decimals$}")).to_string()
+    }
+}
+
+/// `1.500` to `1.5`, `2.000` to `2`.
+fn trim_fraction(text: &str) -> &str {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text
     }
 }
 
@@ -189,7 +253,17 @@ mod tests {
     #[test]
     fn floats_print_shortest_round_trip() {
         assert_eq!(format_float(2.5, 8), "2.5");
-        assert_eq!(format_float(0.1f32 as f64, 4), "0.1");
+        assert_eq!(format_float(0.1f32 as f64, 4), "0.100000001");
+        assert_eq!(format_float(0.1, 8), "0.10000000000000001");
+        assert_eq!(format_float(100.0, 8), "100");
+        assert_eq!(format_float(1e20, 8), "1e+20");
+        assert_eq!(format_float(1e20f32 as f64, 4), "1.00000002e+20");
+        assert_eq!(format_float(1.5e-7, 8), "1.4999999999999999e-07");
+        assert_eq!(
+            format_float(f64::from(f32::from_bits(0x4142_4344)), 4),
+            "12.1414223"
+        );
+        assert_eq!(format_float(-0.25, 8), "-0.25");
         assert_eq!(format_float(f64::INFINITY, 8), "inf");
     }
 

@@ -14,6 +14,8 @@ pub(crate) enum Place {
     Bytes(Vec<u8>),
     OptimizedOut,
     Unavailable(String),
+    /// At this offset in the object's TLS block of the frame's thread.
+    ThreadLocal(u64),
 }
 
 /// The bytes of one register as DWARF sees it (little endian, 8 bytes).
@@ -131,9 +133,10 @@ impl EvalContext<'_> {
                 }
                 // The value at function entry is gone unless we track it.
                 EvaluationResult::RequiresEntryValue(_) => return Ok(Place::OptimizedOut),
-                EvaluationResult::RequiresTls(_) => {
-                    return Ok(Place::Unavailable("thread-local storage".into()))
-                }
+                // gcc ends the expression with the TLS operation: the
+                // offset is all there is to know here; the object file
+                // knows where its block is.
+                EvaluationResult::RequiresTls(offset) => return Ok(Place::ThreadLocal(offset)),
                 other => {
                     return Ok(Place::Unavailable(format!(
                         "unsupported DWARF expression ({other:?})"
@@ -228,5 +231,6 @@ pub(crate) fn read_place(
         }
         Place::OptimizedOut => return Ok(Err(Value::OptimizedOut)),
         Place::Unavailable(why) => return Ok(Err(Value::Unavailable(why.clone()))),
+        Place::ThreadLocal(_) => return Ok(Err(Value::Unavailable("thread-local storage".into()))),
     }))
 }

@@ -30,6 +30,8 @@ use crate::error::{Error, Result};
 
 pub use demangle::{demangle, without_parameters};
 pub use prototype::{CallType, Prototype, ValueClass};
+pub(crate) use types::TypeKind;
+pub use types::TypeRef;
 pub use variables::Variable;
 
 /// The reader type of all DWARF parsing: the data is a leaked mapping.

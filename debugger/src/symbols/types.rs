@@ -2,7 +2,11 @@
 
 use gimli::{AttributeValue, UnitOffset};
 
+use std::sync::Arc;
+
+use super::dwarf::CuData;
 use super::{FrameContext, R};
+use crate::error::Result;
 use crate::value::{char_literal, Value};
 
 /// Longest string or element list shown, as gdb's default `print elements`.
@@ -336,28 +340,38 @@ impl<'a> Types<'a> {
         } else {
             le_unsigned(bytes) as i64
         };
-        let mut name = None;
-        if let Ok(mut tree) = self.unit.entries_tree(Some(offset)) {
-            if let Ok(root) = tree.root() {
-                let mut children = root.children();
-                while let Ok(Some(child)) = children.next() {
-                    let e = child.entry();
-                    let Some(v) = e.attr_value(gimli::DW_AT_const_value).ok().flatten() else {
-                        continue;
-                    };
-                    let v = v.sdata_value().or(v.udata_value().map(|u| u as i64));
-                    if v == Some(value) {
-                        name = self.name_of(e);
-                        break;
-                    }
-                }
-            }
-        }
+        let enumerators = self.enumerators(offset);
+        let name = enumerators
+            .iter()
+            .find(|(_, v)| *v == value)
+            .map(|(n, _)| n.clone())
+            .or_else(|| flag_names(&enumerators, value));
         Value::Enum {
             value,
             name,
             type_name,
         }
+    }
+
+    /// The (name, value) pairs of an enumeration type.
+    fn enumerators(&self, offset: UnitOffset) -> Vec<(String, i64)> {
+        let mut out = Vec::new();
+        let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
+            return out;
+        };
+        let Ok(root) = tree.root() else { return out };
+        let mut children = root.children();
+        while let Ok(Some(child)) = children.next() {
+            let e = child.entry();
+            let Some(v) = e.attr_value(gimli::DW_AT_const_value).ok().flatten() else {
+                continue;
+            };
+            let Some(v) = v.sdata_value().or(v.udata_value().map(|u| u as i64)) else {
+                continue;
+            };
+            out.push((self.name_of(e).unwrap_or_default(), v));
+        }
+        out
     }
 
     /// What gdb shows after a pointer: a string for `char *`, `<symbol>`
@@ -566,6 +580,509 @@ impl<'a> Types<'a> {
     }
 }
 
+/// gdb's rendering of a value of a "flag enum" (enumerators that are
+/// non-negative and share no bits) that is no single enumerator:
+/// `(F_A | F_C)`, `(F_A | unknown: 0x8)`. `None` for other enums and 0.
+fn flag_names(enumerators: &[(String, i64)], value: i64) -> Option<String> {
+    let mut seen = 0i64;
+    for (_, v) in enumerators {
+        if *v < 0 || seen & v != 0 {
+            return None;
+        }
+        seen |= v;
+    }
+    if value == 0 {
+        return None;
+    }
+    let mut parts = Vec::new();
+    let mut rest = value;
+    for (name, v) in enumerators {
+        if *v != 0 && value & v == *v {
+            parts.push(name.clone());
+            rest &= !v;
+        }
+    }
+    if rest != 0 {
+        parts.push(format!("unknown: 0x{rest:x}"));
+    }
+    Some(format!("({})", parts.join(" | ")))
+}
+
+/// A DWARF type that outlives the lookup that found it, so that values can
+/// carry their type through an expression (`*pp`, `p.x`, `&a[1]`, casts).
+/// `pointers` adds that many levels of `*` to the DIE's type, for pointers
+/// no DIE describes (`&x`, `(struct point *)p`).
+#[derive(Clone)]
+pub struct TypeRef {
+    dwarf: Arc<gimli::Dwarf<R>>,
+    cu: Arc<UnitHandle>,
+    /// `None` is `void`.
+    offset: Option<UnitOffset>,
+    pointers: u8,
+}
+
+impl std::fmt::Debug for TypeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TypeRef({})", self.name())
+    }
+}
+
+impl PartialEq for TypeRef {
+    fn eq(&self, other: &TypeRef) -> bool {
+        self.cu.offset == other.cu.offset
+            && self.offset == other.offset
+            && self.pointers == other.pointers
+    }
+}
+
+/// The unit a type lives in: the cached CU of a variable, or one parsed
+/// for a type lookup.
+pub(crate) struct UnitHandle {
+    pub(crate) offset: gimli::DebugInfoOffset,
+    unit: Unit,
+    pub(crate) language: Option<gimli::DwLang>,
+}
+
+enum Unit {
+    Cached(Arc<CuData>),
+    Own(Box<gimli::Unit<R>>),
+}
+
+impl UnitHandle {
+    pub(crate) fn cached(cu: Arc<CuData>) -> UnitHandle {
+        UnitHandle {
+            offset: cu.offset,
+            language: cu.language,
+            unit: Unit::Cached(cu),
+        }
+    }
+
+    fn own(offset: gimli::DebugInfoOffset, unit: gimli::Unit<R>) -> UnitHandle {
+        let language = unit
+            .entries()
+            .next_dfs()
+            .ok()
+            .flatten()
+            .and_then(|(_, root)| match root.attr_value(gimli::DW_AT_language) {
+                Ok(Some(AttributeValue::Language(l))) => Some(l),
+                _ => None,
+            });
+        UnitHandle {
+            offset,
+            language,
+            unit: Unit::Own(Box::new(unit)),
+        }
+    }
+
+    pub(crate) fn unit(&self) -> &gimli::Unit<R> {
+        match &self.unit {
+            Unit::Cached(cu) => &cu.unit,
+            Unit::Own(unit) => unit,
+        }
+    }
+}
+
+/// What kind of type a [`TypeRef`] is once typedefs are stripped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TypeKind {
+    Void,
+    Scalar,
+    Pointer,
+    Struct,
+    Array,
+    Function,
+}
+
+/// A member found by name: where it is and what it is.
+pub(crate) struct MemberRef {
+    pub(crate) offset: u64,
+    pub(crate) ty: TypeRef,
+    die: UnitOffset,
+    bitfield: bool,
+}
+
+impl MemberRef {
+    pub(crate) fn is_bitfield(&self) -> bool {
+        self.bitfield
+    }
+}
+
+/// Memory reads for decoding outside a frame view (pointees in expressions).
+struct MemoryOnly<'a>(&'a dyn Fn(u64, &mut [u8]) -> Result<()>);
+
+impl FrameContext for MemoryOnly<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        (self.0)(addr, buf)
+    }
+    fn register(&self, _: u16) -> Option<u64> {
+        None
+    }
+    fn cfa(&self) -> Option<u64> {
+        None
+    }
+    fn load_bias(&self) -> u64 {
+        0
+    }
+}
+
+impl TypeRef {
+    pub(crate) fn new(
+        dwarf: Arc<gimli::Dwarf<R>>,
+        cu: Arc<CuData>,
+        offset: Option<UnitOffset>,
+    ) -> TypeRef {
+        TypeRef {
+            dwarf,
+            cu: Arc::new(UnitHandle::cached(cu)),
+            offset,
+            pointers: 0,
+        }
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&Types) -> T) -> T {
+        let none = |_| None;
+        let types = Types {
+            dwarf: &self.dwarf,
+            unit: self.cu.unit(),
+            language: self.cu.language,
+            frame: None,
+            symbolizer: &none,
+        };
+        f(&types)
+    }
+
+    fn at(&self, offset: Option<UnitOffset>) -> TypeRef {
+        TypeRef {
+            offset,
+            pointers: 0,
+            ..self.clone()
+        }
+    }
+
+    /// The type `T *` for this `T`.
+    pub(crate) fn pointer_to(&self) -> TypeRef {
+        TypeRef {
+            pointers: self.pointers.saturating_add(1),
+            ..self.clone()
+        }
+    }
+
+    /// The gdb-style name, as `whatis` prints it.
+    pub fn name(&self) -> String {
+        let base = self.with(|t| t.name(self.offset));
+        if self.pointers == 0 {
+            return base;
+        }
+        let stars = "*".repeat(usize::from(self.pointers));
+        let (prefix, suffix) = self.with(|t| t.name_parts(self.offset, 0));
+        if suffix.starts_with('[') || suffix.starts_with('(') {
+            format!("{prefix} ({stars}){suffix}")
+        } else if base.ends_with('*') {
+            format!("{base}{stars}")
+        } else {
+            format!("{base} {stars}")
+        }
+    }
+
+    pub(crate) fn size(&self) -> Option<u64> {
+        if self.pointers > 0 {
+            return Some(8);
+        }
+        self.with(|t| t.size(self.offset?))
+    }
+
+    fn stripped_tag(&self) -> Option<(UnitOffset, gimli::DwTag)> {
+        let offset = self.with(|t| t.strip(self.offset?))?;
+        let tag = self.cu.unit().entry(offset).ok()?.tag();
+        Some((offset, tag))
+    }
+
+    pub(crate) fn kind(&self) -> TypeKind {
+        if self.pointers > 0 {
+            return TypeKind::Pointer;
+        }
+        match self.stripped_tag() {
+            None => TypeKind::Void,
+            Some((_, tag)) => match tag {
+                gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type => TypeKind::Pointer,
+                gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_class_type
+                | gimli::DW_TAG_union_type => TypeKind::Struct,
+                gimli::DW_TAG_array_type => TypeKind::Array,
+                gimli::DW_TAG_subroutine_type => TypeKind::Function,
+                gimli::DW_TAG_unspecified_type => TypeKind::Void,
+                _ => TypeKind::Scalar,
+            },
+        }
+    }
+
+    /// What a pointer type points to (`None` when this is no pointer).
+    pub(crate) fn pointee(&self) -> Option<TypeRef> {
+        if self.pointers > 0 {
+            return Some(TypeRef {
+                pointers: self.pointers - 1,
+                ..self.clone()
+            });
+        }
+        let (offset, tag) = self.stripped_tag()?;
+        if !matches!(
+            tag,
+            gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type
+        ) {
+            return None;
+        }
+        let entry = self.cu.unit().entry(offset).ok()?;
+        Some(self.at(type_ref(&entry)))
+    }
+
+    /// The element type and count of an array (outermost dimension).
+    pub(crate) fn element(&self) -> Option<(TypeRef, u64)> {
+        if self.pointers > 0 {
+            return None;
+        }
+        let (offset, tag) = self.stripped_tag()?;
+        if tag != gimli::DW_TAG_array_type {
+            return None;
+        }
+        let entry = self.cu.unit().entry(offset).ok()?;
+        let dims = self.with(|t| t.dimensions(offset));
+        let count = *dims.first()?;
+        let element = type_ref(&entry);
+        // int a[2][3]: the element would be an int [3], which has no DIE
+        // of its own; indexing such arrays is refused rather than guessed.
+        if dims.len() != 1 {
+            return None;
+        }
+        Some((self.at(element), count))
+    }
+
+    /// A member of a struct or union, looking into anonymous members.
+    pub(crate) fn member(&self, name: &str) -> Option<MemberRef> {
+        if self.kind() != TypeKind::Struct {
+            return None;
+        }
+        let (offset, _) = self.stripped_tag()?;
+        self.member_in(offset, name, 0)
+    }
+
+    fn member_in(&self, parent: UnitOffset, name: &str, depth: usize) -> Option<MemberRef> {
+        if depth > 8 {
+            return None;
+        }
+        let mut tree = self.cu.unit().entries_tree(Some(parent)).ok()?;
+        let root = tree.root().ok()?;
+        let mut children = root.children();
+        let mut anonymous = Vec::new();
+        while let Ok(Some(child)) = children.next() {
+            let e = child.entry();
+            if e.tag() != gimli::DW_TAG_member {
+                continue;
+            }
+            let start = member_offset(e).unwrap_or(0);
+            let member_name = self.with(|t| t.name_of(e));
+            match member_name {
+                Some(n) if n == name => {
+                    return Some(MemberRef {
+                        offset: start,
+                        ty: self.at(type_ref(e)),
+                        die: e.offset(),
+                        bitfield: udata(e, gimli::DW_AT_bit_size).is_some(),
+                    })
+                }
+                None => anonymous.push((start, type_ref(e))),
+                _ => {}
+            }
+        }
+        for (start, ty) in anonymous {
+            let stripped = self.with(|t| t.strip(ty?));
+            let Some(inner) = stripped else { continue };
+            if let Some(mut found) = self.member_in(inner, name, depth + 1) {
+                found.offset += start;
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// Decodes a member out of its struct's bytes (bitfields included).
+    pub(crate) fn decode_bitfield_member(&self, member: &MemberRef, struct_bytes: &[u8]) -> Value {
+        let Ok(entry) = self.cu.unit().entry(member.die) else {
+            return Value::Unavailable("bad member".into());
+        };
+        let bits = udata(&entry, gimli::DW_AT_bit_size).unwrap_or(0);
+        self.with(|t| t.decode_bitfield(&entry, member.ty.offset, struct_bytes, bits))
+    }
+
+    /// Decodes bytes of this type into a value, reading pointees (strings)
+    /// through `read`.
+    pub(crate) fn decode(
+        &self,
+        bytes: &[u8],
+        read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+        symbolizer: &dyn Fn(u64) -> Option<String>,
+    ) -> Value {
+        if self.pointers == 0 {
+            let memory = MemoryOnly(read);
+            let types = Types {
+                dwarf: &self.dwarf,
+                unit: self.cu.unit(),
+                language: self.cu.language,
+                frame: Some(&memory),
+                symbolizer,
+            };
+            return types.decode(self.offset, bytes, 0);
+        }
+        let address = le_unsigned(bytes) as u64;
+        let detail = if self.pointers == 1 && address != 0 && self.is_char() {
+            let memory = MemoryOnly(read);
+            let none = |_| None;
+            let types = Types {
+                dwarf: &self.dwarf,
+                unit: self.cu.unit(),
+                language: self.cu.language,
+                frame: Some(&memory),
+                symbolizer: &none,
+            };
+            Some(types.read_c_string(address))
+        } else {
+            None
+        };
+        Value::Pointer {
+            address,
+            type_name: self.name(),
+            detail,
+        }
+    }
+
+    fn is_char(&self) -> bool {
+        self.with(|t| t.is_char_type(self.offset))
+    }
+
+    /// Whether the type is a floating-point base type.
+    pub(crate) fn is_float(&self) -> bool {
+        self.pointers == 0
+            && self.with(|t| {
+                let Some(entry) = self
+                    .offset
+                    .and_then(|o| t.strip(o))
+                    .and_then(|o| t.entry(o))
+                else {
+                    return false;
+                };
+                matches!(
+                    entry.attr_value(gimli::DW_AT_encoding),
+                    Ok(Some(AttributeValue::Encoding(gimli::DW_ATE_float)))
+                )
+            })
+    }
+
+    /// A named type of this type's program: this unit first, then every
+    /// unit. `name` is as C spells it (`struct point`, `unsigned int`,
+    /// `mytypedef`).
+    pub(crate) fn lookup(&self, name: &str) -> Option<TypeRef> {
+        if let Some(offset) = find_named_type(&self.dwarf, self.cu.unit(), name) {
+            return Some(self.at(Some(offset)));
+        }
+        let mut headers = self.dwarf.units();
+        while let Ok(Some(header)) = headers.next() {
+            let Ok(unit) = self.dwarf.unit(header) else {
+                continue;
+            };
+            let Some(cu_offset) = header.offset().as_debug_info_offset() else {
+                continue;
+            };
+            if cu_offset == self.cu.offset {
+                continue;
+            }
+            let cu = Arc::new(UnitHandle::own(cu_offset, unit));
+            if let Some(offset) = find_named_type(&self.dwarf, cu.unit(), name) {
+                return Some(TypeRef {
+                    dwarf: self.dwarf.clone(),
+                    cu,
+                    offset: Some(offset),
+                    pointers: 0,
+                });
+            }
+        }
+        None
+    }
+}
+
+/// Splits `struct point` into its tag and name; plain names have no tag.
+fn tag_and_name(name: &str) -> (Option<gimli::DwTag>, &str) {
+    for (keyword, tag) in [
+        ("struct ", gimli::DW_TAG_structure_type),
+        ("union ", gimli::DW_TAG_union_type),
+        ("enum ", gimli::DW_TAG_enumeration_type),
+        ("class ", gimli::DW_TAG_class_type),
+    ] {
+        if let Some(rest) = name.strip_prefix(keyword) {
+            return (Some(tag), rest.trim());
+        }
+    }
+    (None, name)
+}
+
+/// The first complete type DIE of `unit` named `name`.
+pub(crate) fn find_named_type(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+    name: &str,
+) -> Option<UnitOffset> {
+    let (tag, bare) = tag_and_name(name);
+    let mut entries = unit.entries();
+    while let Ok(Some((_, entry))) = entries.next_dfs() {
+        let wanted = match tag {
+            Some(t) => entry.tag() == t,
+            None => matches!(entry.tag(), gimli::DW_TAG_base_type | gimli::DW_TAG_typedef),
+        };
+        if !wanted
+            || entry
+                .attr_value(gimli::DW_AT_declaration)
+                .ok()
+                .flatten()
+                .is_some()
+        {
+            continue;
+        }
+        let found = super::dwarf::die_string(dwarf, unit, entry, gimli::DW_AT_name);
+        if found.as_deref() == Some(bare)
+            || (tag.is_none() && found.as_deref().is_some_and(|f| same_base_type(f, bare)))
+        {
+            return Some(entry.offset());
+        }
+    }
+    None
+}
+
+/// `unsigned` and `unsigned int`, `long` and `long int`...: the spellings
+/// C allows for one base type.
+fn same_base_type(dwarf_name: &str, wanted: &str) -> bool {
+    canonical_base_name(dwarf_name) == canonical_base_name(wanted)
+}
+
+fn canonical_base_name(name: &str) -> String {
+    let mut words: Vec<&str> = name.split_whitespace().collect();
+    let has_int_partner = words
+        .iter()
+        .any(|w| matches!(*w, "short" | "long" | "unsigned" | "signed"));
+    if has_int_partner && words.len() > 1 {
+        words.retain(|w| *w != "int");
+    }
+    if words == ["unsigned"] || words == ["signed"] {
+        words.push("int");
+    }
+    if words.first() == Some(&"signed") && words.len() > 1 && words[1] != "char" {
+        words.remove(0);
+    }
+    words.sort_unstable();
+    words.join(" ")
+}
+
 fn member_offset(member: &Die) -> Option<u64> {
     match member
         .attr_value(gimli::DW_AT_data_member_location)
@@ -724,6 +1241,40 @@ mod tests {
         assert_eq!(compress_repeats(&items), "0 <repeats 12 times>");
         let items = vec!["1".to_string(), "2".to_string()];
         assert_eq!(compress_repeats(&items), "1, 2");
+    }
+
+    #[test]
+    fn flag_enums_show_their_parts() {
+        let flags = [
+            ("F_A".to_string(), 1),
+            ("F_B".to_string(), 2),
+            ("F_C".to_string(), 4),
+        ];
+        assert_eq!(flag_names(&flags, 5).as_deref(), Some("(F_A | F_C)"));
+        assert_eq!(
+            flag_names(&flags, 9).as_deref(),
+            Some("(F_A | unknown: 0x8)")
+        );
+        assert_eq!(flag_names(&flags, 8).as_deref(), Some("(unknown: 0x8)"));
+        assert_eq!(flag_names(&flags, 0), None);
+        let plain = [
+            ("RED".to_string(), 0),
+            ("GREEN".to_string(), 1),
+            ("BLUE".to_string(), 2),
+            ("X".to_string(), 3),
+        ];
+        assert_eq!(flag_names(&plain, 7), None);
+        let negative = [("N".to_string(), -1)];
+        assert_eq!(flag_names(&negative, 4), None);
+    }
+
+    #[test]
+    fn base_type_spellings_match() {
+        assert!(same_base_type("long unsigned int", "unsigned long"));
+        assert!(same_base_type("int", "signed"));
+        assert!(same_base_type("unsigned int", "unsigned"));
+        assert!(!same_base_type("char", "unsigned char"));
+        assert!(same_base_type("long int", "long"));
     }
 
     #[test]

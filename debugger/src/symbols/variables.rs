@@ -5,10 +5,10 @@ use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 use super::dwarf::CuData;
 use super::eval::{read_place, EvalContext, Place};
 use super::functions::{attr_through_origin, scope_chain, Scope};
-use super::types::Types;
+use super::types::{find_named_type, TypeRef, Types};
 use super::{FrameContext, ObjectFile, R};
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::value::{Typed, Value};
 
 /// A DWARF variable or parameter with its type and location.
 #[derive(Debug, Clone)]
@@ -249,6 +249,47 @@ impl ObjectFile {
         declaration
     }
 
+    /// Where this object's `__thread` variables start in the frame's
+    /// thread: for the executable (TLS module 1) glibc's x86-64 layout
+    /// (variant II) puts its block right below the thread pointer,
+    /// `fs_base - round_up(p_memsz, p_align)`. Shared libraries' blocks
+    /// need the dynamic linker's module ids and are not found yet.
+    fn static_tls_block(&self, frame: &dyn FrameContext) -> Option<u64> {
+        use object::read::elf::{FileHeader, ProgramHeader};
+        let header = object::elf::FileHeader64::<object::Endianness>::parse(self.elf_data).ok()?;
+        let endian = header.endian().ok()?;
+        let headers = header.program_headers(endian, self.elf_data).ok()?;
+        let is_executable = matches!(self.kind, super::ObjectKind::Executable)
+            || headers
+                .iter()
+                .any(|h| h.p_type(endian) == object::elf::PT_INTERP);
+        if !is_executable {
+            return None;
+        }
+        let tls = headers
+            .iter()
+            .find(|h| h.p_type(endian) == object::elf::PT_TLS)?;
+        let align = tls.p_align(endian).max(1);
+        let memsz = tls.p_memsz(endian);
+        // glibc aligns the block's end so that p_vaddr keeps its alignment.
+        let first_byte = tls.p_vaddr(endian).wrapping_neg() & (align - 1);
+        let offset = (memsz + first_byte).div_ceil(align) * align;
+        let thread_pointer = frame.register(FS_BASE)?;
+        Some(thread_pointer.wrapping_sub(offset))
+    }
+
+    /// A named type (`struct point`, `mytypedef`, `unsigned int`) of any
+    /// unit, for casts and `sizeof` (what `EvalContext::lookup_type`
+    /// answers).
+    pub fn lookup_type(&self, name: &str) -> Option<TypeRef> {
+        let data = self.dwarf.as_ref()?;
+        data.all_cu_offsets().into_iter().find_map(|offset| {
+            let cu = data.cu_at(offset)?;
+            let die = find_named_type(&data.dwarf, &cu.unit, name)?;
+            Some(TypeRef::new(data.dwarf.clone(), cu, Some(die)))
+        })
+    }
+
     fn types_for<'a>(
         &'a self,
         cu: &'a CuData,
@@ -303,13 +344,32 @@ impl ObjectFile {
                     frame,
                     frame_base: var.frame_base.as_ref(),
                 };
-                context.place_of(location)?
+                match context.place_of(location)? {
+                    Place::ThreadLocal(offset) => match self.static_tls_block(frame) {
+                        Some(block) => Place::Memory(block.wrapping_add(offset)),
+                        None => Place::ThreadLocal(offset),
+                    },
+                    place => place,
+                }
             }
             (None, Some(constant)) => Place::Bytes(constant_bytes(constant, size)),
             (None, None) => Place::OptimizedOut,
         };
+        let address = match place {
+            Place::Memory(addr) => Some(addr),
+            _ => None,
+        };
         match read_place(&place, size, frame)? {
-            Ok(bytes) => Ok(types.decode(var.type_offset, &bytes, 0)),
+            Ok(bytes) => {
+                let value = types.decode(var.type_offset, &bytes, 0);
+                let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
+                Ok(Value::Typed(Box::new(Typed {
+                    value,
+                    ty,
+                    bytes,
+                    address,
+                })))
+            }
             Err(value) => Ok(value),
         }
     }
@@ -350,6 +410,9 @@ impl ObjectFile {
         Some(types.decode(Some(return_type), bytes, 0))
     }
 }
+
+/// DWARF's number for the fs segment base on x86-64: the thread pointer.
+pub const FS_BASE: u16 = 58;
 
 /// The bytes of a DW_AT_const_value.
 fn constant_bytes(value: &AttributeValue<R>, size: usize) -> Vec<u8> {
