@@ -1357,6 +1357,48 @@ impl EvalContext for SessionEval<'_> {
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
         self.dbg.read_memory(addr, buf)
     }
+
+    fn lookup_type(&self, name: &str) -> Option<debugger::symbols::TypeRef> {
+        // The executable first, then the libraries, as gdb searches.
+        let main = self.dbg.objects.main();
+        main.into_iter()
+            .chain(self.dbg.objects.list.iter())
+            .find_map(|o| o.file.lookup_type(name))
+    }
+
+    fn visible_names(&self) -> Vec<String> {
+        let Ok(frame) = self.dbg.selected_frame() else {
+            return Vec::new();
+        };
+        let Some(object) = self.dbg.objects.object_at(frame.lookup_pc) else {
+            return Vec::new();
+        };
+        let address = object.file_address(frame.lookup_pc);
+        let mut names: Vec<String> = object
+            .file
+            .locals_at(address)
+            .into_iter()
+            .chain(object.file.parameters_at(address, frame.inline_depth))
+            .map(|v| v.name().to_string())
+            .collect();
+        // Globals and statics of the executable (libraries' would drown
+        // the program's own names in libc's).
+        if let Some(main) = self.dbg.objects.main() {
+            names.extend(main.file.data_names());
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
+    fn symbol_at(&self, address: u64) -> Option<String> {
+        let symbolized = self.dbg.objects.symbolize(address);
+        match symbolized.function {
+            Some(name) if symbolized.offset == 0 => Some(name),
+            Some(name) => Some(format!("{name}+{}", symbolized.offset)),
+            None => None,
+        }
+    }
 }
 
 /// What a `print` or `call` expression gave.
@@ -1401,6 +1443,33 @@ impl EvalContext for CallingEval<'_> {
             history: self.history,
         }
         .read_memory(addr, buf)
+    }
+
+    fn lookup_type(&self, name: &str) -> Option<debugger::symbols::TypeRef> {
+        let dbg = self.dbg.borrow();
+        SessionEval {
+            dbg: &dbg,
+            history: self.history,
+        }
+        .lookup_type(name)
+    }
+
+    fn visible_names(&self) -> Vec<String> {
+        let dbg = self.dbg.borrow();
+        SessionEval {
+            dbg: &dbg,
+            history: self.history,
+        }
+        .visible_names()
+    }
+
+    fn symbol_at(&self, address: u64) -> Option<String> {
+        let dbg = self.dbg.borrow();
+        SessionEval {
+            dbg: &dbg,
+            history: self.history,
+        }
+        .symbol_at(address)
     }
 
     fn call(

@@ -321,6 +321,7 @@ impl Debugger {
             cfa: None,
             bias: object.bias,
             xmm: None,
+            thread_pointer: None,
         };
         let decoded = object
             .file

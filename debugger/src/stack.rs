@@ -54,6 +54,8 @@ pub struct FrameView<'a> {
     pub bias: u64,
     /// xmm registers are only known for the innermost frame.
     pub xmm: Option<[u64; 16]>,
+    /// The thread's `fs_base` (its TLS thread pointer), the same in every frame.
+    pub thread_pointer: Option<u64>,
 }
 
 impl FrameContext for FrameView<'_> {
@@ -65,6 +67,7 @@ impl FrameContext for FrameView<'_> {
         match dwarf_regno {
             0..=16 => self.regs.regs[dwarf_regno as usize],
             17..=32 => self.xmm.map(|x| x[(dwarf_regno - 17) as usize]),
+            crate::symbols::FS_BASE => self.thread_pointer,
             _ => None,
         }
     }
@@ -176,12 +179,14 @@ impl Debugger {
         } else {
             None
         };
+        let thread_pointer = process.regs(self.current_tid).ok().map(|r| r.fs_base);
         Ok(FrameView {
             memory: &process.memory,
             regs: frame.regs,
             cfa: frame.cfa,
             bias,
             xmm,
+            thread_pointer,
         })
     }
 

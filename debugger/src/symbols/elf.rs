@@ -211,6 +211,15 @@ impl SymbolTable {
             .max()
     }
 
+    /// Names of sized data symbols (variables), for "did you mean".
+    pub(crate) fn data_names(&self) -> Vec<String> {
+        self.symbols
+            .iter()
+            .filter(|s| !s.is_function && s.size > 0)
+            .map(|s| demangle(s.linkage))
+            .collect()
+    }
+
     pub(crate) fn function_names(&self) -> Vec<String> {
         self.symbols
             .iter()

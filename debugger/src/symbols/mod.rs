@@ -32,7 +32,7 @@ pub use demangle::{demangle, without_parameters};
 pub use prototype::{CallType, Prototype, ValueClass};
 pub(crate) use types::TypeKind;
 pub use types::TypeRef;
-pub use variables::Variable;
+pub use variables::{Variable, FS_BASE};
 
 /// The reader type of all DWARF parsing: the data is a leaked mapping.
 pub(crate) type R = gimli::EndianSlice<'static, gimli::LittleEndian>;
@@ -317,6 +317,11 @@ impl ObjectFile {
     /// Symbols by demangled or linkage name.
     pub fn lookup_symbol(&self, name: &str) -> Vec<Symbol> {
         self.symbol_table().lookup(name)
+    }
+
+    /// Variable names of the symbol table (globals and file statics).
+    pub fn data_names(&self) -> Vec<String> {
+        self.symbol_table().data_names()
     }
 
     /// Function names for tab completion (demangled, sorted, unique).
