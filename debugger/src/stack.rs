@@ -180,9 +180,16 @@ impl Debugger {
             None
         };
         let thread_pointer = process.regs(self.current_tid).ok().map(|r| r.fs_base);
+        // Location lists are looked up at the frame's rip. In a caller that
+        // is the return address, which may already be past the call's
+        // location ranges: a value gcc describes only from the return
+        // address on (the callee's result, say) does not exist yet while the
+        // callee runs. gdb looks up at pc - 1, inside the call; so do we.
+        let mut regs = frame.regs;
+        regs.set(unwind::RIP, Some(frame.lookup_pc));
         Ok(FrameView {
             memory: &process.memory,
-            regs: frame.regs,
+            regs,
             cfa: frame.cfa,
             bias,
             xmm,

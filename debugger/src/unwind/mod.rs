@@ -19,10 +19,6 @@ pub const RBP: usize = 6;
 /// Number of registers tracked: DWARF 0..=16.
 pub const REGISTER_COUNT: usize = 17;
 
-/// Registers the System V ABI says a callee preserves: rbx, rbp, r12-r15.
-/// When CFI says nothing about them they keep their value in the caller.
-const CALLEE_SAVED: [usize; 6] = [3, 6, 12, 13, 14, 15];
-
 /// Register values of one frame in DWARF numbering: 0 rax 1 rdx 2 rcx 3 rbx
 /// 4 rsi 5 rdi 6 rbp 7 rsp 8..15 r8..r15 16 rip. `None` means unknown.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -218,8 +214,13 @@ fn cfi_step(memory: &dyn UnwindMemory, regs: &UnwindRegs, recipe: &FrameRecipe) 
     for register in 0..REGISTER_COUNT {
         let rule = recipe.register(register as u16);
         let value = match rule {
-            RegisterRecipe::Undefined if CALLEE_SAVED.contains(&register) => regs.get(register),
             RegisterRecipe::Undefined if register == RSP => Some(cfa),
+            // A register the CFI says nothing about keeps its value in the
+            // caller, callee-saved or not (gdb's rule too). gcc relies on it:
+            // with -fipa-ra it knows which caller-saved registers a callee
+            // leaves alone and describes variables as living in them across
+            // the call (gimli cannot tell DW_CFA_undefined from unspecified).
+            RegisterRecipe::Undefined => regs.get(register),
             _ => recover(rule, register, cfa, regs, memory, recipe.encoding),
         };
         caller.set(register, value);

@@ -355,3 +355,38 @@ fn debug_frame_from_a_separate_debug_file_matches_gdb() {
     let frames = unwind(&bare, &tracee, tracee.registers(), 64);
     assert_ne!(frames.iter().map(|f| f.pc).collect::<Vec<_>>(), gdb);
 }
+
+/// A leaf's CFI row at its first instruction: CFA = rsp + 8, return address
+/// at CFA - 8, nothing else said.
+fn leaf_entry_recipe() -> super::cfi::FrameRecipe {
+    super::cfi::FrameRecipe {
+        cfa: super::cfi::CfaRecipe::RegisterOffset {
+            register: RSP as u16,
+            offset: 8,
+        },
+        registers: vec![(RIP as u16, super::cfi::RegisterRecipe::AtCfaOffset(-8))],
+        return_address_register: RIP as u16,
+        encoding: gimli::Encoding {
+            address_size: 8,
+            format: gimli::Format::Dwarf32,
+            version: 4,
+        },
+    }
+}
+
+#[test]
+fn registers_the_cfi_leaves_unspecified_keep_their_value_in_the_caller() {
+    let sp = 0x7000;
+    let memory = FakeMemory(vec![(sp, 0x4010)]);
+    let mut callee = regs(0x5000, sp, 0x9999);
+    callee.set(5, Some(97)); // rdi: caller-saved, but the callee left it alone
+    callee.set(3, Some(42)); // rbx: callee-saved
+    let step = super::cfi_step(&memory, &callee, &leaf_entry_recipe()).expect("a step");
+    let caller = step.caller.expect("a caller");
+    assert_eq!(step.cfa, sp + 8);
+    assert_eq!(caller.pc(), Some(0x4010));
+    assert_eq!(caller.sp(), Some(sp + 8));
+    assert_eq!(caller.get(5), Some(97));
+    assert_eq!(caller.get(3), Some(42));
+    assert_eq!(caller.get(RBP), Some(0x9999));
+}
