@@ -95,7 +95,7 @@ fn values_by_frame(text: &str, starts_frame: impl Fn(&str) -> bool) -> Vec<Vec<(
 /// value came from the caller's call site.
 fn entry_values(frame_line: &str) -> Vec<String> {
     frame_line
-        .split(|c| c == '(' || c == ',' || c == ' ')
+        .split(['(', ',', ' '])
         .filter_map(|part| {
             let (name, rest) = part.split_once('=')?;
             rest.starts_with(&format!("{name}@entry="))
