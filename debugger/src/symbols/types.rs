@@ -255,6 +255,9 @@ impl<'a> Types<'a> {
         let Some(entry) = self.entry(stripped) else {
             return Value::Unavailable("bad type".into());
         };
+        if let Some(value) = super::lang::render(self, stripped, &entry, bytes, depth) {
+            return value;
+        }
         match entry.tag() {
             gimli::DW_TAG_base_type => self.decode_base(&entry, bytes, type_name),
             gimli::DW_TAG_pointer_type
