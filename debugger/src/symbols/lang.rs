@@ -36,15 +36,12 @@ pub(crate) fn render(
     bytes: &[u8],
     depth: usize,
 ) -> Option<Value> {
-    match types.language {
-        Some(gimli::DW_LANG_Rust) => render_rust(types, offset, entry, bytes, depth),
-        Some(
-            gimli::DW_LANG_C_plus_plus
-            | gimli::DW_LANG_C_plus_plus_03
-            | gimli::DW_LANG_C_plus_plus_11
-            | gimli::DW_LANG_C_plus_plus_14,
-        ) => render_cpp(types, entry, bytes),
-        _ => None,
+    if types.language == Some(gimli::DW_LANG_Rust) {
+        render_rust(types, offset, entry, bytes, depth)
+    } else if is_cpp(types.language) {
+        render_cpp(types, entry, bytes)
+    } else {
+        None
     }
 }
 
@@ -244,6 +241,82 @@ fn scan_qualified_names(types: &Types) -> QualifiedNames {
         scopes.push((depth, name));
     }
     names
+}
+
+/// The name of a struct, class, union or enum type with its namespaces
+/// (`geo::Base`, `r::Shape`) for the languages that have them; `None` for
+/// C and for other types.
+pub(crate) fn qualified_type_name(types: &Types, offset: UnitOffset) -> Option<String> {
+    if !has_namespaces(types.language) {
+        return None;
+    }
+    qualified_names(types).get(&offset).cloned()
+}
+
+fn has_namespaces(language: Option<gimli::DwLang>) -> bool {
+    is_cpp(language) || language == Some(gimli::DW_LANG_Rust)
+}
+
+fn is_cpp(language: Option<gimli::DwLang>) -> bool {
+    matches!(
+        language,
+        Some(
+            gimli::DW_LANG_C_plus_plus
+                | gimli::DW_LANG_C_plus_plus_03
+                | gimli::DW_LANG_C_plus_plus_11
+                | gimli::DW_LANG_C_plus_plus_14
+        )
+    )
+}
+
+/// The file-scope variables of `unit` whose name with its namespaces is
+/// `qualified` (`geo::global`, `lang_rust::COUNTER`): declarations inside
+/// namespaces and the definitions that complete them
+/// (`DW_AT_specification`).
+pub(crate) fn variables_named(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+    qualified: &str,
+) -> Vec<UnitOffset> {
+    let mut found = Vec::new();
+    let mut scopes: Vec<(isize, String)> = Vec::new();
+    let mut depth = 0isize;
+    let mut entries = unit.entries();
+    while let Ok(Some((delta, entry))) = entries.next_dfs() {
+        depth += delta;
+        while scopes.last().is_some_and(|(d, _)| *d >= depth) {
+            scopes.pop();
+        }
+        let name = || super::dwarf::die_string(dwarf, unit, entry, gimli::DW_AT_name);
+        match entry.tag() {
+            gimli::DW_TAG_namespace | gimli::DW_TAG_module => {
+                if let Some(name) = name() {
+                    scopes.push((depth, name));
+                }
+            }
+            gimli::DW_TAG_variable => {
+                let Some(name) = name() else {
+                    // A definition completing a declaration seen before.
+                    if let Ok(Some(AttributeValue::UnitRef(spec))) =
+                        entry.attr_value(gimli::DW_AT_specification)
+                    {
+                        if found.contains(&spec) {
+                            found.push(entry.offset());
+                        }
+                    }
+                    continue;
+                };
+                let in_namespaces = scopes.len() as isize == depth - 1;
+                let mut path: Vec<&str> = scopes.iter().map(|(_, n)| n.as_str()).collect();
+                path.push(&name);
+                if in_namespaces && path.join("::") == qualified {
+                    found.push(entry.offset());
+                }
+            }
+            _ => {}
+        }
+    }
+    found
 }
 
 fn qualified_name(types: &Types, offset: UnitOffset) -> String {

@@ -204,7 +204,9 @@ impl<'a> Types<'a> {
                 (ret, format!("({})", self.parameter_list(offset)))
             }
             tag => {
-                let name = self.name_of(&entry).unwrap_or_else(|| "<anonymous>".into());
+                let name = super::lang::qualified_type_name(self, offset)
+                    .or_else(|| self.name_of(&entry))
+                    .unwrap_or_else(|| "<anonymous>".into());
                 let keyword = match tag {
                     gimli::DW_TAG_structure_type => "struct ",
                     gimli::DW_TAG_union_type => "union ",
@@ -882,6 +884,11 @@ impl TypeRef {
         let mut anonymous = Vec::new();
         while let Ok(Some(child)) = children.next() {
             let e = child.entry();
+            if e.tag() == gimli::DW_TAG_inheritance {
+                // C++ base classes: their members are the class's too.
+                anonymous.push((member_offset(e).unwrap_or(0), type_ref(e)));
+                continue;
+            }
             if e.tag() != gimli::DW_TAG_member {
                 continue;
             }
