@@ -184,9 +184,27 @@ fn rust_values_agree_with_gdb() {
     };
     // Everything gdb shows without Rust pretty-printers.
     let exprs = [
-        "point", "pair", "unit", "tuple", "color", "circle", "square", "empty", "some", "none",
-        "some_ref", "none_ref", "ok", "text", "array", "slice", "*boxed", "boxed", "flag",
-        "point.y", "tuple.__1",
+        "point",
+        "pair",
+        "unit",
+        "tuple",
+        "color",
+        "circle",
+        "square",
+        "empty",
+        "some",
+        "none",
+        "some_ref",
+        "none_ref",
+        "ok",
+        "text",
+        "array",
+        "slice",
+        "*boxed",
+        "boxed",
+        "flag",
+        "point.y",
+        "tuple.__1",
     ];
     let whatis = ["point", "circle", "tuple"];
     let o = rdbx_at(&program, RUST_STOP, &exprs, &whatis);

@@ -181,12 +181,14 @@ fn tag_of(types: &Types, offset: Option<UnitOffset>) -> Option<(UnitOffset, giml
 // ---------------------------------------------------------------------------
 
 type QualifiedNames = HashMap<UnitOffset, String>;
+/// Keyed by (address of the .debug_info data, unit offset in it).
+type NameCache = Mutex<HashMap<(usize, usize), Arc<QualifiedNames>>>;
 
 /// Per unit (keyed by the .debug_info it lives in and its offset there),
 /// the qualified name of every named type: one pass over the unit instead
 /// of one per value shown.
 fn qualified_names(types: &Types) -> Arc<QualifiedNames> {
-    static CACHE: OnceLock<Mutex<HashMap<(usize, usize), Arc<QualifiedNames>>>> = OnceLock::new();
+    static CACHE: OnceLock<NameCache> = OnceLock::new();
     let section = types.dwarf.debug_info.reader().slice().as_ptr() as usize;
     let unit = match types.unit.header.offset() {
         gimli::UnitSectionOffset::DebugInfoOffset(o) => o.0,
