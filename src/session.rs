@@ -1317,7 +1317,15 @@ struct SessionEval<'a> {
 
 impl EvalContext for SessionEval<'_> {
     fn variable(&self, name: &str) -> debugger::Result<Value> {
-        self.dbg.read_variable(name)
+        match self.dbg.read_variable(name) {
+            // Inside a C++ method, members are names too (`this->name`).
+            Err(debugger::Error::NoSuchSymbol(_)) if name != "this" && !name.contains("::") => {
+                let member = expr::parse(&format!("this->{name}"))?;
+                expr::evaluate(&member, self)
+                    .map_err(|_| debugger::Error::NoSuchSymbol(name.to_string()))
+            }
+            other => other,
+        }
     }
 
     fn register(&self, name: &str) -> Option<Value> {

@@ -13,6 +13,7 @@ mod dwarf;
 mod elf;
 mod eval;
 mod functions;
+mod lang;
 mod lines;
 mod prototype;
 mod types;

@@ -204,7 +204,9 @@ impl<'a> Types<'a> {
                 (ret, format!("({})", self.parameter_list(offset)))
             }
             tag => {
-                let name = self.name_of(&entry).unwrap_or_else(|| "<anonymous>".into());
+                let name = super::lang::qualified_type_name(self, offset)
+                    .or_else(|| self.name_of(&entry))
+                    .unwrap_or_else(|| "<anonymous>".into());
                 let keyword = match tag {
                     gimli::DW_TAG_structure_type => "struct ",
                     gimli::DW_TAG_union_type => "union ",
@@ -255,6 +257,9 @@ impl<'a> Types<'a> {
         let Some(entry) = self.entry(stripped) else {
             return Value::Unavailable("bad type".into());
         };
+        if let Some(value) = super::lang::render(self, stripped, &entry, bytes, depth) {
+            return value;
+        }
         match entry.tag() {
             gimli::DW_TAG_base_type => self.decode_base(&entry, bytes, type_name),
             gimli::DW_TAG_pointer_type
@@ -879,6 +884,11 @@ impl TypeRef {
         let mut anonymous = Vec::new();
         while let Ok(Some(child)) = children.next() {
             let e = child.entry();
+            if e.tag() == gimli::DW_TAG_inheritance {
+                // C++ base classes: their members are the class's too.
+                anonymous.push((member_offset(e).unwrap_or(0), type_ref(e)));
+                continue;
+            }
             if e.tag() != gimli::DW_TAG_member {
                 continue;
             }

@@ -231,14 +231,20 @@ impl ObjectFile {
     fn global_in_cu(&self, cu: &CuData, name: &str) -> Option<Variable> {
         let data = self.dwarf.as_ref()?;
         let mut candidates = Vec::new();
-        let mut tree = cu.unit.entries_tree(None).ok()?;
-        file_scope_variables(tree.root().ok()?, &mut candidates);
+        // `ns::name` (C++ namespaces, Rust modules): matched by the path.
+        let qualified = name.contains("::");
+        if qualified {
+            candidates = super::lang::variables_named(&data.dwarf, &cu.unit, name);
+        } else {
+            let mut tree = cu.unit.entries_tree(None).ok()?;
+            file_scope_variables(tree.root().ok()?, &mut candidates);
+        }
         let mut declaration = None;
         for offset in candidates {
             let Some(v) = make_variable(&data.dwarf, cu, offset, None) else {
                 continue;
             };
-            if v.name != name {
+            if !qualified && v.name != name {
                 continue;
             }
             if v.location.is_some() || v.const_value.is_some() {
