@@ -6,7 +6,7 @@
 #        bench/print.sh --generate   (rewrites bench/programs/print_data.c)
 #   N     repetitions of the command in one session (default 20)
 #   RUNS  sessions per measurement, the median is reported (default 5)
-# Env:   RDBX=path/to/rdbx (default: target/release/rdbx if present, else target/debug/rdbx)
+# Env:   RDBX=path/to/rdbx (default: target/release/rdbx, built first)
 #
 # Per-command latency = (session with N repetitions - session with 0) / N, so
 # process start, symbol loading and running to the stop do not count.
@@ -58,7 +58,8 @@ fi
 N=${1:-20}
 RUNS=${2:-5}
 if [[ -z "${RDBX:-}" ]]; then
-    if [[ -x "$ROOT/target/release/rdbx" ]]; then RDBX=$ROOT/target/release/rdbx; else RDBX=$ROOT/target/debug/rdbx; fi
+    (cd "$ROOT" && cargo build --release --quiet --bin rdbx)
+    RDBX=$ROOT/target/release/rdbx
 fi
 [[ -x "$RDBX" ]] || { echo "no rdbx at $RDBX (cargo build --release first)" >&2; exit 1; }
 
