@@ -140,6 +140,55 @@ fn print_formats_and_history_agree_with_gdb() {
     assert_eq!(ours, theirs, "{}", o.transcript());
 }
 
+/// Formats on aggregates use each member's own type (a `short` of -2 is
+/// 0xfffe, doubles show their bits, `/f` reads ints as floats), and the
+/// value history keeps types: `$.y`, `$[2]`, `*&$N` go on from it.
+#[test]
+fn aggregate_formats_and_typed_history_agree_with_gdb() {
+    let prints = [
+        "p/x g_rec",
+        "p/d g_rec",
+        "p/c g_rec",
+        "p/u g_rec",
+        "p/t g_rec",
+        "p/o g_rec",
+        "p/x g_text",
+        "p/c g_text",
+        "p/d g_bytes",
+        "p/f g_arr",
+        "p/x g_longs",
+        "p/a g_fn",
+        "p/z g_pt",
+        "p g_pt",
+        "p $.y",
+        "p g_arr",
+        "p $[2]",
+        "p g_rec",
+        "p $.where",
+        "p $$.counts[1]",
+        "p *&$$2",
+        "p/x $1.small",
+    ];
+    let mut cmds = vec!["stop in work", "run"];
+    cmds.extend(prints);
+    let o = rdbx(&cmds);
+    o.assert_no_errors();
+    let ours: Vec<String> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('$'))
+        .map(String::from)
+        .collect();
+    let mut gdb_cmds = vec!["break work", "run"];
+    gdb_cmds.extend(prints);
+    let theirs: Vec<String> = parse_gdb_values(&gdb(&data_values(), &[], &gdb_cmds))
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| format!("${} = {v}", i + 1))
+        .collect();
+    assert_eq!(ours, theirs, "{}", o.transcript());
+}
+
 #[test]
 fn print_dbx_style_names_the_expression() {
     let o = rdbx(&[

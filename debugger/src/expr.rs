@@ -832,6 +832,21 @@ pub fn evaluate(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
         .map_err(|e| suggest(e, ctx))
 }
 
+/// Like [`evaluate`], but the value keeps its DWARF type, bytes and
+/// address ([`Value::Typed`]) when it has them, so that it can be used
+/// again (the value history's `$1.y`, `&$1`, `*$2`) or assigned to.
+pub fn evaluate_typed(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    eval(expr, ctx).map_err(|e| suggest(e, ctx))
+}
+
+/// Like [`evaluate_statement`], keeping types as [`evaluate_typed`] does.
+pub fn evaluate_statement_typed(expr: &Expr, ctx: &dyn EvalContext) -> Result<Option<Value>> {
+    match expr {
+        Expr::Call { .. } => call(expr, ctx).map_err(|e| suggest(e, ctx)),
+        other => evaluate_typed(other, ctx).map(Some),
+    }
+}
+
 /// An unknown name's error, with the nearest visible name when one is
 /// close enough to be a likely typo.
 fn suggest(error: Error, ctx: &dyn EvalContext) -> Error {
@@ -867,6 +882,7 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
         Expr::String(text) => Ok(Value::Composite {
             type_name: format!("char [{}]", text.len() + 1),
             text: format!("{text:?}"),
+            parts: None,
         }),
         Expr::Name(name) => ctx.variable(name),
         Expr::Register(name) => ctx
@@ -2006,6 +2022,7 @@ mod tests {
                 Value::Composite {
                     type_name: "int [3]".into(),
                     text: "{10, 20, 30}".into(),
+                    parts: None,
                 },
             ),
             ("ns::g", Value::int(42)),

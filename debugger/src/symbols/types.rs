@@ -7,12 +7,10 @@ use std::sync::Arc;
 use super::dwarf::CuData;
 use super::{FrameContext, R};
 use crate::error::Result;
-use crate::value::{char_literal, Value};
+use crate::value::{char_literal, compress_repeats, Aggregate, Value, REPEAT_THRESHOLD};
 
 /// Longest string or element list shown, as gdb's default `print elements`.
 pub(crate) const ELEMENT_LIMIT: usize = 200;
-/// Runs longer than this print as `<repeats N times>` (gdb's threshold).
-const REPEAT_THRESHOLD: usize = 10;
 /// How deep nested aggregates are expanded.
 const MAX_DEPTH: usize = 4;
 
@@ -270,15 +268,21 @@ impl<'a> Types<'a> {
             }
             gimli::DW_TAG_enumeration_type => self.decode_enum(stripped, &entry, bytes, type_name),
             gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
+                let (text, parts) = self.render_struct(stripped, bytes, depth);
                 Value::Composite {
-                    text: self.render_struct(stripped, bytes, depth),
+                    text,
                     type_name,
+                    parts,
                 }
             }
-            gimli::DW_TAG_array_type => Value::Composite {
-                text: self.render_array(stripped, &entry, bytes, depth),
-                type_name,
-            },
+            gimli::DW_TAG_array_type => {
+                let (text, parts) = self.render_array(stripped, &entry, bytes, depth);
+                Value::Composite {
+                    text,
+                    type_name,
+                    parts,
+                }
+            }
             _ => Value::Unavailable(format!("cannot decode type {type_name}")),
         }
     }
@@ -446,16 +450,22 @@ impl<'a> Types<'a> {
         text
     }
 
-    fn render_struct(&self, offset: UnitOffset, bytes: &[u8], depth: usize) -> String {
+    /// The struct's text as `print` shows it, and its members.
+    fn render_struct(
+        &self,
+        offset: UnitOffset,
+        bytes: &[u8],
+        depth: usize,
+    ) -> (String, Option<Box<Aggregate>>) {
         if depth >= MAX_DEPTH {
-            return "{...}".into();
+            return ("{...}".into(), None);
         }
-        let mut fields = Vec::new();
+        let mut members = Vec::new();
         let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
-            return "{}".into();
+            return ("{}".into(), None);
         };
         let Ok(root) = tree.root() else {
-            return "{}".into();
+            return ("{}".into(), None);
         };
         let mut children = root.children();
         while let Ok(Some(child)) = children.next() {
@@ -481,13 +491,20 @@ impl<'a> Types<'a> {
             } else {
                 self.name_of(e).unwrap_or_default()
             };
-            if name.is_empty() {
-                fields.push(value.to_string());
-            } else {
-                fields.push(format!("{name} = {value}"));
-            }
+            members.push((name, value));
         }
-        format!("{{{}}}", fields.join(", "))
+        let fields: Vec<String> = members
+            .iter()
+            .map(|(name, value)| {
+                if name.is_empty() {
+                    value.to_string()
+                } else {
+                    format!("{name} = {value}")
+                }
+            })
+            .collect();
+        let text = format!("{{{}}}", fields.join(", "));
+        (text, Some(Box::new(Aggregate::Struct(members))))
     }
 
     fn decode_bitfield(
@@ -521,18 +538,26 @@ impl<'a> Types<'a> {
         self.decode(member_type, &buf, MAX_DEPTH)
     }
 
-    fn render_array(&self, offset: UnitOffset, entry: &Die, bytes: &[u8], depth: usize) -> String {
+    /// The array's text as `print` shows it, and its elements.
+    fn render_array(
+        &self,
+        offset: UnitOffset,
+        entry: &Die,
+        bytes: &[u8],
+        depth: usize,
+    ) -> (String, Option<Box<Aggregate>>) {
         let element_type = type_ref(entry);
         let element_size = element_type.and_then(|t| self.size(t)).unwrap_or(0) as usize;
         let dims = self.dimensions(offset);
         if element_size == 0 || dims.is_empty() {
-            return "{}".into();
+            return ("{}".into(), None);
         }
+        let (text, parts) = self.render_dims(element_type, element_size, &dims, bytes, depth);
         if dims.len() == 1 && self.is_char_type(element_type) && self.is_c_like_strings() {
             let n = (dims[0] as usize).min(bytes.len());
-            return format_char_array(&bytes[..n]);
+            return (format_char_array(&bytes[..n]), parts);
         }
-        self.render_dims(element_type, element_size, &dims, bytes, depth)
+        (text, parts)
     }
 
     fn render_dims(
@@ -542,24 +567,34 @@ impl<'a> Types<'a> {
         dims: &[u64],
         bytes: &[u8],
         depth: usize,
-    ) -> String {
+    ) -> (String, Option<Box<Aggregate>>) {
         let count = dims[0] as usize;
         let stride = element_size * dims[1..].iter().product::<u64>() as usize;
-        let items: Vec<String> = (0..count.min(ELEMENT_LIMIT))
+        let elements: Vec<Value> = (0..count.min(ELEMENT_LIMIT))
             .map(|i| {
                 let slice = bytes.get(i * stride..(i + 1) * stride).unwrap_or(&[]);
                 if dims.len() > 1 {
-                    self.render_dims(element_type, element_size, &dims[1..], slice, depth + 1)
+                    let (text, parts) =
+                        self.render_dims(element_type, element_size, &dims[1..], slice, depth + 1);
+                    let inner: String = dims[1..].iter().map(|d| format!("[{d}]")).collect();
+                    Value::Composite {
+                        type_name: format!("{} {inner}", self.name(element_type)),
+                        text,
+                        parts,
+                    }
                 } else {
-                    self.decode(element_type, slice, depth + 1).to_string()
+                    self.decode(element_type, slice, depth + 1)
                 }
             })
             .collect();
+        let items: Vec<String> = elements.iter().map(Value::to_string).collect();
         let mut text = compress_repeats(&items);
-        if count > ELEMENT_LIMIT {
+        let more = count > ELEMENT_LIMIT;
+        if more {
             text.push_str("...");
         }
-        format!("{{{text}}}")
+        let parts = Aggregate::Array { elements, more };
+        (format!("{{{text}}}"), Some(Box::new(parts)))
     }
 
     fn is_char_type(&self, offset: Option<UnitOffset>) -> bool {
@@ -1195,23 +1230,6 @@ pub(crate) fn format_char_array(bytes: &[u8]) -> String {
     text
 }
 
-/// Element lists with runs of equal elements folded like gdb.
-fn compress_repeats(items: &[String]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < items.len() {
-        let run = items[i..].iter().take_while(|s| **s == items[i]).count();
-        if run > REPEAT_THRESHOLD {
-            out.push(format!("{} <repeats {run} times>", items[i]));
-            i += run;
-        } else {
-            out.push(items[i].clone());
-            i += 1;
-        }
-    }
-    out.join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1233,14 +1251,6 @@ mod tests {
             format_char_array(&buf),
             "\"hi\", '\\000' <repeats 19 times>"
         );
-    }
-
-    #[test]
-    fn element_runs_fold() {
-        let items: Vec<String> = std::iter::repeat_n("0".to_string(), 12).collect();
-        assert_eq!(compress_repeats(&items), "0 <repeats 12 times>");
-        let items = vec!["1".to_string(), "2".to_string()];
-        assert_eq!(compress_repeats(&items), "1, 2");
     }
 
     #[test]
