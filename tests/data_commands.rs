@@ -27,6 +27,33 @@ fn data_values() -> PathBuf {
         .clone()
 }
 
+/// tests/programs/data_types.c built at -O0.
+fn data_types() -> PathBuf {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = scratch_dir("data_types_build");
+            let out = dir.join("data_types");
+            let status = std::process::Command::new("gcc")
+                .args(["-g", "-O0", "-o"])
+                .arg(&out)
+                .arg(sources_dir().join("data_types.c"))
+                .status()
+                .expect("gcc runs");
+            assert!(status.success(), "gcc failed on data_types.c");
+            out
+        })
+        .clone()
+}
+
+/// The lines of `type = ...` answers, multi-line ones included.
+fn type_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.starts_with("type = ") || l.starts_with("    ") || l.starts_with('}'))
+        .map(String::from)
+        .collect()
+}
+
 fn rdbx(cmds: &[&str]) -> Outcome {
     Rdbx::batch().cmds(cmds).prog(&data_values(), &[]).run()
 }
@@ -356,4 +383,55 @@ fn whatis_names_the_type() {
         "{}",
         o.transcript()
     );
+}
+
+#[test]
+fn ptype_expands_types_like_gdb() {
+    let queries = [
+        "ptype g_shape",
+        "ptype struct point",
+        "ptype g_pt",
+        "whatis g_pt",
+        "ptype point_t",
+        "whatis point_t",
+        "ptype myint",
+        "whatis myint",
+        "ptype g_bits",
+        "ptype enum color",
+        "ptype g_flags",
+        "ptype g_sparse",
+        "ptype union number",
+        "ptype g_node",
+        "ptype g_arr",
+        "ptype g_fn",
+        "ptype &g_pt",
+        "whatis struct point",
+        "ptype g_shape.area",
+        "ptype g_shape.range",
+        "whatis g_shape.range",
+        "ptype g_shape.counts",
+        "ptype point_t *",
+        "whatis g_long",
+        "up",
+        "ptype pp",
+        "whatis pp",
+    ];
+    let mut cmds = vec!["stop in report", "run"];
+    cmds.extend(queries);
+    let o = Rdbx::batch().cmds(&cmds).prog(&data_types(), &[]).run();
+    o.assert_no_errors();
+    let mut gdb_cmds = vec!["break report", "run"];
+    gdb_cmds.extend(queries);
+    let theirs = type_lines(&gdb(&data_types(), &[], &gdb_cmds));
+    // gdb's source line at the stop is indented too; keep type lines only.
+    let ours: Vec<String> = type_lines(&o.stdout)
+        .into_iter()
+        .filter(|l| !l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    let theirs: Vec<String> = theirs
+        .into_iter()
+        .filter(|l| !l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert!(ours.len() > 40, "{}", o.transcript());
+    assert_eq!(ours, theirs, "{}", o.transcript());
 }

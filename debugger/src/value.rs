@@ -90,6 +90,14 @@ impl Value {
         }
     }
 
+    /// The value's DWARF type, when it carries one ([`Value::Typed`]).
+    pub fn type_ref(&self) -> Option<&crate::symbols::TypeRef> {
+        match self {
+            Value::Typed(typed) => Some(&typed.ty),
+            _ => None,
+        }
+    }
+
     /// The value without its type information.
     pub fn plain(&self) -> &Value {
         match self {

@@ -16,6 +16,18 @@ pub(super) struct Display {
     format: Option<char>,
 }
 
+/// Words that start a type name rather than an expression.
+const TYPE_WORDS: [&str; 14] = [
+    "struct", "union", "enum", "unsigned", "signed", "char", "short", "int", "long", "float",
+    "double", "_Bool", "const", "volatile",
+];
+
+/// The operand of `whatis` and `ptype`.
+enum TypeOrValue {
+    Type(debugger::symbols::TypeRef),
+    Value(Value),
+}
+
 /// What the next `x` with no address or format continues from.
 pub(super) struct ExamineState {
     next: Option<u64>,
@@ -119,10 +131,60 @@ impl Session {
         self.evaluate(&text)
     }
 
+    /// `whatis EXPR` / `whatis TYPE`: the type's name (a typedef named by
+    /// itself resolved one level, as gdb does).
     pub(super) fn whatis(&self, text: &str) -> Result<()> {
-        let value = self.evaluate_with_history(text)?;
-        println!("type = {}", value.type_name());
+        let shown = match self.type_or_value(text)? {
+            TypeOrValue::Type(ty) => ty.one_level(),
+            TypeOrValue::Value(value) => value.type_name().to_string(),
+        };
+        println!("type = {shown}");
         Ok(())
+    }
+
+    /// `ptype EXPR` / `ptype TYPE`: the type with typedefs seen through and
+    /// the struct, union or enum it is made from written out.
+    pub(super) fn ptype(&self, text: &str) -> Result<()> {
+        let shown = match self.type_or_value(text)? {
+            TypeOrValue::Type(ty) => ty.expanded(),
+            TypeOrValue::Value(value) => match value.type_ref() {
+                Some(ty) => ty.expanded(),
+                None => value.type_name().to_string(),
+            },
+        };
+        println!("type = {shown}");
+        Ok(())
+    }
+
+    /// What `whatis` and `ptype` were given: a type (`struct point`,
+    /// `point_t *`) or an expression. A name that is no variable is tried
+    /// as a type name.
+    fn type_or_value(&self, text: &str) -> Result<TypeOrValue> {
+        let text = text.trim();
+        let base = text.trim_end_matches(['*', ' ']);
+        let pointers = text[base.len()..].matches('*').count();
+        let keyword = base
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| TYPE_WORDS.contains(&w));
+        let context = super::SessionEval {
+            dbg: &self.dbg,
+            history: &self.history,
+        };
+        let named = || {
+            let mut ty = debugger::expr::EvalContext::lookup_type(&context, base)?;
+            for _ in 0..pointers {
+                ty = ty.pointer_to();
+            }
+            Some(TypeOrValue::Type(ty))
+        };
+        if keyword {
+            return named().ok_or_else(|| anyhow!("no type named \"{text}\""));
+        }
+        match self.evaluate_typed_with_history(text) {
+            Ok(value) => Ok(TypeOrValue::Value(value)),
+            Err(e) => named().ok_or(e),
+        }
     }
 
     // ----- display -----------------------------------------------------

@@ -141,6 +141,17 @@ impl<'a> Types<'a> {
     /// (prefix, declarator suffix) so that pointers to arrays/functions
     /// read `int (*)[3]` as in C.
     fn name_parts(&self, offset: Option<UnitOffset>, depth: usize) -> (String, String) {
+        self.declarator_parts(offset, depth, false)
+    }
+
+    /// [`Types::name_parts`], with typedefs seen through when `strip`
+    /// (ptype shows what a typedef stands for).
+    fn declarator_parts(
+        &self,
+        offset: Option<UnitOffset>,
+        depth: usize,
+        strip: bool,
+    ) -> (String, String) {
         let Some(offset) = offset else {
             return ("void".into(), String::new());
         };
@@ -166,7 +177,7 @@ impl<'a> Types<'a> {
                         return (name, String::new());
                     }
                 }
-                let (base, suffix) = self.name_parts(inner, depth + 1);
+                let (base, suffix) = self.declarator_parts(inner, depth + 1, strip);
                 if suffix.starts_with('[') || suffix.starts_with('(') {
                     (base, format!("({sigil}){suffix}"))
                 } else if base.ends_with('*') {
@@ -181,7 +192,7 @@ impl<'a> Types<'a> {
                 } else {
                     "volatile"
                 };
-                let (base, suffix) = self.name_parts(inner, depth + 1);
+                let (base, suffix) = self.declarator_parts(inner, depth + 1, strip);
                 if base.ends_with('*') {
                     (format!("{base} {qual}"), suffix)
                 } else {
@@ -189,7 +200,7 @@ impl<'a> Types<'a> {
                 }
             }
             gimli::DW_TAG_array_type => {
-                let (base, suffix) = self.name_parts(inner, depth + 1);
+                let (base, suffix) = self.declarator_parts(inner, depth + 1, strip);
                 let dims: String = self
                     .dimensions(offset)
                     .iter()
@@ -198,11 +209,26 @@ impl<'a> Types<'a> {
                 (base, format!("{dims}{suffix}"))
             }
             gimli::DW_TAG_subroutine_type => {
-                let (ret, _) = self.name_parts(inner, depth + 1);
+                let (ret, _) = self.declarator_parts(inner, depth + 1, strip);
                 (ret, format!("({})", self.parameter_list(offset)))
             }
+            gimli::DW_TAG_typedef if strip => self.declarator_parts(inner, depth + 1, strip),
             tag => {
-                let name = self.name_of(&entry).unwrap_or_else(|| "<anonymous>".into());
+                let anonymous = if matches!(
+                    tag,
+                    gimli::DW_TAG_structure_type
+                        | gimli::DW_TAG_union_type
+                        | gimli::DW_TAG_enumeration_type
+                        | gimli::DW_TAG_class_type
+                ) {
+                    "{...}"
+                } else {
+                    "<anonymous>"
+                };
+                let name = self.name_of(&entry).unwrap_or_else(|| anonymous.into());
+                if tag == gimli::DW_TAG_base_type && self.is_c() {
+                    return (gdb_base_name(&name).to_string(), String::new());
+                }
                 let keyword = match tag {
                     gimli::DW_TAG_structure_type => "struct ",
                     gimli::DW_TAG_union_type => "union ",
@@ -217,6 +243,108 @@ impl<'a> Types<'a> {
                 }
             }
         }
+    }
+
+    /// gdb's `ptype` text for a type: typedefs seen through, and the
+    /// struct, union or enum it is made from written out with its members
+    /// (`struct point {\n    int x;\n    int y;\n} *`).
+    pub(crate) fn expanded(&self, offset: Option<UnitOffset>) -> String {
+        let (base, suffix) = self.declarator_parts(offset, 0, true);
+        let base = match self.leaf_aggregate(offset) {
+            Some(leaf) => {
+                let short = self.name(Some(leaf));
+                let body = self.body(leaf, 0);
+                base.replacen(&short, &body, 1)
+            }
+            None => base,
+        };
+        join_declarator(&base, &suffix)
+    }
+
+    /// The struct, union or enum under pointers, arrays, qualifiers and
+    /// typedefs, if that is what the type is made from.
+    fn leaf_aggregate(&self, mut offset: Option<UnitOffset>) -> Option<UnitOffset> {
+        for _ in 0..32 {
+            let entry = self.entry(offset?)?;
+            match entry.tag() {
+                gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_union_type
+                | gimli::DW_TAG_class_type
+                | gimli::DW_TAG_enumeration_type => return offset,
+                gimli::DW_TAG_subroutine_type | gimli::DW_TAG_base_type => return None,
+                _ => offset = type_ref(&entry),
+            }
+        }
+        None
+    }
+
+    /// `struct point {...}` written out, members indented by `indent + 4`;
+    /// enums on one line: `enum color {RED, GREEN, BLUE}`.
+    fn body(&self, offset: UnitOffset, indent: usize) -> String {
+        let Some(entry) = self.entry(offset) else {
+            return "<unknown type>".into();
+        };
+        let head = self.name(Some(offset));
+        if entry.tag() == gimli::DW_TAG_enumeration_type {
+            return format!("{head} {{{}}}", enumerator_list(&self.enumerators(offset)));
+        }
+        if entry
+            .attr_value(gimli::DW_AT_declaration)
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            return format!(
+                "{head} {{\n{:indent$}    <incomplete type>\n{:indent$}}}",
+                "", ""
+            );
+        }
+        let head = head.trim_end_matches(" {...}");
+        let mut text = format!("{head} {{\n");
+        let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
+            return format!("{head} {{}}");
+        };
+        let Ok(root) = tree.root() else {
+            return format!("{head} {{}}");
+        };
+        let mut children = root.children();
+        while let Ok(Some(child)) = children.next() {
+            let e = child.entry();
+            if e.tag() != gimli::DW_TAG_member {
+                continue;
+            }
+            let declaration = self.member_declaration(e, indent + 4);
+            text.push_str(&format!("{:w$}{declaration};\n", "", w = indent + 4));
+        }
+        text.push_str(&format!("{:indent$}}}", ""));
+        text
+    }
+
+    /// `int x`, `struct node *next`, `int (*area)(int, int)`, `unsigned
+    /// int a : 3`; anonymous structs and unions written out in place.
+    fn member_declaration(&self, member: &Die, indent: usize) -> String {
+        let name = self.name_of(member).unwrap_or_default();
+        let ty = type_ref(member);
+        let anonymous = ty
+            .and_then(|t| self.entry(t))
+            .filter(|t| {
+                matches!(
+                    t.tag(),
+                    gimli::DW_TAG_structure_type
+                        | gimli::DW_TAG_union_type
+                        | gimli::DW_TAG_enumeration_type
+                ) && self.name_of(t).is_none()
+            })
+            .is_some();
+        let (base, suffix) = match ty {
+            Some(t) if anonymous => (self.body(t, indent), String::new()),
+            _ => self.name_parts(ty, 0),
+        };
+        let mut declaration = declare(&base, &suffix, &name);
+        if let Some(bits) = udata(member, gimli::DW_AT_bit_size) {
+            declaration.push_str(&format!(" : {bits}"));
+        }
+        declaration
     }
 
     fn parameter_list(&self, offset: UnitOffset) -> String {
@@ -615,6 +743,71 @@ impl<'a> Types<'a> {
     }
 }
 
+/// gdb's spelling of gcc's C base type names: `short` for `short int`,
+/// `unsigned long` for `long unsigned int`.
+fn gdb_base_name(name: &str) -> &str {
+    match name {
+        "short int" => "short",
+        "short unsigned int" => "unsigned short",
+        "long int" => "long",
+        "long unsigned int" => "unsigned long",
+        "long long int" => "long long",
+        "long long unsigned int" => "unsigned long long",
+        other => other,
+    }
+}
+
+/// A type's name from its declarator parts, as [`Types::name`] joins them.
+fn join_declarator(base: &str, suffix: &str) -> String {
+    if suffix.is_empty() {
+        base.to_string()
+    } else if base.ends_with('*') || suffix.starts_with('[') || suffix.starts_with('(') {
+        format!("{base} {suffix}")
+    } else {
+        format!("{base}{suffix}")
+    }
+}
+
+/// A declaration of `name` with a type's declarator parts: `int x`,
+/// `char *s`, `int a[3]`, `int (*f)(void)`.
+fn declare(base: &str, suffix: &str, name: &str) -> String {
+    if name.is_empty() {
+        return join_declarator(base, suffix);
+    }
+    // A pointer to an array or function: the name goes inside `(*)`.
+    if suffix.starts_with('(') {
+        if let Some(close) = suffix.find(')') {
+            if suffix[1..close].chars().all(|c| matches!(c, '*' | '&')) {
+                return format!("{base} {}{name}{}", &suffix[..close], &suffix[close..]);
+            }
+        }
+    }
+    if base.ends_with('*') || base.ends_with('&') {
+        format!("{base}{name}{suffix}")
+    } else {
+        format!("{base} {name}{suffix}")
+    }
+}
+
+/// gdb's enumerator list: a value is written only where it is not the
+/// previous one plus one (the first is expected to be 0).
+fn enumerator_list(enumerators: &[(String, i64)]) -> String {
+    let mut expected = 0i64;
+    let parts: Vec<String> = enumerators
+        .iter()
+        .map(|(name, value)| {
+            let part = if *value == expected {
+                name.clone()
+            } else {
+                format!("{name} = {value}")
+            };
+            expected = value.wrapping_add(1);
+            part
+        })
+        .collect();
+    parts.join(", ")
+}
+
 /// gdb's rendering of a value of a "flag enum" (enumerators that are
 /// non-negative and share no bits) that is no single enumerator:
 /// `(F_A | F_C)`, `(F_A | unknown: 0x8)`. `None` for other enums and 0.
@@ -795,7 +988,7 @@ impl TypeRef {
     }
 
     /// The type `T *` for this `T`.
-    pub(crate) fn pointer_to(&self) -> TypeRef {
+    pub fn pointer_to(&self) -> TypeRef {
         TypeRef {
             pointers: self.pointers.saturating_add(1),
             ..self.clone()
@@ -817,6 +1010,37 @@ impl TypeRef {
         } else {
             format!("{base} {stars}")
         }
+    }
+
+    /// The type as gdb's `ptype` prints it (after `type = `).
+    pub fn expanded(&self) -> String {
+        let text = self.with(|t| t.expanded(self.offset));
+        if self.pointers == 0 {
+            return text;
+        }
+        let stars = "*".repeat(usize::from(self.pointers));
+        let (_, suffix) = self.with(|t| t.declarator_parts(self.offset, 0, true));
+        if suffix.starts_with('[') || suffix.starts_with('(') {
+            // `int (*)[3]`: rare enough to show by name.
+            self.name()
+        } else if text.ends_with('*') {
+            format!("{text}{stars}")
+        } else {
+            format!("{text} {stars}")
+        }
+    }
+
+    /// What `whatis` prints for a type named by itself: a typedef is
+    /// resolved one level (`whatis point_t` is `struct point`).
+    pub fn one_level(&self) -> String {
+        if self.pointers > 0 {
+            return self.name();
+        }
+        let inner = self.with(|t| {
+            let entry = t.entry(self.offset?)?;
+            (entry.tag() == gimli::DW_TAG_typedef).then(|| t.name(type_ref(&entry)))
+        });
+        inner.unwrap_or_else(|| self.name())
     }
 
     pub(crate) fn size(&self) -> Option<u64> {
@@ -1276,6 +1500,24 @@ mod tests {
         assert_eq!(flag_names(&plain, 7), None);
         let negative = [("N".to_string(), -1)];
         assert_eq!(flag_names(&negative, 4), None);
+    }
+
+    #[test]
+    fn declarations_put_the_name_in_place() {
+        assert_eq!(declare("int", "", "x"), "int x");
+        assert_eq!(declare("struct node *", "", "next"), "struct node *next");
+        assert_eq!(declare("int", "[3]", "counts"), "int counts[3]");
+        assert_eq!(
+            declare("int", "(*)(int, int)", "area"),
+            "int (*area)(int, int)"
+        );
+        assert_eq!(join_declarator("int", "(*)(void)"), "int (*)(void)");
+        let e = |n: &str, v| (n.to_string(), v);
+        assert_eq!(
+            enumerator_list(&[e("A", 1), e("B", 2), e("C", 4)]),
+            "A = 1, B, C = 4"
+        );
+        assert_eq!(enumerator_list(&[e("R", 0), e("G", 1)]), "R, G");
     }
 
     #[test]
