@@ -317,9 +317,11 @@ impl Session {
             Command::Examine(spec) => self.examine(spec),
             Command::Dump { function } => self.dump(function.as_deref()),
             Command::Arguments => self.arguments(),
-            Command::Assign { .. } => {
-                bail!("this command arrives with data inspection; not available yet")
-            }
+            Command::Assign {
+                target,
+                value,
+                gdb_style,
+            } => self.assign(&target, &value, gdb_style),
             Command::Signals(command) => self.signals(command),
             Command::Help(topic) => {
                 match topic {

@@ -435,3 +435,102 @@ fn ptype_expands_types_like_gdb() {
     assert!(ours.len() > 40, "{}", o.transcript());
     assert_eq!(ours, theirs, "{}", o.transcript());
 }
+
+/// `assign` and `set var` write memory, registers and bitfields, convert
+/// to the target's type, and the program sees the new values; what
+/// cannot be assigned is refused with the reason.
+#[test]
+fn assign_writes_what_the_program_then_sees() {
+    let in_register = format!("stop at {}", line_of("data_types.c", "in_register"));
+    let o = Rdbx::batch()
+        .cmds(&[
+            &in_register,
+            "stop in report",
+            "run",
+            "assign kept = 100",
+            "cont",
+            "assign g_myint = 42",
+            "assign g_double = 7",
+            "assign g_char = 'z'",
+            "assign g_color = BLUE",
+            "set var g_pt.y = -9",
+            "assign g_bits.b = 30",
+            "set variable g_bits.c = -2",
+            "assign g_long = 2.9",
+            "assign g_float = g_double / 4",
+            "assign g_shape.corner = g_pt",
+            "assign 3 = 4",
+            "up",
+            "assign local = 99",
+            "assign $rax = 1",
+            "delete all",
+            "cont",
+        ])
+        .prog(&data_types(), &[])
+        .run();
+    assert_eq!(o.printed_one("kept"), "100");
+    assert_eq!(o.printed_one("g_myint"), "42");
+    assert_eq!(o.printed_one("g_double"), "7");
+    assert_eq!(o.printed_one("g_char"), "122 'z'");
+    assert_eq!(o.printed_one("g_color"), "BLUE");
+    assert_eq!(o.printed_one("g_bits.b"), "30");
+    assert_eq!(o.printed_one("g_long"), "2");
+    assert_eq!(o.printed_one("g_float"), "1.75");
+    assert_eq!(o.printed_one("g_shape.corner"), "{x = 3, y = -9}");
+    assert_eq!(o.printed_one("local"), "99");
+    // gdb's `set var` prints nothing.
+    assert!(!o.stdout.contains("g_pt.y ="), "{}", o.transcript());
+    for refusal in [
+        "cannot assign to 3: not an lvalue",
+        "cannot set register rax in an outer frame",
+    ] {
+        assert!(o.stderr.contains(refusal), "{}", o.transcript());
+    }
+    for seen in [
+        "in_register=101",
+        "step=1 local=10 g_myint=42 g_double=7 g_char=z g_color=2 pt=3,-9 bits=5,30,-2 long=2 float=1.75",
+        "step=2 local=100 ",
+    ] {
+        assert!(o.stdout.contains(seen), "{seen}\n{}", o.transcript());
+    }
+}
+
+/// The values `set var` leaves agree with gdb's.
+#[test]
+fn set_var_agrees_with_gdb() {
+    let cmds = [
+        "set var g_double = 3",
+        "set var g_myint = g_double * 2.5",
+        "set var g_char = 65",
+        "set var g_color = GREEN",
+        "set var g_bits.a = 9",
+        "set var g_bits.c = 7",
+        "set var g_ptr = &g_myint",
+        "set var g_shape.counts[1] = -5",
+        "p g_double",
+        "p g_myint",
+        "p g_char",
+        "p g_color",
+        "p g_bits",
+        "p *g_ptr",
+        "p g_shape.counts",
+    ];
+    let mut ours = vec!["stop in report", "run"];
+    ours.extend(cmds);
+    let o = Rdbx::batch().cmds(&ours).prog(&data_types(), &[]).run();
+    o.assert_no_errors();
+    let mine: Vec<String> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('$'))
+        .map(String::from)
+        .collect();
+    let mut gdb_cmds = vec!["break report", "run"];
+    gdb_cmds.extend(cmds);
+    let theirs: Vec<String> = parse_gdb_values(&gdb(&data_types(), &[], &gdb_cmds))
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| format!("${} = {v}", i + 1))
+        .collect();
+    assert_eq!(mine, theirs, "{}", o.transcript());
+}

@@ -77,6 +77,9 @@ pub struct Typed {
     pub(crate) bytes: Vec<u8>,
     /// Where it lives in the program's memory, when it does.
     pub address: Option<u64>,
+    /// The DWARF register it lives in (a variable's location), when it
+    /// does.
+    pub register: Option<u16>,
 }
 
 impl Value {

@@ -16,6 +16,63 @@ pub(super) struct Display {
     format: Option<char>,
 }
 
+/// The evaluator's view for assignments: what `print` sees, plus writes
+/// to the program's memory and the selected thread's registers.
+struct WritingEval<'a> {
+    reading: super::SessionEval<'a>,
+}
+
+impl debugger::expr::EvalContext for WritingEval<'_> {
+    fn variable(&self, name: &str) -> debugger::Result<Value> {
+        self.reading.variable(name)
+    }
+
+    fn register(&self, name: &str) -> Option<Value> {
+        self.reading.register(name)
+    }
+
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
+        self.reading.read_memory(addr, buf)
+    }
+
+    fn lookup_type(&self, name: &str) -> Option<debugger::symbols::TypeRef> {
+        self.reading.lookup_type(name)
+    }
+
+    fn visible_names(&self) -> Vec<String> {
+        self.reading.visible_names()
+    }
+
+    fn symbol_at(&self, address: u64) -> Option<String> {
+        self.reading.symbol_at(address)
+    }
+
+    fn write_memory(&self, addr: u64, bytes: &[u8]) -> debugger::Result<()> {
+        self.reading.dbg.process()?.memory.write(addr, bytes)
+    }
+
+    /// Only the innermost frame's registers are the thread's; an outer
+    /// frame's are restored by unwinding and have no single place to go.
+    fn write_register(&self, name: &str, value: u64) -> debugger::Result<()> {
+        let dbg = self.reading.dbg;
+        if dbg.selected_frame > 0 {
+            return Err(debugger::Error::Expression(format!(
+                "cannot set register {name} in an outer frame: only the innermost \
+                 frame's registers can be changed"
+            )));
+        }
+        let process = dbg.process()?;
+        let tid = dbg.current_tid;
+        let mut regs = process.regs(tid)?;
+        if !debugger::regs::set(&mut regs, name, value) {
+            return Err(debugger::Error::Expression(format!(
+                "cannot set register \"${name}\""
+            )));
+        }
+        process.set_regs(tid, &regs)
+    }
+}
+
 /// Words that start a type name rather than an expression.
 const TYPE_WORDS: [&str; 14] = [
     "struct", "union", "enum", "unsigned", "signed", "char", "short", "int", "long", "float",
@@ -185,6 +242,31 @@ impl Session {
             Ok(value) => Ok(TypeOrValue::Value(value)),
             Err(e) => named().ok_or(e),
         }
+    }
+
+    // ----- assign / set var ----------------------------------------------
+
+    /// `assign TARGET = VALUE` prints the new value as `print` does; gdb's
+    /// `set var` prints nothing.
+    pub(super) fn assign(&mut self, target: &str, value: &str, gdb_style: bool) -> Result<()> {
+        if !self.process_is_stopped() {
+            bail!("assign: the program is not running");
+        }
+        let target_text = substitute_history(target, self.history.len())?;
+        let value_text = substitute_history(value, self.history.len())?;
+        let target_expr = debugger::expr::parse(&target_text)?;
+        let value_expr = debugger::expr::parse(&value_text)?;
+        let context = WritingEval {
+            reading: super::SessionEval {
+                dbg: &self.dbg,
+                history: &self.history,
+            },
+        };
+        let new = debugger::expr::assign(&target_expr, &value_expr, &context)?;
+        if !gdb_style {
+            println!("{} = {new}", target.trim());
+        }
+        Ok(())
     }
 
     // ----- display -----------------------------------------------------

@@ -71,12 +71,20 @@ int report(int step, int local)
     printf("step=%d local=%d g_myint=%d g_double=%g g_char=%c g_color=%d pt=%d,%d bits=%u,%u,%d long=%ld float=%g\n",
            step, local, g_myint, g_double, g_char, g_color, g_pt.x, g_pt.y,
            g_bits.a, g_bits.b, g_bits.c, g_long, g_float); /* MARK:report */
+    fflush(stdout);
     return local;
+}
+
+int in_register(int seed)
+{
+    register int kept = seed * 3;
+    return kept + 1; /* MARK:in_register */
 }
 
 int main(void)
 {
     int local = 10;
+    printf("in_register=%d\n", in_register(4));
     point_t *pp = &g_pt;
     g_node.next = &g_node;
     report(1, local); /* MARK:first */

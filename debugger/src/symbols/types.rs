@@ -1167,6 +1167,47 @@ impl TypeRef {
         None
     }
 
+    /// A bitfield member's first bit from the start of its struct and its
+    /// width in bits (`None` for other members).
+    pub(crate) fn bitfield_bits(&self, member: &MemberRef) -> Option<(u64, u64)> {
+        let entry = self.cu.unit().entry(member.die).ok()?;
+        let bits = udata(&entry, gimli::DW_AT_bit_size)?;
+        let within = udata(&entry, gimli::DW_AT_data_bit_offset).unwrap_or(0);
+        let container = member_offset(&entry).unwrap_or(0);
+        // `member.offset` includes the offsets of anonymous members around it.
+        let start = (member.offset - container) * 8 + container * 8 + within;
+        Some((start, bits))
+    }
+
+    /// Whether two types are the same once typedefs and qualifiers are
+    /// seen through (`point_t` and `struct point`).
+    pub(crate) fn same_as(&self, other: &TypeRef) -> bool {
+        if self.pointers != other.pointers {
+            return false;
+        }
+        let stripped = |t: &TypeRef| t.with(|types| t.offset.and_then(|o| types.strip(o)));
+        if self.cu.offset == other.cu.offset {
+            return stripped(self) == stripped(other);
+        }
+        // Types of different units: the same definition shows the same.
+        self.expanded() == other.expanded()
+    }
+
+    /// The value of an enumerator of this enumeration type.
+    pub(crate) fn enumerator(&self, name: &str) -> Option<i64> {
+        if self.pointers > 0 {
+            return None;
+        }
+        let (offset, tag) = self.stripped_tag()?;
+        if tag != gimli::DW_TAG_enumeration_type {
+            return None;
+        }
+        self.with(|t| t.enumerators(offset))
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+    }
+
     /// Decodes a member out of its struct's bytes (bitfields included).
     pub(crate) fn decode_bitfield_member(&self, member: &MemberRef, struct_bytes: &[u8]) -> Value {
         let Ok(entry) = self.cu.unit().entry(member.die) else {

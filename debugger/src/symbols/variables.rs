@@ -359,6 +359,10 @@ impl ObjectFile {
             Place::Memory(addr) => Some(addr),
             _ => None,
         };
+        let register = match place {
+            Place::Register(regno) => Some(regno),
+            _ => None,
+        };
         match read_place(&place, size, frame)? {
             Ok(bytes) => {
                 let value = types.decode(var.type_offset, &bytes, 0);
@@ -368,6 +372,7 @@ impl ObjectFile {
                     ty,
                     bytes,
                     address,
+                    register,
                 })))
             }
             Err(value) => Ok(value),
