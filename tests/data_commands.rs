@@ -195,6 +195,12 @@ fn aggregate_formats_and_typed_history_agree_with_gdb() {
         "p $$.counts[1]",
         "p *&$$2",
         "p/x $1.small",
+        // Pointers on their own: gdb's `(TYPE) ` and the symbol.
+        "p &g_pt",
+        "p g_fn",
+        "p &g_arr[1]",
+        "p (char *)0",
+        "p *$$3",
     ];
     let mut cmds = vec!["stop in work", "run"];
     cmds.extend(prints);

@@ -73,6 +73,15 @@ impl debugger::expr::EvalContext for WritingEval<'_> {
     }
 }
 
+/// `char *`, `const char *`: the pointers gdb prints without their type.
+fn is_plain_char_pointer(type_name: &str) -> bool {
+    let words: Vec<&str> = type_name
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "volatile"))
+        .collect();
+    words == ["char", "*"]
+}
+
 /// Words that start a type name rather than an expression.
 const TYPE_WORDS: [&str; 14] = [
     "struct", "union", "enum", "unsigned", "signed", "char", "short", "int", "long", "float",
@@ -131,8 +140,7 @@ impl Session {
                 return Ok(());
             }
         };
-        let symbol = |address| self.address_symbol(address);
-        let shown = shown_value(&value, spec.format, &symbol)?;
+        let shown = self.shown_top_level(&value, spec.format)?;
         if spec.gdb_style {
             self.history.push(value);
             println!("${} = {shown}", self.history.len());
@@ -172,6 +180,33 @@ impl Session {
             history: &self.history,
         };
         Ok(debugger::expr::evaluate_typed(&expr, &context)?)
+    }
+
+    /// A value as `print` and `display` show it: a pointer on its own gets
+    /// gdb's `(TYPE) ` before it and the symbol it points into after it,
+    /// `(int *) 0x4010 <arr+4>` (strings stay `0x4004 "text"`).
+    fn shown_top_level(&self, value: &Value, format: Option<char>) -> Result<String> {
+        let symbol = |address| self.address_symbol(address);
+        if format.is_some() {
+            return shown_value(value, format, &symbol);
+        }
+        match value.plain() {
+            Value::Pointer {
+                address,
+                type_name,
+                detail,
+            } => Ok(match detail {
+                // gdb leaves the type off `char *`s, strings or not.
+                _ if is_plain_char_pointer(type_name) => value.to_string(),
+                Some(text) if !text.starts_with('<') => value.to_string(),
+                Some(text) => format!("({type_name}) 0x{address:x} {text}"),
+                None => match symbol(*address) {
+                    Some(name) => format!("({type_name}) 0x{address:x} <{name}>"),
+                    None => format!("({type_name}) 0x{address:x}"),
+                },
+            }),
+            _ => shown_value(value, format, &symbol),
+        }
     }
 
     /// The symbol an address is in, `name` or `name+OFFSET`, for `/a`.
