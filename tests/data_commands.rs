@@ -501,26 +501,28 @@ fn assign_writes_what_the_program_then_sees() {
     }
 }
 
-/// The values `set var` leaves agree with gdb's.
+/// Print formats on nested aggregates (bitfields, unions, anonymous
+/// structs, char arrays, function pointers) agree with gdb's.
 #[test]
-fn set_var_agrees_with_gdb() {
-    let cmds = [
-        "set var g_double = 3",
-        "set var g_myint = g_double * 2.5",
-        "set var g_char = 65",
-        "set var g_color = GREEN",
-        "set var g_bits.a = 9",
-        "set var g_bits.c = 7",
-        "set var g_ptr = &g_myint",
-        "set var g_shape.counts[1] = -5",
-        "p g_double",
-        "p g_myint",
-        "p g_char",
-        "p g_color",
-        "p g_bits",
-        "p *g_ptr",
-        "p g_shape.counts",
-    ];
+fn formats_on_nested_aggregates_agree_with_gdb() {
+    gdb_values_agree(&[
+        "p/x g_bits",
+        "p/t g_bits",
+        "p/c g_bits",
+        "p/x g_shape",
+        "p/d g_shape",
+        "p/x g_color",
+        "p g_shape",
+        "p $.range.lo",
+        "p/x $$.name",
+        "p g_shape.origin",
+        "p &g_shape.range",
+    ]);
+}
+
+/// Runs `cmds` at the first stop in report() in rdbx and gdb and
+/// compares the `$N = ...` lines.
+fn gdb_values_agree(cmds: &[&str]) {
     let mut ours = vec!["stop in report", "run"];
     ours.extend(cmds);
     let o = Rdbx::batch().cmds(&ours).prog(&data_types(), &[]).run();
@@ -539,4 +541,26 @@ fn set_var_agrees_with_gdb() {
         .map(|(i, v)| format!("${} = {v}", i + 1))
         .collect();
     assert_eq!(mine, theirs, "{}", o.transcript());
+}
+
+/// The values `set var` leaves agree with gdb's.
+#[test]
+fn set_var_agrees_with_gdb() {
+    gdb_values_agree(&[
+        "set var g_double = 3",
+        "set var g_myint = g_double * 2.5",
+        "set var g_char = 65",
+        "set var g_color = GREEN",
+        "set var g_bits.a = 9",
+        "set var g_bits.c = 7",
+        "set var g_ptr = &g_myint",
+        "set var g_shape.counts[1] = -5",
+        "p g_double",
+        "p g_myint",
+        "p g_char",
+        "p g_color",
+        "p g_bits",
+        "p *g_ptr",
+        "p g_shape.counts",
+    ]);
 }
