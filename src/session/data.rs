@@ -140,7 +140,13 @@ impl Session {
                 return Ok(());
             }
         };
-        let shown = self.shown_top_level(&value, spec.format)?;
+        // dbx's `print` shows a pointer bare (`0x...`); gdb's spelling adds
+        // the type and symbol.
+        let shown = if spec.gdb_style {
+            self.shown_top_level(&value, spec.format)?
+        } else {
+            shown_value(&value, spec.format, &|a| self.address_symbol(a))?
+        };
         if spec.gdb_style {
             self.history.push(value);
             println!("${} = {shown}", self.history.len());
@@ -182,7 +188,7 @@ impl Session {
         Ok(debugger::expr::evaluate_typed(&expr, &context)?)
     }
 
-    /// A value as `print` and `display` show it: a pointer on its own gets
+    /// A value as `p` and `display` show it: a pointer on its own gets
     /// gdb's `(TYPE) ` before it and the symbol it points into after it,
     /// `(int *) 0x4010 <arr+4>` (strings stay `0x4004 "text"`).
     fn shown_top_level(&self, value: &Value, format: Option<char>) -> Result<String> {
