@@ -564,3 +564,33 @@ fn set_var_agrees_with_gdb() {
         "p g_shape.counts",
     ]);
 }
+
+/// Types are known before the program runs.
+#[test]
+fn ptype_and_whatis_work_without_a_process() {
+    let o = Rdbx::batch()
+        .cmds(&[
+            "ptype g_pt",
+            "whatis g_pt",
+            "whatis point_t",
+            "ptype enum flags",
+        ])
+        .prog(&data_types(), &[])
+        .run();
+    o.assert_no_errors();
+    let types: Vec<String> = type_lines(&o.stdout);
+    assert_eq!(
+        types,
+        [
+            "type = struct point {",
+            "    int x;",
+            "    int y;",
+            "}",
+            "type = point_t",
+            "type = struct point",
+            "type = enum flags {F_A = 1, F_B, F_C = 4}",
+        ],
+        "{}",
+        o.transcript()
+    );
+}

@@ -91,6 +91,8 @@ const TYPE_WORDS: [&str; 14] = [
 /// The operand of `whatis` and `ptype`.
 enum TypeOrValue {
     Type(debugger::symbols::TypeRef),
+    /// The type of a variable that cannot be read now.
+    Declared(debugger::symbols::TypeRef),
     Value(Value),
 }
 
@@ -234,6 +236,7 @@ impl Session {
     pub(super) fn whatis(&self, text: &str) -> Result<()> {
         let shown = match self.type_or_value(text)? {
             TypeOrValue::Type(ty) => ty.one_level(),
+            TypeOrValue::Declared(ty) => ty.name(),
             TypeOrValue::Value(value) => value.type_name().to_string(),
         };
         println!("type = {shown}");
@@ -244,7 +247,7 @@ impl Session {
     /// the struct, union or enum it is made from written out.
     pub(super) fn ptype(&self, text: &str) -> Result<()> {
         let shown = match self.type_or_value(text)? {
-            TypeOrValue::Type(ty) => ty.expanded(),
+            TypeOrValue::Type(ty) | TypeOrValue::Declared(ty) => ty.expanded(),
             TypeOrValue::Value(value) => match value.type_ref() {
                 Some(ty) => ty.expanded(),
                 None => value.type_name().to_string(),
@@ -281,8 +284,22 @@ impl Session {
         }
         match self.evaluate_typed_with_history(text) {
             Ok(value) => Ok(TypeOrValue::Value(value)),
-            Err(e) => named().ok_or(e),
+            Err(e) => named()
+                .or_else(|| self.static_variable_type(text).map(TypeOrValue::Declared))
+                .ok_or(e),
         }
+    }
+
+    /// The declared type of a global named `name`, known without a
+    /// process (gdb answers `ptype g` before `run`).
+    fn static_variable_type(&self, name: &str) -> Option<debugger::symbols::TypeRef> {
+        if self.process_is_stopped() {
+            return None;
+        }
+        self.dbg.objects.list.iter().find_map(|object| {
+            let var = object.file.lookup_variable(None, name)?;
+            object.file.variable_type(&var)
+        })
     }
 
     // ----- assign / set var ----------------------------------------------

@@ -317,6 +317,13 @@ impl ObjectFile {
             .unwrap_or_default()
     }
 
+    /// A variable's type, for `ptype` and `whatis` without a process.
+    pub fn variable_type(&self, var: &Variable) -> Option<TypeRef> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_at(var.cu)?;
+        Some(TypeRef::new(data.dwarf.clone(), cu, var.type_offset))
+    }
+
     /// Read a variable's value in a stopped frame.
     pub fn read_variable(&self, var: &Variable, frame: &dyn FrameContext) -> Result<Value> {
         let data = self
