@@ -1346,7 +1346,8 @@ fn assign_inner(target: &Expr, value: &Expr, ctx: &dyn EvalContext) -> Result<Va
             let mut raw = [0u8; 8];
             let n = bytes.len().min(8);
             raw[..n].copy_from_slice(&bytes[..n]);
-            ctx.write_register(name, u64::from_le_bytes(raw))?;
+            ctx.write_register(name, u64::from_le_bytes(raw))
+                .map_err(|e| cannot_assign(&shown, &format!("it lives in register {name}: {e}")))?;
             Ok(make_typed(typed.ty.clone(), bytes, None, ctx).into_plain())
         }
         (None, None) => Err(cannot_assign(&shown, "not an lvalue")),
