@@ -310,15 +310,18 @@ impl Session {
             Command::Print(spec) => self.print(spec),
             Command::Call(text) => self.call(&text),
             Command::Dbxenv { name, value } => self.dbxenv(name.as_deref(), value.as_deref()),
-            Command::Whatis(text) | Command::Ptype(text) => self.whatis(&text),
+            Command::Whatis(text) => self.whatis(&text),
+            Command::Ptype(text) => self.ptype(&text),
             Command::Display { expr, format } => self.display(expr, format),
             Command::Undisplay(selection) => self.undisplay(selection),
             Command::Examine(spec) => self.examine(spec),
             Command::Dump { function } => self.dump(function.as_deref()),
             Command::Arguments => self.arguments(),
-            Command::Assign { .. } => {
-                bail!("this command arrives with data inspection; not available yet")
-            }
+            Command::Assign {
+                target,
+                value,
+                gdb_style,
+            } => self.assign(&target, &value, gdb_style),
             Command::Signals(command) => self.signals(command),
             Command::Help(topic) => {
                 match topic {

@@ -143,6 +143,8 @@ pub enum Command {
     Assign {
         target: String,
         value: String,
+        /// Spelled `set ...` as in gdb, which prints nothing.
+        gdb_style: bool,
     },
     /// `call FUNC(ARGS)`: call a function of the program in the current
     /// thread; a non-void result is printed. The text is the expression.

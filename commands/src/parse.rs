@@ -736,6 +736,7 @@ impl<'a> Args<'a> {
         Ok(Command::Assign {
             target: target.to_string(),
             value: value.to_string(),
+            gdb_style: self.typed == "set",
         })
     }
 

@@ -543,14 +543,18 @@ fn other_data_commands() {
         Command::Ptype("struct node".into())
     );
     assert!(err("whatis").contains("missing expression"));
-    let assign = |t: &str, v: &str| Command::Assign {
+    let assign = |t: &str, v: &str, gdb_style| Command::Assign {
         target: t.into(),
         value: v.into(),
+        gdb_style,
     };
-    assert_eq!(ok("assign a[i==1] = b == c"), assign("a[i==1]", "b == c"));
-    assert_eq!(ok("set var x = 3"), assign("x", "3"));
-    assert_eq!(ok("set variable p->n = -1"), assign("p->n", "-1"));
-    assert_eq!(ok("set x=4"), assign("x", "4"));
+    assert_eq!(
+        ok("assign a[i==1] = b == c"),
+        assign("a[i==1]", "b == c", false)
+    );
+    assert_eq!(ok("set var x = 3"), assign("x", "3", true));
+    assert_eq!(ok("set variable p->n = -1"), assign("p->n", "-1", true));
+    assert_eq!(ok("set x=4"), assign("x", "4", true));
     assert!(err("assign x == 3").contains("missing \"= EXPR\""));
     assert!(err("assign = 3").contains("missing expression on one side"));
 }

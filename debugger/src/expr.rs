@@ -200,6 +200,20 @@ pub trait EvalContext {
         let _ = address;
         None
     }
+    /// Writes the program's memory (for assignments); contexts that must
+    /// not change the program keep this default.
+    fn write_memory(&self, addr: u64, bytes: &[u8]) -> Result<()> {
+        let _ = bytes;
+        Err(Error::Expression(format!(
+            "cannot write memory at 0x{addr:x} here"
+        )))
+    }
+    /// Sets a register (`rax`, `rip`...) of the selected frame's thread;
+    /// only the innermost frame's registers are the thread's own.
+    fn write_register(&self, name: &str, value: u64) -> Result<()> {
+        let _ = value;
+        Err(Error::Expression(format!("cannot set ${name} here")))
+    }
 }
 
 // ---------------------------------------------------------------- lexing
@@ -832,6 +846,21 @@ pub fn evaluate(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
         .map_err(|e| suggest(e, ctx))
 }
 
+/// Like [`evaluate`], but the value keeps its DWARF type, bytes and
+/// address ([`Value::Typed`]) when it has them, so that it can be used
+/// again (the value history's `$1.y`, `&$1`, `*$2`) or assigned to.
+pub fn evaluate_typed(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    eval(expr, ctx).map_err(|e| suggest(e, ctx))
+}
+
+/// Like [`evaluate_statement`], keeping types as [`evaluate_typed`] does.
+pub fn evaluate_statement_typed(expr: &Expr, ctx: &dyn EvalContext) -> Result<Option<Value>> {
+    match expr {
+        Expr::Call { .. } => call(expr, ctx).map_err(|e| suggest(e, ctx)),
+        other => evaluate_typed(other, ctx).map(Some),
+    }
+}
+
 /// An unknown name's error, with the nearest visible name when one is
 /// close enough to be a likely typo.
 fn suggest(error: Error, ctx: &dyn EvalContext) -> Error {
@@ -867,6 +896,7 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
         Expr::String(text) => Ok(Value::Composite {
             type_name: format!("char [{}]", text.len() + 1),
             text: format!("{text:?}"),
+            parts: None,
         }),
         Expr::Name(name) => ctx.variable(name),
         Expr::Register(name) => ctx
@@ -974,6 +1004,7 @@ fn make_typed(ty: TypeRef, bytes: Vec<u8>, address: Option<u64>, ctx: &dyn EvalC
         ty,
         bytes,
         address,
+        register: None,
     }))
 }
 
@@ -1190,7 +1221,7 @@ fn cast_to(ty: TypeRef, value: Value, ctx: &dyn EvalContext) -> Result<Value> {
             Ok(make_typed(ty, bytes, None, ctx))
         }
         _ => match typed(&value) {
-            Some(t) if t.ty.name() == ty.name() => Ok(value),
+            Some(t) if t.ty.same_as(&ty) => Ok(value),
             _ => Err(Error::Expression(format!(
                 "invalid cast of \"{}\" to \"{}\"",
                 value.type_name(),
@@ -1261,6 +1292,187 @@ fn canonical_base(name: &str) -> String {
         other => other,
     }
     .to_string()
+}
+
+// ---------------------------------------------------------------- assignment
+
+/// `TARGET = VALUE` (dbx `assign`, gdb `set var`): evaluates `target` as an
+/// lvalue (an object in memory, a variable in a register, a bitfield, or
+/// `$reg`), converts `value` to its type as C assignment does, writes it
+/// through the context and returns the new value as read back.
+pub fn assign(target: &Expr, value: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    assign_inner(target, value, ctx).map_err(|e| suggest(e, ctx))
+}
+
+fn assign_inner(target: &Expr, value: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Expr::Register(name) = target {
+        if name.parse::<usize>().is_err() {
+            return assign_register(name, value, ctx);
+        }
+    }
+    if let Expr::Member { base, field, arrow } = target {
+        if let Some(done) = assign_bitfield(base, field, *arrow, value, ctx)? {
+            return Ok(done);
+        }
+    }
+    let place = eval(target, ctx)?;
+    let shown = target_text(target);
+    let typed = match &place {
+        Value::OptimizedOut => {
+            return Err(cannot_assign(&shown, "it is optimized out"));
+        }
+        Value::Unavailable(why) => {
+            return Err(cannot_assign(
+                &shown,
+                &format!("it is not available ({why})"),
+            ));
+        }
+        Value::Typed(typed) if typed.address.is_some() || typed.register.is_some() => typed,
+        _ => return Err(cannot_assign(&shown, "not an lvalue")),
+    };
+    let new = converted(&typed.ty, value, ctx)?;
+    let bytes = typed_bytes(&new, &typed.ty)?;
+    match (typed.address, typed.register) {
+        (Some(address), _) => {
+            ctx.write_memory(address, &bytes)?;
+            read_object(typed.ty.clone(), address, ctx).map(Value::into_plain)
+        }
+        (None, Some(regno)) => {
+            let name = crate::regs::DWARF_NAMES
+                .get(usize::from(regno))
+                .ok_or_else(|| {
+                    cannot_assign(&shown, &format!("it is in DWARF register {regno}"))
+                })?;
+            let mut raw = [0u8; 8];
+            let n = bytes.len().min(8);
+            raw[..n].copy_from_slice(&bytes[..n]);
+            ctx.write_register(name, u64::from_le_bytes(raw))
+                .map_err(|e| cannot_assign(&shown, &format!("it lives in register {name}: {e}")))?;
+            Ok(make_typed(typed.ty.clone(), bytes, None, ctx).into_plain())
+        }
+        (None, None) => Err(cannot_assign(&shown, "not an lvalue")),
+    }
+}
+
+fn cannot_assign(target: &str, why: &str) -> Error {
+    Error::Expression(format!("cannot assign to {target}: {why}"))
+}
+
+/// The target as the user wrote it, near enough for messages.
+fn target_text(target: &Expr) -> String {
+    match target {
+        Expr::Name(name) => name.clone(),
+        Expr::Register(name) => format!("${name}"),
+        Expr::Literal(value) => value.to_string(),
+        Expr::Member { base, field, arrow } => {
+            let op = if *arrow { "->" } else { "." };
+            format!("{}{op}{field}", target_text(base))
+        }
+        Expr::Index { base, index } => format!("{}[{}]", target_text(base), target_text(index)),
+        Expr::Unary {
+            op: UnaryOp::Deref,
+            operand,
+        } => format!("*{}", target_text(operand)),
+        _ => "the expression".into(),
+    }
+}
+
+/// `value` evaluated and converted to `ty`: numbers across integer and
+/// floating types, integers to pointers, enumerators by name.
+fn converted(ty: &TypeRef, value: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Expr::Name(name) = value {
+        if let Some(number) = ty.enumerator(name) {
+            let mut bytes = number.to_le_bytes().to_vec();
+            bytes.truncate(ty.size().unwrap_or(4) as usize);
+            return Ok(make_typed(ty.clone(), bytes, None, ctx));
+        }
+    }
+    let value = decay(eval(value, ctx)?, ctx);
+    cast_to(ty.clone(), value, ctx)
+}
+
+/// The bytes to store for a converted value of type `ty`.
+fn typed_bytes(value: &Value, ty: &TypeRef) -> Result<Vec<u8>> {
+    let size = ty.size().unwrap_or(0) as usize;
+    match typed(value) {
+        Some(t) if t.bytes.len() == size => Ok(t.bytes.clone()),
+        _ => Err(Error::Expression(format!(
+            "cannot convert \"{}\" to \"{}\"",
+            value.type_name(),
+            ty.name()
+        ))),
+    }
+}
+
+/// `s.bits = v` for a bitfield member: read, change the member's bits,
+/// write back. `None` when the member is no bitfield.
+fn assign_bitfield(
+    base: &Expr,
+    field: &str,
+    arrow: bool,
+    value: &Expr,
+    ctx: &dyn EvalContext,
+) -> Result<Option<Value>> {
+    let mut object = eval(base, ctx)?;
+    if arrow || matches!(object.plain(), Value::Pointer { .. }) {
+        object = dereference(&object, ctx)?;
+    }
+    let Some(structure) = typed(&object) else {
+        return Ok(None);
+    };
+    let Some(member) = structure.ty.member(field) else {
+        return Ok(None);
+    };
+    let Some((first_bit, bits)) = structure.ty.bitfield_bits(&member) else {
+        return Ok(None);
+    };
+    let shown = format!(
+        "{}{}{field}",
+        target_text(base),
+        if arrow { "->" } else { "." }
+    );
+    let Some(address) = structure.address else {
+        return Err(cannot_assign(&shown, "its structure is not in memory"));
+    };
+    let new = match operand(&eval(value, ctx)?)? {
+        Operand::Int { value, .. } => value,
+        Operand::Float { value, .. } => value as i128,
+        Operand::Pointer { address, .. } => i128::from(address),
+    };
+    let first_byte = (first_bit / 8) as usize;
+    let last_byte = ((first_bit + bits).div_ceil(8)) as usize;
+    let Some(old) = structure.bytes.get(first_byte..last_byte) else {
+        return Err(cannot_assign(
+            &shown,
+            "the bitfield lies outside its structure",
+        ));
+    };
+    let mut window = [0u8; 16];
+    window[..old.len()].copy_from_slice(old);
+    let shift = first_bit % 8;
+    let mask = ((1u128 << bits.min(120)) - 1) << shift;
+    let merged = (u128::from_le_bytes(window) & !mask) | (((new as u128) << shift) & mask);
+    let bytes = &merged.to_le_bytes()[..old.len()];
+    ctx.write_memory(address + first_byte as u64, bytes)?;
+    let reread = read_object(structure.ty.clone(), address, ctx)?;
+    member_value(reread, field, ctx).map(Some)
+}
+
+fn member_value(object: Value, field: &str, ctx: &dyn EvalContext) -> Result<Value> {
+    member(object, field, false, ctx).map(Value::into_plain)
+}
+
+/// `$rax = VALUE`: the selected thread's register (innermost frame).
+fn assign_register(name: &str, value: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    let raw = match operand(&eval(value, ctx)?)? {
+        Operand::Int { value, .. } => value as u64,
+        Operand::Pointer { address, .. } => address,
+        Operand::Float { value, .. } => value as i64 as u64,
+    };
+    ctx.write_register(name, raw)?;
+    ctx.register(name)
+        .map(Value::into_plain)
+        .ok_or_else(|| Error::Expression(format!("no register \"${name}\"")))
 }
 
 /// Evaluates an expression that may be a call of a void function (what
@@ -2006,6 +2218,7 @@ mod tests {
                 Value::Composite {
                     type_name: "int [3]".into(),
                     text: "{10, 20, 30}".into(),
+                    parts: None,
                 },
             ),
             ("ns::g", Value::int(42)),
@@ -2498,5 +2711,20 @@ mod tests {
             let ours = format!("${} = {}", i + 1, value(expr));
             assert_eq!(ours, answer, "{expr}");
         }
+    }
+    #[test]
+    fn assignments_refuse_what_is_no_lvalue() {
+        let ctx = mock();
+        let run = |target: &str, value: &str| {
+            let target = parse(target).unwrap();
+            let value = parse(value).unwrap();
+            assign(&target, &value, &ctx).unwrap_err().to_string()
+        };
+        assert!(run("gone", "1").contains("cannot assign to gone: it is optimized out"));
+        assert!(run("3", "4").contains("cannot assign to 3: not an lvalue"));
+        assert!(run("x + 1", "4").contains("not an lvalue"));
+        // The default context cannot change registers.
+        assert!(run("$rax", "1").contains("cannot set $rax here"));
+        assert!(run("nosuch", "1").contains("no symbol"));
     }
 }

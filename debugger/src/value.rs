@@ -39,10 +39,13 @@ pub enum Value {
         name: Option<String>,
         type_name: String,
     },
-    /// Structures, unions and arrays, rendered by the reader.
+    /// Structures, unions and arrays: `text` is how `print` shows them,
+    /// `parts` their members or elements with their own types (what the
+    /// print formats walk), when the reader decoded them.
     Composite {
         type_name: String,
         text: String,
+        parts: Option<Box<Aggregate>>,
     },
     OptimizedOut,
     Unavailable(String),
@@ -51,6 +54,17 @@ pub enum Value {
     /// Only the evaluator and variable reads make these; `expr::evaluate`
     /// hands out the plain value ([`Value::into_plain`]).
     Typed(Box<Typed>),
+}
+
+/// The members or elements of a [`Value::Composite`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Aggregate {
+    /// Structure or union members in order; the name is empty for an
+    /// anonymous member and `<base>` for a C++ base class.
+    Struct(Vec<(String, Value)>),
+    /// Array elements (at most the element limit); `more` when the array
+    /// has elements beyond those.
+    Array { elements: Vec<Value>, more: bool },
 }
 
 /// The typed form of a value (see [`Value::Typed`]).
@@ -63,6 +77,9 @@ pub struct Typed {
     pub(crate) bytes: Vec<u8>,
     /// Where it lives in the program's memory, when it does.
     pub address: Option<u64>,
+    /// The DWARF register it lives in (a variable's location), when it
+    /// does.
+    pub register: Option<u16>,
 }
 
 impl Value {
@@ -73,6 +90,14 @@ impl Value {
             size: 4,
             signed: true,
             type_name: "int".to_string(),
+        }
+    }
+
+    /// The value's DWARF type, when it carries one ([`Value::Typed`]).
+    pub fn type_ref(&self) -> Option<&crate::symbols::TypeRef> {
+        match self {
+            Value::Typed(typed) => Some(&typed.ty),
+            _ => None,
         }
     }
 
@@ -164,6 +189,149 @@ impl fmt::Display for Value {
             Value::Typed(typed) => typed.value.fmt(f),
         }
     }
+}
+
+/// Runs longer than this print as `<repeats N times>` (gdb's threshold).
+pub(crate) const REPEAT_THRESHOLD: usize = 10;
+
+impl Value {
+    /// The value in one of gdb's print format letters (`x d u o t c a f
+    /// z`), aggregates member by member, each member in its own size:
+    /// `p/x` of a struct with a `short` of -2 shows `0xfffe`. As gdb 13
+    /// does, the integer formats show a float's bits and `f` reads an
+    /// integer's bits as a float of its size. `symbol` names addresses
+    /// for `a`.
+    pub fn format_as(&self, letter: char, symbol: &dyn Fn(u64) -> Option<String>) -> String {
+        match self {
+            Value::Typed(typed) => typed.value.format_as(letter, symbol),
+            Value::Composite {
+                parts: Some(parts), ..
+            } => match parts.as_ref() {
+                Aggregate::Struct(members) => {
+                    let shown: Vec<String> = members
+                        .iter()
+                        .map(|(name, value)| {
+                            let value = value.format_as(letter, symbol);
+                            if name.is_empty() {
+                                value
+                            } else {
+                                format!("{name} = {value}")
+                            }
+                        })
+                        .collect();
+                    format!("{{{}}}", shown.join(", "))
+                }
+                Aggregate::Array { elements, more } => {
+                    let shown: Vec<String> = elements
+                        .iter()
+                        .map(|e| e.format_as(letter, symbol))
+                        .collect();
+                    let mut text = compress_repeats(&shown);
+                    if *more {
+                        text.push_str("...");
+                    }
+                    format!("{{{text}}}")
+                }
+            },
+            Value::Float { value, size, .. } => match letter {
+                'f' => format_float(*value, *size),
+                _ => format_bits(float_bits(*value, *size), *size, letter, symbol),
+            },
+            Value::Integer { value, size, .. } => {
+                format_bits(*value as u128, *size, letter, symbol)
+            }
+            Value::Char { value, size, .. } => {
+                format_bits(i128::from(*value) as u128, *size, letter, symbol)
+            }
+            Value::Bool(b) => format_bits(u128::from(*b), 1, letter, symbol),
+            Value::Enum { value, .. } => format_bits(i128::from(*value) as u128, 4, letter, symbol),
+            Value::Pointer { address, .. } => format_bits(u128::from(*address), 8, letter, symbol),
+            other => other.to_string(),
+        }
+    }
+}
+
+fn float_bits(value: f64, size: u8) -> u128 {
+    match size {
+        4 => u128::from((value as f32).to_bits()),
+        _ => u128::from(value.to_bits()),
+    }
+}
+
+/// The low `size` bytes of `bits` in a format letter.
+fn format_bits(
+    bits: u128,
+    size: u8,
+    letter: char,
+    symbol: &dyn Fn(u64) -> Option<String>,
+) -> String {
+    let width = u32::from(size.clamp(1, 16)) * 8;
+    let unsigned = if width >= 128 {
+        bits
+    } else {
+        bits & ((1u128 << width) - 1)
+    };
+    let signed = if width >= 128 {
+        unsigned as i128
+    } else {
+        ((unsigned << (128 - width)) as i128) >> (128 - width)
+    };
+    match letter {
+        'd' => signed.to_string(),
+        'u' => unsigned.to_string(),
+        'o' if unsigned == 0 => "0".to_string(),
+        'o' => format!("0{unsigned:o}"),
+        't' => format!("{unsigned:b}"),
+        'z' => format!("0x{unsigned:0w$x}", w = usize::from(size) * 2),
+        'c' => format!("{} {}", signed as i8, char_literal(signed as i64)),
+        'f' => match size {
+            4 => float_from_bits(
+                unsigned as u64,
+                23,
+                f64::from(f32::from_bits(unsigned as u32)),
+            ),
+            8 => float_from_bits(unsigned as u64, 52, f64::from_bits(unsigned as u64)),
+            _ => signed.to_string(),
+        },
+        'a' => {
+            // Addresses are 64 bits: narrower signed values extend.
+            let address = signed as u64;
+            match symbol(address) {
+                Some(name) => format!("0x{address:x} <{name}>"),
+                None => format!("0x{address:x}"),
+            }
+        }
+        _ => format!("0x{unsigned:x}"),
+    }
+}
+
+/// A float read from its bits; NaNs show their mantissa as gdb does
+/// (`-nan(0x7ffffd)`).
+fn float_from_bits(bits: u64, mantissa_bits: u32, value: f64) -> String {
+    if !value.is_nan() {
+        return format_float(value, if mantissa_bits == 23 { 4 } else { 8 });
+    }
+    let mantissa = bits & ((1u64 << mantissa_bits) - 1);
+    let sign = if value.is_sign_negative() { "-" } else { "" };
+    format!("{sign}nan(0x{mantissa:x})")
+}
+
+/// Element lists with runs of more than ten equal elements folded like
+/// gdb: `0 <repeats 12 times>`.
+pub(crate) fn compress_repeats(items: &[String]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < items.len() {
+        let run = items[i..].iter().take_while(|s| **s == items[i]).count();
+        if run > REPEAT_THRESHOLD {
+            out.push(format!("{} <repeats {run} times>", items[i]));
+            i += run;
+        } else {
+            out.push(items[i].clone());
+            i += 1;
+        }
+    }
+    out.join(", ")
 }
 
 /// A character as gdb shows it: `'a'`, `'\n'`, `'\000'`, `'\377'`.
@@ -265,6 +433,51 @@ mod tests {
         );
         assert_eq!(format_float(-0.25, 8), "-0.25");
         assert_eq!(format_float(f64::INFINITY, 8), "inf");
+    }
+
+    #[test]
+    fn formats_use_each_members_size() {
+        let none = |_| None;
+        let short = Value::Integer {
+            value: -2,
+            size: 2,
+            signed: true,
+            type_name: "short".into(),
+        };
+        let float = Value::Float {
+            value: 1.5,
+            size: 4,
+            type_name: "float".into(),
+        };
+        let parts = Aggregate::Struct(vec![("s".into(), short), ("f".into(), float)]);
+        let record = Value::Composite {
+            type_name: "struct r".into(),
+            text: "{s = -2, f = 1.5}".into(),
+            parts: Some(Box::new(parts)),
+        };
+        assert_eq!(record.format_as('x', &none), "{s = 0xfffe, f = 0x3fc00000}");
+        assert_eq!(record.format_as('f', &none), "{s = -2, f = 1.5}");
+        assert_eq!(record.format_as('u', &none), "{s = 65534, f = 1069547520}");
+        let elements = vec![Value::int(0); 12];
+        let array = Value::Composite {
+            type_name: "int [12]".into(),
+            text: String::new(),
+            parts: Some(Box::new(Aggregate::Array {
+                elements,
+                more: true,
+            })),
+        };
+        assert_eq!(array.format_as('x', &none), "{0x0 <repeats 12 times>...}");
+        assert_eq!(Value::int(-4).format_as('a', &none), "0xfffffffffffffffc");
+        assert_eq!(Value::int(-3).format_as('f', &none), "-nan(0x7ffffd)");
+    }
+
+    #[test]
+    fn element_runs_fold() {
+        let items: Vec<String> = std::iter::repeat_n("0".to_string(), 12).collect();
+        assert_eq!(compress_repeats(&items), "0 <repeats 12 times>");
+        let items = vec!["1".to_string(), "2".to_string()];
+        assert_eq!(compress_repeats(&items), "1, 2");
     }
 
     #[test]

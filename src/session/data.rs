@@ -16,6 +16,86 @@ pub(super) struct Display {
     format: Option<char>,
 }
 
+/// The evaluator's view for assignments: what `print` sees, plus writes
+/// to the program's memory and the selected thread's registers.
+struct WritingEval<'a> {
+    reading: super::SessionEval<'a>,
+}
+
+impl debugger::expr::EvalContext for WritingEval<'_> {
+    fn variable(&self, name: &str) -> debugger::Result<Value> {
+        self.reading.variable(name)
+    }
+
+    fn register(&self, name: &str) -> Option<Value> {
+        self.reading.register(name)
+    }
+
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> debugger::Result<()> {
+        self.reading.read_memory(addr, buf)
+    }
+
+    fn lookup_type(&self, name: &str) -> Option<debugger::symbols::TypeRef> {
+        self.reading.lookup_type(name)
+    }
+
+    fn visible_names(&self) -> Vec<String> {
+        self.reading.visible_names()
+    }
+
+    fn symbol_at(&self, address: u64) -> Option<String> {
+        self.reading.symbol_at(address)
+    }
+
+    fn write_memory(&self, addr: u64, bytes: &[u8]) -> debugger::Result<()> {
+        self.reading.dbg.process()?.memory.write(addr, bytes)
+    }
+
+    /// Only the innermost frame's registers are the thread's; an outer
+    /// frame's are restored by unwinding and have no single place to go.
+    fn write_register(&self, name: &str, value: u64) -> debugger::Result<()> {
+        let dbg = self.reading.dbg;
+        if dbg.selected_frame > 0 {
+            return Err(debugger::Error::Expression(format!(
+                "cannot set register {name} in an outer frame: only the innermost \
+                 frame's registers can be changed"
+            )));
+        }
+        let process = dbg.process()?;
+        let tid = dbg.current_tid;
+        let mut regs = process.regs(tid)?;
+        if !debugger::regs::set(&mut regs, name, value) {
+            return Err(debugger::Error::Expression(format!(
+                "cannot set register \"${name}\""
+            )));
+        }
+        process.set_regs(tid, &regs)
+    }
+}
+
+/// `char *`, `const char *`: the pointers gdb prints without their type.
+fn is_plain_char_pointer(type_name: &str) -> bool {
+    let words: Vec<&str> = type_name
+        .split_whitespace()
+        .filter(|w| !matches!(*w, "const" | "volatile"))
+        .collect();
+    words == ["char", "*"]
+}
+
+/// Words that start a type name rather than an expression.
+const TYPE_WORDS: [&str; 14] = [
+    "struct", "union", "enum", "unsigned", "signed", "char", "short", "int", "long", "float",
+    "double", "_Bool", "const", "volatile",
+];
+
+/// The operand of `whatis` and `ptype`.
+enum TypeOrValue {
+    Type(debugger::symbols::TypeRef),
+    /// The type of a variable that cannot be read now.
+    Declared(debugger::symbols::TypeRef),
+    Value(Value),
+}
+
 /// What the next `x` with no address or format continues from.
 pub(super) struct ExamineState {
     next: Option<u64>,
@@ -44,7 +124,7 @@ impl Session {
     pub(super) fn print(&mut self, spec: PrintSpec) -> Result<()> {
         let text = substitute_history(&spec.expr, self.history.len())?;
         let expr = debugger::expr::parse(&text)?;
-        let value = match self.evaluate_with_calls(&expr)? {
+        let value = match self.evaluate_typed_with_calls(&expr)? {
             Evaluated::Value(value) => value,
             Evaluated::Reported => return Ok(()),
             // A void function's call, shown as gdb shows it.
@@ -53,6 +133,7 @@ impl Session {
                 self.history.push(Value::Composite {
                     type_name: "void".into(),
                     text: "void".into(),
+                    parts: None,
                 });
                 return Ok(());
             }
@@ -61,7 +142,13 @@ impl Session {
                 return Ok(());
             }
         };
-        let shown = shown_value(&value, spec.format)?;
+        // dbx's `print` shows a pointer bare (`0x...`); gdb's spelling adds
+        // the type and symbol.
+        let shown = if spec.gdb_style {
+            self.shown_top_level(&value, spec.format)?
+        } else {
+            shown_value(&value, spec.format, &|a| self.address_symbol(a))?
+        };
         if spec.gdb_style {
             self.history.push(value);
             println!("${} = {shown}", self.history.len());
@@ -71,6 +158,72 @@ impl Session {
         Ok(())
     }
 
+    /// `print`'s evaluation (as `Session::evaluate_with_calls`), keeping
+    /// the value's type and address for the value history.
+    fn evaluate_typed_with_calls(&mut self, expr: &debugger::expr::Expr) -> Result<Evaluated> {
+        let context = super::CallingEval {
+            dbg: std::cell::RefCell::new(&mut self.dbg),
+            history: &self.history,
+        };
+        let outcome = debugger::expr::evaluate_statement_typed(expr, &context);
+        if self.dbg.is_running() && self.dbg.process_has_ended() {
+            if let Err(e) = &outcome {
+                eprintln!("rdbx: {e}");
+            }
+            self.resume(|dbg, conditions| dbg.cont(conditions))?;
+            return Ok(Evaluated::Reported);
+        }
+        Ok(match outcome? {
+            Some(value) => Evaluated::Value(value),
+            None => Evaluated::Void,
+        })
+    }
+
+    /// Evaluates with the value history, keeping the value's type.
+    pub(super) fn evaluate_typed_with_history(&self, text: &str) -> Result<Value> {
+        let text = substitute_history(text, self.history.len())?;
+        let expr = debugger::expr::parse(&text)?;
+        let context = super::SessionEval {
+            dbg: &self.dbg,
+            history: &self.history,
+        };
+        Ok(debugger::expr::evaluate_typed(&expr, &context)?)
+    }
+
+    /// A value as `p` and `display` show it: a pointer on its own gets
+    /// gdb's `(TYPE) ` before it and the symbol it points into after it,
+    /// `(int *) 0x4010 <arr+4>` (strings stay `0x4004 "text"`).
+    fn shown_top_level(&self, value: &Value, format: Option<char>) -> Result<String> {
+        let symbol = |address| self.address_symbol(address);
+        if format.is_some() {
+            return shown_value(value, format, &symbol);
+        }
+        match value.plain() {
+            Value::Pointer {
+                address,
+                type_name,
+                detail,
+            } => Ok(match detail {
+                // gdb leaves the type off `char *`s, strings or not.
+                _ if is_plain_char_pointer(type_name) => value.to_string(),
+                Some(text) if !text.starts_with('<') => value.to_string(),
+                Some(text) => format!("({type_name}) 0x{address:x} {text}"),
+                None => match symbol(*address) {
+                    Some(name) => format!("({type_name}) 0x{address:x} <{name}>"),
+                    None => format!("({type_name}) 0x{address:x}"),
+                },
+            }),
+            _ => shown_value(value, format, &symbol),
+        }
+    }
+
+    /// The symbol an address is in, `name` or `name+OFFSET`, for `/a`.
+    fn address_symbol(&self, address: u64) -> Option<String> {
+        let label = self.covering_symbol_label(address);
+        let name = label.strip_prefix('<')?.strip_suffix('>')?;
+        Some(name.to_string())
+    }
+
     /// Evaluates without running the program's functions, the value
     /// history available as `$N`, `$`, `$$`, `$$N`.
     pub(super) fn evaluate_with_history(&self, text: &str) -> Result<Value> {
@@ -78,9 +231,99 @@ impl Session {
         self.evaluate(&text)
     }
 
+    /// `whatis EXPR` / `whatis TYPE`: the type's name (a typedef named by
+    /// itself resolved one level, as gdb does).
     pub(super) fn whatis(&self, text: &str) -> Result<()> {
-        let value = self.evaluate_with_history(text)?;
-        println!("type = {}", value.type_name());
+        let shown = match self.type_or_value(text)? {
+            TypeOrValue::Type(ty) => ty.one_level(),
+            TypeOrValue::Declared(ty) => ty.name(),
+            TypeOrValue::Value(value) => value.type_name().to_string(),
+        };
+        println!("type = {shown}");
+        Ok(())
+    }
+
+    /// `ptype EXPR` / `ptype TYPE`: the type with typedefs seen through and
+    /// the struct, union or enum it is made from written out.
+    pub(super) fn ptype(&self, text: &str) -> Result<()> {
+        let shown = match self.type_or_value(text)? {
+            TypeOrValue::Type(ty) | TypeOrValue::Declared(ty) => ty.expanded(),
+            TypeOrValue::Value(value) => match value.type_ref() {
+                Some(ty) => ty.expanded(),
+                None => value.type_name().to_string(),
+            },
+        };
+        println!("type = {shown}");
+        Ok(())
+    }
+
+    /// What `whatis` and `ptype` were given: a type (`struct point`,
+    /// `point_t *`) or an expression. A name that is no variable is tried
+    /// as a type name.
+    fn type_or_value(&self, text: &str) -> Result<TypeOrValue> {
+        let text = text.trim();
+        let base = text.trim_end_matches(['*', ' ']);
+        let pointers = text[base.len()..].matches('*').count();
+        let keyword = base
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| TYPE_WORDS.contains(&w));
+        let context = super::SessionEval {
+            dbg: &self.dbg,
+            history: &self.history,
+        };
+        let named = || {
+            let mut ty = debugger::expr::EvalContext::lookup_type(&context, base)?;
+            for _ in 0..pointers {
+                ty = ty.pointer_to();
+            }
+            Some(TypeOrValue::Type(ty))
+        };
+        if keyword {
+            return named().ok_or_else(|| anyhow!("no type named \"{text}\""));
+        }
+        match self.evaluate_typed_with_history(text) {
+            Ok(value) => Ok(TypeOrValue::Value(value)),
+            Err(e) => named()
+                .or_else(|| self.static_variable_type(text).map(TypeOrValue::Declared))
+                .ok_or(e),
+        }
+    }
+
+    /// The declared type of a global named `name`, known without a
+    /// process (gdb answers `ptype g` before `run`).
+    fn static_variable_type(&self, name: &str) -> Option<debugger::symbols::TypeRef> {
+        if self.process_is_stopped() {
+            return None;
+        }
+        self.dbg.objects.list.iter().find_map(|object| {
+            let var = object.file.lookup_variable(None, name)?;
+            object.file.variable_type(&var)
+        })
+    }
+
+    // ----- assign / set var ----------------------------------------------
+
+    /// `assign TARGET = VALUE` prints the new value as `print` does; gdb's
+    /// `set var` prints nothing.
+    pub(super) fn assign(&mut self, target: &str, value: &str, gdb_style: bool) -> Result<()> {
+        if !self.process_is_stopped() {
+            bail!("assign: the program is not running");
+        }
+        let target_text = substitute_history(target, self.history.len())?;
+        let value_text = substitute_history(value, self.history.len())?;
+        let target_expr = debugger::expr::parse(&target_text)?;
+        let value_expr = debugger::expr::parse(&value_text)?;
+        let context = WritingEval {
+            reading: super::SessionEval {
+                dbg: &self.dbg,
+                history: &self.history,
+            },
+        };
+        let new = debugger::expr::assign(&target_expr, &value_expr, &context)?;
+        if !gdb_style {
+            println!("{} = {new}", target.trim());
+        }
         Ok(())
     }
 
@@ -146,7 +389,7 @@ impl Session {
     fn display_line(&self, display: &Display) -> String {
         let shown = self
             .evaluate_with_history(&display.expr)
-            .and_then(|value| shown_value(&value, display.format))
+            .and_then(|value| shown_value(&value, display.format, &|a| self.address_symbol(a)))
             .unwrap_or_else(|e| format!("<error: {e:#}>"));
         format!(
             "{}: {}{} = {shown}",
@@ -521,166 +764,18 @@ fn quoted_c_string(bytes: &[u8]) -> String {
     out
 }
 
-/// A value as `print` shows it, in a gdb format letter if one was given.
-pub(super) fn shown_value(value: &Value, format: Option<char>) -> Result<String> {
+/// A value as `print` shows it, in a gdb format letter if one was given
+/// (`symbol` names the addresses of `/a`).
+pub(super) fn shown_value(
+    value: &Value,
+    format: Option<char>,
+    symbol: &dyn Fn(u64) -> Option<String>,
+) -> Result<String> {
     match format {
         None | Some('s') => Ok(value.to_string()),
-        Some(letter) => format_value(value, letter),
+        Some(letter) if "xduotcafz".contains(letter) => Ok(value.format_as(letter, symbol)),
+        Some(letter) => bail!("format letter \"{letter}\" is not supported here"),
     }
-}
-
-/// gdb's print formats x d u o t c a f z on a value: scalars directly,
-/// aggregates member by member.
-fn format_value(value: &Value, letter: char) -> Result<String> {
-    if !"xduotcafz".contains(letter) {
-        bail!("format letter \"{letter}\" is not supported here");
-    }
-    Ok(match value {
-        Value::Composite { text, .. } => format_composite(text, letter),
-        Value::Float { value, size, .. } => match letter {
-            'f' => value.to_string(),
-            // gdb shows a float's bytes in the integer formats.
-            _ => format_bits(float_bits(*value, *size), *size, letter),
-        },
-        Value::OptimizedOut | Value::Unavailable(_) => value.to_string(),
-        Value::Pointer { address, .. } if letter == 'a' => format!("0x{address:x}"),
-        other => match other.as_integer() {
-            Some(raw) => {
-                let size = match other {
-                    Value::Integer { size, .. } | Value::Char { size, .. } => *size,
-                    Value::Bool(_) => 1,
-                    Value::Enum { .. } => 4,
-                    _ => 8,
-                };
-                format_integer(raw, size, letter)
-            }
-            None => other.to_string(),
-        },
-    })
-}
-
-fn float_bits(value: f64, size: u8) -> u64 {
-    if size == 4 {
-        u64::from((value as f32).to_bits())
-    } else {
-        value.to_bits()
-    }
-}
-
-/// An integer of `size` bytes in a gdb format.
-fn format_integer(raw: i128, size: u8, letter: char) -> String {
-    let mask: u128 = if size >= 16 {
-        u128::MAX
-    } else {
-        (1u128 << (u32::from(size) * 8)) - 1
-    };
-    let unsigned = (raw as u128) & mask;
-    match letter {
-        'd' => raw.to_string(),
-        'c' => format!("{} {}", raw as i8, char_literal(raw as i64)),
-        'f' => raw.to_string(),
-        other => format_bits(unsigned as u64, size, other),
-    }
-}
-
-/// Unsigned bits in x o t u z a.
-fn format_bits(bits: u64, size: u8, letter: char) -> String {
-    match letter {
-        'o' if bits == 0 => "0".to_string(),
-        'o' => format!("0{bits:o}"),
-        't' => format!("{bits:b}"),
-        'u' | 'd' => bits.to_string(),
-        'z' => format!("0x{bits:0width$x}", width = usize::from(size) * 2),
-        _ => format!("0x{bits:x}"),
-    }
-}
-
-/// Applies a format to the numbers of an aggregate's rendered text,
-/// leaving strings, character literals, `<...>` notes and names alone.
-/// A `char` shown as `97 'a'` becomes one number. Sizes are not in the
-/// text: negative members are taken as `int` when they fit, else `long`,
-/// and floating-point members as `double`.
-fn format_composite(text: &str, letter: char) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = String::with_capacity(text.len());
-    let mut i = 0;
-    let mut drop_char_literal = false;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '"' | '\'' => {
-                let end = quoted_end(&chars, i);
-                if !(c == '\'' && drop_char_literal) {
-                    out.extend(&chars[i..end]);
-                } else if out.ends_with(' ') {
-                    out.pop();
-                }
-                drop_char_literal = false;
-                i = end;
-            }
-            '<' => {
-                let end = chars[i..]
-                    .iter()
-                    .position(|&c| c == '>')
-                    .map_or(chars.len(), |p| i + p + 1);
-                out.extend(&chars[i..end]);
-                i = end;
-            }
-            _ if starts_number(&chars, i) => {
-                let end = number_end(&chars, i);
-                let token: String = chars[i..end].iter().collect();
-                out.push_str(&format_number_token(&token, letter));
-                drop_char_literal = true;
-                i = end;
-            }
-            _ if c.is_alphanumeric() || c == '_' => {
-                // A name (member, enumerator): copied whole; bools as numbers.
-                let end = chars[i..]
-                    .iter()
-                    .position(|&c| !(c.is_alphanumeric() || c == '_'))
-                    .map_or(chars.len(), |p| i + p);
-                let name: String = chars[i..end].iter().collect();
-                match name.as_str() {
-                    "true" => out.push_str(&format_integer(1, 1, letter)),
-                    "false" => out.push_str(&format_integer(0, 1, letter)),
-                    _ => out.push_str(&name),
-                }
-                i = end;
-            }
-            _ => {
-                if c != ' ' {
-                    drop_char_literal = false;
-                }
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
-
-/// A number starts at a digit, or a `-` before one, not inside a name.
-fn starts_number(chars: &[char], i: usize) -> bool {
-    let previous_is_word = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
-    if previous_is_word {
-        return false;
-    }
-    match chars[i] {
-        '-' => chars.get(i + 1).is_some_and(|c| c.is_ascii_digit()),
-        c => c.is_ascii_digit(),
-    }
-}
-
-fn number_end(chars: &[char], start: usize) -> usize {
-    let mut end = start + 1;
-    while end < chars.len()
-        && (chars[end].is_ascii_alphanumeric()
-            || chars[end] == '.'
-            || (matches!(chars[end], '-' | '+') && matches!(chars[end - 1], 'e' | 'E')))
-    {
-        end += 1;
-    }
-    end
 }
 
 /// The index after a quoted string or character starting at `start`.
@@ -695,24 +790,6 @@ fn quoted_end(chars: &[char], start: usize) -> usize {
         }
     }
     chars.len()
-}
-
-fn format_number_token(token: &str, letter: char) -> String {
-    if token.starts_with("0x") || token.starts_with("-0x") {
-        return token.to_string();
-    }
-    if let Ok(raw) = token.parse::<i128>() {
-        let size = if i32::try_from(raw).is_ok() || (raw >= 0 && raw <= i128::from(u32::MAX)) {
-            4
-        } else {
-            8
-        };
-        return format_integer(raw, size, letter);
-    }
-    match token.parse::<f64>() {
-        Ok(value) if letter != 'f' => format_bits(value.to_bits(), 8, letter),
-        _ => token.to_string(),
-    }
 }
 
 /// Rewrites the value-history references of an expression into `$N`
@@ -791,46 +868,21 @@ mod tests {
     }
 
     #[test]
-    fn composite_members_are_formatted() {
-        assert_eq!(
-            format_composite(
-                "{tag = 97 'a', where = {x = 3, y = -4}, n = <repeats 9 times>}",
-                'x'
-            ),
-            "{tag = 0x61, where = {x = 0x3, y = 0xfffffffc}, n = <repeats 9 times>}"
-        );
-        assert_eq!(
-            format_composite("{flag = true, name = main}", 'x'),
-            "{flag = 0x1, name = main}"
-        );
-        assert_eq!(
-            format_composite("{1, 2, -3, 4}", 'o'),
-            "{01, 02, 037777777775, 04}"
-        );
-        assert_eq!(
-            format_composite("{s = 0x4005 \"hi 1\", c = 65 'A'}", 'c'),
-            "{s = 0x4005 \"hi 1\", c = 65 'A'}"
-        );
-        assert_eq!(
-            format_composite("{d = 1.5}", 'x'),
-            "{d = 0x3ff8000000000000}"
-        );
-    }
-
-    #[test]
     fn scalars_are_formatted() {
+        let none = |_| None;
+        let format = |value: &Value, letter| shown_value(value, Some(letter), &none).unwrap();
         let int = |value| Value::int(value);
-        assert_eq!(format_value(&int(-1), 'x').unwrap(), "0xffffffff");
-        assert_eq!(format_value(&int(10), 't').unwrap(), "1010");
-        assert_eq!(format_value(&int(65), 'c').unwrap(), "65 'A'");
-        assert_eq!(format_value(&int(8), 'o').unwrap(), "010");
-        assert_eq!(format_value(&int(5), 'z').unwrap(), "0x00000005");
+        assert_eq!(format(&int(-1), 'x'), "0xffffffff");
+        assert_eq!(format(&int(10), 't'), "1010");
+        assert_eq!(format(&int(65), 'c'), "65 'A'");
+        assert_eq!(format(&int(8), 'o'), "010");
+        assert_eq!(format(&int(5), 'z'), "0x00000005");
         let double = Value::Float {
             value: 2.5,
             size: 8,
             type_name: "double".into(),
         };
-        assert_eq!(format_value(&double, 'x').unwrap(), "0x4004000000000000");
+        assert_eq!(format(&double, 'x'), "0x4004000000000000");
     }
 
     #[test]

@@ -348,7 +348,11 @@ fn render_rust(
             } else {
                 rust_struct(types, offset, &type_name, bytes, depth)
             };
-            Some(Value::Composite { type_name, text })
+            Some(Value::Composite {
+                type_name,
+                text,
+                parts: None,
+            })
         }
         gimli::DW_TAG_array_type => {
             let element = type_ref(entry);
@@ -363,6 +367,7 @@ fn render_rust(
             Some(Value::Composite {
                 type_name: types.name(Some(offset)),
                 text: format!("[{}]", element_list(&items, count)),
+                parts: None,
             })
         }
         gimli::DW_TAG_enumeration_type => {
@@ -766,6 +771,7 @@ fn render_cpp(types: &Types, entry: &Die, bytes: &[u8]) -> Option<Value> {
     Some(Value::Composite {
         type_name: types.name(Some(entry.offset())),
         text: format!("@0x{address:x}: {referred}"),
+        parts: None,
     })
 }
 

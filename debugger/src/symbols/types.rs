@@ -7,12 +7,10 @@ use std::sync::Arc;
 use super::dwarf::CuData;
 use super::{FrameContext, R};
 use crate::error::Result;
-use crate::value::{char_literal, Value};
+use crate::value::{char_literal, compress_repeats, Aggregate, Value, REPEAT_THRESHOLD};
 
 /// Longest string or element list shown, as gdb's default `print elements`.
 pub(crate) const ELEMENT_LIMIT: usize = 200;
-/// Runs longer than this print as `<repeats N times>` (gdb's threshold).
-const REPEAT_THRESHOLD: usize = 10;
 /// How deep nested aggregates are expanded.
 const MAX_DEPTH: usize = 4;
 
@@ -143,6 +141,17 @@ impl<'a> Types<'a> {
     /// (prefix, declarator suffix) so that pointers to arrays/functions
     /// read `int (*)[3]` as in C.
     fn name_parts(&self, offset: Option<UnitOffset>, depth: usize) -> (String, String) {
+        self.declarator_parts(offset, depth, false)
+    }
+
+    /// [`Types::name_parts`], with typedefs seen through when `strip`
+    /// (ptype shows what a typedef stands for).
+    fn declarator_parts(
+        &self,
+        offset: Option<UnitOffset>,
+        depth: usize,
+        strip: bool,
+    ) -> (String, String) {
         let Some(offset) = offset else {
             return ("void".into(), String::new());
         };
@@ -168,7 +177,7 @@ impl<'a> Types<'a> {
                         return (name, String::new());
                     }
                 }
-                let (base, suffix) = self.name_parts(inner, depth + 1);
+                let (base, suffix) = self.declarator_parts(inner, depth + 1, strip);
                 if suffix.starts_with('[') || suffix.starts_with('(') {
                     (base, format!("({sigil}){suffix}"))
                 } else if base.ends_with('*') {
@@ -183,7 +192,7 @@ impl<'a> Types<'a> {
                 } else {
                     "volatile"
                 };
-                let (base, suffix) = self.name_parts(inner, depth + 1);
+                let (base, suffix) = self.declarator_parts(inner, depth + 1, strip);
                 if base.ends_with('*') {
                     (format!("{base} {qual}"), suffix)
                 } else {
@@ -191,7 +200,7 @@ impl<'a> Types<'a> {
                 }
             }
             gimli::DW_TAG_array_type => {
-                let (base, suffix) = self.name_parts(inner, depth + 1);
+                let (base, suffix) = self.declarator_parts(inner, depth + 1, strip);
                 let dims: String = self
                     .dimensions(offset)
                     .iter()
@@ -200,13 +209,28 @@ impl<'a> Types<'a> {
                 (base, format!("{dims}{suffix}"))
             }
             gimli::DW_TAG_subroutine_type => {
-                let (ret, _) = self.name_parts(inner, depth + 1);
+                let (ret, _) = self.declarator_parts(inner, depth + 1, strip);
                 (ret, format!("({})", self.parameter_list(offset)))
             }
+            gimli::DW_TAG_typedef if strip => self.declarator_parts(inner, depth + 1, strip),
             tag => {
+                let anonymous = if matches!(
+                    tag,
+                    gimli::DW_TAG_structure_type
+                        | gimli::DW_TAG_union_type
+                        | gimli::DW_TAG_enumeration_type
+                        | gimli::DW_TAG_class_type
+                ) {
+                    "{...}"
+                } else {
+                    "<anonymous>"
+                };
                 let name = super::lang::qualified_type_name(self, offset)
                     .or_else(|| self.name_of(&entry))
-                    .unwrap_or_else(|| "<anonymous>".into());
+                    .unwrap_or_else(|| anonymous.into());
+                if tag == gimli::DW_TAG_base_type && self.is_c() {
+                    return (gdb_base_name(&name).to_string(), String::new());
+                }
                 let keyword = match tag {
                     gimli::DW_TAG_structure_type => "struct ",
                     gimli::DW_TAG_union_type => "union ",
@@ -221,6 +245,108 @@ impl<'a> Types<'a> {
                 }
             }
         }
+    }
+
+    /// gdb's `ptype` text for a type: typedefs seen through, and the
+    /// struct, union or enum it is made from written out with its members
+    /// (`struct point {\n    int x;\n    int y;\n} *`).
+    pub(crate) fn expanded(&self, offset: Option<UnitOffset>) -> String {
+        let (base, suffix) = self.declarator_parts(offset, 0, true);
+        let base = match self.leaf_aggregate(offset) {
+            Some(leaf) => {
+                let short = self.name(Some(leaf));
+                let body = self.body(leaf, 0);
+                base.replacen(&short, &body, 1)
+            }
+            None => base,
+        };
+        join_declarator(&base, &suffix)
+    }
+
+    /// The struct, union or enum under pointers, arrays, qualifiers and
+    /// typedefs, if that is what the type is made from.
+    fn leaf_aggregate(&self, mut offset: Option<UnitOffset>) -> Option<UnitOffset> {
+        for _ in 0..32 {
+            let entry = self.entry(offset?)?;
+            match entry.tag() {
+                gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_union_type
+                | gimli::DW_TAG_class_type
+                | gimli::DW_TAG_enumeration_type => return offset,
+                gimli::DW_TAG_subroutine_type | gimli::DW_TAG_base_type => return None,
+                _ => offset = type_ref(&entry),
+            }
+        }
+        None
+    }
+
+    /// `struct point {...}` written out, members indented by `indent + 4`;
+    /// enums on one line: `enum color {RED, GREEN, BLUE}`.
+    fn body(&self, offset: UnitOffset, indent: usize) -> String {
+        let Some(entry) = self.entry(offset) else {
+            return "<unknown type>".into();
+        };
+        let head = self.name(Some(offset));
+        if entry.tag() == gimli::DW_TAG_enumeration_type {
+            return format!("{head} {{{}}}", enumerator_list(&self.enumerators(offset)));
+        }
+        if entry
+            .attr_value(gimli::DW_AT_declaration)
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            return format!(
+                "{head} {{\n{:indent$}    <incomplete type>\n{:indent$}}}",
+                "", ""
+            );
+        }
+        let head = head.trim_end_matches(" {...}");
+        let mut text = format!("{head} {{\n");
+        let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
+            return format!("{head} {{}}");
+        };
+        let Ok(root) = tree.root() else {
+            return format!("{head} {{}}");
+        };
+        let mut children = root.children();
+        while let Ok(Some(child)) = children.next() {
+            let e = child.entry();
+            if e.tag() != gimli::DW_TAG_member {
+                continue;
+            }
+            let declaration = self.member_declaration(e, indent + 4);
+            text.push_str(&format!("{:w$}{declaration};\n", "", w = indent + 4));
+        }
+        text.push_str(&format!("{:indent$}}}", ""));
+        text
+    }
+
+    /// `int x`, `struct node *next`, `int (*area)(int, int)`, `unsigned
+    /// int a : 3`; anonymous structs and unions written out in place.
+    fn member_declaration(&self, member: &Die, indent: usize) -> String {
+        let name = self.name_of(member).unwrap_or_default();
+        let ty = type_ref(member);
+        let anonymous = ty
+            .and_then(|t| self.entry(t))
+            .filter(|t| {
+                matches!(
+                    t.tag(),
+                    gimli::DW_TAG_structure_type
+                        | gimli::DW_TAG_union_type
+                        | gimli::DW_TAG_enumeration_type
+                ) && self.name_of(t).is_none()
+            })
+            .is_some();
+        let (base, suffix) = match ty {
+            Some(t) if anonymous => (self.body(t, indent), String::new()),
+            _ => self.name_parts(ty, 0),
+        };
+        let mut declaration = declare(&base, &suffix, &name);
+        if let Some(bits) = udata(member, gimli::DW_AT_bit_size) {
+            declaration.push_str(&format!(" : {bits}"));
+        }
+        declaration
     }
 
     fn parameter_list(&self, offset: UnitOffset) -> String {
@@ -275,15 +401,21 @@ impl<'a> Types<'a> {
             }
             gimli::DW_TAG_enumeration_type => self.decode_enum(stripped, &entry, bytes, type_name),
             gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
+                let (text, parts) = self.render_struct(stripped, bytes, depth);
                 Value::Composite {
-                    text: self.render_struct(stripped, bytes, depth),
+                    text,
                     type_name,
+                    parts,
                 }
             }
-            gimli::DW_TAG_array_type => Value::Composite {
-                text: self.render_array(stripped, &entry, bytes, depth),
-                type_name,
-            },
+            gimli::DW_TAG_array_type => {
+                let (text, parts) = self.render_array(stripped, &entry, bytes, depth);
+                Value::Composite {
+                    text,
+                    type_name,
+                    parts,
+                }
+            }
             _ => Value::Unavailable(format!("cannot decode type {type_name}")),
         }
     }
@@ -451,16 +583,22 @@ impl<'a> Types<'a> {
         text
     }
 
-    fn render_struct(&self, offset: UnitOffset, bytes: &[u8], depth: usize) -> String {
+    /// The struct's text as `print` shows it, and its members.
+    fn render_struct(
+        &self,
+        offset: UnitOffset,
+        bytes: &[u8],
+        depth: usize,
+    ) -> (String, Option<Box<Aggregate>>) {
         if depth >= MAX_DEPTH {
-            return "{...}".into();
+            return ("{...}".into(), None);
         }
-        let mut fields = Vec::new();
+        let mut members = Vec::new();
         let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
-            return "{}".into();
+            return ("{}".into(), None);
         };
         let Ok(root) = tree.root() else {
-            return "{}".into();
+            return ("{}".into(), None);
         };
         let mut children = root.children();
         while let Ok(Some(child)) = children.next() {
@@ -486,13 +624,20 @@ impl<'a> Types<'a> {
             } else {
                 self.name_of(e).unwrap_or_default()
             };
-            if name.is_empty() {
-                fields.push(value.to_string());
-            } else {
-                fields.push(format!("{name} = {value}"));
-            }
+            members.push((name, value));
         }
-        format!("{{{}}}", fields.join(", "))
+        let fields: Vec<String> = members
+            .iter()
+            .map(|(name, value)| {
+                if name.is_empty() {
+                    value.to_string()
+                } else {
+                    format!("{name} = {value}")
+                }
+            })
+            .collect();
+        let text = format!("{{{}}}", fields.join(", "));
+        (text, Some(Box::new(Aggregate::Struct(members))))
     }
 
     fn decode_bitfield(
@@ -526,18 +671,26 @@ impl<'a> Types<'a> {
         self.decode(member_type, &buf, MAX_DEPTH)
     }
 
-    fn render_array(&self, offset: UnitOffset, entry: &Die, bytes: &[u8], depth: usize) -> String {
+    /// The array's text as `print` shows it, and its elements.
+    fn render_array(
+        &self,
+        offset: UnitOffset,
+        entry: &Die,
+        bytes: &[u8],
+        depth: usize,
+    ) -> (String, Option<Box<Aggregate>>) {
         let element_type = type_ref(entry);
         let element_size = element_type.and_then(|t| self.size(t)).unwrap_or(0) as usize;
         let dims = self.dimensions(offset);
         if element_size == 0 || dims.is_empty() {
-            return "{}".into();
+            return ("{}".into(), None);
         }
+        let (text, parts) = self.render_dims(element_type, element_size, &dims, bytes, depth);
         if dims.len() == 1 && self.is_char_type(element_type) && self.is_c_like_strings() {
             let n = (dims[0] as usize).min(bytes.len());
-            return format_char_array(&bytes[..n]);
+            return (format_char_array(&bytes[..n]), parts);
         }
-        self.render_dims(element_type, element_size, &dims, bytes, depth)
+        (text, parts)
     }
 
     fn render_dims(
@@ -547,24 +700,34 @@ impl<'a> Types<'a> {
         dims: &[u64],
         bytes: &[u8],
         depth: usize,
-    ) -> String {
+    ) -> (String, Option<Box<Aggregate>>) {
         let count = dims[0] as usize;
         let stride = element_size * dims[1..].iter().product::<u64>() as usize;
-        let items: Vec<String> = (0..count.min(ELEMENT_LIMIT))
+        let elements: Vec<Value> = (0..count.min(ELEMENT_LIMIT))
             .map(|i| {
                 let slice = bytes.get(i * stride..(i + 1) * stride).unwrap_or(&[]);
                 if dims.len() > 1 {
-                    self.render_dims(element_type, element_size, &dims[1..], slice, depth + 1)
+                    let (text, parts) =
+                        self.render_dims(element_type, element_size, &dims[1..], slice, depth + 1);
+                    let inner: String = dims[1..].iter().map(|d| format!("[{d}]")).collect();
+                    Value::Composite {
+                        type_name: format!("{} {inner}", self.name(element_type)),
+                        text,
+                        parts,
+                    }
                 } else {
-                    self.decode(element_type, slice, depth + 1).to_string()
+                    self.decode(element_type, slice, depth + 1)
                 }
             })
             .collect();
+        let items: Vec<String> = elements.iter().map(Value::to_string).collect();
         let mut text = compress_repeats(&items);
-        if count > ELEMENT_LIMIT {
+        let more = count > ELEMENT_LIMIT;
+        if more {
             text.push_str("...");
         }
-        format!("{{{text}}}")
+        let parts = Aggregate::Array { elements, more };
+        (format!("{{{text}}}"), Some(Box::new(parts)))
     }
 
     fn is_char_type(&self, offset: Option<UnitOffset>) -> bool {
@@ -583,6 +746,71 @@ impl<'a> Types<'a> {
                 )))
             )
     }
+}
+
+/// gdb's spelling of gcc's C base type names: `short` for `short int`,
+/// `unsigned long` for `long unsigned int`.
+fn gdb_base_name(name: &str) -> &str {
+    match name {
+        "short int" => "short",
+        "short unsigned int" => "unsigned short",
+        "long int" => "long",
+        "long unsigned int" => "unsigned long",
+        "long long int" => "long long",
+        "long long unsigned int" => "unsigned long long",
+        other => other,
+    }
+}
+
+/// A type's name from its declarator parts, as [`Types::name`] joins them.
+fn join_declarator(base: &str, suffix: &str) -> String {
+    if suffix.is_empty() {
+        base.to_string()
+    } else if base.ends_with('*') || suffix.starts_with('[') || suffix.starts_with('(') {
+        format!("{base} {suffix}")
+    } else {
+        format!("{base}{suffix}")
+    }
+}
+
+/// A declaration of `name` with a type's declarator parts: `int x`,
+/// `char *s`, `int a[3]`, `int (*f)(void)`.
+fn declare(base: &str, suffix: &str, name: &str) -> String {
+    if name.is_empty() {
+        return join_declarator(base, suffix);
+    }
+    // A pointer to an array or function: the name goes inside `(*)`.
+    if suffix.starts_with('(') {
+        if let Some(close) = suffix.find(')') {
+            if suffix[1..close].chars().all(|c| matches!(c, '*' | '&')) {
+                return format!("{base} {}{name}{}", &suffix[..close], &suffix[close..]);
+            }
+        }
+    }
+    if base.ends_with('*') || base.ends_with('&') {
+        format!("{base}{name}{suffix}")
+    } else {
+        format!("{base} {name}{suffix}")
+    }
+}
+
+/// gdb's enumerator list: a value is written only where it is not the
+/// previous one plus one (the first is expected to be 0).
+fn enumerator_list(enumerators: &[(String, i64)]) -> String {
+    let mut expected = 0i64;
+    let parts: Vec<String> = enumerators
+        .iter()
+        .map(|(name, value)| {
+            let part = if *value == expected {
+                name.clone()
+            } else {
+                format!("{name} = {value}")
+            };
+            expected = value.wrapping_add(1);
+            part
+        })
+        .collect();
+    parts.join(", ")
 }
 
 /// gdb's rendering of a value of a "flag enum" (enumerators that are
@@ -765,7 +993,7 @@ impl TypeRef {
     }
 
     /// The type `T *` for this `T`.
-    pub(crate) fn pointer_to(&self) -> TypeRef {
+    pub fn pointer_to(&self) -> TypeRef {
         TypeRef {
             pointers: self.pointers.saturating_add(1),
             ..self.clone()
@@ -787,6 +1015,37 @@ impl TypeRef {
         } else {
             format!("{base} {stars}")
         }
+    }
+
+    /// The type as gdb's `ptype` prints it (after `type = `).
+    pub fn expanded(&self) -> String {
+        let text = self.with(|t| t.expanded(self.offset));
+        if self.pointers == 0 {
+            return text;
+        }
+        let stars = "*".repeat(usize::from(self.pointers));
+        let (_, suffix) = self.with(|t| t.declarator_parts(self.offset, 0, true));
+        if suffix.starts_with('[') || suffix.starts_with('(') {
+            // `int (*)[3]`: rare enough to show by name.
+            self.name()
+        } else if text.ends_with('*') {
+            format!("{text}{stars}")
+        } else {
+            format!("{text} {stars}")
+        }
+    }
+
+    /// What `whatis` prints for a type named by itself: a typedef is
+    /// resolved one level (`whatis point_t` is `struct point`).
+    pub fn one_level(&self) -> String {
+        if self.pointers > 0 {
+            return self.name();
+        }
+        let inner = self.with(|t| {
+            let entry = t.entry(self.offset?)?;
+            (entry.tag() == gimli::DW_TAG_typedef).then(|| t.name(type_ref(&entry)))
+        });
+        inner.unwrap_or_else(|| self.name())
     }
 
     pub(crate) fn size(&self) -> Option<u64> {
@@ -916,6 +1175,47 @@ impl TypeRef {
             }
         }
         None
+    }
+
+    /// A bitfield member's first bit from the start of its struct and its
+    /// width in bits (`None` for other members).
+    pub(crate) fn bitfield_bits(&self, member: &MemberRef) -> Option<(u64, u64)> {
+        let entry = self.cu.unit().entry(member.die).ok()?;
+        let bits = udata(&entry, gimli::DW_AT_bit_size)?;
+        let within = udata(&entry, gimli::DW_AT_data_bit_offset).unwrap_or(0);
+        let container = member_offset(&entry).unwrap_or(0);
+        // `member.offset` includes the offsets of anonymous members around it.
+        let start = (member.offset - container) * 8 + container * 8 + within;
+        Some((start, bits))
+    }
+
+    /// Whether two types are the same once typedefs and qualifiers are
+    /// seen through (`point_t` and `struct point`).
+    pub(crate) fn same_as(&self, other: &TypeRef) -> bool {
+        if self.pointers != other.pointers {
+            return false;
+        }
+        let stripped = |t: &TypeRef| t.with(|types| t.offset.and_then(|o| types.strip(o)));
+        if self.cu.offset == other.cu.offset {
+            return stripped(self) == stripped(other);
+        }
+        // Types of different units: the same definition shows the same.
+        self.expanded() == other.expanded()
+    }
+
+    /// The value of an enumerator of this enumeration type.
+    pub(crate) fn enumerator(&self, name: &str) -> Option<i64> {
+        if self.pointers > 0 {
+            return None;
+        }
+        let (offset, tag) = self.stripped_tag()?;
+        if tag != gimli::DW_TAG_enumeration_type {
+            return None;
+        }
+        self.with(|t| t.enumerators(offset))
+            .into_iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
     }
 
     /// Decodes a member out of its struct's bytes (bitfields included).
@@ -1205,23 +1505,6 @@ pub(crate) fn format_char_array(bytes: &[u8]) -> String {
     text
 }
 
-/// Element lists with runs of equal elements folded like gdb.
-fn compress_repeats(items: &[String]) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < items.len() {
-        let run = items[i..].iter().take_while(|s| **s == items[i]).count();
-        if run > REPEAT_THRESHOLD {
-            out.push(format!("{} <repeats {run} times>", items[i]));
-            i += run;
-        } else {
-            out.push(items[i].clone());
-            i += 1;
-        }
-    }
-    out.join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1243,14 +1526,6 @@ mod tests {
             format_char_array(&buf),
             "\"hi\", '\\000' <repeats 19 times>"
         );
-    }
-
-    #[test]
-    fn element_runs_fold() {
-        let items: Vec<String> = std::iter::repeat_n("0".to_string(), 12).collect();
-        assert_eq!(compress_repeats(&items), "0 <repeats 12 times>");
-        let items = vec!["1".to_string(), "2".to_string()];
-        assert_eq!(compress_repeats(&items), "1, 2");
     }
 
     #[test]
@@ -1276,6 +1551,24 @@ mod tests {
         assert_eq!(flag_names(&plain, 7), None);
         let negative = [("N".to_string(), -1)];
         assert_eq!(flag_names(&negative, 4), None);
+    }
+
+    #[test]
+    fn declarations_put_the_name_in_place() {
+        assert_eq!(declare("int", "", "x"), "int x");
+        assert_eq!(declare("struct node *", "", "next"), "struct node *next");
+        assert_eq!(declare("int", "[3]", "counts"), "int counts[3]");
+        assert_eq!(
+            declare("int", "(*)(int, int)", "area"),
+            "int (*area)(int, int)"
+        );
+        assert_eq!(join_declarator("int", "(*)(void)"), "int (*)(void)");
+        let e = |n: &str, v| (n.to_string(), v);
+        assert_eq!(
+            enumerator_list(&[e("A", 1), e("B", 2), e("C", 4)]),
+            "A = 1, B, C = 4"
+        );
+        assert_eq!(enumerator_list(&[e("R", 0), e("G", 1)]), "R, G");
     }
 
     #[test]

@@ -323,6 +323,13 @@ impl ObjectFile {
             .unwrap_or_default()
     }
 
+    /// A variable's type, for `ptype` and `whatis` without a process.
+    pub fn variable_type(&self, var: &Variable) -> Option<TypeRef> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_at(var.cu)?;
+        Some(TypeRef::new(data.dwarf.clone(), cu, var.type_offset))
+    }
+
     /// Read a variable's value in a stopped frame.
     pub fn read_variable(&self, var: &Variable, frame: &dyn FrameContext) -> Result<Value> {
         let data = self
@@ -365,6 +372,10 @@ impl ObjectFile {
             Place::Memory(addr) => Some(addr),
             _ => None,
         };
+        let register = match place {
+            Place::Register(regno) => Some(regno),
+            _ => None,
+        };
         match read_place(&place, size, frame)? {
             Ok(bytes) => {
                 let value = types.decode(var.type_offset, &bytes, 0);
@@ -374,6 +385,7 @@ impl ObjectFile {
                     ty,
                     bytes,
                     address,
+                    register,
                 })))
             }
             Err(value) => Ok(value),
