@@ -177,6 +177,16 @@ impl Breakpoints {
         }
     }
 
+    /// The address of a site whose int3 or saved instruction bytes overlap
+    /// `[address, address + len)`.
+    pub fn site_overlapping(&self, address: u64, len: usize) -> Option<u64> {
+        let end = address.saturating_add(len as u64);
+        self.sites
+            .range(address.saturating_sub(15)..end)
+            .find(|(&at, site)| at + site.original.len().max(1) as u64 > address)
+            .map(|(&at, _)| at)
+    }
+
     /// Reads memory as the program's code is, without our int3s.
     pub fn read_code(&self, memory: &Memory, address: u64, buf: &mut [u8]) -> usize {
         let n = memory.read_partial(address, buf);

@@ -1303,6 +1303,20 @@ impl Debugger {
     }
 
     /// Reads memory as the program sees it (our int3s hidden).
+    /// Writes the program's memory (`assign`, `set var`). Bytes under one of
+    /// our breakpoints are refused: the int3 would be lost, or the saved
+    /// instruction would no longer be the program's.
+    pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<()> {
+        if let Some(site) = self.breakpoints.site_overlapping(address, bytes.len()) {
+            return Err(Error::Other(format!(
+                "cannot write {} byte(s) at 0x{address:x}: a breakpoint is at 0x{site:x} \
+                 (delete it first)",
+                bytes.len()
+            )));
+        }
+        self.process()?.memory.write(address, bytes)
+    }
+
     pub fn read_memory(&self, address: u64, buf: &mut [u8]) -> Result<()> {
         let process = self.process()?;
         process.memory.read(address, buf)?;

@@ -48,7 +48,7 @@ impl debugger::expr::EvalContext for WritingEval<'_> {
     }
 
     fn write_memory(&self, addr: u64, bytes: &[u8]) -> debugger::Result<()> {
-        self.reading.dbg.process()?.memory.write(addr, bytes)
+        self.reading.dbg.write_memory(addr, bytes)
     }
 
     /// Only the innermost frame's registers are the thread's; an outer
