@@ -273,6 +273,8 @@ impl Lexer {
                 || (c == '.' && lexer.peek(1).is_some_and(|d| d.is_ascii_digit()))
             {
                 lexer.number(column)?
+            } else if let Some(name) = lexer.scoped_name() {
+                TokenKind::Name(name)
             } else if c.is_alphabetic() || c == '_' {
                 TokenKind::Name(lexer.identifier(true))
             } else if c == '$' {
@@ -291,6 +293,36 @@ impl Lexer {
 
     fn peek(&self, ahead: usize) -> Option<char> {
         self.chars.get(self.pos + ahead).copied()
+    }
+
+    /// gdb's file scope, `'q.c'::counter` or `q.c::counter`: the file
+    /// name up to `::` and the name after it, as one name.
+    fn scoped_name(&mut self) -> Option<String> {
+        let quoted = self.peek(0) == Some('\'');
+        if !quoted && !self.peek(0).is_some_and(|c| c.is_alphabetic() || c == '_') {
+            return None;
+        }
+        let start = self.pos + usize::from(quoted);
+        let mut end = start;
+        while let Some(c) = self.chars.get(end) {
+            let in_name = c.is_alphanumeric() || matches!(c, '_' | '.');
+            if !(in_name || (quoted && *c != '\'')) {
+                break;
+            }
+            end += 1;
+        }
+        let file: String = self.chars[start..end].iter().collect();
+        let close = end + usize::from(quoted);
+        let valid = end > start
+            && (!quoted || self.chars.get(end) == Some(&'\''))
+            && (quoted || file.contains('.'))
+            && self.chars.get(close) == Some(&':')
+            && self.chars.get(close + 1) == Some(&':');
+        if !valid {
+            return None;
+        }
+        self.pos = close + 2;
+        Some(format!("{file}::{}", self.identifier(true)))
     }
 
     /// Letters, digits and `_`; with `qualified`, also `::` between parts.
@@ -1008,6 +1040,39 @@ fn make_typed(ty: TypeRef, bytes: Vec<u8>, address: Option<u64>, ctx: &dyn EvalC
     }))
 }
 
+/// A function as a value, as gdb shows it: `{int (int, double)}
+/// 0x401136 <helper>`. Its type is the function's DWARF type, when known;
+/// it decays to a pointer to the function as in C.
+pub(crate) fn function_value(ty: Option<TypeRef>, address: u64, symbol: Option<String>) -> Value {
+    let type_name = ty
+        .as_ref()
+        .map(TypeRef::name)
+        .unwrap_or_else(|| "<text variable, no debug info>".to_string());
+    let text = match &symbol {
+        Some(name) => format!("{{{type_name}}} 0x{address:x} <{name}>"),
+        None => format!("{{{type_name}}} 0x{address:x}"),
+    };
+    let plain = Value::Composite {
+        type_name,
+        text,
+        parts: None,
+    };
+    match ty {
+        Some(ty) => Value::Typed(Box::new(Typed {
+            value: plain,
+            ty,
+            bytes: address.to_le_bytes().to_vec(),
+            address: Some(address),
+            register: None,
+        })),
+        None => plain,
+    }
+}
+
+fn is_function(value: &Value) -> bool {
+    typed(value).is_some_and(|t| t.ty.kind() == crate::symbols::TypeKind::Function)
+}
+
 /// Largest object read for `*p` or `a[i]`; bigger ones are refused.
 const MAX_READ: u64 = 1 << 24;
 
@@ -1032,11 +1097,15 @@ fn typed_pointer(ty: TypeRef, address: u64, ctx: &dyn EvalContext) -> Value {
     make_typed(ty, address.to_le_bytes().to_vec(), None, ctx)
 }
 
-/// Arrays in memory become pointers to their first element, as in C.
+/// Arrays in memory become pointers to their first element, and
+/// functions pointers to themselves, as in C.
 fn decay(value: Value, ctx: &dyn EvalContext) -> Value {
     let Some(typed) = typed(&value) else {
         return value;
     };
+    if let (true, Some(address)) = (is_function(&value), typed.address) {
+        return typed_pointer(typed.ty.pointer_to(), address, ctx);
+    }
     match (typed.ty.element(), typed.address) {
         (Some((element, _)), Some(address)) => typed_pointer(element.pointer_to(), address, ctx),
         _ => value,
@@ -1998,7 +2067,11 @@ fn dereference(value: &Value, ctx: &dyn EvalContext) -> Result<Value> {
                 TypeKind::Void => Err(Error::Expression(
                     "attempt to take contents of a non-pointer value".into(),
                 )),
-                TypeKind::Function => Ok(value.clone()),
+                TypeKind::Function => Ok(function_value(
+                    Some(pointee),
+                    address,
+                    ctx.symbol_at(address),
+                )),
                 _ => read_object(pointee, address, ctx),
             };
         }

@@ -229,6 +229,86 @@ impl Debugger {
         if self.process.is_none() {
             return self.read_static_variable(name);
         }
+        match self.read_variable_in_scope(name) {
+            Err(Error::NoSuchSymbol(_)) => {}
+            other => return other,
+        }
+        if let Some((scope, short)) = split_scope(name) {
+            if let Some(value) = self.read_scoped_variable(scope, short)? {
+                return Ok(value);
+            }
+        }
+        self.function_value(name)
+            .ok_or_else(|| Error::NoSuchSymbol(name.to_string()))
+    }
+
+    /// `FILE::name` and `FUNC::name` (gdb's scope operator): a global or
+    /// static of that source file; a local of the innermost frame of FUNC
+    /// on the stack, or else a static local of FUNC.
+    fn read_scoped_variable(&self, scope: &str, name: &str) -> Result<Option<Value>> {
+        let frame = self.selected_frame()?;
+        for object in &self.objects.list {
+            if let Some(var) = object.file.file_variable(scope, name) {
+                let view = FrameView {
+                    bias: object.bias,
+                    ..self.frame_view(&frame)?
+                };
+                return object.file.read_variable(&var, &view).map(Some);
+            }
+        }
+        let frames = self.backtrace(self.current_tid, MAX_FRAMES)?;
+        let of_function = frames.iter().find(|f| {
+            f.function.as_deref().is_some_and(|function| {
+                function == scope
+                    || function
+                        .strip_prefix(scope)
+                        .is_some_and(|rest| rest.starts_with('('))
+            })
+        });
+        if let Some(frame) = of_function {
+            if let Some(object) = self.objects.object_at(frame.lookup_pc) {
+                let address = object.file_address(frame.lookup_pc);
+                let var = object
+                    .file
+                    .locals_at(address)
+                    .into_iter()
+                    .chain(object.file.parameters_at(address, frame.inline_depth))
+                    .find(|v| v.name() == name);
+                if let Some(var) = var {
+                    let view = self.frame_view(frame)?;
+                    return object.file.read_variable(&var, &view).map(Some);
+                }
+            }
+        }
+        for object in &self.objects.list {
+            let Some((entry, _)) = object.file.function_value(scope) else {
+                continue;
+            };
+            if let Some(var) = object.file.static_local(entry, name) {
+                let view = FrameView {
+                    bias: object.bias,
+                    ..self.frame_view(&frame)?
+                };
+                return object.file.read_variable(&var, &view).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// A function named in an expression, as gdb shows it:
+    /// `{int (int, double)} 0x401136 <helper>`.
+    pub fn function_value(&self, name: &str) -> Option<Value> {
+        self.objects.list.iter().find_map(|object| {
+            let (entry, ty) = object.file.function_value(name)?;
+            let address = entry.wrapping_add(object.bias);
+            let symbol = self.objects.symbolize(address).function;
+            Some(crate::expr::function_value(ty, address, symbol))
+        })
+    }
+
+    /// Locals and parameters of the selected frame, then statics and
+    /// globals of every object.
+    fn read_variable_in_scope(&self, name: &str) -> Result<Value> {
         let frame = self.selected_frame()?;
         if let Some(object) = self.objects.object_at(frame.lookup_pc) {
             let address = object.file_address(frame.lookup_pc);
@@ -264,4 +344,12 @@ impl Debugger {
             Err(Error::NoSuchSymbol(name.to_string()))
         }
     }
+}
+
+/// `scope::name` split at the last `::`, quotes around the scope removed
+/// (`'q.c'::counter`).
+fn split_scope(name: &str) -> Option<(&str, &str)> {
+    let (scope, short) = name.rsplit_once("::")?;
+    let scope = scope.trim_matches('\'');
+    (!scope.is_empty() && !short.is_empty()).then_some((scope, short))
 }

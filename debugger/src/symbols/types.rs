@@ -96,6 +96,8 @@ impl<'a> Types<'a> {
             gimli::DW_TAG_pointer_type
             | gimli::DW_TAG_reference_type
             | gimli::DW_TAG_rvalue_reference_type => Some(8),
+            // GNU C: sizeof a function is 1.
+            gimli::DW_TAG_subprogram | gimli::DW_TAG_subroutine_type => Some(1),
             gimli::DW_TAG_array_type => {
                 let element = self.size(type_ref(&entry)?)?;
                 Some(self.dimensions(offset).iter().product::<u64>() * element)
@@ -212,6 +214,11 @@ impl<'a> Types<'a> {
                 let (ret, _) = self.declarator_parts(inner, depth + 1, strip);
                 (ret, format!("({})", self.parameter_list(offset)))
             }
+            // A function named in an expression has its subprogram as type.
+            gimli::DW_TAG_subprogram => {
+                let (ret, _) = self.declarator_parts(inner, depth + 1, strip);
+                (ret, format!("({})", self.parameter_list(offset)))
+            }
             gimli::DW_TAG_typedef if strip => self.declarator_parts(inner, depth + 1, strip),
             tag => {
                 let anonymous = if matches!(
@@ -273,7 +280,9 @@ impl<'a> Types<'a> {
                 | gimli::DW_TAG_union_type
                 | gimli::DW_TAG_class_type
                 | gimli::DW_TAG_enumeration_type => return offset,
-                gimli::DW_TAG_subroutine_type | gimli::DW_TAG_base_type => return None,
+                gimli::DW_TAG_subroutine_type
+                | gimli::DW_TAG_subprogram
+                | gimli::DW_TAG_base_type => return None,
                 _ => offset = type_ref(&entry),
             }
         }
@@ -1075,7 +1084,7 @@ impl TypeRef {
                 | gimli::DW_TAG_class_type
                 | gimli::DW_TAG_union_type => TypeKind::Struct,
                 gimli::DW_TAG_array_type => TypeKind::Array,
-                gimli::DW_TAG_subroutine_type => TypeKind::Function,
+                gimli::DW_TAG_subroutine_type | gimli::DW_TAG_subprogram => TypeKind::Function,
                 gimli::DW_TAG_unspecified_type => TypeKind::Void,
                 _ => TypeKind::Scalar,
             },

@@ -38,6 +38,15 @@ impl Variable {
         self.frame_base.is_none()
     }
 
+    /// Whether the variable lives at a fixed address (`DW_OP_addr`), as
+    /// globals and static locals do.
+    pub fn is_static_storage(&self) -> bool {
+        match &self.location {
+            Some(AttributeValue::Exprloc(e)) => e.0.slice().first() == Some(&0x03),
+            _ => false,
+        }
+    }
+
     /// The variable's DIE, as (CU offset, unit offset) in .debug_info.
     pub fn die_offset(&self) -> (usize, usize) {
         (self.cu.0, self.die.0)
@@ -224,6 +233,71 @@ impl ObjectFile {
             }
         }
         declaration
+    }
+
+    /// `'FILE'::name`: a global or file static of the CU compiled from
+    /// FILE (matched by its name or its last path components).
+    pub fn file_variable(&self, file: &str, name: &str) -> Option<Variable> {
+        let data = self.dwarf.as_ref()?;
+        data.all_cu_offsets().into_iter().find_map(|offset| {
+            let cu = data.cu_at(offset)?;
+            let unit_name = cu.unit.name.as_ref()?.to_string_lossy().into_owned();
+            let matches = unit_name == file || unit_name.ends_with(&format!("/{file}"));
+            if matches {
+                self.global_in_cu(&cu, name)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// `FUNC::name` without a frame of FUNC: a static local of the
+    /// function whose entry is `low_pc` (locals on the stack need a frame).
+    pub fn static_local(&self, low_pc: u64, name: &str) -> Option<Variable> {
+        self.locals_at(low_pc)
+            .into_iter()
+            .find(|v| v.name == name && v.is_static_storage())
+    }
+
+    /// A function named in an expression: its entry (file address) and,
+    /// when DWARF describes it, its type. The type is the subprogram DIE
+    /// itself (or the declaration it completes), which reads as a function
+    /// type: `int (int, double)`.
+    pub fn function_value(&self, name: &str) -> Option<(u64, Option<TypeRef>)> {
+        let found = self.find_functions(name);
+        let entry = found
+            .iter()
+            .find(|f| {
+                self.symbol_at(f.low_pc)
+                    .is_some_and(|s| s.is_function && s.address == f.low_pc)
+            })
+            .or(found.first())?
+            .low_pc;
+        let ty = self.subprogram_type(entry);
+        Some((entry, ty))
+    }
+
+    fn subprogram_type(&self, low_pc: u64) -> Option<TypeRef> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(low_pc)?;
+        let chain = scope_chain(&data.dwarf, &cu, low_pc);
+        let mut die = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram)?.offset;
+        // The parameters' and result's types are on the abstract instance or
+        // the in-class declaration when the concrete DIE refers to one.
+        for _ in 0..4 {
+            let entry = cu.unit.entry(die).ok()?;
+            let origin = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+                .into_iter()
+                .find_map(|at| match entry.attr_value(at) {
+                    Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                    _ => None,
+                });
+            match origin {
+                Some(o) => die = o,
+                None => break,
+            }
+        }
+        Some(TypeRef::new(data.dwarf.clone(), cu, Some(die)))
     }
 
     /// A file-level variable of one CU (also inside namespaces), preferring
