@@ -411,3 +411,23 @@ fn thread_local_variables_of_the_executable() {
     let theirs = parse_gdb_values(&gdb(&p, &[], &gcmds));
     assert_eq!(ours, theirs);
 }
+
+#[test]
+fn scoped_names_and_functions_as_values_agree_with_gdb() {
+    let _serial = one_at_a_time();
+    assert_agree(&[
+        "'expr_values.c'::gpoint",
+        "'expr_values.c'::garr[1]",
+        "main::p",
+        "main::x + 1",
+        "main::pp->y",
+        "twice",
+        "*twice",
+        "&twice",
+        "ops.fn == twice",
+        "twice != main",
+        "sizeof(twice)",
+        "stop_here",
+        "main",
+    ]);
+}

@@ -526,7 +526,9 @@ impl<'a> Types<'a> {
         let stripped = pointee.and_then(|p| self.strip(p))?;
         let entry = self.entry(stripped)?;
         match entry.tag() {
-            gimli::DW_TAG_subroutine_type => (self.symbolizer)(address).map(|s| format!("<{s}>")),
+            gimli::DW_TAG_subroutine_type | gimli::DW_TAG_subprogram => {
+                (self.symbolizer)(address).map(|s| format!("<{s}>"))
+            }
             gimli::DW_TAG_base_type if address != 0 => {
                 let enc = match entry.attr_value(gimli::DW_AT_encoding) {
                     Ok(Some(AttributeValue::Encoding(e))) => e,
@@ -1267,6 +1269,9 @@ impl TypeRef {
                 symbolizer: &none,
             };
             Some(types.read_c_string(address))
+        } else if self.pointers == 1 && self.kind_at_offset() == TypeKind::Function {
+            // `&func`: a code pointer shows the function it points to.
+            symbolizer(address).map(|s| format!("<{s}>"))
         } else {
             None
         };
@@ -1275,6 +1280,11 @@ impl TypeRef {
             type_name: self.name(),
             detail,
         }
+    }
+
+    /// The kind of the DIE's own type, ignoring `pointers`.
+    fn kind_at_offset(&self) -> TypeKind {
+        self.at(self.offset).kind()
     }
 
     fn is_char(&self) -> bool {
