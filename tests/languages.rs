@@ -205,6 +205,9 @@ fn rust_values_agree_with_gdb() {
         "flag",
         "point.y",
         "tuple.__1",
+        "tuple.1",
+        "tuple.0 + 1",
+        "(tuple).2",
     ];
     let whatis = ["point", "circle", "tuple"];
     let o = rdbx_at(&program, RUST_STOP, &exprs, &whatis);

@@ -269,7 +269,25 @@ impl Lexer {
                 });
                 return Ok(tokens);
             };
-            let kind = if c.is_ascii_digit()
+            // After an operand, `.1` is a member (a Rust tuple's field
+            // `__1`), not the number 0.1.
+            let ends_operand = |t: Option<&Token>| {
+                t.is_some_and(|t| {
+                    matches!(
+                        &t.kind,
+                        TokenKind::Name(_) | TokenKind::Register(_) | TokenKind::Punct(")" | "]")
+                    )
+                })
+            };
+            let after_operand = ends_operand(tokens.last());
+            let after_member_dot = tokens.len() >= 2
+                && matches!(tokens[tokens.len() - 1].kind, TokenKind::Punct("."))
+                && ends_operand(tokens.get(tokens.len() - 2));
+            let kind = if c.is_ascii_digit() && after_member_dot {
+                TokenKind::Name(format!("__{}", lexer.digits()))
+            } else if c == '.' && after_operand {
+                lexer.punctuation(column)?
+            } else if c.is_ascii_digit()
                 || (c == '.' && lexer.peek(1).is_some_and(|d| d.is_ascii_digit()))
             {
                 lexer.number(column)?
@@ -293,6 +311,16 @@ impl Lexer {
 
     fn peek(&self, ahead: usize) -> Option<char> {
         self.chars.get(self.pos + ahead).copied()
+    }
+
+    /// Decimal digits only (a tuple field's index).
+    fn digits(&mut self) -> String {
+        let mut out = String::new();
+        while let Some(c) = self.peek(0).filter(char::is_ascii_digit) {
+            out.push(c);
+            self.pos += 1;
+        }
+        out
     }
 
     /// gdb's file scope, `'q.c'::counter` or `q.c::counter`: the file
