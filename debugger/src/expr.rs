@@ -969,26 +969,26 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
             then,
             otherwise,
         } => {
-            if truth(&eval(condition, ctx)?)? {
+            if truth(&operand_of(condition, ctx)?)? {
                 eval(then, ctx)
             } else {
                 eval(otherwise, ctx)
             }
         }
         Expr::Index { base, index } => {
-            let base = eval(base, ctx)?;
-            let index = eval(index, ctx)?;
+            let base = operand_of(base, ctx)?;
+            let index = operand_of(index, ctx)?;
             subscript(base, &index, ctx)
         }
         Expr::Member { base, field, arrow } => {
-            let base = eval(base, ctx)?;
+            let base = operand_of(base, ctx)?;
             member(base, field, *arrow, ctx)
         }
         Expr::Call { function, .. } => call(expr, ctx)?.ok_or_else(|| {
             Error::Expression(format!("{function} returns void: its value cannot be used"))
         }),
         Expr::Cast { target, operand } => {
-            let value = decay(eval(operand, ctx)?, ctx);
+            let value = decay(operand_of(operand, ctx)?, ctx);
             cast(target, value, ctx)
         }
         Expr::SizeofType(target) => {
@@ -1024,6 +1024,22 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
             Ok(make_integer(i128::from(size), 8, false))
         }
     }
+}
+
+/// An operand of an operator: C++ references are seen through to what
+/// they refer to, as gdb does (`ref + 1`, `obj.b`, `&ref`).
+fn operand_of(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    let value = eval(expr, ctx)?;
+    let Some(t) = typed(&value).filter(|t| t.ty.is_reference()) else {
+        return Ok(value);
+    };
+    let Some(referred) = t.ty.pointee() else {
+        return Ok(value);
+    };
+    let mut raw = [0u8; 8];
+    let n = t.bytes.len().min(8);
+    raw[..n].copy_from_slice(&t.bytes[..n]);
+    read_object(referred, u64::from_le_bytes(raw), ctx)
 }
 
 fn no_type(target: &TypeName) -> Error {
@@ -1736,7 +1752,7 @@ fn make_float(value: f64, size: u8, type_name: &str) -> Value {
 }
 
 fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
-    let value = eval(operand_expr, ctx)?;
+    let value = operand_of(operand_expr, ctx)?;
     match op {
         UnaryOp::Not => Ok(Value::int(i128::from(!truth(&value)?))),
         UnaryOp::Deref => dereference(&decay(value, ctx), ctx),
@@ -1798,14 +1814,14 @@ fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Valu
 fn binary(op: BinaryOp, left: &Expr, right: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
     // && and || evaluate their right side only when needed.
     if op == BinaryOp::And || op == BinaryOp::Or {
-        let left = truth(&eval(left, ctx)?)?;
+        let left = truth(&operand_of(left, ctx)?)?;
         if left == (op == BinaryOp::Or) {
             return Ok(Value::int(i128::from(left)));
         }
-        return Ok(Value::int(i128::from(truth(&eval(right, ctx)?)?)));
+        return Ok(Value::int(i128::from(truth(&operand_of(right, ctx)?)?)));
     }
-    let left = decay(eval(left, ctx)?, ctx);
-    let right = decay(eval(right, ctx)?, ctx);
+    let left = decay(operand_of(left, ctx)?, ctx);
+    let right = decay(operand_of(right, ctx)?, ctx);
     match (operand(&left)?, operand(&right)?) {
         (Operand::Pointer { .. }, _) | (_, Operand::Pointer { .. }) => {
             pointer_arithmetic(op, &left, &right, ctx)

@@ -1114,6 +1114,18 @@ impl TypeRef {
         Some(self.at(type_ref(&entry)))
     }
 
+    /// Whether this is a C++ reference (`T &`, `T &&`).
+    pub(crate) fn is_reference(&self) -> bool {
+        self.pointers == 0
+            && matches!(
+                self.stripped_tag(),
+                Some((
+                    _,
+                    gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type
+                ))
+            )
+    }
+
     /// The element type and count of an array (outermost dimension).
     pub(crate) fn element(&self) -> Option<(TypeRef, u64)> {
         if self.pointers > 0 {
@@ -1384,6 +1396,9 @@ pub(crate) fn find_named_type(
         {
             return Some(entry.offset());
         }
+    }
+    if tag.is_none() {
+        return super::lang::type_named(dwarf, unit, bare);
     }
     None
 }
