@@ -81,6 +81,41 @@ impl FrameContext for FrameView<'_> {
     }
 }
 
+/// A [`FrameView`] that also answers DW_OP_entry_value from the caller's
+/// call site, looked up on first use.
+pub struct FrameReader<'a> {
+    pub view: FrameView<'a>,
+    dbg: &'a Debugger,
+    frame: StackFrame,
+    entry_values: std::cell::OnceCell<Vec<(u16, u64)>>,
+}
+
+impl FrameContext for FrameReader<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.view.read_memory(addr, buf)
+    }
+
+    fn register(&self, dwarf_regno: u16) -> Option<u64> {
+        self.view.register(dwarf_regno)
+    }
+
+    fn cfa(&self) -> Option<u64> {
+        self.view.cfa()
+    }
+
+    fn load_bias(&self) -> u64 {
+        self.view.load_bias()
+    }
+
+    fn entry_value(&self, dwarf_regno: u16) -> Option<u64> {
+        self.entry_values
+            .get_or_init(|| self.dbg.call_site_values(&self.frame))
+            .iter()
+            .find(|(r, _)| *r == dwarf_regno)
+            .map(|(_, v)| *v)
+    }
+}
+
 impl Debugger {
     /// The call stack of thread `tid`, innermost first, at most `limit` frames.
     pub fn backtrace(&self, tid: Tid, limit: usize) -> Result<Vec<StackFrame>> {
@@ -160,8 +195,48 @@ impl Debugger {
             .ok_or_else(|| Error::Unwind("no frames".into()))
     }
 
-    /// A view of `frame` for reading its variables.
-    pub fn frame_view(&self, frame: &StackFrame) -> Result<FrameView<'_>> {
+    /// A view of `frame` for reading its variables, entry values
+    /// (DW_OP_entry_value) included.
+    pub fn frame_view(&self, frame: &StackFrame) -> Result<FrameReader<'_>> {
+        Ok(FrameReader {
+            view: self.plain_view(frame)?,
+            dbg: self,
+            frame: frame.clone(),
+            entry_values: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// The registers the caller of `frame` passed, from its call site's
+    /// DW_TAG_call_site_parameter entries, computed in the caller's frame.
+    fn call_site_values(&self, frame: &StackFrame) -> Vec<(u16, u64)> {
+        if frame.signal_trampoline {
+            return Vec::new();
+        }
+        let Ok(frames) = self.backtrace(self.current_tid, MAX_FRAMES) else {
+            return Vec::new();
+        };
+        let Some(caller) = frames
+            .iter()
+            .find(|f| f.physical == frame.physical + 1 && f.inline_depth == 0)
+        else {
+            return Vec::new();
+        };
+        if caller.signal_trampoline || caller.pc == caller.lookup_pc {
+            return Vec::new();
+        }
+        let (Some(object), Ok(view)) = (
+            self.objects.object_at(caller.lookup_pc),
+            self.plain_view(caller),
+        ) else {
+            return Vec::new();
+        };
+        object
+            .file
+            .call_site_values(object.file_address(caller.pc), &view)
+    }
+
+    /// A view of `frame`'s registers and memory, without entry values.
+    fn plain_view(&self, frame: &StackFrame) -> Result<FrameView<'_>> {
         let process = self.process()?;
         let bias = self
             .objects
@@ -251,7 +326,7 @@ impl Debugger {
             if let Some(var) = object.file.file_variable(scope, name) {
                 let view = FrameView {
                     bias: object.bias,
-                    ..self.frame_view(&frame)?
+                    ..self.plain_view(&frame)?
                 };
                 return object.file.read_variable(&var, &view).map(Some);
             }
@@ -287,7 +362,7 @@ impl Debugger {
             if let Some(var) = object.file.static_local(entry, name) {
                 let view = FrameView {
                     bias: object.bias,
-                    ..self.frame_view(&frame)?
+                    ..self.plain_view(&frame)?
                 };
                 return object.file.read_variable(&var, &view).map(Some);
             }
@@ -321,7 +396,7 @@ impl Debugger {
             if let Some(var) = object.file.lookup_variable(None, name) {
                 let view = FrameView {
                     bias: object.bias,
-                    ..self.frame_view(&frame)?
+                    ..self.plain_view(&frame)?
                 };
                 return object.file.read_variable(&var, &view);
             }
