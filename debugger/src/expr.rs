@@ -2411,6 +2411,48 @@ mod tests {
     }
 
     #[test]
+    fn scopes_and_tuple_fields_lex_as_names() {
+        let member = |base: Expr, field: &str| Expr::Member {
+            base: Box::new(base),
+            field: field.into(),
+            arrow: false,
+        };
+        let name = |n: &str| Expr::Name(n.into());
+        assert_eq!(parse("'q.c'::counter").unwrap(), name("q.c::counter"));
+        assert_eq!(parse("q.c::counter").unwrap(), name("q.c::counter"));
+        assert_eq!(parse("main::p").unwrap(), name("main::p"));
+        assert_eq!(parse("'q.c'::p.x").unwrap(), member(name("q.c::p"), "x"));
+        // After an operand `.1` is a tuple field, elsewhere a number.
+        assert_eq!(parse("t.1").unwrap(), member(name("t"), "__1"));
+        assert_eq!(
+            parse("t.1.0").unwrap(),
+            member(member(name("t"), "__1"), "__0")
+        );
+        assert_eq!(parse("(t).2").unwrap(), member(name("t"), "__2"));
+        assert_eq!(parse("a[0].1").unwrap().to_owned(), {
+            let index = Expr::Index {
+                base: Box::new(name("a")),
+                index: Box::new(Expr::Literal(Value::int(0))),
+            };
+            member(index, "__1")
+        });
+        assert!(matches!(
+            parse(".5").unwrap(),
+            Expr::Literal(Value::Float { .. })
+        ));
+        assert!(matches!(
+            parse("x + .5").unwrap(),
+            Expr::Binary {
+                op: BinaryOp::Add,
+                ..
+            }
+        ));
+        assert_eq!(value("'a'"), "97 'a'");
+        // A struct member followed by `.` is not a file name.
+        assert_eq!(parse("s.x").unwrap(), member(name("s"), "x"));
+    }
+
+    #[test]
     fn syntax_errors_name_the_column() {
         for (text, message) in [
             (
