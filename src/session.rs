@@ -1324,7 +1324,7 @@ impl EvalContext for SessionEval<'_> {
             // Inside a C++ method, members are names too (`this->name`).
             Err(debugger::Error::NoSuchSymbol(_)) if name != "this" && !name.contains("::") => {
                 let member = expr::parse(&format!("this->{name}"))?;
-                expr::evaluate(&member, self)
+                expr::evaluate_typed(&member, self)
                     .map_err(|_| debugger::Error::NoSuchSymbol(name.to_string()))
             }
             other => other,

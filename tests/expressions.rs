@@ -411,3 +411,54 @@ fn thread_local_variables_of_the_executable() {
     let theirs = parse_gdb_values(&gdb(&p, &[], &gcmds));
     assert_eq!(ours, theirs);
 }
+
+#[test]
+fn scoped_names_and_functions_as_values_agree_with_gdb() {
+    let _serial = one_at_a_time();
+    assert_agree(&[
+        "'expr_values.c'::gpoint",
+        "'expr_values.c'::garr[1]",
+        "main::p",
+        "main::x + 1",
+        "main::pp->y",
+        "twice",
+        "*twice",
+        "&twice",
+        "ops.fn == twice",
+        "twice != main",
+        "sizeof(twice)",
+        "stop_here",
+        "main",
+    ]);
+}
+
+#[test]
+fn whatis_and_ptype_of_functions_agree_with_gdb() {
+    let _serial = one_at_a_time();
+    let p = program();
+    let stop = format!("stop at {SOURCE}:{}", stop_line());
+    let brk = format!("break {SOURCE}:{}", stop_line());
+    let asks = [
+        "whatis twice",
+        "ptype twice",
+        "whatis &twice",
+        "whatis main",
+        "ptype stop_here",
+    ];
+    let mut cmds = vec![stop.as_str(), "run"];
+    cmds.extend(asks);
+    let mut gcmds = vec![brk.as_str(), "run"];
+    gcmds.extend(asks);
+    let o = Rdbx::batch().cmds(&cmds).prog(&p, &[]).run();
+    o.assert_no_errors();
+    let types = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with("type = "))
+            .map(str::to_string)
+            .collect()
+    };
+    let theirs = types(&gdb(&p, &[], &gcmds));
+    assert_eq!(theirs.len(), asks.len());
+    assert_eq!(types(&o.stdout), theirs);
+    assert_eq!(theirs[0], "type = int (int)");
+}

@@ -6,9 +6,8 @@
 //! locals. At -O2 the values live in callee-saved registers, in caller-saved
 //! registers gcc knows the callee keeps (-fipa-ra), or in location lists that
 //! end partway through the function, so the frames' registers must come from
-//! the CFI. Values must agree with gdb's; rdbx may say `<optimized out>`
-//! where gdb shows a value only when gdb got it from the caller's call site
-//! (`NAME=NAME@entry=...`, DW_OP_entry_value), never a different number.
+//! the CFI. Values must agree with gdb's, those gdb gets from the caller's
+//! call site (`NAME=NAME@entry=...`, DW_OP_entry_value) included.
 //! Breakpoint conditions use the same evaluator: one that cannot be
 //! evaluated at a hit stops there and says why.
 mod common;
@@ -148,9 +147,9 @@ fn list_frames(level: &str) -> Listing {
     }
 }
 
-/// Every variable gdb lists, rdbx lists with the same value, or (for an
-/// entry value) `<optimized out>`. Returns the (frame, name, value) that
-/// rdbx showed, for further checks.
+/// Every variable gdb lists, rdbx lists with the same value (entry values
+/// too). Returns the (frame, name, value) that rdbx showed, for further
+/// checks, and the (frame, name) of gdb's entry values.
 fn assert_agree(level: &str) -> BTreeMap<(usize, String), String> {
     let listing = list_frames(level);
     let mut shown = BTreeMap::new();
@@ -165,9 +164,10 @@ fn assert_agree(level: &str) -> BTreeMap<(usize, String), String> {
         for ((name, our_value), (_, their_value)) in ours.iter().zip(theirs) {
             let (ours_n, theirs_n) = (normalize(our_value), normalize(their_value));
             let from_call_site = listing.gdb_entry_values[n].contains(name);
-            assert!(
-                ours_n == theirs_n || (from_call_site && ours_n == "<optimized out>"),
-                "-{level} frame {n} (gdb #{n}): {name}: rdbx {our_value:?} gdb {their_value:?}"
+            assert_eq!(
+                ours_n, theirs_n,
+                "-{level} frame {n} (gdb #{n}): {name} (entry value: {from_call_site}): \
+                 rdbx {our_value:?} gdb {their_value:?}"
             );
             shown.insert((n, name.clone()), our_value.clone());
         }
@@ -211,6 +211,54 @@ fn outer_frames_agree_with_gdb_at_o2() {
     // outer: the loop's registers.
     assert_eq!(value(&shown, 6, "i"), "0");
     assert_eq!(value(&shown, 6, "total"), "0");
+    // Entry values (DW_OP_entry_value) from the callers' call sites:
+    // recurse's acc is dead in its register by the recursive call.
+    assert_eq!(value(&shown, 3, "acc"), "48");
+    assert_eq!(value(&shown, 4, "acc"), "23");
+}
+
+#[test]
+fn entry_values_print_as_gdb_prints_them() {
+    let p = program("O2");
+    let cmds = [
+        "stop in leaf",
+        "run",
+        "frame 4",
+        "print acc",
+        "print acc * 2 + depth",
+        "frame 5",
+        "print acc",
+        "frame 1",
+        "print depth",
+        "print salt",
+    ];
+    let gcmds = [
+        "break leaf",
+        "run",
+        "frame 3",
+        "print acc",
+        "print acc * 2 + depth",
+        "frame 4",
+        "print acc",
+        "frame 0",
+        "print depth",
+        "print salt",
+    ];
+    let o = Rdbx::batch().cmds(&cmds).prog(&p, &[]).run();
+    o.assert_no_errors();
+    let gout = gdb(&p, &[], &gcmds);
+    let theirs = parse_gdb_values(&gout);
+    let exprs = ["acc", "acc * 2 + depth", "acc", "depth", "salt"];
+    assert_eq!(theirs.len(), exprs.len(), "gdb:\n{gout}");
+    let ours: Vec<String> = o
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(" = "))
+        .filter(|(name, _)| exprs.contains(name))
+        .map(|(_, v)| v.to_string())
+        .collect();
+    assert_eq!(ours, theirs, "{}", o.transcript());
+    assert_eq!(theirs[0], "48");
 }
 
 #[test]

@@ -205,6 +205,9 @@ fn rust_values_agree_with_gdb() {
         "flag",
         "point.y",
         "tuple.__1",
+        "tuple.1",
+        "tuple.0 + 1",
+        "(tuple).2",
     ];
     let whatis = ["point", "circle", "tuple"];
     let o = rdbx_at(&program, RUST_STOP, &exprs, &whatis);
@@ -235,8 +238,22 @@ fn cpp_classes_references_this_and_namespaces_agree_with_gdb() {
     let source = "lang_cpp.cpp";
     let in_use = line_of(source, "in_use");
     let in_method = line_of(source, "in_method");
-    // In use(): a reference to an int and to a derived class.
-    let exprs = ["ref", "obj"];
+    // In use(): a reference to an int and to a derived class, seen
+    // through by operators; casts to namespaced types.
+    let exprs = [
+        "ref",
+        "obj",
+        "obj.b",
+        "obj.d + 1",
+        "ref + 1",
+        "-ref",
+        "ref * obj.d",
+        "&ref",
+        "*&obj",
+        "(geo::Base *)&obj",
+        "*(geo::Base *)&obj",
+        "((geo::Base *)&obj)->b",
+    ];
     let o = rdbx_at(
         &program,
         &[&format!("stop at {source}:{in_use}"), "run"],
@@ -283,4 +300,35 @@ fn cpp_classes_references_this_and_namespaces_agree_with_gdb() {
     }
     assert_eq!(o.printed_one("*this"), "{<geo::Base> = {b = 1}, d = 2}");
     assert_eq!(o.printed_one("geo::global"), "17");
+
+    // A method of a class with a struct member: members through `this`
+    // go on as typed values.
+    let in_shape = line_of(source, "in_shape");
+    let exprs = [
+        "origin",
+        "origin.x",
+        "origin.y + side",
+        "this->origin.y",
+        "(geo::Pt)origin",
+        "sizeof(geo::Pt)",
+    ];
+    let o = rdbx_at(
+        &program,
+        &[&format!("stop at {source}:{in_shape}"), "run"],
+        &exprs,
+        &[],
+    );
+    let (theirs, _) = gdb_at(
+        &program,
+        &[&format!("break {source}:{in_shape}"), "run"],
+        &exprs,
+        &[],
+    );
+    for (expr, gdb_value) in exprs.iter().zip(theirs) {
+        assert_eq!(
+            normalize(&o.printed_one(expr)),
+            normalize(&gdb_value),
+            "print {expr}"
+        );
+    }
 }

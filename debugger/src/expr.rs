@@ -269,10 +269,30 @@ impl Lexer {
                 });
                 return Ok(tokens);
             };
-            let kind = if c.is_ascii_digit()
+            // After an operand, `.1` is a member (a Rust tuple's field
+            // `__1`), not the number 0.1.
+            let ends_operand = |t: Option<&Token>| {
+                t.is_some_and(|t| {
+                    matches!(
+                        &t.kind,
+                        TokenKind::Name(_) | TokenKind::Register(_) | TokenKind::Punct(")" | "]")
+                    )
+                })
+            };
+            let after_operand = ends_operand(tokens.last());
+            let after_member_dot = tokens.len() >= 2
+                && matches!(tokens[tokens.len() - 1].kind, TokenKind::Punct("."))
+                && ends_operand(tokens.get(tokens.len() - 2));
+            let kind = if c.is_ascii_digit() && after_member_dot {
+                TokenKind::Name(format!("__{}", lexer.digits()))
+            } else if c == '.' && after_operand {
+                lexer.punctuation(column)?
+            } else if c.is_ascii_digit()
                 || (c == '.' && lexer.peek(1).is_some_and(|d| d.is_ascii_digit()))
             {
                 lexer.number(column)?
+            } else if let Some(name) = lexer.scoped_name() {
+                TokenKind::Name(name)
             } else if c.is_alphabetic() || c == '_' {
                 TokenKind::Name(lexer.identifier(true))
             } else if c == '$' {
@@ -291,6 +311,46 @@ impl Lexer {
 
     fn peek(&self, ahead: usize) -> Option<char> {
         self.chars.get(self.pos + ahead).copied()
+    }
+
+    /// Decimal digits only (a tuple field's index).
+    fn digits(&mut self) -> String {
+        let mut out = String::new();
+        while let Some(c) = self.peek(0).filter(char::is_ascii_digit) {
+            out.push(c);
+            self.pos += 1;
+        }
+        out
+    }
+
+    /// gdb's file scope, `'q.c'::counter` or `q.c::counter`: the file
+    /// name up to `::` and the name after it, as one name.
+    fn scoped_name(&mut self) -> Option<String> {
+        let quoted = self.peek(0) == Some('\'');
+        if !quoted && !self.peek(0).is_some_and(|c| c.is_alphabetic() || c == '_') {
+            return None;
+        }
+        let start = self.pos + usize::from(quoted);
+        let mut end = start;
+        while let Some(c) = self.chars.get(end) {
+            let in_name = c.is_alphanumeric() || matches!(c, '_' | '.');
+            if !(in_name || (quoted && *c != '\'')) {
+                break;
+            }
+            end += 1;
+        }
+        let file: String = self.chars[start..end].iter().collect();
+        let close = end + usize::from(quoted);
+        let valid = end > start
+            && (!quoted || self.chars.get(end) == Some(&'\''))
+            && (quoted || file.contains('.'))
+            && self.chars.get(close) == Some(&':')
+            && self.chars.get(close + 1) == Some(&':');
+        if !valid {
+            return None;
+        }
+        self.pos = close + 2;
+        Some(format!("{file}::{}", self.identifier(true)))
     }
 
     /// Letters, digits and `_`; with `qualified`, also `::` between parts.
@@ -909,26 +969,26 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
             then,
             otherwise,
         } => {
-            if truth(&eval(condition, ctx)?)? {
+            if truth(&operand_of(condition, ctx)?)? {
                 eval(then, ctx)
             } else {
                 eval(otherwise, ctx)
             }
         }
         Expr::Index { base, index } => {
-            let base = eval(base, ctx)?;
-            let index = eval(index, ctx)?;
+            let base = operand_of(base, ctx)?;
+            let index = operand_of(index, ctx)?;
             subscript(base, &index, ctx)
         }
         Expr::Member { base, field, arrow } => {
-            let base = eval(base, ctx)?;
+            let base = operand_of(base, ctx)?;
             member(base, field, *arrow, ctx)
         }
         Expr::Call { function, .. } => call(expr, ctx)?.ok_or_else(|| {
             Error::Expression(format!("{function} returns void: its value cannot be used"))
         }),
         Expr::Cast { target, operand } => {
-            let value = decay(eval(operand, ctx)?, ctx);
+            let value = decay(operand_of(operand, ctx)?, ctx);
             cast(target, value, ctx)
         }
         Expr::SizeofType(target) => {
@@ -964,6 +1024,22 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
             Ok(make_integer(i128::from(size), 8, false))
         }
     }
+}
+
+/// An operand of an operator: C++ references are seen through to what
+/// they refer to, as gdb does (`ref + 1`, `obj.b`, `&ref`).
+fn operand_of(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    let value = eval(expr, ctx)?;
+    let Some(t) = typed(&value).filter(|t| t.ty.is_reference()) else {
+        return Ok(value);
+    };
+    let Some(referred) = t.ty.pointee() else {
+        return Ok(value);
+    };
+    let mut raw = [0u8; 8];
+    let n = t.bytes.len().min(8);
+    raw[..n].copy_from_slice(&t.bytes[..n]);
+    read_object(referred, u64::from_le_bytes(raw), ctx)
 }
 
 fn no_type(target: &TypeName) -> Error {
@@ -1008,6 +1084,39 @@ fn make_typed(ty: TypeRef, bytes: Vec<u8>, address: Option<u64>, ctx: &dyn EvalC
     }))
 }
 
+/// A function as a value, as gdb shows it: `{int (int, double)}
+/// 0x401136 <helper>`. Its type is the function's DWARF type, when known;
+/// it decays to a pointer to the function as in C.
+pub(crate) fn function_value(ty: Option<TypeRef>, address: u64, symbol: Option<String>) -> Value {
+    let type_name = ty
+        .as_ref()
+        .map(TypeRef::name)
+        .unwrap_or_else(|| "<text variable, no debug info>".to_string());
+    let text = match &symbol {
+        Some(name) => format!("{{{type_name}}} 0x{address:x} <{name}>"),
+        None => format!("{{{type_name}}} 0x{address:x}"),
+    };
+    let plain = Value::Composite {
+        type_name,
+        text,
+        parts: None,
+    };
+    match ty {
+        Some(ty) => Value::Typed(Box::new(Typed {
+            value: plain,
+            ty,
+            bytes: address.to_le_bytes().to_vec(),
+            address: Some(address),
+            register: None,
+        })),
+        None => plain,
+    }
+}
+
+fn is_function(value: &Value) -> bool {
+    typed(value).is_some_and(|t| t.ty.kind() == crate::symbols::TypeKind::Function)
+}
+
 /// Largest object read for `*p` or `a[i]`; bigger ones are refused.
 const MAX_READ: u64 = 1 << 24;
 
@@ -1032,11 +1141,15 @@ fn typed_pointer(ty: TypeRef, address: u64, ctx: &dyn EvalContext) -> Value {
     make_typed(ty, address.to_le_bytes().to_vec(), None, ctx)
 }
 
-/// Arrays in memory become pointers to their first element, as in C.
+/// Arrays in memory become pointers to their first element, and
+/// functions pointers to themselves, as in C.
 fn decay(value: Value, ctx: &dyn EvalContext) -> Value {
     let Some(typed) = typed(&value) else {
         return value;
     };
+    if let (true, Some(address)) = (is_function(&value), typed.address) {
+        return typed_pointer(typed.ty.pointer_to(), address, ctx);
+    }
     match (typed.ty.element(), typed.address) {
         (Some((element, _)), Some(address)) => typed_pointer(element.pointer_to(), address, ctx),
         _ => value,
@@ -1639,7 +1752,7 @@ fn make_float(value: f64, size: u8, type_name: &str) -> Value {
 }
 
 fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
-    let value = eval(operand_expr, ctx)?;
+    let value = operand_of(operand_expr, ctx)?;
     match op {
         UnaryOp::Not => Ok(Value::int(i128::from(!truth(&value)?))),
         UnaryOp::Deref => dereference(&decay(value, ctx), ctx),
@@ -1701,14 +1814,14 @@ fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Valu
 fn binary(op: BinaryOp, left: &Expr, right: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
     // && and || evaluate their right side only when needed.
     if op == BinaryOp::And || op == BinaryOp::Or {
-        let left = truth(&eval(left, ctx)?)?;
+        let left = truth(&operand_of(left, ctx)?)?;
         if left == (op == BinaryOp::Or) {
             return Ok(Value::int(i128::from(left)));
         }
-        return Ok(Value::int(i128::from(truth(&eval(right, ctx)?)?)));
+        return Ok(Value::int(i128::from(truth(&operand_of(right, ctx)?)?)));
     }
-    let left = decay(eval(left, ctx)?, ctx);
-    let right = decay(eval(right, ctx)?, ctx);
+    let left = decay(operand_of(left, ctx)?, ctx);
+    let right = decay(operand_of(right, ctx)?, ctx);
     match (operand(&left)?, operand(&right)?) {
         (Operand::Pointer { .. }, _) | (_, Operand::Pointer { .. }) => {
             pointer_arithmetic(op, &left, &right, ctx)
@@ -1998,7 +2111,11 @@ fn dereference(value: &Value, ctx: &dyn EvalContext) -> Result<Value> {
                 TypeKind::Void => Err(Error::Expression(
                     "attempt to take contents of a non-pointer value".into(),
                 )),
-                TypeKind::Function => Ok(value.clone()),
+                TypeKind::Function => Ok(function_value(
+                    Some(pointee),
+                    address,
+                    ctx.symbol_at(address),
+                )),
                 _ => read_object(pointee, address, ctx),
             };
         }
@@ -2291,6 +2408,48 @@ mod tests {
         assert_eq!(parse("$rip").unwrap(), Expr::Register("rip".into()));
         assert_eq!(parse("ns::g").unwrap(), Expr::Name("ns::g".into()));
         assert_eq!(parse(r#""a\tb""#).unwrap(), Expr::String("a\tb".into()));
+    }
+
+    #[test]
+    fn scopes_and_tuple_fields_lex_as_names() {
+        let member = |base: Expr, field: &str| Expr::Member {
+            base: Box::new(base),
+            field: field.into(),
+            arrow: false,
+        };
+        let name = |n: &str| Expr::Name(n.into());
+        assert_eq!(parse("'q.c'::counter").unwrap(), name("q.c::counter"));
+        assert_eq!(parse("q.c::counter").unwrap(), name("q.c::counter"));
+        assert_eq!(parse("main::p").unwrap(), name("main::p"));
+        assert_eq!(parse("'q.c'::p.x").unwrap(), member(name("q.c::p"), "x"));
+        // After an operand `.1` is a tuple field, elsewhere a number.
+        assert_eq!(parse("t.1").unwrap(), member(name("t"), "__1"));
+        assert_eq!(
+            parse("t.1.0").unwrap(),
+            member(member(name("t"), "__1"), "__0")
+        );
+        assert_eq!(parse("(t).2").unwrap(), member(name("t"), "__2"));
+        assert_eq!(parse("a[0].1").unwrap().to_owned(), {
+            let index = Expr::Index {
+                base: Box::new(name("a")),
+                index: Box::new(Expr::Literal(Value::int(0))),
+            };
+            member(index, "__1")
+        });
+        assert!(matches!(
+            parse(".5").unwrap(),
+            Expr::Literal(Value::Float { .. })
+        ));
+        assert!(matches!(
+            parse("x + .5").unwrap(),
+            Expr::Binary {
+                op: BinaryOp::Add,
+                ..
+            }
+        ));
+        assert_eq!(value("'a'"), "97 'a'");
+        // A struct member followed by `.` is not a file name.
+        assert_eq!(parse("s.x").unwrap(), member(name("s"), "x"));
     }
 
     #[test]

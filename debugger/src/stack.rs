@@ -81,6 +81,41 @@ impl FrameContext for FrameView<'_> {
     }
 }
 
+/// A [`FrameView`] that also answers DW_OP_entry_value from the caller's
+/// call site, looked up on first use.
+pub struct FrameReader<'a> {
+    pub view: FrameView<'a>,
+    dbg: &'a Debugger,
+    frame: StackFrame,
+    entry_values: std::cell::OnceCell<Vec<(u16, u64)>>,
+}
+
+impl FrameContext for FrameReader<'_> {
+    fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        self.view.read_memory(addr, buf)
+    }
+
+    fn register(&self, dwarf_regno: u16) -> Option<u64> {
+        self.view.register(dwarf_regno)
+    }
+
+    fn cfa(&self) -> Option<u64> {
+        self.view.cfa()
+    }
+
+    fn load_bias(&self) -> u64 {
+        self.view.load_bias()
+    }
+
+    fn entry_value(&self, dwarf_regno: u16) -> Option<u64> {
+        self.entry_values
+            .get_or_init(|| self.dbg.call_site_values(&self.frame))
+            .iter()
+            .find(|(r, _)| *r == dwarf_regno)
+            .map(|(_, v)| *v)
+    }
+}
+
 impl Debugger {
     /// The call stack of thread `tid`, innermost first, at most `limit` frames.
     pub fn backtrace(&self, tid: Tid, limit: usize) -> Result<Vec<StackFrame>> {
@@ -160,8 +195,48 @@ impl Debugger {
             .ok_or_else(|| Error::Unwind("no frames".into()))
     }
 
-    /// A view of `frame` for reading its variables.
-    pub fn frame_view(&self, frame: &StackFrame) -> Result<FrameView<'_>> {
+    /// A view of `frame` for reading its variables, entry values
+    /// (DW_OP_entry_value) included.
+    pub fn frame_view(&self, frame: &StackFrame) -> Result<FrameReader<'_>> {
+        Ok(FrameReader {
+            view: self.plain_view(frame)?,
+            dbg: self,
+            frame: frame.clone(),
+            entry_values: std::cell::OnceCell::new(),
+        })
+    }
+
+    /// The registers the caller of `frame` passed, from its call site's
+    /// DW_TAG_call_site_parameter entries, computed in the caller's frame.
+    fn call_site_values(&self, frame: &StackFrame) -> Vec<(u16, u64)> {
+        if frame.signal_trampoline {
+            return Vec::new();
+        }
+        let Ok(frames) = self.backtrace(self.current_tid, MAX_FRAMES) else {
+            return Vec::new();
+        };
+        let Some(caller) = frames
+            .iter()
+            .find(|f| f.physical == frame.physical + 1 && f.inline_depth == 0)
+        else {
+            return Vec::new();
+        };
+        if caller.signal_trampoline || caller.pc == caller.lookup_pc {
+            return Vec::new();
+        }
+        let (Some(object), Ok(view)) = (
+            self.objects.object_at(caller.lookup_pc),
+            self.plain_view(caller),
+        ) else {
+            return Vec::new();
+        };
+        object
+            .file
+            .call_site_values(object.file_address(caller.pc), &view)
+    }
+
+    /// A view of `frame`'s registers and memory, without entry values.
+    fn plain_view(&self, frame: &StackFrame) -> Result<FrameView<'_>> {
         let process = self.process()?;
         let bias = self
             .objects
@@ -229,6 +304,86 @@ impl Debugger {
         if self.process.is_none() {
             return self.read_static_variable(name);
         }
+        match self.read_variable_in_scope(name) {
+            Err(Error::NoSuchSymbol(_)) => {}
+            other => return other,
+        }
+        if let Some((scope, short)) = split_scope(name) {
+            if let Some(value) = self.read_scoped_variable(scope, short)? {
+                return Ok(value);
+            }
+        }
+        self.function_value(name)
+            .ok_or_else(|| Error::NoSuchSymbol(name.to_string()))
+    }
+
+    /// `FILE::name` and `FUNC::name` (gdb's scope operator): a global or
+    /// static of that source file; a local of the innermost frame of FUNC
+    /// on the stack, or else a static local of FUNC.
+    fn read_scoped_variable(&self, scope: &str, name: &str) -> Result<Option<Value>> {
+        let frame = self.selected_frame()?;
+        for object in &self.objects.list {
+            if let Some(var) = object.file.file_variable(scope, name) {
+                let view = FrameView {
+                    bias: object.bias,
+                    ..self.plain_view(&frame)?
+                };
+                return object.file.read_variable(&var, &view).map(Some);
+            }
+        }
+        let frames = self.backtrace(self.current_tid, MAX_FRAMES)?;
+        let of_function = frames.iter().find(|f| {
+            f.function.as_deref().is_some_and(|function| {
+                function == scope
+                    || function
+                        .strip_prefix(scope)
+                        .is_some_and(|rest| rest.starts_with('('))
+            })
+        });
+        if let Some(frame) = of_function {
+            if let Some(object) = self.objects.object_at(frame.lookup_pc) {
+                let address = object.file_address(frame.lookup_pc);
+                let var = object
+                    .file
+                    .locals_at(address)
+                    .into_iter()
+                    .chain(object.file.parameters_at(address, frame.inline_depth))
+                    .find(|v| v.name() == name);
+                if let Some(var) = var {
+                    let view = self.frame_view(frame)?;
+                    return object.file.read_variable(&var, &view).map(Some);
+                }
+            }
+        }
+        for object in &self.objects.list {
+            let Some((entry, _)) = object.file.function_value(scope) else {
+                continue;
+            };
+            if let Some(var) = object.file.static_local(entry, name) {
+                let view = FrameView {
+                    bias: object.bias,
+                    ..self.plain_view(&frame)?
+                };
+                return object.file.read_variable(&var, &view).map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// A function named in an expression, as gdb shows it:
+    /// `{int (int, double)} 0x401136 <helper>`.
+    pub fn function_value(&self, name: &str) -> Option<Value> {
+        self.objects.list.iter().find_map(|object| {
+            let (entry, ty) = object.file.function_value(name)?;
+            let address = entry.wrapping_add(object.bias);
+            let symbol = self.objects.symbolize(address).function;
+            Some(crate::expr::function_value(ty, address, symbol))
+        })
+    }
+
+    /// Locals and parameters of the selected frame, then statics and
+    /// globals of every object.
+    fn read_variable_in_scope(&self, name: &str) -> Result<Value> {
         let frame = self.selected_frame()?;
         if let Some(object) = self.objects.object_at(frame.lookup_pc) {
             let address = object.file_address(frame.lookup_pc);
@@ -241,7 +396,7 @@ impl Debugger {
             if let Some(var) = object.file.lookup_variable(None, name) {
                 let view = FrameView {
                     bias: object.bias,
-                    ..self.frame_view(&frame)?
+                    ..self.plain_view(&frame)?
                 };
                 return object.file.read_variable(&var, &view);
             }
@@ -264,4 +419,12 @@ impl Debugger {
             Err(Error::NoSuchSymbol(name.to_string()))
         }
     }
+}
+
+/// `scope::name` split at the last `::`, quotes around the scope removed
+/// (`'q.c'::counter`).
+fn split_scope(name: &str) -> Option<(&str, &str)> {
+    let (scope, short) = name.rsplit_once("::")?;
+    let scope = scope.trim_matches('\'');
+    (!scope.is_empty() && !short.is_empty()).then_some((scope, short))
 }

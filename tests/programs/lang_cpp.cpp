@@ -18,6 +18,19 @@ class Derived : public Base {
 int Derived::sum() const {
     return b + d; // MARK:in_method
 }
+
+struct Pt {
+    int x;
+    int y;
+};
+
+struct Shape {
+    Pt origin;
+    int side;
+    int area() const {
+        return side * side + origin.x; // MARK:in_shape
+    }
+};
 } // namespace geo
 
 static int use(int &ref, const geo::Derived &obj) {
@@ -29,7 +42,8 @@ int main() {
     obj.b = 1;
     obj.d = 2;
     int value = 5;
-    int total = use(value, obj) + obj.sum() + geo::global;
+    geo::Shape shape = {{3, 4}, 5};
+    int total = use(value, obj) + obj.sum() + geo::global + shape.area();
     std::printf("%d\n", total);
     return 0;
 }

@@ -131,8 +131,16 @@ impl EvalContext<'_> {
                     eval.resume_with_indexed_address(addr.wrapping_add(bias))
                         .map_err(err)?
                 }
-                // The value at function entry is gone unless we track it.
-                EvaluationResult::RequiresEntryValue(_) => return Ok(Place::OptimizedOut),
+                // A register's value at function entry: what the caller's
+                // call site says it passed, else gone.
+                EvaluationResult::RequiresEntryValue(expr) => {
+                    let value = entry_register(expr).and_then(|r| self.frame.entry_value(r));
+                    let Some(value) = value else {
+                        return Ok(Place::OptimizedOut);
+                    };
+                    eval.resume_with_entry_value(gimli::Value::Generic(value))
+                        .map_err(err)?
+                }
                 // gcc ends the expression with the TLS operation: the
                 // offset is all there is to know here; the object file
                 // knows where its block is.
@@ -185,6 +193,19 @@ impl EvalContext<'_> {
             Location::ImplicitPointer { .. } => Place::Unavailable("synthetic pointer".into()),
         })
     }
+}
+
+/// The register of a DW_OP_entry_value operand that is just `DW_OP_regN`
+/// or `DW_OP_regx N` (what gcc emits for parameters).
+pub(crate) fn entry_register(expr: gimli::Expression<R>) -> Option<u16> {
+    let mut reader = expr.0;
+    let op = gimli::Reader::read_u8(&mut reader).ok()?;
+    let regno = match op {
+        0x50..=0x6f => u16::from(op - 0x50),
+        0x90 => u16::try_from(gimli::Reader::read_uleb128(&mut reader).ok()?).ok()?,
+        _ => return None,
+    };
+    gimli::Reader::is_empty(&reader).then_some(regno)
 }
 
 fn value_bytes(value: gimli::Value) -> Vec<u8> {

@@ -321,6 +321,64 @@ pub(crate) fn variables_named(
     found
 }
 
+/// The struct, class, union, enum or typedef of `unit` named `qualified`
+/// with its namespaces (`geo::Base`, `lang_rust::Point`), for casts in the
+/// languages that name types without a `struct` keyword.
+pub(crate) fn type_named(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+    qualified: &str,
+) -> Option<UnitOffset> {
+    let mut scopes: Vec<(isize, String)> = Vec::new();
+    let mut depth = 0isize;
+    let mut entries = unit.entries();
+    while let Ok(Some((delta, entry))) = entries.next_dfs() {
+        depth += delta;
+        while scopes.last().is_some_and(|(d, _)| *d >= depth) {
+            scopes.pop();
+        }
+        if depth == 0 {
+            let language = match entry.attr_value(gimli::DW_AT_language) {
+                Ok(Some(AttributeValue::Language(l))) => Some(l),
+                _ => None,
+            };
+            if !has_namespaces(language) {
+                return None;
+            }
+            continue;
+        }
+        let is_type = matches!(
+            entry.tag(),
+            gimli::DW_TAG_structure_type
+                | gimli::DW_TAG_class_type
+                | gimli::DW_TAG_union_type
+                | gimli::DW_TAG_enumeration_type
+                | gimli::DW_TAG_typedef
+        );
+        let is_scope = matches!(entry.tag(), gimli::DW_TAG_namespace | gimli::DW_TAG_module);
+        if !is_type && !is_scope {
+            continue;
+        }
+        let Some(name) = super::dwarf::die_string(dwarf, unit, entry, gimli::DW_AT_name) else {
+            continue;
+        };
+        let in_scopes = scopes.len() as isize == depth - 1;
+        let mut path: Vec<&str> = scopes.iter().map(|(_, n)| n.as_str()).collect();
+        path.push(&name);
+        let declaration = entry
+            .attr_value(gimli::DW_AT_declaration)
+            .ok()
+            .flatten()
+            .is_some();
+        if is_type && in_scopes && !declaration && path.join("::") == qualified {
+            return Some(entry.offset());
+        }
+        // Nested types are named through their class too (`A::B`).
+        scopes.push((depth, name));
+    }
+    None
+}
+
 fn qualified_name(types: &Types, offset: UnitOffset) -> String {
     qualified_names(types)
         .get(&offset)

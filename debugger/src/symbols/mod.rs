@@ -130,6 +130,11 @@ pub trait FrameContext {
     fn cfa(&self) -> Option<u64>;
     /// Runtime address minus file address for this object.
     fn load_bias(&self) -> u64;
+    /// What register `dwarf_regno` held when the frame's function was
+    /// entered (DW_OP_entry_value), when the caller's call site says.
+    fn entry_value(&self, _dwarf_regno: u16) -> Option<u64> {
+        None
+    }
 }
 
 /// One ELF file plus its DWARF (possibly from a separate debug file).

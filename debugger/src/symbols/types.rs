@@ -96,6 +96,8 @@ impl<'a> Types<'a> {
             gimli::DW_TAG_pointer_type
             | gimli::DW_TAG_reference_type
             | gimli::DW_TAG_rvalue_reference_type => Some(8),
+            // GNU C: sizeof a function is 1.
+            gimli::DW_TAG_subprogram | gimli::DW_TAG_subroutine_type => Some(1),
             gimli::DW_TAG_array_type => {
                 let element = self.size(type_ref(&entry)?)?;
                 Some(self.dimensions(offset).iter().product::<u64>() * element)
@@ -212,6 +214,11 @@ impl<'a> Types<'a> {
                 let (ret, _) = self.declarator_parts(inner, depth + 1, strip);
                 (ret, format!("({})", self.parameter_list(offset)))
             }
+            // A function named in an expression has its subprogram as type.
+            gimli::DW_TAG_subprogram => {
+                let (ret, _) = self.declarator_parts(inner, depth + 1, strip);
+                (ret, format!("({})", self.parameter_list(offset)))
+            }
             gimli::DW_TAG_typedef if strip => self.declarator_parts(inner, depth + 1, strip),
             tag => {
                 let anonymous = if matches!(
@@ -273,7 +280,9 @@ impl<'a> Types<'a> {
                 | gimli::DW_TAG_union_type
                 | gimli::DW_TAG_class_type
                 | gimli::DW_TAG_enumeration_type => return offset,
-                gimli::DW_TAG_subroutine_type | gimli::DW_TAG_base_type => return None,
+                gimli::DW_TAG_subroutine_type
+                | gimli::DW_TAG_subprogram
+                | gimli::DW_TAG_base_type => return None,
                 _ => offset = type_ref(&entry),
             }
         }
@@ -517,7 +526,9 @@ impl<'a> Types<'a> {
         let stripped = pointee.and_then(|p| self.strip(p))?;
         let entry = self.entry(stripped)?;
         match entry.tag() {
-            gimli::DW_TAG_subroutine_type => (self.symbolizer)(address).map(|s| format!("<{s}>")),
+            gimli::DW_TAG_subroutine_type | gimli::DW_TAG_subprogram => {
+                (self.symbolizer)(address).map(|s| format!("<{s}>"))
+            }
             gimli::DW_TAG_base_type if address != 0 => {
                 let enc = match entry.attr_value(gimli::DW_AT_encoding) {
                     Ok(Some(AttributeValue::Encoding(e))) => e,
@@ -1075,7 +1086,7 @@ impl TypeRef {
                 | gimli::DW_TAG_class_type
                 | gimli::DW_TAG_union_type => TypeKind::Struct,
                 gimli::DW_TAG_array_type => TypeKind::Array,
-                gimli::DW_TAG_subroutine_type => TypeKind::Function,
+                gimli::DW_TAG_subroutine_type | gimli::DW_TAG_subprogram => TypeKind::Function,
                 gimli::DW_TAG_unspecified_type => TypeKind::Void,
                 _ => TypeKind::Scalar,
             },
@@ -1101,6 +1112,18 @@ impl TypeRef {
         }
         let entry = self.cu.unit().entry(offset).ok()?;
         Some(self.at(type_ref(&entry)))
+    }
+
+    /// Whether this is a C++ reference (`T &`, `T &&`).
+    pub(crate) fn is_reference(&self) -> bool {
+        self.pointers == 0
+            && matches!(
+                self.stripped_tag(),
+                Some((
+                    _,
+                    gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type
+                ))
+            )
     }
 
     /// The element type and count of an array (outermost dimension).
@@ -1258,6 +1281,9 @@ impl TypeRef {
                 symbolizer: &none,
             };
             Some(types.read_c_string(address))
+        } else if self.pointers == 1 && self.kind_at_offset() == TypeKind::Function {
+            // `&func`: a code pointer shows the function it points to.
+            symbolizer(address).map(|s| format!("<{s}>"))
         } else {
             None
         };
@@ -1266,6 +1292,11 @@ impl TypeRef {
             type_name: self.name(),
             detail,
         }
+    }
+
+    /// The kind of the DIE's own type, ignoring `pointers`.
+    fn kind_at_offset(&self) -> TypeKind {
+        self.at(self.offset).kind()
     }
 
     fn is_char(&self) -> bool {
@@ -1365,6 +1396,9 @@ pub(crate) fn find_named_type(
         {
             return Some(entry.offset());
         }
+    }
+    if tag.is_none() {
+        return super::lang::type_named(dwarf, unit, bare);
     }
     None
 }

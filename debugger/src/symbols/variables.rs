@@ -38,6 +38,15 @@ impl Variable {
         self.frame_base.is_none()
     }
 
+    /// Whether the variable lives at a fixed address (`DW_OP_addr`), as
+    /// globals and static locals do.
+    pub fn is_static_storage(&self) -> bool {
+        match &self.location {
+            Some(AttributeValue::Exprloc(e)) => e.0.slice().first() == Some(&0x03),
+            _ => false,
+        }
+    }
+
     /// The variable's DIE, as (CU offset, unit offset) in .debug_info.
     pub fn die_offset(&self) -> (usize, usize) {
         (self.cu.0, self.die.0)
@@ -224,6 +233,144 @@ impl ObjectFile {
             }
         }
         declaration
+    }
+
+    /// The registers a call passed, as the call site in the caller
+    /// describes them (DW_TAG_call_site_parameter): (DWARF register, value)
+    /// for the call that returns to `return_address` (a file address), the
+    /// values computed in `caller`, the calling frame.
+    pub fn call_site_values(
+        &self,
+        return_address: u64,
+        caller: &dyn FrameContext,
+    ) -> Vec<(u16, u64)> {
+        let (Some(data), Some((cu, chain, frame_base))) = (
+            self.dwarf.as_ref(),
+            self.scopes_at(return_address.wrapping_sub(1)),
+        ) else {
+            return Vec::new();
+        };
+        let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
+            return Vec::new();
+        };
+        let Some(site) = find_call_site(&data.dwarf, &cu.unit, function.offset, return_address)
+        else {
+            return Vec::new();
+        };
+        let context = EvalContext {
+            dwarf: &data.dwarf,
+            unit: &cu.unit,
+            frame: caller,
+            frame_base: frame_base.as_ref(),
+        };
+        let mut values = Vec::new();
+        for param in children_with_tag(
+            &cu.unit,
+            site,
+            &[
+                gimli::DW_TAG_call_site_parameter,
+                gimli::DW_TAG_GNU_call_site_parameter,
+            ],
+        ) {
+            let Ok(entry) = cu.unit.entry(param) else {
+                continue;
+            };
+            let register = match entry.attr_value(gimli::DW_AT_location) {
+                Ok(Some(AttributeValue::Exprloc(e))) => super::eval::entry_register(e),
+                _ => None,
+            };
+            let value_attr = [gimli::DW_AT_call_value, gimli::DW_AT_GNU_call_site_value]
+                .into_iter()
+                .find_map(|at| entry.attr_value(at).ok().flatten());
+            let (Some(register), Some(value_attr)) = (register, value_attr) else {
+                continue;
+            };
+            // DW_AT_call_value is a value, not a location: an "address"
+            // result is the value itself.
+            let value = match context.place_of(&value_attr) {
+                Ok(Place::Memory(v)) => Some(v),
+                Ok(Place::Register(r)) => caller.register(r),
+                Ok(Place::Bytes(b)) if !b.is_empty() => {
+                    let mut raw = [0u8; 8];
+                    let n = b.len().min(8);
+                    raw[..n].copy_from_slice(&b[..n]);
+                    Some(u64::from_le_bytes(raw))
+                }
+                _ => None,
+            };
+            if let Some(value) = value {
+                values.push((register, value));
+            }
+        }
+        values
+    }
+
+    /// `'FILE'::name`: a global or file static of the CU compiled from
+    /// FILE (matched by its name or its last path components).
+    pub fn file_variable(&self, file: &str, name: &str) -> Option<Variable> {
+        let data = self.dwarf.as_ref()?;
+        data.all_cu_offsets().into_iter().find_map(|offset| {
+            let cu = data.cu_at(offset)?;
+            let unit_name = cu.unit.name.as_ref()?.to_string_lossy().into_owned();
+            let matches = unit_name == file || unit_name.ends_with(&format!("/{file}"));
+            if matches {
+                self.global_in_cu(&cu, name)
+            } else {
+                None
+            }
+        })
+    }
+
+    /// `FUNC::name` without a frame of FUNC: a static local of the
+    /// function whose entry is `low_pc` (locals on the stack need a frame).
+    pub fn static_local(&self, low_pc: u64, name: &str) -> Option<Variable> {
+        self.locals_at(low_pc)
+            .into_iter()
+            .find(|v| v.name == name && v.is_static_storage())
+    }
+
+    /// A function named in an expression: its entry (file address) and,
+    /// when DWARF describes it, its type. The type is the subprogram DIE
+    /// itself (or the declaration it completes), which reads as a function
+    /// type: `int (int, double)`.
+    pub fn function_value(&self, name: &str) -> Option<(u64, Option<TypeRef>)> {
+        let found = self.find_functions(name);
+        let entry = found
+            .iter()
+            .find(|f| {
+                self.symbol_at(f.low_pc)
+                    .is_some_and(|s| s.is_function && s.address == f.low_pc)
+            })
+            .or(found.first())?
+            .low_pc;
+        let ty = self.subprogram_type(entry);
+        Some((entry, ty))
+    }
+
+    fn subprogram_type(&self, low_pc: u64) -> Option<TypeRef> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(low_pc)?;
+        let chain = scope_chain(&data.dwarf, &cu, low_pc);
+        let mut die = chain
+            .iter()
+            .find(|s| s.tag == gimli::DW_TAG_subprogram)?
+            .offset;
+        // The parameters' and result's types are on the abstract instance or
+        // the in-class declaration when the concrete DIE refers to one.
+        for _ in 0..4 {
+            let entry = cu.unit.entry(die).ok()?;
+            let origin = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+                .into_iter()
+                .find_map(|at| match entry.attr_value(at) {
+                    Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                    _ => None,
+                });
+            match origin {
+                Some(o) => die = o,
+                None => break,
+            }
+        }
+        Some(TypeRef::new(data.dwarf.clone(), cu, Some(die)))
     }
 
     /// A file-level variable of one CU (also inside namespaces), preferring
@@ -427,6 +574,44 @@ impl ObjectFile {
         let bytes = &register.to_le_bytes()[..size];
         Some(types.decode(Some(return_type), bytes, 0))
     }
+}
+
+/// The DW_TAG_call_site (or GNU_call_site) under `function` whose return
+/// address is `return_address`.
+fn find_call_site(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+    function: UnitOffset,
+    return_address: u64,
+) -> Option<UnitOffset> {
+    let mut entries = unit.entries_at_offset(function).ok()?;
+    let mut depth = 0isize;
+    let mut first = true;
+    while let Ok(Some((delta, entry))) = entries.next_dfs() {
+        depth += delta;
+        if !first && depth <= 0 {
+            return None;
+        }
+        first = false;
+        let pc_attr = match entry.tag() {
+            gimli::DW_TAG_call_site => gimli::DW_AT_call_return_pc,
+            gimli::DW_TAG_GNU_call_site => gimli::DW_AT_low_pc,
+            _ => continue,
+        };
+        let Ok(Some(attr)) = entry.attr_value(pc_attr) else {
+            continue;
+        };
+        if dwarf.attr_address(unit, attr).ok().flatten() != Some(return_address) {
+            continue;
+        }
+        // Only direct calls, as gdb: an indirect call's target is not
+        // known to be the frame's function.
+        let direct = [gimli::DW_AT_call_origin, gimli::DW_AT_abstract_origin]
+            .into_iter()
+            .any(|at| matches!(entry.attr_value(at), Ok(Some(_))));
+        return direct.then(|| entry.offset());
+    }
+    None
 }
 
 /// DWARF's number for the fs segment base on x86-64: the thread pointer.
