@@ -28,20 +28,26 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// expr_values.c built with `-g -O0` in a scratch directory.
 fn program() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = scratch_dir("expressions");
-            let out = dir.join("expr_values");
-            let status = std::process::Command::new("gcc")
-                .args(["-g", "-O0", "-o"])
-                .arg(&out)
-                .arg(sources_dir().join(SOURCE))
-                .status()
-                .expect("gcc");
-            assert!(status.success(), "gcc failed for {SOURCE}");
-            out
-        })
-        .clone()
+    BUILT.get_or_init(|| build("-O0")).clone()
+}
+
+/// The same program at `-O2`: locals in registers and location lists.
+fn program_o2() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| build("-O2")).clone()
+}
+
+fn build(optimization: &str) -> PathBuf {
+    let dir = scratch_dir(&format!("expressions{optimization}"));
+    let out = dir.join("expr_values");
+    let status = std::process::Command::new("gcc")
+        .args(["-g", optimization, "-o"])
+        .arg(&out)
+        .arg(sources_dir().join(SOURCE))
+        .status()
+        .expect("gcc");
+    assert!(status.success(), "gcc failed for {SOURCE}");
+    out
 }
 
 fn stop_line() -> u32 {
@@ -72,7 +78,10 @@ fn normalize(value: &str) -> String {
 
 /// (expression, rdbx's value, gdb's value) for each expression.
 fn compare(exprs: &[&str]) -> Vec<(String, String, String)> {
-    let p = program();
+    compare_in(&program(), exprs)
+}
+
+fn compare_in(p: &Path, exprs: &[&str]) -> Vec<(String, String, String)> {
     let line = stop_line();
     let mut cmds = vec![format!("stop at {SOURCE}:{line}"), "run".to_string()];
     let mut gcmds = vec![format!("break {SOURCE}:{line}"), "run".to_string()];
@@ -82,9 +91,9 @@ fn compare(exprs: &[&str]) -> Vec<(String, String, String)> {
     }
     let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
     let gcmds: Vec<&str> = gcmds.iter().map(String::as_str).collect();
-    let o = Rdbx::batch().cmds(&cmds).prog(&p, &[]).run();
+    let o = Rdbx::batch().cmds(&cmds).prog(p, &[]).run();
     o.assert_no_errors();
-    let gout = gdb(&p, &[], &gcmds);
+    let gout = gdb(p, &[], &gcmds);
     let gvals = parse_gdb_values(&gout);
     assert_eq!(gvals.len(), exprs.len(), "gdb:\n{gout}");
     exprs
@@ -461,4 +470,72 @@ fn whatis_and_ptype_of_functions_agree_with_gdb() {
     assert_eq!(theirs.len(), asks.len());
     assert_eq!(types(&o.stdout), theirs);
     assert_eq!(theirs[0], "type = int (int)");
+}
+
+/// The same tables at -O2: where gdb finds a value rdbx must find the same
+/// one, and where gdb says `<optimized out>` so must rdbx. Objects made of
+/// DWARF pieces (`h`, `bad`, `ops`) print member by member.
+#[test]
+fn optimized_code_agrees_with_gdb() {
+    let _serial = one_at_a_time();
+    let exprs = [
+        "p",
+        "h.pts",
+        "h.pts[2].x",
+        "h.n",
+        "h.n.f",
+        "h.n.bytes[1]",
+        "h.label",
+        "h.pp",
+        "arr",
+        "garr[1] + gpoint.y",
+        "*&gpoint",
+        "num",
+        "h",
+        "bad",
+        "bad.name",
+        "a",
+        "ops",
+        "ops.fn",
+        "ops.level",
+        "ops.mode",
+        "pt",
+        "(unsigned char)c1",
+        "sizeof(h)",
+        "sizeof arr",
+    ];
+    for (expr, ours, theirs) in compare_in(&program_o2(), &exprs) {
+        assert_eq!(
+            normalize(&ours),
+            normalize(&theirs),
+            "-O2 print {expr}: rdbx {ours:?} gdb {theirs:?}"
+        );
+    }
+}
+
+/// At -O2, what gdb refuses rdbx refuses too: operating on an optimized-out
+/// value is "value has been optimized out" in both.
+#[test]
+fn optimized_out_operands_are_errors_as_in_gdb() {
+    let _serial = one_at_a_time();
+    let exprs = ["*pp", "pp->x", "(long)x", "(double)x / 8", "h.pp->x"];
+    let p = program_o2();
+    let line = stop_line();
+    let mut cmds = vec![format!("stop at {SOURCE}:{line}"), "run".to_string()];
+    let mut gcmds = vec![format!("break {SOURCE}:{line}"), "run".to_string()];
+    for e in exprs {
+        cmds.push(format!("print {e}"));
+        gcmds.push(format!("print {e}"));
+    }
+    let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    let gcmds: Vec<&str> = gcmds.iter().map(String::as_str).collect();
+    let o = Rdbx::batch().cmds(&cmds).prog(&p, &[]).run();
+    let gout = gdb(&p, &[], &gcmds);
+    let message = "value has been optimized out";
+    assert_eq!(gout.matches(message).count(), exprs.len(), "gdb:\n{gout}");
+    let ours = o.errors();
+    assert_eq!(ours.len(), exprs.len(), "{}", o.transcript());
+    for line in ours {
+        assert!(line.contains(message), "{}", o.transcript());
+    }
 }

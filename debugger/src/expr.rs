@@ -1072,16 +1072,52 @@ fn typed(value: &Value) -> Option<&Typed> {
 
 /// A value of type `ty` decoded from `bytes` (strings it points to are read).
 fn make_typed(ty: TypeRef, bytes: Vec<u8>, address: Option<u64>, ctx: &dyn EvalContext) -> Value {
+    make_typed_known(ty, bytes, None, address, ctx)
+}
+
+/// [`make_typed`] of bytes of which only the bits set in `known` (a mask
+/// per byte) are available: part of an object assembled from pieces.
+fn make_typed_known(
+    ty: TypeRef,
+    bytes: Vec<u8>,
+    known: Option<Vec<u8>>,
+    address: Option<u64>,
+    ctx: &dyn EvalContext,
+) -> Value {
     let read = |addr: u64, buf: &mut [u8]| ctx.read_memory(addr, buf);
     let symbolizer = |addr: u64| ctx.symbol_at(addr);
-    let value = ty.decode(&bytes, &read, &symbolizer);
+    let known = known.filter(|k| k.iter().any(|b| *b != 0xff));
+    let value = ty.decode_known(&bytes, known.as_deref(), &read, &symbolizer);
     Value::Typed(Box::new(Typed {
         value,
         ty,
         bytes,
+        known,
         address,
         register: None,
     }))
+}
+
+/// The masks of `len` bytes from `start` of a value's known bits, when
+/// some of its bits are unknown.
+fn known_part(typed: &Typed, start: usize, len: usize) -> Option<Vec<u8>> {
+    let known = typed.known.as_ref()?;
+    Some(known.get(start..start + len).unwrap_or(&[]).to_vec())
+}
+
+/// gdb's error for operating on a value that is not there. Parts of an
+/// aggregate assembled from pieces are still reachable (`h.n.f` is
+/// `<optimized out>`, not an error); a pointer's target is not.
+fn optimized_out_error(value: &Value) -> Option<Error> {
+    let partial_aggregate = typed(value).is_some_and(|t| {
+        t.known.is_some()
+            && matches!(
+                t.ty.kind(),
+                crate::symbols::TypeKind::Struct | crate::symbols::TypeKind::Array
+            )
+    });
+    (matches!(value.plain(), Value::OptimizedOut) && !partial_aggregate)
+        .then(|| Error::Expression("value has been optimized out".into()))
 }
 
 /// A function as a value, as gdb shows it: `{int (int, double)}
@@ -1106,6 +1142,7 @@ pub(crate) fn function_value(ty: Option<TypeRef>, address: u64, symbol: Option<S
             value: plain,
             ty,
             bytes: address.to_le_bytes().to_vec(),
+            known: None,
             address: Some(address),
             register: None,
         })),
@@ -1158,6 +1195,9 @@ fn decay(value: Value, ctx: &dyn EvalContext) -> Value {
 
 /// `base[index]`: array elements, or `*(pointer + index)`.
 fn subscript(base: Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Some(error) = optimized_out_error(&base) {
+        return Err(error);
+    }
     if let Some(typed) = typed(&base) {
         if let Some((element, _)) = typed.ty.element() {
             let i = index_value(index)?;
@@ -1170,7 +1210,16 @@ fn subscript(base: Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value>
                 .address
                 .map(|a| wrap(i128::from(a) + start, 8, false) as u64);
             return match (in_bytes, address) {
-                (Some(bytes), address) => Ok(make_typed(element, bytes.to_vec(), address, ctx)),
+                (Some(bytes), address) => {
+                    let known = known_part(typed, start as usize, bytes.len());
+                    Ok(make_typed_known(
+                        element,
+                        bytes.to_vec(),
+                        known,
+                        address,
+                        ctx,
+                    ))
+                }
                 (None, Some(address)) => read_object(element, address, ctx),
                 (None, None) => Err(Error::Expression(format!("no such vector element: {i}"))),
             };
@@ -1198,6 +1247,9 @@ fn index_value(index: &Value) -> Result<i128> {
 
 /// `base.field` and `base->field`.
 fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Some(error) = optimized_out_error(&base) {
+        return Err(error);
+    }
     let is_pointer = matches!(base.plain(), Value::Pointer { .. });
     let base = if arrow || is_pointer {
         // gdb lets `.` go through a pointer and `->` apply to a struct.
@@ -1223,13 +1275,24 @@ fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Resul
         )));
     };
     if found.is_bitfield() {
-        return Ok(typed.ty.decode_bitfield_member(&found, &typed.bytes));
+        return Ok(typed
+            .ty
+            .decode_bitfield_member(&found, &typed.bytes, typed.known.as_deref()));
     }
     let size = found.ty.size().unwrap_or(0) as usize;
     let start = found.offset as usize;
     let address = typed.address.map(|a| a.wrapping_add(found.offset));
     match typed.bytes.get(start..start + size) {
-        Some(bytes) => Ok(make_typed(found.ty, bytes.to_vec(), address, ctx)),
+        Some(bytes) => {
+            let known = known_part(typed, start, size);
+            Ok(make_typed_known(
+                found.ty,
+                bytes.to_vec(),
+                known,
+                address,
+                ctx,
+            ))
+        }
         None => Err(Error::Expression(format!(
             "member {field} lies outside its structure"
         ))),
@@ -2103,6 +2166,9 @@ fn base_type(name: &str) -> Option<(u8, BaseKind)> {
 
 /// `*p` for pointers to base types: reads the pointee from memory.
 fn dereference(value: &Value, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Some(error) = optimized_out_error(value) {
+        return Err(error);
+    }
     if let Some(typed) = typed(value) {
         if let Some(pointee) = typed.ty.pointee() {
             use crate::symbols::TypeKind;

@@ -75,6 +75,9 @@ pub struct Typed {
     pub(crate) ty: crate::symbols::TypeRef,
     /// The bytes it was decoded from.
     pub(crate) bytes: Vec<u8>,
+    /// Per byte, the mask of its bits that are known, when some are
+    /// optimized out (an object assembled from DWARF pieces).
+    pub(crate) known: Option<Vec<u8>>,
     /// Where it lives in the program's memory, when it does.
     pub address: Option<u64>,
     /// The DWARF register it lives in (a variable's location), when it

@@ -12,6 +12,12 @@ pub(crate) enum Place {
     Register(u16),
     /// The value itself (DW_OP_stack_value, implicit values, pieces).
     Bytes(Vec<u8>),
+    /// An object assembled from pieces some of which are optimized out:
+    /// its bytes, and per byte a mask of the bits that are known.
+    Pieces {
+        bytes: Vec<u8>,
+        known: Vec<u8>,
+    },
     OptimizedOut,
     Unavailable(String),
     /// At this offset in the object's TLS block of the frame's thread.
@@ -155,32 +161,35 @@ impl EvalContext<'_> {
         self.assemble(eval.result())
     }
 
-    /// One piece gives its place; several are concatenated into bytes.
+    /// One piece gives its place; several are assembled bit by bit into
+    /// the object's bytes, with a mask of the bits that are known.
     fn assemble(&self, pieces: Vec<gimli::Piece<R>>) -> Result<Place> {
         if pieces.len() == 1 && pieces[0].size_in_bits.is_none() {
             return self.piece_place(&pieces[0].location);
         }
-        let mut bytes = Vec::new();
+        let mut object = PieceBuffer::default();
         for piece in &pieces {
-            let size = usize::try_from(piece.size_in_bits.unwrap_or(64) / 8).unwrap_or(8);
-            let data = match self.piece_place(&piece.location)? {
-                Place::Memory(addr) => {
-                    let mut buf = vec![0; size];
-                    self.frame.read_memory(addr, &mut buf)?;
-                    buf
-                }
-                Place::Register(r) => match register_bytes(self.frame, r) {
-                    Some(b) => b,
-                    None => return Ok(Place::Unavailable("register unavailable".into())),
-                },
-                Place::Bytes(b) => b,
-                other => return Ok(other),
-            };
-            let mut data = data;
-            data.resize(size, 0);
-            bytes.extend_from_slice(&data);
+            let size_bits = piece.size_in_bits.unwrap_or(64).min(MAX_PIECE_BITS);
+            let offset_bits = piece.bit_offset.unwrap_or(0).min(MAX_PIECE_BITS);
+            let source =
+                self.piece_bytes(&piece.location, (offset_bits + size_bits).div_ceil(8))?;
+            object.push(source.as_deref(), offset_bits, size_bits);
         }
-        Ok(Place::Bytes(bytes))
+        Ok(object.into_place())
+    }
+
+    /// The bytes a piece's location holds (`len` of them from memory), or
+    /// `None` when they are optimized out or cannot be read.
+    fn piece_bytes(&self, location: &Location<R>, len: u64) -> Result<Option<Vec<u8>>> {
+        Ok(match self.piece_place(location)? {
+            Place::Memory(addr) => {
+                let mut buf = vec![0; usize::try_from(len).unwrap_or(0)];
+                self.frame.read_memory(addr, &mut buf).ok().map(|()| buf)
+            }
+            Place::Register(r) => register_bytes(self.frame, r),
+            Place::Bytes(b) => Some(b),
+            _ => None,
+        })
     }
 
     fn piece_place(&self, location: &Location<R>) -> Result<Place> {
@@ -208,6 +217,55 @@ pub(crate) fn entry_register(expr: gimli::Expression<R>) -> Option<u16> {
     gimli::Reader::is_empty(&reader).then_some(regno)
 }
 
+/// Pieces larger than this (a megabyte) are clipped: no real object is.
+const MAX_PIECE_BITS: u64 = 8 << 20;
+
+/// An object being assembled from pieces, bit by bit.
+#[derive(Default)]
+struct PieceBuffer {
+    bytes: Vec<u8>,
+    known: Vec<u8>,
+    bits: u64,
+}
+
+impl PieceBuffer {
+    /// Append `size` bits of `source` starting at bit `offset`; unknown
+    /// when there is no source or it is too short.
+    fn push(&mut self, source: Option<&[u8]>, offset: u64, size: u64) {
+        for i in 0..size {
+            let bit = source.and_then(|s| {
+                let at = offset + i;
+                let byte = s.get(usize::try_from(at / 8).ok()?)?;
+                Some(byte >> (at % 8) & 1)
+            });
+            let at = self.bits + i;
+            let index = (at / 8) as usize;
+            if index >= self.bytes.len() {
+                self.bytes.push(0);
+                self.known.push(0);
+            }
+            if let Some(bit) = bit {
+                self.bytes[index] |= bit << (at % 8);
+                self.known[index] |= 1 << (at % 8);
+            }
+        }
+        self.bits += size;
+    }
+
+    fn into_place(self) -> Place {
+        if self.known.iter().all(|k| *k == 0xff) {
+            Place::Bytes(self.bytes)
+        } else if self.known.iter().all(|k| *k == 0) {
+            Place::OptimizedOut
+        } else {
+            Place::Pieces {
+                bytes: self.bytes,
+                known: self.known,
+            }
+        }
+    }
+}
+
 fn value_bytes(value: gimli::Value) -> Vec<u8> {
     use gimli::Value as V;
     match value {
@@ -224,14 +282,21 @@ fn value_bytes(value: gimli::Value) -> Vec<u8> {
     }
 }
 
+/// What a place holds: its bytes (`size` of them) and, when some of
+/// them are optimized out, per byte the mask of the bits that are known.
+pub(crate) struct PlaceContents {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) known: Option<Vec<u8>>,
+}
+
 /// The bytes a place holds, `size` of them.
 pub(crate) fn read_place(
     place: &Place,
     size: usize,
     frame: &dyn FrameContext,
-) -> Result<std::result::Result<Vec<u8>, crate::value::Value>> {
+) -> Result<std::result::Result<PlaceContents, crate::value::Value>> {
     use crate::value::Value;
-    Ok(Ok(match place {
+    let bytes = match place {
         Place::Memory(addr) => {
             let mut buf = vec![0; size];
             frame.read_memory(*addr, &mut buf)?;
@@ -250,8 +315,54 @@ pub(crate) fn read_place(
             b.resize(size, 0);
             b
         }
+        Place::Pieces { bytes, known } => {
+            let (mut bytes, mut known) = (bytes.clone(), known.clone());
+            bytes.resize(size, 0);
+            known.resize(size, 0);
+            return Ok(Ok(PlaceContents {
+                bytes,
+                known: Some(known),
+            }));
+        }
         Place::OptimizedOut => return Ok(Err(Value::OptimizedOut)),
         Place::Unavailable(why) => return Ok(Err(Value::Unavailable(why.clone()))),
         Place::ThreadLocal(_) => return Ok(Err(Value::Unavailable("thread-local storage".into()))),
-    }))
+    };
+    Ok(Ok(PlaceContents { bytes, known: None }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PieceBuffer, Place};
+
+    #[test]
+    fn pieces_assemble_bits_and_mark_the_missing_ones() {
+        // struct ops at -O2: 8 bytes optimized out, then bit pieces of
+        // 1, 3 and 4 bits from stack values, then 7 bytes out.
+        let mut object = PieceBuffer::default();
+        object.push(None, 0, 64);
+        object.push(Some(&[1]), 0, 1);
+        object.push(Some(&(-3i64).to_le_bytes()), 0, 3);
+        object.push(Some(&[9]), 0, 4);
+        object.push(None, 0, 56);
+        let Place::Pieces { bytes, known } = object.into_place() else {
+            panic!("expected pieces");
+        };
+        assert_eq!(bytes.len(), 16);
+        assert_eq!(known[..9], [0, 0, 0, 0, 0, 0, 0, 0, 0xff]);
+        // mode 9 in bits 4..8, level -3 (0b101) in bits 1..4, ready in bit 0.
+        assert_eq!(bytes[8], 0b1001_1011);
+        assert!(known[9..].iter().all(|k| *k == 0));
+    }
+
+    #[test]
+    fn whole_pieces_are_plain_bytes_and_empty_ones_optimized_out() {
+        let mut object = PieceBuffer::default();
+        object.push(Some(&[1, 0, 0, 0]), 0, 32);
+        object.push(Some(&[0x34, 0x12]), 8, 8);
+        assert_eq!(object.into_place(), Place::Bytes(vec![1, 0, 0, 0, 0x12]));
+        let mut gone = PieceBuffer::default();
+        gone.push(None, 0, 32);
+        assert_eq!(gone.into_place(), Place::OptimizedOut);
+    }
 }

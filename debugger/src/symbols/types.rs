@@ -383,6 +383,47 @@ impl<'a> Types<'a> {
         }
     }
 
+    /// Decode `bytes` of which only the bits set in `known` (one mask per
+    /// byte) are available, as gdb does: a value with nothing known is
+    /// `<optimized out>`; inside an aggregate, structures and arrays are
+    /// shown member by member and a scalar missing any bit is
+    /// `<optimized out>`.
+    pub(crate) fn decode_known(
+        &self,
+        offset: Option<UnitOffset>,
+        bytes: &[u8],
+        known: Option<&[u8]>,
+        depth: usize,
+    ) -> Value {
+        let Some(known) = known.filter(|k| k.iter().any(|b| *b != 0xff)) else {
+            return self.decode(offset, bytes, depth);
+        };
+        if depth == 0 && known.iter().all(|b| *b == 0) {
+            return Value::OptimizedOut;
+        }
+        let type_name = self.name(offset);
+        let Some((stripped, entry)) = offset
+            .and_then(|o| self.strip(o))
+            .and_then(|o| Some((o, self.entry(o)?)))
+        else {
+            return Value::OptimizedOut;
+        };
+        let (text, parts) = match entry.tag() {
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
+                self.render_struct(stripped, bytes, Some(known), depth)
+            }
+            gimli::DW_TAG_array_type => {
+                self.render_array(stripped, &entry, bytes, Some(known), depth)
+            }
+            _ => return Value::OptimizedOut,
+        };
+        Value::Composite {
+            text,
+            type_name,
+            parts,
+        }
+    }
+
     /// Decode `bytes` (exactly the type's size, when known) as the type.
     pub(crate) fn decode(&self, offset: Option<UnitOffset>, bytes: &[u8], depth: usize) -> Value {
         let type_name = self.name(offset);
@@ -410,7 +451,7 @@ impl<'a> Types<'a> {
             }
             gimli::DW_TAG_enumeration_type => self.decode_enum(stripped, &entry, bytes, type_name),
             gimli::DW_TAG_structure_type | gimli::DW_TAG_class_type | gimli::DW_TAG_union_type => {
-                let (text, parts) = self.render_struct(stripped, bytes, depth);
+                let (text, parts) = self.render_struct(stripped, bytes, None, depth);
                 Value::Composite {
                     text,
                     type_name,
@@ -418,7 +459,7 @@ impl<'a> Types<'a> {
                 }
             }
             gimli::DW_TAG_array_type => {
-                let (text, parts) = self.render_array(stripped, &entry, bytes, depth);
+                let (text, parts) = self.render_array(stripped, &entry, bytes, None, depth);
                 Value::Composite {
                     text,
                     type_name,
@@ -599,6 +640,7 @@ impl<'a> Types<'a> {
         &self,
         offset: UnitOffset,
         bytes: &[u8],
+        known: Option<&[u8]>,
         depth: usize,
     ) -> (String, Option<Box<Aggregate>>) {
         if depth >= MAX_DEPTH {
@@ -625,8 +667,14 @@ impl<'a> Types<'a> {
             let size = member_type.and_then(|t| self.size(t)).unwrap_or(0) as usize;
             let value = match bytes.get(start..start + size) {
                 Some(slice) => match udata(e, gimli::DW_AT_bit_size) {
-                    Some(bits) => self.decode_bitfield(e, member_type, bytes, bits),
-                    None => self.decode(member_type, slice, depth + 1),
+                    Some(bits) if bitfield_known(e, bits, known) => {
+                        self.decode_bitfield(e, member_type, bytes, bits)
+                    }
+                    Some(_) => Value::OptimizedOut,
+                    None => {
+                        let known = known.and_then(|k| k.get(start..start + size));
+                        self.decode_known(member_type, slice, known, depth + 1)
+                    }
                 },
                 None => Value::Unavailable("out of bounds".into()),
             };
@@ -688,6 +736,7 @@ impl<'a> Types<'a> {
         offset: UnitOffset,
         entry: &Die,
         bytes: &[u8],
+        known: Option<&[u8]>,
         depth: usize,
     ) -> (String, Option<Box<Aggregate>>) {
         let element_type = type_ref(entry);
@@ -696,8 +745,14 @@ impl<'a> Types<'a> {
         if element_size == 0 || dims.is_empty() {
             return ("{}".into(), None);
         }
-        let (text, parts) = self.render_dims(element_type, element_size, &dims, bytes, depth);
-        if dims.len() == 1 && self.is_char_type(element_type) && self.is_c_like_strings() {
+        let (text, parts) =
+            self.render_dims(element_type, element_size, &dims, bytes, known, depth);
+        let all_known = known.is_none();
+        if all_known
+            && dims.len() == 1
+            && self.is_char_type(element_type)
+            && self.is_c_like_strings()
+        {
             let n = (dims[0] as usize).min(bytes.len());
             return (format_char_array(&bytes[..n]), parts);
         }
@@ -710,16 +765,25 @@ impl<'a> Types<'a> {
         element_size: usize,
         dims: &[u64],
         bytes: &[u8],
+        known: Option<&[u8]>,
         depth: usize,
     ) -> (String, Option<Box<Aggregate>>) {
         let count = dims[0] as usize;
         let stride = element_size * dims[1..].iter().product::<u64>() as usize;
         let elements: Vec<Value> = (0..count.min(ELEMENT_LIMIT))
             .map(|i| {
-                let slice = bytes.get(i * stride..(i + 1) * stride).unwrap_or(&[]);
+                let range = i * stride..(i + 1) * stride;
+                let slice = bytes.get(range.clone()).unwrap_or(&[]);
+                let known = known.and_then(|k| k.get(range));
                 if dims.len() > 1 {
-                    let (text, parts) =
-                        self.render_dims(element_type, element_size, &dims[1..], slice, depth + 1);
+                    let (text, parts) = self.render_dims(
+                        element_type,
+                        element_size,
+                        &dims[1..],
+                        slice,
+                        known,
+                        depth + 1,
+                    );
                     let inner: String = dims[1..].iter().map(|d| format!("[{d}]")).collect();
                     Value::Composite {
                         type_name: format!("{} {inner}", self.name(element_type)),
@@ -727,7 +791,7 @@ impl<'a> Types<'a> {
                         parts,
                     }
                 } else {
-                    self.decode(element_type, slice, depth + 1)
+                    self.decode_known(element_type, slice, known, depth + 1)
                 }
             })
             .collect();
@@ -757,6 +821,20 @@ impl<'a> Types<'a> {
                 )))
             )
     }
+}
+
+/// Whether every bit of a bitfield member is known (`known` has a mask
+/// per byte of the structure).
+fn bitfield_known(member: &Die, bits: u64, known: Option<&[u8]>) -> bool {
+    let Some(known) = known else { return true };
+    let first = udata(member, gimli::DW_AT_data_bit_offset)
+        .unwrap_or_else(|| member_offset(member).unwrap_or(0) * 8);
+    (first..first.saturating_add(bits).min(first + 128)).all(|bit| {
+        usize::try_from(bit / 8)
+            .ok()
+            .and_then(|i| known.get(i))
+            .is_some_and(|mask| mask >> (bit % 8) & 1 == 1)
+    })
 }
 
 /// gdb's spelling of gcc's C base type names: `short` for `short int`,
@@ -1242,22 +1320,35 @@ impl TypeRef {
     }
 
     /// Decodes a member out of its struct's bytes (bitfields included).
-    pub(crate) fn decode_bitfield_member(&self, member: &MemberRef, struct_bytes: &[u8]) -> Value {
+    pub(crate) fn decode_bitfield_member(
+        &self,
+        member: &MemberRef,
+        struct_bytes: &[u8],
+        known: Option<&[u8]>,
+    ) -> Value {
         let Ok(entry) = self.cu.unit().entry(member.die) else {
             return Value::Unavailable("bad member".into());
         };
         let bits = udata(&entry, gimli::DW_AT_bit_size).unwrap_or(0);
+        if !bitfield_known(&entry, bits, known) {
+            return Value::OptimizedOut;
+        }
         self.with(|t| t.decode_bitfield(&entry, member.ty.offset, struct_bytes, bits))
     }
 
     /// Decodes bytes of this type into a value, reading pointees (strings)
-    /// through `read`.
-    pub(crate) fn decode(
+    /// through `read`; only the bits set in `known` (a mask per byte) are
+    /// available, when it is given.
+    pub(crate) fn decode_known(
         &self,
         bytes: &[u8],
+        known: Option<&[u8]>,
         read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
         symbolizer: &dyn Fn(u64) -> Option<String>,
     ) -> Value {
+        if known.is_some_and(|k| k.iter().any(|b| *b != 0xff)) && self.pointers > 0 {
+            return Value::OptimizedOut;
+        }
         if self.pointers == 0 {
             let memory = MemoryOnly(read);
             let types = Types {
@@ -1267,7 +1358,7 @@ impl TypeRef {
                 frame: Some(&memory),
                 symbolizer,
             };
-            return types.decode(self.offset, bytes, 0);
+            return types.decode_known(self.offset, bytes, known, 0);
         }
         let address = le_unsigned(bytes) as u64;
         let detail = if self.pointers == 1 && address != 0 && self.is_char() {

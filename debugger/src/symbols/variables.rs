@@ -524,13 +524,19 @@ impl ObjectFile {
             _ => None,
         };
         match read_place(&place, size, frame)? {
-            Ok(bytes) => {
-                let value = types.decode(var.type_offset, &bytes, 0);
+            Ok(contents) => {
+                let value = types.decode_known(
+                    var.type_offset,
+                    &contents.bytes,
+                    contents.known.as_deref(),
+                    0,
+                );
                 let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
                 Ok(Value::Typed(Box::new(Typed {
                     value,
                     ty,
-                    bytes,
+                    bytes: contents.bytes,
+                    known: contents.known,
                     address,
                     register,
                 })))
