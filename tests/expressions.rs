@@ -474,7 +474,8 @@ fn whatis_and_ptype_of_functions_agree_with_gdb() {
 
 /// The same tables at -O2: where gdb finds a value rdbx must find the same
 /// one, and where gdb says `<optimized out>` so must rdbx. Objects made of
-/// DWARF pieces (`h`, `bad`, `ops`) print member by member.
+/// DWARF pieces (`h`, `bad`, `ops`) print member by member; pointers the
+/// compiler removed (`ap`, `ip`, `opsp`) still lead to their targets.
 #[test]
 fn optimized_code_agrees_with_gdb() {
     let _serial = one_at_a_time();
@@ -503,6 +504,15 @@ fn optimized_code_agrees_with_gdb() {
         "(unsigned char)c1",
         "sizeof(h)",
         "sizeof arr",
+        // Synthetic pointers (DW_OP_implicit_pointer) reach their targets.
+        "ap[2]",
+        "*(ap + 3)",
+        "*(1 + ap)",
+        "*ip",
+        "*ppp",
+        "opsp->level",
+        "*opsp",
+        "opsp->fn",
     ];
     for (expr, ours, theirs) in compare_in(&program_o2(), &exprs) {
         assert_eq!(
@@ -518,7 +528,14 @@ fn optimized_code_agrees_with_gdb() {
 #[test]
 fn optimized_out_operands_are_errors_as_in_gdb() {
     let _serial = one_at_a_time();
-    let exprs = ["*pp", "pp->x", "(long)x", "(double)x / 8", "h.pp->x"];
+    let exprs = [
+        "*pp",
+        "pp->x",
+        "(long)x",
+        "(double)x / 8",
+        "h.pp->x",
+        "**ppp",
+    ];
     let p = program_o2();
     let line = stop_line();
     let mut cmds = vec![format!("stop at {SOURCE}:{line}"), "run".to_string()];

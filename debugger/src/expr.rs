@@ -9,7 +9,7 @@
 pub use crate::call::Argument;
 use crate::error::{Error, Result};
 use crate::symbols::TypeRef;
-use crate::value::{Typed, Value};
+use crate::value::{SyntheticTarget, Typed, Value};
 
 /// An expression tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -1095,6 +1095,7 @@ fn make_typed_known(
         known,
         address,
         register: None,
+        synthetic: None,
     }))
 }
 
@@ -1103,6 +1104,86 @@ fn make_typed_known(
 fn known_part(typed: &Typed, start: usize, len: usize) -> Option<Vec<u8>> {
     let known = typed.known.as_ref()?;
     Some(known.get(start..start + len).unwrap_or(&[]).to_vec())
+}
+
+/// A synthetic pointer (one the compiler optimized away, whose target
+/// DWARF still names) and its target.
+fn synthetic(value: &Value) -> Option<(&Typed, &SyntheticTarget)> {
+    let typed = typed(value)?;
+    Some((typed, typed.synthetic.as_deref()?))
+}
+
+/// `*(pointer + extra)` for a synthetic pointer: the bytes of its target
+/// object, as gdb reads them.
+fn synthetic_dereference(
+    pointer: &Typed,
+    target: &SyntheticTarget,
+    extra: i64,
+    ctx: &dyn EvalContext,
+) -> Result<Value> {
+    let pointee = pointer.ty.pointee().ok_or_else(|| {
+        Error::Expression("attempt to take contents of a non-pointer value".into())
+    })?;
+    let size = pointee.size().ok_or_else(|| {
+        Error::Expression(format!(
+            "the size of type \"{}\" is not known",
+            pointee.name()
+        ))
+    })? as usize;
+    let Some(object) = typed(&target.object) else {
+        return match target.object.plain() {
+            // The target is gone: so is what the pointer points to.
+            Value::OptimizedOut => Ok(make_typed_known(
+                pointee,
+                vec![0; size],
+                Some(vec![0; size]),
+                None,
+                ctx,
+            )),
+            other => Ok(other.clone()),
+        };
+    };
+    let start = target
+        .offset
+        .checked_add(extra)
+        .and_then(|s| usize::try_from(s).ok())
+        .filter(|s| {
+            s.checked_add(size)
+                .is_some_and(|end| end <= object.bytes.len())
+        })
+        .ok_or_else(|| Error::Expression("a synthetic pointer points outside its object".into()))?;
+    if object.synthetic.is_some() && start == 0 && size == object.bytes.len() {
+        return Ok(target.object.clone());
+    }
+    let bytes = object.bytes[start..start + size].to_vec();
+    let known = known_part(object, start, size);
+    let address = object.address.map(|a| a.wrapping_add(start as u64));
+    Ok(make_typed_known(pointee, bytes, known, address, ctx))
+}
+
+/// `synthetic + n`, `n + synthetic`, `synthetic - n`: the same target
+/// further along, or `None` when neither side is a synthetic pointer.
+fn synthetic_arithmetic(op: BinaryOp, left: &Value, right: &Value) -> Result<Option<Value>> {
+    let (pointer, count) = match (op, synthetic(left), synthetic(right)) {
+        (BinaryOp::Add | BinaryOp::Sub, Some(_), None) => (left, right),
+        (BinaryOp::Add, None, Some(_)) => (right, left),
+        _ => return Ok(None),
+    };
+    let Operand::Int { value, .. } = operand(count)? else {
+        return Ok(None);
+    };
+    let Some((typed, target)) = synthetic(pointer) else {
+        return Ok(None);
+    };
+    let size = typed.ty.pointee().and_then(|p| p.size()).unwrap_or(1);
+    let step = i64::try_from(value.wrapping_mul(i128::from(size))).unwrap_or(i64::MAX);
+    let step = if op == BinaryOp::Sub { -step } else { step };
+    let mut moved = typed.clone();
+    moved.synthetic = Some(Box::new(SyntheticTarget {
+        object: target.object.clone(),
+        offset: target.offset.wrapping_add(step),
+    }));
+    Ok(Some(Value::Typed(Box::new(moved))))
 }
 
 /// gdb's error for operating on a value that is not there. Parts of an
@@ -1145,6 +1226,7 @@ pub(crate) fn function_value(ty: Option<TypeRef>, address: u64, symbol: Option<S
             known: None,
             address: Some(address),
             register: None,
+            synthetic: None,
         })),
         None => plain,
     }
@@ -1198,6 +1280,12 @@ fn subscript(base: Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value>
     if let Some(error) = optimized_out_error(&base) {
         return Err(error);
     }
+    if let Some((pointer, target)) = synthetic(&base) {
+        let size = pointer.ty.pointee().and_then(|p| p.size()).unwrap_or(0);
+        let extra = i64::try_from(index_value(index)?.wrapping_mul(i128::from(size)))
+            .map_err(|_| Error::Expression("array subscript out of range".into()))?;
+        return synthetic_dereference(pointer, target, extra, ctx);
+    }
     if let Some(typed) = typed(&base) {
         if let Some((element, _)) = typed.ty.element() {
             let i = index_value(index)?;
@@ -1250,7 +1338,7 @@ fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Resul
     if let Some(error) = optimized_out_error(&base) {
         return Err(error);
     }
-    let is_pointer = matches!(base.plain(), Value::Pointer { .. });
+    let is_pointer = matches!(base.plain(), Value::Pointer { .. }) || synthetic(&base).is_some();
     let base = if arrow || is_pointer {
         // gdb lets `.` go through a pointer and `->` apply to a struct.
         if is_pointer {
@@ -1885,6 +1973,9 @@ fn binary(op: BinaryOp, left: &Expr, right: &Expr, ctx: &dyn EvalContext) -> Res
     }
     let left = decay(operand_of(left, ctx)?, ctx);
     let right = decay(operand_of(right, ctx)?, ctx);
+    if let Some(moved) = synthetic_arithmetic(op, &left, &right)? {
+        return Ok(moved);
+    }
     match (operand(&left)?, operand(&right)?) {
         (Operand::Pointer { .. }, _) | (_, Operand::Pointer { .. }) => {
             pointer_arithmetic(op, &left, &right, ctx)
@@ -2168,6 +2259,9 @@ fn base_type(name: &str) -> Option<(u8, BaseKind)> {
 fn dereference(value: &Value, ctx: &dyn EvalContext) -> Result<Value> {
     if let Some(error) = optimized_out_error(value) {
         return Err(error);
+    }
+    if let Some((pointer, target)) = synthetic(value) {
+        return synthetic_dereference(pointer, target, 0, ctx);
     }
     if let Some(typed) = typed(value) {
         if let Some(pointee) = typed.ty.pointee() {

@@ -83,6 +83,18 @@ pub struct Typed {
     /// The DWARF register it lives in (a variable's location), when it
     /// does.
     pub register: Option<u16>,
+    /// For a pointer the compiler optimized away (gdb's `<synthetic
+    /// pointer>`): what it points to.
+    pub(crate) synthetic: Option<Box<SyntheticTarget>>,
+}
+
+/// The object a synthetic pointer points into, and where in it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticTarget {
+    /// The target variable's value (typed, or `<optimized out>`).
+    pub(crate) object: Value,
+    /// Byte offset of the pointer into the object.
+    pub(crate) offset: i64,
 }
 
 impl Value {

@@ -22,6 +22,13 @@ pub(crate) enum Place {
     Unavailable(String),
     /// At this offset in the object's TLS block of the frame's thread.
     ThreadLocal(u64),
+    /// A pointer optimized away whose target is known
+    /// (DW_OP_implicit_pointer): the target variable's DIE and the byte
+    /// offset into it.
+    ImplicitPointer {
+        die: gimli::DebugInfoOffset,
+        offset: i64,
+    },
 }
 
 /// The bytes of one register as DWARF sees it (little endian, 8 bytes).
@@ -199,7 +206,10 @@ impl EvalContext<'_> {
             Location::Address { address } => Place::Memory(*address),
             Location::Value { value } => Place::Bytes(value_bytes(*value)),
             Location::Bytes { value } => Place::Bytes(value.slice().to_vec()),
-            Location::ImplicitPointer { .. } => Place::Unavailable("synthetic pointer".into()),
+            Location::ImplicitPointer { value, byte_offset } => Place::ImplicitPointer {
+                die: *value,
+                offset: *byte_offset,
+            },
         })
     }
 }
@@ -327,6 +337,9 @@ pub(crate) fn read_place(
         Place::OptimizedOut => return Ok(Err(Value::OptimizedOut)),
         Place::Unavailable(why) => return Ok(Err(Value::Unavailable(why.clone()))),
         Place::ThreadLocal(_) => return Ok(Err(Value::Unavailable("thread-local storage".into()))),
+        Place::ImplicitPointer { .. } => {
+            return Ok(Err(Value::Unavailable("synthetic pointer".into())))
+        }
     };
     Ok(Ok(PlaceContents { bytes, known: None }))
 }

@@ -8,7 +8,10 @@ use super::functions::{attr_through_origin, scope_chain, Scope};
 use super::types::{find_named_type, TypeRef, Types};
 use super::{FrameContext, ObjectFile, R};
 use crate::error::{Error, Result};
-use crate::value::{Typed, Value};
+use crate::value::{SyntheticTarget, Typed, Value};
+
+/// How many synthetic pointers deep targets are read (`ppp` -> `pp` -> `p`).
+const SYNTHETIC_DEPTH: usize = 3;
 
 /// A DWARF variable or parameter with its type and location.
 #[derive(Debug, Clone)]
@@ -479,6 +482,16 @@ impl ObjectFile {
 
     /// Read a variable's value in a stopped frame.
     pub fn read_variable(&self, var: &Variable, frame: &dyn FrameContext) -> Result<Value> {
+        self.read_variable_at_depth(var, frame, 0)
+    }
+
+    /// [`ObjectFile::read_variable`], `depth` synthetic pointers down.
+    fn read_variable_at_depth(
+        &self,
+        var: &Variable,
+        frame: &dyn FrameContext,
+        depth: usize,
+    ) -> Result<Value> {
         let data = self
             .dwarf
             .as_ref()
@@ -523,6 +536,25 @@ impl ObjectFile {
             Place::Register(regno) => Some(regno),
             _ => None,
         };
+        if let Place::ImplicitPointer { die, offset } = place {
+            let target = die
+                .to_unit_offset(&cu.unit.header)
+                .filter(|_| depth < SYNTHETIC_DEPTH)
+                .and_then(|o| make_variable(&data.dwarf, &cu, o, var.frame_base));
+            let object = match target {
+                Some(target) => self.read_variable_at_depth(&target, frame, depth + 1)?,
+                None => Value::Unavailable("synthetic pointer target".into()),
+            };
+            return Ok(Value::Typed(Box::new(Typed {
+                value: Value::Unavailable("synthetic pointer".into()),
+                ty: TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset),
+                bytes: vec![0; size],
+                known: None,
+                address: None,
+                register: None,
+                synthetic: Some(Box::new(SyntheticTarget { object, offset })),
+            })));
+        }
         match read_place(&place, size, frame)? {
             Ok(contents) => {
                 let value = types.decode_known(
@@ -539,6 +571,7 @@ impl ObjectFile {
                     known: contents.known,
                     address,
                     register,
+                    synthetic: None,
                 })))
             }
             Err(value) => Ok(value),
