@@ -513,6 +513,11 @@ fn optimized_code_agrees_with_gdb() {
         "opsp->level",
         "*opsp",
         "opsp->fn",
+        // No location at all: the type is still known.
+        "p.x",
+        "num.i",
+        "sizeof(p)",
+        "x",
     ];
     for (expr, ours, theirs) in compare_in(&program_o2(), &exprs) {
         assert_eq!(
@@ -555,4 +560,32 @@ fn optimized_out_operands_are_errors_as_in_gdb() {
     for line in ours {
         assert!(line.contains(message), "{}", o.transcript());
     }
+}
+
+/// `whatis` of values that are optimized out still names their type.
+#[test]
+fn whatis_of_optimized_out_values_agrees_with_gdb() {
+    let _serial = one_at_a_time();
+    let exprs = ["x", "h.n", "ip", "p", "ops"];
+    let p = program_o2();
+    let line = stop_line();
+    let mut cmds = vec![format!("stop at {SOURCE}:{line}"), "run".to_string()];
+    let mut gcmds = vec![format!("break {SOURCE}:{line}"), "run".to_string()];
+    for e in exprs {
+        cmds.push(format!("whatis {e}"));
+        gcmds.push(format!("whatis {e}"));
+    }
+    let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    let gcmds: Vec<&str> = gcmds.iter().map(String::as_str).collect();
+    let o = Rdbx::batch().cmds(&cmds).prog(&p, &[]).run();
+    o.assert_no_errors();
+    let types = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with("type = "))
+            .map(str::to_string)
+            .collect()
+    };
+    let theirs = types(&gdb(&p, &[], &gcmds));
+    assert_eq!(theirs.len(), exprs.len());
+    assert_eq!(types(&o.stdout), theirs);
 }

@@ -1089,6 +1089,7 @@ fn make_typed_known(
     let known = known.filter(|k| k.iter().any(|b| *b != 0xff));
     let value = ty.decode_known(&bytes, known.as_deref(), &read, &symbolizer);
     Value::Typed(Box::new(Typed {
+        absent_type_name: Typed::absent_name(&value, &ty),
         value,
         ty,
         bytes,
@@ -1227,6 +1228,7 @@ pub(crate) fn function_value(ty: Option<TypeRef>, address: u64, symbol: Option<S
             address: Some(address),
             register: None,
             synthetic: None,
+            absent_type_name: None,
         })),
         None => plain,
     }
@@ -1582,8 +1584,11 @@ fn assign_inner(target: &Expr, value: &Expr, ctx: &dyn EvalContext) -> Result<Va
     let place = eval(target, ctx)?;
     let shown = target_text(target);
     let typed = match &place {
-        Value::OptimizedOut => {
+        _ if matches!(place.plain(), Value::OptimizedOut) => {
             return Err(cannot_assign(&shown, "it is optimized out"));
+        }
+        _ if synthetic(&place).is_some() => {
+            return Err(cannot_assign(&shown, "it is a synthetic pointer"));
         }
         Value::Unavailable(why) => {
             return Err(cannot_assign(

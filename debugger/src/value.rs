@@ -86,6 +86,16 @@ pub struct Typed {
     /// For a pointer the compiler optimized away (gdb's `<synthetic
     /// pointer>`): what it points to.
     pub(crate) synthetic: Option<Box<SyntheticTarget>>,
+    /// The type's name when the value is `<optimized out>` or otherwise
+    /// absent and so cannot say it itself (for `whatis`).
+    pub(crate) absent_type_name: Option<String>,
+}
+
+impl Typed {
+    /// What [`Typed::absent_type_name`] holds for `value` of type `ty`.
+    pub(crate) fn absent_name(value: &Value, ty: &crate::symbols::TypeRef) -> Option<String> {
+        matches!(value, Value::OptimizedOut | Value::Unavailable(_)).then(|| ty.name())
+    }
 }
 
 /// The object a synthetic pointer points into, and where in it.
@@ -175,7 +185,10 @@ impl Value {
             | Value::Enum { type_name, .. }
             | Value::Composite { type_name, .. } => type_name,
             Value::Bool(_) => "bool",
-            Value::Typed(typed) => typed.value.type_name(),
+            Value::Typed(typed) => match &typed.absent_type_name {
+                Some(name) => name,
+                None => typed.value.type_name(),
+            },
             Value::OptimizedOut | Value::Unavailable(_) => "",
         }
     }

@@ -3,7 +3,7 @@
 use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 
 use super::dwarf::CuData;
-use super::eval::{read_place, EvalContext, Place};
+use super::eval::{expression_at, read_place, EvalContext, Place};
 use super::functions::{attr_through_origin, scope_chain, Scope};
 use super::types::{find_named_type, TypeRef, Types};
 use super::{FrameContext, ObjectFile, R};
@@ -509,24 +509,39 @@ impl ObjectFile {
             .and_then(|t| types.size(t))
             .unwrap_or(8)
             .min(1 << 20) as usize;
-        let place = match (&var.location, &var.const_value) {
-            (Some(location), _) => {
-                let context = EvalContext {
-                    dwarf: &data.dwarf,
-                    unit: &cu.unit,
-                    frame,
-                    frame_base: var.frame_base.as_ref(),
-                };
-                match context.place_of(location)? {
-                    Place::ThreadLocal(offset) => match self.static_tls_block(frame) {
-                        Some(block) => Place::Memory(block.wrapping_add(offset)),
-                        None => Place::ThreadLocal(offset),
-                    },
-                    place => place,
-                }
+        let context = EvalContext {
+            dwarf: &data.dwarf,
+            unit: &cu.unit,
+            frame,
+            frame_base: var.frame_base.as_ref(),
+        };
+        // No location at this pc (rather than one that evaluates to
+        // nothing, as an unresolved entry value does).
+        let no_location = match &var.location {
+            Some(location) => {
+                expression_at(&data.dwarf, &cu.unit, location, context.pc())?.is_none()
             }
+            None => var.const_value.is_none(),
+        };
+        let place = match (&var.location, &var.const_value) {
+            (Some(location), _) => match context.place_of(location)? {
+                Place::ThreadLocal(offset) => match self.static_tls_block(frame) {
+                    Some(block) => Place::Memory(block.wrapping_add(offset)),
+                    None => Place::ThreadLocal(offset),
+                },
+                place => place,
+            },
             (None, Some(constant)) => Place::Bytes(constant_bytes(constant, size)),
             (None, None) => Place::OptimizedOut,
+        };
+        // A variable with no location here still has its type: `p.x` of
+        // an optimized-out struct is `<optimized out>`, `sizeof` works.
+        let place = match place {
+            Place::OptimizedOut if no_location && var.type_offset.is_some() => Place::Pieces {
+                bytes: vec![0; size],
+                known: vec![0; size],
+            },
+            place => place,
         };
         let address = match place {
             Place::Memory(addr) => Some(addr),
@@ -545,9 +560,11 @@ impl ObjectFile {
                 Some(target) => self.read_variable_at_depth(&target, frame, depth + 1)?,
                 None => Value::Unavailable("synthetic pointer target".into()),
             };
+            let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
             return Ok(Value::Typed(Box::new(Typed {
                 value: Value::Unavailable("synthetic pointer".into()),
-                ty: TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset),
+                absent_type_name: Some(ty.name()),
+                ty,
                 bytes: vec![0; size],
                 known: None,
                 address: None,
@@ -565,6 +582,7 @@ impl ObjectFile {
                 );
                 let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
                 Ok(Value::Typed(Box::new(Typed {
+                    absent_type_name: Typed::absent_name(&value, &ty),
                     value,
                     ty,
                     bytes: contents.bytes,
