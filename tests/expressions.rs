@@ -438,6 +438,10 @@ fn scoped_names_and_functions_as_values_agree_with_gdb() {
         "sizeof(twice)",
         "stop_here",
         "main",
+        // Shared libraries' globals, also those DWARF only declares (libc
+        // defines `environ` as `__environ`): found through the ELF symbol.
+        "program_invocation_short_name",
+        "environ != 0",
     ]);
 }
 

@@ -376,6 +376,18 @@ impl ObjectFile {
         Some(TypeRef::new(data.dwarf.clone(), cu, Some(die)))
     }
 
+    /// The file address of a file-scope variable DWARF only declares, from a
+    /// data symbol of the same name.
+    fn declared_global_address(&self, var: &Variable) -> Option<u64> {
+        if !var.is_global() {
+            return None;
+        }
+        self.lookup_symbol(&var.name)
+            .into_iter()
+            .find(|s| !s.is_function && s.address != 0)
+            .map(|s| s.address)
+    }
+
     /// A file-level variable of one CU (also inside namespaces), preferring
     /// the definition over a declaration.
     fn global_in_cu(&self, cu: &CuData, name: &str) -> Option<Variable> {
@@ -532,7 +544,12 @@ impl ObjectFile {
                 place => place,
             },
             (None, Some(constant)) => Place::Bytes(constant_bytes(constant, size)),
-            (None, None) => Place::OptimizedOut,
+            // Only declared in DWARF (libc's `environ`, defined under
+            // another name): the ELF symbol says where it is, as gdb finds it.
+            (None, None) => match self.declared_global_address(var) {
+                Some(file_address) => Place::Memory(file_address.wrapping_add(frame.load_bias())),
+                None => Place::OptimizedOut,
+            },
         };
         // A variable with no location here still has its type: `p.x` of
         // an optimized-out struct is `<optimized out>`, `sizeof` works.
