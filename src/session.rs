@@ -1180,21 +1180,9 @@ impl Session {
     /// in the current thread. If the program ended during a call, the
     /// error is shown and then the end is reported as the stop it is.
     fn evaluate_with_calls(&mut self, expr: &expr::Expr) -> Result<Evaluated> {
-        let context = CallingEval {
-            dbg: std::cell::RefCell::new(&mut self.dbg),
-            history: &self.history,
-        };
-        let outcome = expr::evaluate_statement(expr, &context);
-        if self.dbg.is_running() && self.dbg.process_has_ended() {
-            if let Err(e) = &outcome {
-                eprintln!("rdbx: {e}");
-            }
-            self.resume(|dbg, conditions| dbg.cont(conditions))?;
-            return Ok(Evaluated::Reported);
-        }
-        Ok(match outcome? {
-            Some(value) => Evaluated::Value(value),
-            None => Evaluated::Void,
+        Ok(match self.evaluate_typed_with_calls(expr)? {
+            Evaluated::Value(value) => Evaluated::Value(value.into_plain()),
+            other => other,
         })
     }
 

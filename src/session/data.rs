@@ -160,7 +160,12 @@ impl Session {
 
     /// `print`'s evaluation (as `Session::evaluate_with_calls`), keeping
     /// the value's type and address for the value history.
-    fn evaluate_typed_with_calls(&mut self, expr: &debugger::expr::Expr) -> Result<Evaluated> {
+    /// Evaluates `expr`, which may call functions of the program; the value
+    /// keeps its type. A process that ended during a call is reported.
+    pub(super) fn evaluate_typed_with_calls(
+        &mut self,
+        expr: &debugger::expr::Expr,
+    ) -> Result<Evaluated> {
         let context = super::CallingEval {
             dbg: std::cell::RefCell::new(&mut self.dbg),
             history: &self.history,
