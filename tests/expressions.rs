@@ -505,6 +505,21 @@ fn thread_local_variables_of_shared_libraries_agree_with_gdb() {
     // The values differ between the threads (the test would not notice
     // the wrong thread's block otherwise).
     assert_eq!(o.printed("lib_tls"), ["2", "1", "1"]);
+    // In the dlopen'ed library's first call, before its first access, the
+    // thread has no block for it yet: said, not guessed. (gdb cannot read
+    // thread-local storage at all this early.)
+    let early = Rdbx::batch()
+        .cmds(&["stop in dl_set", "run", "print dl_tls", "print lib_tls"])
+        .prog(&p, &[dl])
+        .run();
+    early.assert_no_errors();
+    assert_eq!(
+        early.printed("dl_tls"),
+        ["<thread-local storage not allocated in this thread yet>"],
+        "{}",
+        early.transcript()
+    );
+    assert_eq!(early.printed("lib_tls"), ["1"], "{}", early.transcript());
 }
 
 #[test]
