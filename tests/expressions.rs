@@ -421,6 +421,107 @@ fn thread_local_variables_of_the_executable() {
     assert_eq!(ours, theirs);
 }
 
+/// expr_tls_main linked with libexpr_tls_lib.so, plus the same library
+/// source built as libexpr_tls_dl.so (its names prefixed `dl_`), which the
+/// program dlopen's: (program, the dlopen'ed library's path).
+fn tls_programs() -> (PathBuf, PathBuf) {
+    let dir = scratch_dir("expressions-tls");
+    let gcc = |args: &[&str]| {
+        let status = std::process::Command::new("gcc")
+            .current_dir(&dir)
+            .args(args)
+            .status()
+            .expect("gcc");
+        assert!(status.success(), "gcc {args:?}");
+    };
+    let lib = sources_dir().join("expr_tls_lib.c");
+    let lib = lib.to_str().expect("utf-8 path");
+    gcc(&["-shared", "-fPIC", "-g", "-o", "libexpr_tls_lib.so", lib]);
+    let renamed = ["-Dlib_tls=dl_tls", "-Dlib_tls_pair=dl_tls_pair"];
+    gcc(&[
+        &renamed[..],
+        &["-Dlib_set=dl_set", "-shared", "-fPIC", "-g", "-o"],
+        &["libexpr_tls_dl.so", lib],
+    ]
+    .concat());
+    let main = sources_dir().join("expr_tls_main.c");
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    gcc(&[
+        "-g",
+        "-o",
+        "expr_tls_main",
+        main.to_str().expect("utf-8 path"),
+        "-L.",
+        "-lexpr_tls_lib",
+        &rpath,
+        "-ldl",
+        "-lpthread",
+    ]);
+    (dir.join("expr_tls_main"), dir.join("libexpr_tls_dl.so"))
+}
+
+#[test]
+fn thread_local_variables_of_shared_libraries_agree_with_gdb() {
+    let _serial = one_at_a_time();
+    let (p, dl) = tls_programs();
+    let dl = dl.to_str().expect("utf-8 path");
+    // The first stop is in the second thread; `thread 1` reads the main
+    // thread's copies from a frame in libc; the second stop is in main.
+    let names = [
+        "lib_tls",
+        "lib_tls_pair",
+        "dl_tls",
+        "dl_tls_pair",
+        "exe_tls",
+    ];
+    let prints: Vec<String> = names.iter().map(|n| format!("print {n}")).collect();
+    let mut cmds = vec!["stop in stop_here".to_string(), "run".into()];
+    let mut gcmds = vec!["break stop_here".to_string(), "run".into()];
+    for switch in ["thread 1", "cont"] {
+        cmds.extend(prints.iter().cloned());
+        gcmds.extend(prints.iter().cloned());
+        cmds.push(switch.into());
+        gcmds.push(if switch == "cont" { "continue" } else { switch }.into());
+    }
+    cmds.extend(prints.iter().cloned());
+    gcmds.extend(prints.iter().cloned());
+    let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    let gcmds: Vec<&str> = gcmds.iter().map(String::as_str).collect();
+    let o = Rdbx::batch().cmds(&cmds).prog(&p, &[dl]).run();
+    o.assert_no_errors();
+    let gout = gdb(&p, &[dl], &gcmds);
+    let theirs = parse_gdb_values(&gout);
+    assert_eq!(theirs.len(), 3 * names.len(), "gdb:\n{gout}");
+    for (i, name) in names.iter().enumerate() {
+        let ours = o.printed(name);
+        let expected: Vec<&String> = theirs.iter().skip(i).step_by(names.len()).collect();
+        assert_eq!(
+            ours.iter().collect::<Vec<_>>(),
+            expected,
+            "print {name}\n{}",
+            o.transcript()
+        );
+    }
+    // The values differ between the threads (the test would not notice
+    // the wrong thread's block otherwise).
+    assert_eq!(o.printed("lib_tls"), ["2", "1", "1"]);
+    // In the dlopen'ed library's first call, before its first access, the
+    // thread has no block for it yet: said, not guessed. (gdb cannot read
+    // thread-local storage at all this early.)
+    let early = Rdbx::batch()
+        .cmds(&["stop in dl_set", "run", "print dl_tls", "print lib_tls"])
+        .prog(&p, &[dl])
+        .run();
+    early.assert_no_errors();
+    assert_eq!(
+        early.printed("dl_tls"),
+        ["<thread-local storage not allocated in this thread yet>"],
+        "{}",
+        early.transcript()
+    );
+    assert_eq!(early.printed("lib_tls"), ["1"], "{}", early.transcript());
+}
+
 #[test]
 fn scoped_names_and_functions_as_values_agree_with_gdb() {
     let _serial = one_at_a_time();

@@ -322,6 +322,7 @@ impl Debugger {
             bias: object.bias,
             xmm: None,
             thread_pointer: None,
+            objects: None,
         };
         let decoded = object
             .file

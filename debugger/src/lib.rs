@@ -21,6 +21,7 @@ pub mod signals;
 pub mod stack;
 pub mod stepping;
 pub mod symbols;
+pub mod tls;
 pub mod unwind;
 pub mod value;
 

@@ -3,6 +3,7 @@
 
 use crate::engine::Debugger;
 use crate::memory::Memory;
+use crate::objects::LoadedObjects;
 use crate::ptrace::Tid;
 use crate::regs;
 use crate::symbols::{FrameContext, SourceLocation};
@@ -56,6 +57,9 @@ pub struct FrameView<'a> {
     pub xmm: Option<[u64; 16]>,
     /// The thread's `fs_base` (its TLS thread pointer), the same in every frame.
     pub thread_pointer: Option<u64>,
+    /// The process's objects, to find a shared library's `__thread` block
+    /// (only when one of its variables is read: the link map is walked then).
+    pub objects: Option<&'a LoadedObjects>,
 }
 
 impl FrameContext for FrameView<'_> {
@@ -78,6 +82,13 @@ impl FrameContext for FrameView<'_> {
 
     fn load_bias(&self) -> u64 {
         self.bias
+    }
+
+    fn library_tls_block(&self) -> std::result::Result<u64, String> {
+        let (Some(objects), Some(thread_pointer)) = (self.objects, self.thread_pointer) else {
+            return Err(crate::symbols::TLS_UNKNOWN.into());
+        };
+        crate::tls::library_tls_block(self.memory, objects, self.bias, thread_pointer)
     }
 }
 
@@ -105,6 +116,10 @@ impl FrameContext for FrameReader<'_> {
 
     fn load_bias(&self) -> u64 {
         self.view.load_bias()
+    }
+
+    fn library_tls_block(&self) -> std::result::Result<u64, String> {
+        self.view.library_tls_block()
     }
 
     fn entry_value(&self, dwarf_regno: u16) -> Option<u64> {
@@ -269,6 +284,7 @@ impl Debugger {
             bias,
             xmm,
             thread_pointer,
+            objects: Some(&self.objects),
         })
     }
 

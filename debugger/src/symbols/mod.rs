@@ -135,6 +135,24 @@ pub trait FrameContext {
     fn entry_value(&self, _dwarf_regno: u16) -> Option<u64> {
         None
     }
+    /// Where the `__thread` block of the shared library whose load bias
+    /// is [`FrameContext::load_bias`] starts in the frame's thread, or why
+    /// that is not known ([`TLS_UNKNOWN`] when the context cannot tell).
+    fn library_tls_block(&self) -> std::result::Result<u64, String> {
+        Err(TLS_UNKNOWN.into())
+    }
+}
+
+/// Why a `__thread` variable has no value when its thread's storage
+/// cannot be found (shown as `<thread-local storage>`).
+pub const TLS_UNKNOWN: &str = "thread-local storage";
+
+/// An object's PT_TLS segment: the initial image of its `__thread` block.
+#[derive(Debug, Clone, Copy)]
+pub struct TlsSegment {
+    pub vaddr: u64,
+    pub memsz: u64,
+    pub align: u64,
 }
 
 /// One ELF file plus its DWARF (possibly from a separate debug file).
@@ -270,6 +288,45 @@ impl ObjectFile {
     /// The separate debug file, when one was found (for .debug_frame).
     pub fn debug_file_bytes(&self) -> Option<&'static [u8]> {
         self.debug_data
+    }
+
+    /// The program header of type `p_type` (PT_TLS, PT_DYNAMIC, ...):
+    /// (p_vaddr, p_memsz, p_align).
+    fn program_header(&self, p_type: u32) -> Option<(u64, u64, u64)> {
+        use object::read::elf::{FileHeader, ProgramHeader};
+        let header = object::elf::FileHeader64::<object::Endianness>::parse(self.elf_data).ok()?;
+        let endian = header.endian().ok()?;
+        let headers = header.program_headers(endian, self.elf_data).ok()?;
+        let found = headers.iter().find(|h| h.p_type(endian) == p_type)?;
+        Some((
+            found.p_vaddr(endian),
+            found.p_memsz(endian),
+            found.p_align(endian),
+        ))
+    }
+
+    /// The executable (rather than a shared library): its kind says so,
+    /// or, for a PIE, its PT_INTERP.
+    pub fn is_executable(&self) -> bool {
+        matches!(self.kind, ObjectKind::Executable)
+            || self.program_header(object::elf::PT_INTERP).is_some()
+    }
+
+    /// The PT_TLS segment, when the object has `__thread` variables.
+    pub fn tls_segment(&self) -> Option<TlsSegment> {
+        let (vaddr, memsz, align) = self.program_header(object::elf::PT_TLS)?;
+        Some(TlsSegment {
+            vaddr,
+            memsz,
+            align,
+        })
+    }
+
+    /// The file address of the dynamic section (PT_DYNAMIC): the dynamic
+    /// linker's `l_ld` for this object is it plus the load bias.
+    pub fn dynamic_address(&self) -> Option<u64> {
+        self.program_header(object::elf::PT_DYNAMIC)
+            .map(|(vaddr, _, _)| vaddr)
     }
 
     pub fn has_debug_info(&self) -> bool {

@@ -418,32 +418,23 @@ impl ObjectFile {
     }
 
     /// Where this object's `__thread` variables start in the frame's
-    /// thread: for the executable (TLS module 1) glibc's x86-64 layout
+    /// thread. For the executable (TLS module 1) glibc's x86-64 layout
     /// (variant II) puts its block right below the thread pointer,
-    /// `fs_base - round_up(p_memsz, p_align)`. Shared libraries' blocks
-    /// need the dynamic linker's module ids and are not found yet.
-    fn static_tls_block(&self, frame: &dyn FrameContext) -> Option<u64> {
-        use object::read::elf::{FileHeader, ProgramHeader};
-        let header = object::elf::FileHeader64::<object::Endianness>::parse(self.elf_data).ok()?;
-        let endian = header.endian().ok()?;
-        let headers = header.program_headers(endian, self.elf_data).ok()?;
-        let is_executable = matches!(self.kind, super::ObjectKind::Executable)
-            || headers
-                .iter()
-                .any(|h| h.p_type(endian) == object::elf::PT_INTERP);
-        if !is_executable {
-            return None;
+    /// `fs_base - round_up(p_memsz, p_align)`; a shared library's block is
+    /// found by the frame (through the dynamic linker's module ids).
+    /// `Err` says why it is not known, as the value shows it.
+    fn tls_block(&self, frame: &dyn FrameContext) -> std::result::Result<u64, String> {
+        if !self.is_executable() {
+            return frame.library_tls_block();
         }
-        let tls = headers
-            .iter()
-            .find(|h| h.p_type(endian) == object::elf::PT_TLS)?;
-        let align = tls.p_align(endian).max(1);
-        let memsz = tls.p_memsz(endian);
+        let unknown = || super::TLS_UNKNOWN.to_string();
+        let tls = self.tls_segment().ok_or_else(unknown)?;
+        let align = tls.align.max(1);
         // glibc aligns the block's end so that p_vaddr keeps its alignment.
-        let first_byte = tls.p_vaddr(endian).wrapping_neg() & (align - 1);
-        let offset = (memsz + first_byte).div_ceil(align) * align;
-        let thread_pointer = frame.register(FS_BASE)?;
-        Some(thread_pointer.wrapping_sub(offset))
+        let first_byte = tls.vaddr.wrapping_neg() & (align - 1);
+        let offset = (tls.memsz + first_byte).div_ceil(align) * align;
+        let thread_pointer = frame.register(FS_BASE).ok_or_else(unknown)?;
+        Ok(thread_pointer.wrapping_sub(offset))
     }
 
     /// A named type (`struct point`, `mytypedef`, `unsigned int`) of any
@@ -537,9 +528,10 @@ impl ObjectFile {
         };
         let place = match (&var.location, &var.const_value) {
             (Some(location), _) => match context.place_of(location)? {
-                Place::ThreadLocal(offset) => match self.static_tls_block(frame) {
-                    Some(block) => Place::Memory(block.wrapping_add(offset)),
-                    None => Place::ThreadLocal(offset),
+                Place::ThreadLocal(offset) => match self.tls_block(frame) {
+                    Ok(block) => Place::Memory(block.wrapping_add(offset)),
+                    Err(why) if why == super::TLS_UNKNOWN => Place::ThreadLocal(offset),
+                    Err(why) => Place::Unavailable(why),
                 },
                 place => place,
             },
