@@ -127,6 +127,29 @@ fn display_after_up_evaluates_there_and_stops_use_the_new_frame() {
     );
 }
 
+/// Runs gdb-spelled `p` commands at `work` in both debuggers: every
+/// `$N = VALUE` line must be the same.
+fn assert_history_lines_agree_with_gdb(prints: &[&str]) {
+    let mut cmds = vec!["stop in work", "run"];
+    cmds.extend(prints);
+    let o = rdbx(&cmds);
+    o.assert_no_errors();
+    let ours: Vec<String> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('$'))
+        .map(String::from)
+        .collect();
+    let mut gdb_cmds = vec!["break work", "run"];
+    gdb_cmds.extend(prints);
+    let theirs: Vec<String> = parse_gdb_values(&gdb(&data_values(), &[], &gdb_cmds))
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| format!("${} = {v}", i + 1))
+        .collect();
+    assert_eq!(ours, theirs, "{}", o.transcript());
+}
+
 #[test]
 fn print_formats_and_history_agree_with_gdb() {
     let prints = [
@@ -147,24 +170,7 @@ fn print_formats_and_history_agree_with_gdb() {
         "p $1",
         "p $$",
     ];
-    let mut cmds = vec!["stop in work", "run"];
-    cmds.extend(prints);
-    let o = rdbx(&cmds);
-    o.assert_no_errors();
-    let ours: Vec<String> = o
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with('$'))
-        .map(String::from)
-        .collect();
-    let mut gdb_cmds = vec!["break work", "run"];
-    gdb_cmds.extend(prints);
-    let theirs: Vec<String> = parse_gdb_values(&gdb(&data_values(), &[], &gdb_cmds))
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| format!("${} = {v}", i + 1))
-        .collect();
-    assert_eq!(ours, theirs, "{}", o.transcript());
+    assert_history_lines_agree_with_gdb(&prints);
 }
 
 /// Formats on aggregates use each member's own type (a `short` of -2 is
@@ -202,24 +208,7 @@ fn aggregate_formats_and_typed_history_agree_with_gdb() {
         "p (char *)0",
         "p *$$3",
     ];
-    let mut cmds = vec!["stop in work", "run"];
-    cmds.extend(prints);
-    let o = rdbx(&cmds);
-    o.assert_no_errors();
-    let ours: Vec<String> = o
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with('$'))
-        .map(String::from)
-        .collect();
-    let mut gdb_cmds = vec!["break work", "run"];
-    gdb_cmds.extend(prints);
-    let theirs: Vec<String> = parse_gdb_values(&gdb(&data_values(), &[], &gdb_cmds))
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| format!("${} = {v}", i + 1))
-        .collect();
-    assert_eq!(ours, theirs, "{}", o.transcript());
+    assert_history_lines_agree_with_gdb(&prints);
 }
 
 #[test]
