@@ -22,8 +22,6 @@ type Die<'a> = gimli::DebuggingInformationEntry<'a, 'a, R>;
 
 /// Longest string or element list shown (gdb's `print elements`).
 const ELEMENT_LIMIT: usize = 200;
-/// Runs longer than this print as `<repeats N times>` (gdb's threshold).
-const REPEAT_THRESHOLD: usize = 10;
 /// How deep nested aggregates are expanded before `{...}`.
 const MAX_DEPTH: usize = 8;
 
@@ -79,30 +77,6 @@ fn mask_of(size: usize) -> u128 {
     } else {
         (1u128 << (8 * size)) - 1
     }
-}
-
-/// The (name, value) pairs of an enumeration, values as raw bits.
-fn enumerators(types: &Types, offset: UnitOffset) -> Vec<(String, u128)> {
-    let mut out = Vec::new();
-    let Ok(mut tree) = types.unit.entries_tree(Some(offset)) else {
-        return out;
-    };
-    let Ok(root) = tree.root() else { return out };
-    let mut children = root.children();
-    while let Ok(Some(child)) = children.next() {
-        let e = child.entry();
-        let Some(v) = e.attr_value(gimli::DW_AT_const_value).ok().flatten() else {
-            continue;
-        };
-        let value = v
-            .udata_value()
-            .map(u128::from)
-            .or_else(|| v.sdata_value().map(|s| s as i128 as u128));
-        if let Some(value) = value {
-            out.push((name_of(types, e).unwrap_or_default(), value));
-        }
-    }
-    out
 }
 
 fn name_of(types: &Types, entry: &Die) -> Option<String> {
@@ -433,9 +407,10 @@ fn render_rust(
             let raw = le_unsigned(bytes);
             let mask = mask_of(bytes.len());
             let type_name = qualified_name(types, offset);
-            let name = enumerators(types, offset)
+            let name = types
+                .enumerators(offset)
                 .into_iter()
-                .find(|(_, v)| *v & mask == raw)
+                .find(|(_, v)| (*v as i128 as u128) & mask == raw)
                 .map(|(n, _)| format!("{type_name}::{n}"));
             Some(Value::Enum {
                 value: raw as i64,
@@ -787,19 +762,7 @@ fn read_elements(
 /// Elements joined, runs of equal ones folded as gdb does, `...` when
 /// there are more than shown.
 fn element_list(items: &[String], total: usize) -> String {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < items.len() {
-        let run = items[i..].iter().take_while(|s| **s == items[i]).count();
-        if run > REPEAT_THRESHOLD {
-            out.push(format!("{} <repeats {run} times>", items[i]));
-            i += run;
-        } else {
-            out.push(items[i].clone());
-            i += 1;
-        }
-    }
-    let mut text = out.join(", ");
+    let mut text = crate::value::compress_repeats(items);
     if total > items.len() {
         text.push_str("...");
     }

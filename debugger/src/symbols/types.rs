@@ -541,7 +541,7 @@ impl<'a> Types<'a> {
     }
 
     /// The (name, value) pairs of an enumeration type.
-    fn enumerators(&self, offset: UnitOffset) -> Vec<(String, i64)> {
+    pub(crate) fn enumerators(&self, offset: UnitOffset) -> Vec<(String, i64)> {
         let mut out = Vec::new();
         let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
             return out;
