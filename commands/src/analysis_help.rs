@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use crate::help::{edit_distance, CommandHelp};
+use crate::help::{entry_text, nearest_spelling, CommandHelp};
 
 const fn entry(
     name: &'static str,
@@ -403,14 +403,7 @@ pub fn analysis_help_summary() -> String {
 
 /// Usage, aliases, description and example of a command, by name or alias.
 pub fn analysis_help_for(name: &str) -> Option<String> {
-    let command = find_analysis_help(name)?;
-    let mut text = format!("usage: {}\n", command.usage);
-    if !command.aliases.is_empty() {
-        text.push_str(&format!("aliases: {}\n", command.aliases.join(", ")));
-    }
-    text.push_str(command.description);
-    text.push_str(&format!("\nexample: {}\n", command.example));
-    Some(text)
+    find_analysis_help(name).map(entry_text)
 }
 
 /// The usage line of a command in the table ("" for none).
@@ -421,14 +414,7 @@ pub(crate) fn analysis_usage(name: &str) -> &'static str {
 /// The analysis command spelling nearest to `word`, if near enough to be a
 /// typo (same rule as the debugger's suggestions).
 pub(crate) fn suggest_analysis(word: &str) -> Option<String> {
-    let word = word.to_ascii_lowercase();
-    let max_distance = if word.chars().count() <= 3 { 1 } else { 2 };
-    analysis_command_names()
-        .iter()
-        .map(|name| (edit_distance(&word, name), *name))
-        .filter(|(d, name)| *d <= max_distance && *d < word.len().max(name.len()))
-        .min_by_key(|(d, name)| (*d, std::cmp::Reverse(name.len())))
-        .map(|(_, name)| name.to_string())
+    nearest_spelling(word, analysis_command_names())
 }
 
 #[cfg(test)]

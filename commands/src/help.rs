@@ -683,14 +683,19 @@ pub fn help_for(name: &str) -> Option<String> {
     if name.trim() == "info" || name.trim() == "i" {
         return Some(info_help());
     }
-    let command = find_help(name)?;
+    find_help(name).map(entry_text)
+}
+
+/// A table entry as `help NAME` shows it: usage, aliases, description,
+/// example.
+pub(crate) fn entry_text(command: &CommandHelp) -> String {
     let mut text = format!("usage: {}\n", command.usage);
     if !command.aliases.is_empty() {
         text.push_str(&format!("aliases: {}\n", command.aliases.join(", ")));
     }
     text.push_str(command.description);
     text.push_str(&format!("\nexample: {}\n", command.example));
-    Some(text)
+    text
 }
 
 /// `info` is no command of its own: list the gdb `info` spellings.
@@ -729,9 +734,15 @@ pub(crate) fn usage_of(name: &str) -> &'static str {
 
 /// The known spelling nearest to `word`, if it is near enough to be a typo.
 pub(crate) fn suggest(word: &str) -> Option<String> {
+    nearest_spelling(word, command_names())
+}
+
+/// The spelling in `names` nearest to `word`, if near enough to be a typo
+/// (the debugger's and the analysis REPL's suggestions).
+pub(crate) fn nearest_spelling(word: &str, names: &[&str]) -> Option<String> {
     let word = word.to_ascii_lowercase();
     let max_distance = if word.chars().count() <= 3 { 1 } else { 2 };
-    command_names()
+    names
         .iter()
         .map(|name| (edit_distance(&word, name), *name))
         .filter(|(d, name)| *d <= max_distance && *d < word.len().max(name.len()))
