@@ -222,15 +222,8 @@ impl Debugger {
     fn callable_address(&self, name: &str) -> Option<(u64, bool)> {
         let main = self.objects.main().map(|o| o.path.clone());
         let defined_in = |object: &crate::objects::LoadedObject| {
-            object
-                .file
-                .lookup_symbol(name)
-                .into_iter()
-                .find(|s| s.is_function && s.address != 0)
-                .map(|s| {
-                    let ifunc = is_indirect_function(object.file.elf_bytes(), name);
-                    (object.runtime_address(s.address), ifunc)
-                })
+            defined_function(object, name)
+                .map(|address| (address, is_indirect_function(object.file.elf_bytes(), name)))
         };
         let (executable, libraries): (Vec<_>, Vec<_>) = self
             .objects
@@ -255,14 +248,7 @@ impl Debugger {
     /// PLT stub only as a last resort.
     pub fn function_address(&self, name: &str) -> Option<u64> {
         let main = self.objects.main().map(|o| o.path.clone());
-        let defined_in = |object: &crate::objects::LoadedObject| {
-            object
-                .file
-                .lookup_symbol(name)
-                .into_iter()
-                .find(|s| s.is_function && s.address != 0)
-                .map(|s| object.runtime_address(s.address))
-        };
+        let defined_in = |object: &crate::objects::LoadedObject| defined_function(object, name);
         let libraries = self
             .objects
             .list
@@ -1006,6 +992,16 @@ fn raw_value(return_type: &CallType, bytes: &[u8; 16]) -> Value {
         },
         _ => Value::Unavailable("no value".into()),
     }
+}
+
+/// The runtime address of the function `name` that `object` defines.
+fn defined_function(object: &crate::objects::LoadedObject, name: &str) -> Option<u64> {
+    object
+        .file
+        .lookup_symbol(name)
+        .into_iter()
+        .find(|s| s.is_function && s.address != 0)
+        .map(|s| object.runtime_address(s.address))
 }
 
 #[cfg(test)]
