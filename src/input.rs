@@ -9,25 +9,41 @@ use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
 use std::io::{BufRead, IsTerminal};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 const PROMPT: &str = "(rdbx) ";
 
+/// rdbx is waiting for a command: a Ctrl-C now has nothing to interrupt.
+static IDLE: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn on_interrupt(_: libc::c_int) {
-    debugger::engine::INTERRUPT.store(true, Ordering::SeqCst);
+    if !IDLE.load(Ordering::SeqCst) {
+        debugger::pump::request_interrupt();
+    }
 }
 
-/// Ctrl-C must interrupt the program, not kill the debugger. No
-/// SA_RESTART: a blocked waitpid returns EINTR so the engine notices.
+/// Ctrl-C must interrupt the program, not kill the debugger: it wakes the
+/// engine's event pump, which stops every thread.
 pub fn install_interrupt_handler() {
-    // SAFETY: the handler only stores to an atomic.
+    // SAFETY: the handler only loads an atomic and calls
+    // `request_interrupt`, which is async-signal-safe.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_interrupt as *const () as usize;
         libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = 0;
+        action.sa_flags = libc::SA_RESTART;
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
     }
+}
+
+/// Runs `read` (waiting for the next command) with Ctrl-C meaning nothing
+/// to the engine; one that came before is forgotten once the command is in.
+fn idle<T>(read: impl FnOnce() -> T) -> T {
+    IDLE.store(true, Ordering::SeqCst);
+    debugger::pump::clear_interrupt();
+    let line = read();
+    IDLE.store(false, Ordering::SeqCst);
+    line
 }
 
 pub fn read_commands(session: &mut Session) {
@@ -39,7 +55,7 @@ pub fn read_commands(session: &mut Session) {
         let stdin = std::io::stdin();
         loop {
             let mut line = String::new();
-            match stdin.lock().read_line(&mut line) {
+            match idle(|| stdin.lock().read_line(&mut line)) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
@@ -71,7 +87,7 @@ fn interactive(session: &mut Session) {
         editor.set_helper(Some(Completion {
             words: session.completion_words(),
         }));
-        match editor.readline(PROMPT) {
+        match idle(|| editor.readline(PROMPT)) {
             Ok(line) => {
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());

@@ -118,18 +118,17 @@ impl Session {
         let program = program.map(find_program).transpose()?;
         self.dbg.attach(pid, program.as_deref())?;
         self.completion = None;
-        let threads = self.dbg.process()?.threads.len();
+        let threads = self.dbg.process()?.thread_count();
         let shown = self
             .dbg
-            .program
-            .as_ref()
+            .program()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
         let plural = if threads == 1 { "" } else { "s" };
         println!("Attached to process {pid} (program {shown}), {threads} thread{plural}");
         self.print_notices();
         let stop = Stop {
-            tid: self.dbg.current_tid,
+            tid: self.dbg.current_thread(),
             reason: StopReason::Interrupted,
         };
         self.report_stop(&stop);
@@ -138,7 +137,7 @@ impl Session {
 
     /// Lets the process go on untraced (breakpoints stay defined).
     fn detach(&mut self) -> Result<()> {
-        let pid = self.dbg.process()?.pid;
+        let pid = self.dbg.process()?.pid();
         self.collection_detached();
         self.dbg.detach()?;
         println!("Detached from process {pid}");
@@ -147,7 +146,7 @@ impl Session {
 
     /// The process being debugged was attached to, not started by us.
     fn attached(&self) -> bool {
-        self.dbg.process.as_ref().is_some_and(|p| !p.started_here)
+        self.dbg.process().ok().is_some_and(|p| !p.started_here())
     }
 
     pub fn completion_words(&mut self) -> Rc<CompletionWords> {
@@ -161,7 +160,7 @@ impl Session {
                 .collect(),
             ..Default::default()
         };
-        if let Some(main) = self.dbg.objects.main() {
+        if let Some(main) = self.dbg.objects().main() {
             words.functions = main.file.function_names();
             words.files = main
                 .file
@@ -220,7 +219,7 @@ impl Session {
                 self.start_and_run()
             }
             Command::Kill => {
-                let pid = self.dbg.process()?.pid;
+                let pid = self.dbg.process()?.pid();
                 let attached = self.attached();
                 self.kill_process();
                 match attached {
@@ -262,17 +261,15 @@ impl Session {
             Command::Delete(selection) => self.delete(selection),
             Command::Clear(location) => self.clear(location),
             Command::IgnoreCount { id, count } => {
-                let bp = self.user_breakpoint(id)?;
-                bp.count = Some(bp.hits + u64::from(count) + 1);
+                self.dbg.ignore_breakpoint_hits(id, u64::from(count))?;
                 println!("will ignore next {count} crossings of breakpoint ({id})");
                 Ok(())
             }
             Command::Condition { id, condition } => {
-                let bp = self.user_breakpoint(id)?;
                 if let Some(text) = &condition {
                     expr::parse(text)?;
                 }
-                bp.condition = condition;
+                self.dbg.set_breakpoint_condition(id, condition)?;
                 Ok(())
             }
             Command::Enable(selection) => self.set_enabled(selection, true),
@@ -285,14 +282,14 @@ impl Session {
             Command::NextInstruction { count } => self.repeat(count, |s| s.step_instruction(true)),
             Command::Where { depth } => self.where_(depth.map(|d| d as usize)),
             Command::Up { count } => {
-                self.move_frame(self.dbg.selected_frame as i64 + i64::from(count))
+                self.move_frame(self.dbg.selected_frame_number() as i64 + i64::from(count))
             }
             Command::Down { count } => {
-                self.move_frame(self.dbg.selected_frame as i64 - i64::from(count))
+                self.move_frame(self.dbg.selected_frame_number() as i64 - i64::from(count))
             }
             Command::Frame { number } => match number {
                 Some(n) => self.move_frame(i64::from(n) - 1),
-                None => self.move_frame(self.dbg.selected_frame as i64),
+                None => self.move_frame(self.dbg.selected_frame_number() as i64),
             },
             Command::Threads => self.threads(),
             Command::Thread { id } => self.select_thread(id),
@@ -343,7 +340,7 @@ impl Session {
     }
 
     fn print_notices(&mut self) {
-        while let Some(notice) = self.dbg.notices.pop_front() {
+        for notice in self.dbg.take_notices() {
             match notice {
                 Notice::NewThread { number, tid } => {
                     println!("[New thread t@{number} (lwp {tid})]")
@@ -354,17 +351,14 @@ impl Session {
                 Notice::ForkDetached { child } => {
                     println!("[Detaching after fork from child process {child}]")
                 }
-                Notice::Exec { path } => println!(
-                    "[process {} is executing new program: {}]",
-                    self.dbg.process.as_ref().map(|p| p.pid).unwrap_or(0),
+                Notice::Exec { pid, path } => println!(
+                    "[process {pid} is executing new program: {}]",
                     path.display()
                 ),
-                Notice::BreakpointResolved { id } => {
-                    if let Some(bp) = self.dbg.breakpoints.user.get(&id) {
-                        let addresses: Vec<String> =
-                            bp.addresses.iter().map(|a| format!("0x{a:x}")).collect();
-                        println!("breakpoint ({id}) resolved at {}", addresses.join(", "));
-                    }
+                Notice::BreakpointResolved { id, addresses } => {
+                    let addresses: Vec<String> =
+                        addresses.iter().map(|a| format!("0x{a:x}")).collect();
+                    println!("breakpoint ({id}) resolved at {}", addresses.join(", "));
                 }
                 Notice::Warning(text) => eprintln!("rdbx: warning: {text}"),
             }
@@ -376,8 +370,8 @@ impl Session {
     fn start_and_run(&mut self) -> Result<()> {
         let program = self
             .dbg
-            .program
-            .clone()
+            .program()
+            .map(Path::to_path_buf)
             .ok_or_else(|| anyhow!("no program to run; give one on the command line"))?;
         // The experiment of a process killed by rerun ends here.
         self.kill_process();
@@ -410,34 +404,32 @@ impl Session {
     }
 
     fn cont(&mut self, count: Option<u32>, signal: Delivery) -> Result<()> {
-        let tid = self.dbg.current_tid;
-        let process = self.dbg.process_mut()?;
-        if let Some(thread) = process.thread_mut(tid) {
-            match signal {
-                Delivery::Pending => {}
-                Delivery::Cancel => thread.pending_signal = 0,
-                Delivery::Signal(sig) => thread.pending_signal = sig.number(),
-            }
+        self.dbg.process()?;
+        match signal {
+            Delivery::Pending => {}
+            Delivery::Cancel => self.dbg.set_resume_signal(0)?,
+            Delivery::Signal(sig) => self.dbg.set_resume_signal(sig.number())?,
         }
         if let Some(n) = count.filter(|&n| n > 1) {
             // gdb: ignore the breakpoint we are at N-1 more times.
             if let Some(bp) = self.breakpoints_at_pc().into_iter().next() {
-                if let Some(bp) = self.dbg.breakpoints.user.get_mut(&bp) {
-                    bp.count = Some(bp.hits + u64::from(n));
-                }
+                self.dbg.ignore_breakpoint_hits(bp, u64::from(n) - 1)?;
             }
         }
         self.resume(|dbg, conditions| dbg.cont(conditions))
     }
 
     fn breakpoints_at_pc(&self) -> Vec<u32> {
-        let Ok(pc) = self.dbg.process().and_then(|p| p.pc(self.dbg.current_tid)) else {
+        let Ok(pc) = self
+            .dbg
+            .process()
+            .and_then(|p| p.pc(self.dbg.current_thread()))
+        else {
             return Vec::new();
         };
         self.dbg
-            .breakpoints
-            .user
-            .values()
+            .breakpoints()
+            .users()
             .filter(|b| b.addresses.contains(&pc))
             .map(|b| b.id)
             .collect()
@@ -452,7 +444,7 @@ impl Session {
     }
 
     fn step_up(&mut self) -> Result<()> {
-        let frame = self.dbg.selected_frame;
+        let frame = self.dbg.selected_frame_number();
         self.resume(|dbg, conditions| dbg.finish_frame(frame, conditions).map(|(stop, _)| stop))
     }
 
@@ -516,7 +508,7 @@ impl Session {
     fn run_when_bodies(&mut self, ids: &[u32]) -> bool {
         let mut keep_going = true;
         for id in ids {
-            let action = self.dbg.breakpoints.user.get(id).map(|b| b.action.clone());
+            let action = self.dbg.breakpoint(*id).map(|b| b.action.clone());
             match action {
                 Some(Action::When(index)) => {
                     let body = self.when_bodies[index].commands.clone();
@@ -577,7 +569,7 @@ impl Session {
     fn describe_current_stop(&mut self) -> (String, Option<String>) {
         let frame = self
             .dbg
-            .backtrace(self.dbg.current_tid, 1)
+            .backtrace(self.dbg.current_thread(), 1)
             .ok()
             .and_then(|frames| frames.into_iter().next());
         let Some(frame) = frame else {
@@ -621,7 +613,7 @@ impl Session {
             spec.temporary,
             action,
         )?;
-        let bp = &self.dbg.breakpoints.user[&id];
+        let bp = self.dbg.breakpoint(id).expect("just added");
         if let (LocationSpec::Line { file, line }, Some(moved)) = (&location, bp.resolved_line) {
             let file = file.clone().unwrap_or_default();
             println!("line {line} in \"{file}\" has no code; using line {moved}");
@@ -643,21 +635,13 @@ impl Session {
         Ok(())
     }
 
-    fn user_breakpoint(&mut self, id: u32) -> Result<&mut debugger::breakpoints::Breakpoint> {
-        self.dbg
-            .breakpoints
-            .user
-            .get_mut(&id)
-            .ok_or_else(|| anyhow!("no breakpoint ({id})"))
-    }
-
     fn when_texts(&self) -> Vec<String> {
         self.when_bodies.iter().map(|b| b.text.clone()).collect()
     }
 
     fn status(&self) {
         let texts = self.when_texts();
-        for bp in self.dbg.breakpoints.user.values() {
+        for bp in self.dbg.breakpoints().users() {
             let mut line = format::breakpoint_description(bp, &texts);
             line += &format!("  [hits: {}]", bp.hits);
             if bp.is_pending() {
@@ -672,10 +656,10 @@ impl Session {
 
     fn selected_ids(&self, selection: &Selection) -> Result<Vec<u32>> {
         match selection {
-            Selection::All => Ok(self.dbg.breakpoints.user.keys().copied().collect()),
+            Selection::All => Ok(self.dbg.breakpoints().users().map(|b| b.id).collect()),
             Selection::Ids(ids) => {
                 for id in ids {
-                    if !self.dbg.breakpoints.user.contains_key(id) {
+                    if self.dbg.breakpoint(*id).is_none() {
                         bail!("no breakpoint ({id})");
                     }
                 }
@@ -693,9 +677,7 @@ impl Session {
 
     fn set_enabled(&mut self, selection: Selection, enabled: bool) -> Result<()> {
         for id in self.selected_ids(&selection)? {
-            if let Some(bp) = self.dbg.breakpoints.user.get_mut(&id) {
-                bp.enabled = enabled;
-            }
+            self.dbg.set_breakpoint_enabled(id, enabled)?;
         }
         Ok(())
     }
@@ -710,7 +692,7 @@ impl Session {
                 let frame = self.dbg.selected_frame()?;
                 let span = self
                     .dbg
-                    .objects
+                    .objects()
                     .object_at(frame.pc)
                     .and_then(|o| {
                         o.file
@@ -723,9 +705,8 @@ impl Session {
         };
         let ids: Vec<u32> = self
             .dbg
-            .breakpoints
-            .user
-            .values()
+            .breakpoints()
+            .users()
             .filter(|b| b.addresses.iter().any(|a| addresses.contains(a)))
             .map(|b| b.id)
             .collect();
@@ -744,9 +725,9 @@ impl Session {
     fn where_(&mut self, depth: Option<usize>) -> Result<()> {
         let frames = self
             .dbg
-            .backtrace(self.dbg.current_tid, depth.unwrap_or(usize::MAX))?;
+            .backtrace(self.dbg.current_thread(), depth.unwrap_or(usize::MAX))?;
         for (index, frame) in frames.iter().enumerate() {
-            let marker = if index == self.dbg.selected_frame {
+            let marker = if index == self.dbg.selected_frame_number() {
                 "=>"
             } else {
                 "  "
@@ -767,11 +748,11 @@ impl Session {
         }
         let frames = self
             .dbg
-            .backtrace(self.dbg.current_tid, target as usize + 1)?;
+            .backtrace(self.dbg.current_thread(), target as usize + 1)?;
         let Some(frame) = frames.get(target as usize) else {
             bail!("already at the outermost frame");
         };
-        self.dbg.selected_frame = target as usize;
+        self.dbg.select_frame(target as usize);
         let args = self.dbg.frame_arguments(frame);
         println!("=>[{}] {}", target + 1, format::frame_line(frame, &args));
         if let Some(location) = &frame.location {
@@ -784,22 +765,23 @@ impl Session {
 
     fn threads(&mut self) -> Result<()> {
         let process = self.dbg.process()?;
-        let threads: Vec<_> = process.threads.values().cloned().collect();
+        let threads: Vec<_> = process.threads().cloned().collect();
         for thread in threads {
-            let marker = if thread.tid == self.dbg.current_tid {
+            let marker = if thread.tid() == self.dbg.current_thread() {
                 "=> "
             } else {
                 "   "
             };
-            let state = match thread.cause {
+            let state = match thread.cause() {
                 StopCause::Breakpoint => "breakpoint".to_string(),
                 StopCause::Signal(sig) => format!("signal {}", signal_name(sig)),
+                StopCause::JobControl(sig) => format!("stopped by {}", signal_name(sig)),
                 StopCause::Step => "step".to_string(),
                 StopCause::Stopped => "stopped".to_string(),
             };
             let frame = self
                 .dbg
-                .backtrace(thread.tid, 1)
+                .backtrace(thread.tid(), 1)
                 .ok()
                 .and_then(|f| f.into_iter().next());
             let place = match &frame {
@@ -818,7 +800,8 @@ impl Session {
             };
             println!(
                 "{marker}t@{} (lwp {}) {state} {place}",
-                thread.number, thread.tid
+                thread.number(),
+                thread.tid()
             );
         }
         Ok(())
@@ -829,10 +812,9 @@ impl Session {
             .dbg
             .process()?
             .thread_by_number(number)
-            .map(|t| t.tid)
+            .map(|t| t.tid())
             .ok_or_else(|| anyhow!("no thread t@{number}"))?;
-        self.dbg.current_tid = tid;
-        self.dbg.selected_frame = 0;
+        self.dbg.select_thread(tid)?;
         let (place, source) = self.describe_current_stop();
         println!("t@{number} (lwp {tid}) {place}");
         if let Some(line) = source {
@@ -842,8 +824,8 @@ impl Session {
     }
 
     fn registers(&self, names: &[String]) -> Result<()> {
-        let regs = self.dbg.process()?.regs(self.dbg.current_tid)?;
-        let frame_regs = if self.dbg.selected_frame > 0 {
+        let regs = self.dbg.process()?.regs(self.dbg.current_thread())?;
+        let frame_regs = if self.dbg.selected_frame_number() > 0 {
             Some(self.dbg.selected_frame()?.regs)
         } else {
             None
@@ -935,7 +917,7 @@ impl Session {
     fn list_position(&mut self, location: Location) -> Result<(PathBuf, String, u32)> {
         match location {
             Location::Function(name) | Location::FunctionInFile { function: name, .. } => {
-                for object in &self.dbg.objects.list {
+                for object in &self.dbg.objects().list {
                     if let Some(f) = object.file.find_functions(&name).into_iter().next() {
                         let location = object
                             .file
@@ -966,7 +948,7 @@ impl Session {
                         .ok_or_else(|| anyhow!("no default source file"))?,
                 };
                 let _ = spec;
-                for object in &self.dbg.objects.list {
+                for object in &self.dbg.objects().list {
                     if let Ok(found) = object.file.lines_for(&file_text, 1) {
                         let source = found
                             .addresses
@@ -984,7 +966,7 @@ impl Session {
                 let address = self.evaluate_address(&text)?;
                 let location = self
                     .dbg
-                    .objects
+                    .objects()
                     .symbolize(address)
                     .location
                     .ok_or_else(|| anyhow!("no line information for 0x{address:x}"))?;
@@ -1047,8 +1029,8 @@ impl Session {
         let n = if self.dbg.is_running() {
             let process = self.dbg.process()?;
             self.dbg
-                .breakpoints
-                .read_code(&process.memory, address, &mut bytes)
+                .breakpoints()
+                .read_code(process.memory(), address, &mut bytes)
         } else {
             self.read_file_code(address, &mut bytes)
         };
@@ -1083,7 +1065,7 @@ impl Session {
 
     /// `<main+4>` for an address, empty if no symbol covers it.
     fn symbol_label(&self, address: u64) -> String {
-        let symbolized = self.dbg.objects.symbolize(address);
+        let symbolized = self.dbg.objects().symbolize(address);
         match symbolized.function {
             Some(name) if symbolized.offset == 0 => format!("<{name}>"),
             Some(name) => format!("<{name}+{}>", symbolized.offset),
@@ -1092,7 +1074,7 @@ impl Session {
     }
 
     fn function_bounds(&self, pc: u64) -> Option<(u64, u64)> {
-        let object = self.dbg.objects.object_at(pc)?;
+        let object = self.dbg.objects().object_at(pc)?;
         let f = object.file.function_at(object.file_address(pc))?;
         Some((
             object.runtime_address(f.low_pc),
@@ -1101,7 +1083,7 @@ impl Session {
     }
 
     fn function_range(&self, name: &str) -> Result<(u64, u64)> {
-        for object in &self.dbg.objects.list {
+        for object in &self.dbg.objects().list {
             if let Some(f) = object.file.find_functions(name).into_iter().next() {
                 return Ok((
                     object.runtime_address(f.low_pc),
@@ -1123,7 +1105,7 @@ impl Session {
 
     /// Code bytes from the executable file, before the program runs.
     fn read_file_code(&self, address: u64, buf: &mut [u8]) -> usize {
-        let Some(main) = self.dbg.objects.main() else {
+        let Some(main) = self.dbg.objects().main() else {
             return 0;
         };
         let data = main.file.elf_bytes();
@@ -1143,7 +1125,7 @@ impl Session {
     }
 
     fn load_objects(&self) {
-        for object in &self.dbg.objects.list {
+        for object in &self.dbg.objects().list {
             let debug = if object.file.has_debug_info() {
                 ""
             } else {
@@ -1190,7 +1172,7 @@ impl Session {
     fn dbxenv(&mut self, name: Option<&str>, value: Option<&str>) -> Result<()> {
         match (name, value) {
             (None, _) | (Some("call_timeout"), None) => {
-                println!("call_timeout  {}", self.dbg.call_timeout.as_secs_f64());
+                println!("call_timeout  {}", self.dbg.call_timeout().as_secs_f64());
             }
             (Some("call_timeout"), Some(text)) => {
                 let seconds = text
@@ -1200,7 +1182,8 @@ impl Session {
                     .ok_or_else(|| {
                         anyhow!("call_timeout: \"{text}\" is not a number of seconds")
                     })?;
-                self.dbg.call_timeout = std::time::Duration::from_secs_f64(seconds);
+                self.dbg
+                    .set_call_timeout(std::time::Duration::from_secs_f64(seconds));
             }
             (Some(other), _) => bail!("dbxenv: unknown setting \"{other}\""),
         }
@@ -1211,13 +1194,13 @@ impl Session {
         match command {
             SignalCommand::Show(filter) => {
                 let list: Vec<i32> = match filter {
-                    SignalFilter::Caught => self.dbg.signals.caught(),
-                    SignalFilter::Ignored => self.dbg.signals.ignored(),
+                    SignalFilter::Caught => self.dbg.signals().caught(),
+                    SignalFilter::Ignored => self.dbg.signals().ignored(),
                     SignalFilter::All => (1..65).collect(),
                     SignalFilter::Only(signals) => signals.iter().map(|s| s.number()).collect(),
                 };
                 for signal in list {
-                    let d = self.dbg.signals.get(signal);
+                    let d = self.dbg.signals().get(signal);
                     println!(
                         "{:<12}{:<6}{:<6}{}",
                         signal_name(signal),
@@ -1233,12 +1216,11 @@ impl Session {
                 disposition,
             } => {
                 for signal in signals {
-                    let current = self.dbg.signals.get(signal.number());
+                    let current = self.dbg.signals().get(signal.number());
                     let stop = disposition.stop.unwrap_or(current.stop);
                     let pass = disposition.pass.unwrap_or(current.pass);
                     self.dbg
-                        .signals
-                        .set(signal.number(), Disposition { stop, pass });
+                        .set_signal_disposition(signal.number(), Disposition { stop, pass });
                 }
                 Ok(())
             }
@@ -1325,9 +1307,14 @@ impl EvalContext for SessionEval<'_> {
         }
         let frame = self.dbg.selected_frame().ok()?;
         let value = match debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
-            Some(n) if self.dbg.selected_frame > 0 => frame.regs.regs[n]?,
+            Some(n) if self.dbg.selected_frame_number() > 0 => frame.regs.regs[n]?,
             _ => {
-                let regs = self.dbg.process().ok()?.regs(self.dbg.current_tid).ok()?;
+                let regs = self
+                    .dbg
+                    .process()
+                    .ok()?
+                    .regs(self.dbg.current_thread())
+                    .ok()?;
                 debugger::regs::get(&regs, name)?
             }
         };
@@ -1359,9 +1346,9 @@ impl EvalContext for SessionEval<'_> {
 
     fn lookup_type(&self, name: &str) -> Option<debugger::symbols::TypeRef> {
         // The executable first, then the libraries, as gdb searches.
-        let main = self.dbg.objects.main();
+        let main = self.dbg.objects().main();
         main.into_iter()
-            .chain(self.dbg.objects.list.iter())
+            .chain(self.dbg.objects().list.iter())
             .find_map(|o| o.file.lookup_type(name))
     }
 
@@ -1369,7 +1356,7 @@ impl EvalContext for SessionEval<'_> {
         let Ok(frame) = self.dbg.selected_frame() else {
             return Vec::new();
         };
-        let Some(object) = self.dbg.objects.object_at(frame.lookup_pc) else {
+        let Some(object) = self.dbg.objects().object_at(frame.lookup_pc) else {
             return Vec::new();
         };
         let address = object.file_address(frame.lookup_pc);
@@ -1382,7 +1369,7 @@ impl EvalContext for SessionEval<'_> {
             .collect();
         // Globals and statics of the executable (libraries' would drown
         // the program's own names in libc's).
-        if let Some(main) = self.dbg.objects.main() {
+        if let Some(main) = self.dbg.objects().main() {
             names.extend(main.file.data_names());
         }
         names.sort();
@@ -1391,7 +1378,7 @@ impl EvalContext for SessionEval<'_> {
     }
 
     fn symbol_at(&self, address: u64) -> Option<String> {
-        let symbolized = self.dbg.objects.symbolize(address);
+        let symbolized = self.dbg.objects().symbolize(address);
         match symbolized.function {
             Some(name) if symbolized.offset == 0 => Some(name),
             Some(name) => Some(format!("{name}+{}", symbolized.offset)),
@@ -1477,7 +1464,7 @@ impl EvalContext for CallingEval<'_> {
         args: &[debugger::call::Argument],
     ) -> debugger::Result<Option<Value>> {
         let mut dbg = self.dbg.borrow_mut();
-        let tid = dbg.current_tid;
+        let tid = dbg.current_thread();
         dbg.call(tid, function, args)
     }
 }

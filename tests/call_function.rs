@@ -65,7 +65,7 @@ fn run_to_end(dbg: &mut Debugger) -> (usize, i32) {
 fn call_function_in_libc_and_the_program() {
     let _one = PTRACE.lock().unwrap_or_else(|e| e.into_inner());
     let (mut dbg, tid) = stopped_in_tick();
-    let pid = dbg.process().unwrap().pid;
+    let pid = dbg.process().unwrap().pid();
     let before = dbg.process().unwrap().regs(tid).unwrap();
 
     let getpid = address(&dbg, "getpid");
@@ -136,7 +136,7 @@ fn the_entry_point_stop_comes_once_before_main() {
     assert!(dbg.take_entry_reached());
     assert!(!dbg.take_entry_reached());
     // libc is loaded and initialized: calls work here.
-    let pid = dbg.process().unwrap().pid;
+    let pid = dbg.process().unwrap().pid();
     let getpid = address(&dbg, "getpid");
     assert_eq!(
         dbg.call_function(stop.tid, getpid, &[]).unwrap() as i32,
@@ -331,7 +331,7 @@ fn typed_arguments_and_results() {
     assert_eq!(type_name, "const char *");
     assert_eq!(shown(&mut dbg, tid, "initial", &[text("xyz")]).0, "120 'x'");
     // libc, without DWARF of its own.
-    let pid = dbg.process().unwrap().pid;
+    let pid = dbg.process().unwrap().pid();
     assert_eq!(shown(&mut dbg, tid, "getpid", &[]).0, pid.to_string());
     // An indirect function: its resolver picks the implementation first.
     assert_eq!(shown(&mut dbg, tid, "strlen", &[text("abcd")]).0, "4");
@@ -408,7 +408,7 @@ fn calls_that_do_not_return_restore_the_thread() {
     assert_eq!(shown(&mut dbg, tid, "calls_inner", &[int(1)]).0, "3");
     assert_eq!(before, thread_state(&dbg, tid));
 
-    dbg.call_timeout = Duration::from_secs(1);
+    dbg.set_call_timeout(Duration::from_secs(1));
     let started = Instant::now();
     let error = dbg.call(tid, "forever", &[]).unwrap_err().to_string();
     assert_eq!(
@@ -477,7 +477,7 @@ fn the_program_exiting_in_a_call() {
 /// blocked in a system call), as Ctrl-C would.
 fn stopped_in_system_call(mode: &str, dir: &Path, after: Duration) -> (Debugger, i32) {
     let mut dbg = launch(&[mode], dir);
-    let pid = dbg.process().unwrap().pid;
+    let pid = dbg.process().unwrap().pid();
     let interrupter = std::thread::spawn(move || {
         std::thread::sleep(after);
         // SAFETY: plain system call; pid is our traced child.

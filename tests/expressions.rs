@@ -263,14 +263,14 @@ impl EvalContext for Context<'_> {
 
     fn lookup_type(&self, name: &str) -> Option<TypeRef> {
         self.dbg
-            .objects
+            .objects()
             .list
             .iter()
             .find_map(|o| o.file.lookup_type(name))
     }
 
     fn symbol_at(&self, address: u64) -> Option<String> {
-        let object = self.dbg.objects.object_at(address)?;
+        let object = self.dbg.objects().object_at(address)?;
         let symbol = object.file.symbol_at(object.file_address(address))?;
         Some(symbol.name)
     }
@@ -299,7 +299,7 @@ fn stopped(program: &Path) -> Debugger {
         matches!(stop.reason, StopReason::Breakpoint { .. }),
         "{stop:?}"
     );
-    dbg.selected_frame = 1;
+    dbg.select_frame(1);
     dbg
 }
 
@@ -377,7 +377,7 @@ fn thread_local_variables_of_the_executable() {
     let p = program();
     let names = ["tls_counter", "tls_big"];
     let mut dbg = stopped(&p);
-    let tid = dbg.current_tid;
+    let tid = dbg.current_thread();
     let fs_base = dbg
         .process()
         .expect("process")
@@ -385,7 +385,7 @@ fn thread_local_variables_of_the_executable() {
         .expect("regs")
         .fs_base;
     let exe = dbg
-        .objects
+        .objects()
         .list
         .iter()
         .find(|o| o.path.file_name() == p.file_name())

@@ -93,15 +93,25 @@ pub const SCRATCH_SIZE: usize = 4096;
 
 #[derive(Debug, Default)]
 pub struct Breakpoints {
-    pub user: BTreeMap<u32, Breakpoint>,
+    pub(crate) user: BTreeMap<u32, Breakpoint>,
     next_id: u32,
-    pub sites: BTreeMap<u64, Site>,
+    sites: BTreeMap<u64, Site>,
     scratch: Vec<ScratchPage>,
     /// Slots freed by removed sites, reused before new ones are cut.
     free_slots: Vec<u64>,
 }
 
 impl Breakpoints {
+    /// The user's breakpoint `id`.
+    pub fn user(&self, id: u32) -> Option<&Breakpoint> {
+        self.user.get(&id)
+    }
+
+    /// Every user breakpoint, by number.
+    pub fn users(&self) -> impl Iterator<Item = &Breakpoint> {
+        self.user.values()
+    }
+
     pub fn next_id(&mut self) -> u32 {
         self.next_id += 1;
         self.next_id
@@ -120,7 +130,11 @@ impl Breakpoints {
         }
         original.truncate(readable);
         self.unpatch(address, &mut original);
-        memory.write(address, &[0xcc])?;
+        crate::rescue::note_patch(address, &original[..1]);
+        if let Err(e) = memory.write(address, &[0xcc]) {
+            crate::rescue::forget_patch(address, 1);
+            return Err(e);
+        }
         self.sites.insert(
             address,
             Site {
@@ -147,7 +161,9 @@ impl Breakpoints {
                 // The process may be gone; then there is nothing to restore.
                 let _ = memory.write(address, &site.original[..1]);
             }
+            crate::rescue::forget_patch(address, 1);
             if let Some(slot) = site.slot {
+                crate::rescue::forget_slot(slot);
                 self.free_slots.push(slot);
             }
         }
@@ -192,6 +208,73 @@ impl Breakpoints {
         let n = memory.read_partial(address, buf);
         self.unpatch(address, &mut buf[..n]);
         n
+    }
+
+    pub fn is_site(&self, address: u64) -> bool {
+        self.sites.contains_key(&address)
+    }
+
+    /// Who needs the site at `address` (none if there is no site).
+    pub fn owners(&self, address: u64) -> Vec<Owner> {
+        self.sites
+            .get(&address)
+            .map(|s| s.owners.iter().copied().collect())
+            .unwrap_or_default()
+    }
+
+    /// The program's byte under the int3 at `address`.
+    pub fn original_byte(&self, address: u64) -> Option<u8> {
+        self.sites
+            .get(&address)
+            .and_then(|s| s.original.first().copied())
+    }
+
+    /// The out-of-line slot of the site at `address`, once prepared.
+    pub fn slot_of(&self, address: u64) -> Option<u64> {
+        self.sites.get(&address).and_then(|s| s.slot)
+    }
+
+    pub fn displacement_of(&self, address: u64) -> Option<Displacement> {
+        self.sites
+            .get(&address)
+            .and_then(|s| s.displacement.clone())
+    }
+
+    /// Every site's address.
+    pub fn site_addresses(&self) -> impl Iterator<Item = u64> + '_ {
+        self.sites.keys().copied()
+    }
+
+    /// Puts the program's bytes back under every site in `memory` (a
+    /// forked child's copy, or ours while a vfork child shares it); the
+    /// sites stay defined.
+    pub fn write_originals(&self, memory: &Memory) {
+        for site in self.sites.values() {
+            let _ = memory.write(site.address, &site.original[..1]);
+        }
+    }
+
+    /// Writes every site's int3 again (after `write_originals`).
+    pub fn write_traps(&self, memory: &Memory) {
+        for address in self.sites.keys() {
+            let _ = memory.write(*address, &[0xcc]);
+        }
+    }
+
+    /// Forgets the sites in `range` (an object unloaded: the code is gone).
+    pub fn forget_sites_in(&mut self, range: std::ops::Range<u64>) {
+        let dead: Vec<u64> = self.sites.range(range).map(|(a, _)| *a).collect();
+        for address in dead {
+            if let Some(site) = self.sites.remove(&address) {
+                crate::rescue::forget_patch(address, 1);
+                if let Some(slot) = site.slot {
+                    crate::rescue::forget_slot(slot);
+                }
+            }
+            for bp in self.user.values_mut() {
+                bp.addresses.retain(|&a| a != address);
+            }
+        }
     }
 
     /// Forgets every site (the address space went away: exit or exec).
@@ -260,6 +343,7 @@ impl Breakpoints {
             (Displacement::OutOfLine { code }, Some(slot)) => {
                 memory.write(slot, code)?;
                 site.slot = Some(slot);
+                crate::rescue::note_slot(slot, address, instruction_len);
             }
             (_, Some(slot)) => self.free_slots.push(slot),
             _ => {}

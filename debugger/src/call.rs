@@ -17,9 +17,10 @@
 //! the thread still exists.
 
 use crate::breakpoints::Owner;
-use crate::engine::{Debugger, INTERRUPT};
-use crate::inferior::ThreadState;
-use crate::ptrace::{self, Tid, WaitEvent};
+use crate::engine::Debugger;
+use crate::inferior::{PendingSignal, Resume};
+use crate::ptrace::{self, Tid};
+use crate::pump::{self, Event, Wake, Whom};
 use crate::regs::VectorState;
 use crate::signals::signal_name;
 use crate::stack::FrameView;
@@ -27,7 +28,6 @@ use crate::symbols::{CallType, Prototype, ValueClass};
 use crate::unwind::UnwindRegs;
 use crate::value::Value;
 use crate::{Error, Result};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// `Debugger::call_timeout` unless changed.
@@ -48,11 +48,9 @@ const CRASH_SIGNALS: [i32; 6] = [
     libc::SIGABRT,
     libc::SIGSYS,
 ];
-/// `si_code` values of SIGTRAP.
-const TRAP_BRKPT: i32 = 1;
-const TRAP_TRACE: i32 = 2;
-/// A perf event in sigtrap mode: the collector's clock.
-const TRAP_PERF: i32 = 6;
+/// How long a call that must not be cut short (rdbx's own: dlopen, the
+/// collector's entry points) may go on after a Ctrl-C.
+const FINISH_AFTER_INTERRUPT: Duration = Duration::from_secs(2);
 const EFLAGS_TRAP: u64 = 0x100;
 const EFLAGS_DIRECTION: u64 = 0x400;
 
@@ -95,12 +93,21 @@ struct Returned {
 struct SavedThread {
     regs: libc::user_regs_struct,
     vector: Option<VectorState>,
-    pending_signal: i32,
-    pending_siginfo: Option<libc::siginfo_t>,
+    pending: Option<PendingSignal>,
     pass_at: Option<u64>,
     /// The byte under the return trap (the entry point).
     trap: u64,
     trap_byte: u8,
+}
+
+/// What Ctrl-C does to a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OnInterrupt {
+    /// The user's own `call f()`: abandoned at once, the thread restored.
+    Abandon,
+    /// rdbx's own calls (dlopen, the collector's entry points): finished
+    /// first, since one cut short could leave a lock held.
+    Finish,
 }
 
 /// Why a call did not return normally.
@@ -170,7 +177,9 @@ impl Debugger {
             })
             .collect();
         let name = self.function_name_at(address);
-        Ok(self.call_passed(tid, address, &name, &passed, false)?.rax)
+        Ok(self
+            .call_passed(tid, address, &name, &passed, false, OnInterrupt::Finish)?
+            .rax)
     }
 
     /// Calls the program's function `name` in the stopped thread `tid`, as
@@ -185,7 +194,8 @@ impl Debugger {
         let address = if ifunc {
             // An indirect function (glibc's strlen...): its resolver gives
             // the implementation for this machine.
-            self.call_passed(tid, address, name, &[], false)?.rax
+            self.call_passed(tid, address, name, &[], false, OnInterrupt::Abandon)?
+                .rax
         } else {
             address
         };
@@ -197,7 +207,14 @@ impl Debugger {
         let float_result = prototype
             .as_ref()
             .is_some_and(|p| matches!(p.return_type.class, ValueClass::Float { .. }));
-        let returned = self.call_passed(tid, address, name, &passed, float_result)?;
+        let returned = self.call_passed(
+            tid,
+            address,
+            name,
+            &passed,
+            float_result,
+            OnInterrupt::Abandon,
+        )?;
         Ok(self.decode_result(address, prototype.as_ref(), &returned))
     }
 
@@ -300,7 +317,7 @@ impl Debugger {
             return Some(fallback());
         };
         let frame = FrameView {
-            memory: &process.memory,
+            memory: process.memory(),
             regs: UnwindRegs {
                 regs: [None; crate::unwind::REGISTER_COUNT],
             },
@@ -325,18 +342,16 @@ impl Debugger {
         name: &str,
         args: &[Passed],
         float_result: bool,
+        on_interrupt: OnInterrupt,
     ) -> Result<Returned> {
-        let stopped = self
-            .process()?
-            .thread(tid)
-            .is_some_and(|t| t.state == ThreadState::Stopped);
+        let stopped = self.process()?.thread(tid).is_some_and(|t| t.is_stopped());
         if !stopped {
             return Err(Error::Other(format!("thread {tid} is not stopped")));
         }
         let saved = self.save_thread(tid)?;
         let outcome = self
             .set_up_call(tid, address, args, &saved)
-            .and_then(|()| self.run_call(tid, saved.trap, name))
+            .and_then(|()| self.run_call(tid, saved.trap, name, on_interrupt))
             .and_then(|()| read_returned(tid, float_result));
         match outcome {
             Ok(returned) => {
@@ -357,6 +372,7 @@ impl Debugger {
             Err(CallFailure::ProcessChanged(message)) => {
                 // Nothing to restore: the process is gone or is another
                 // program. Its end is reported by the next resume.
+                crate::rescue::end_call();
                 Err(Error::Other(message))
             }
         }
@@ -368,17 +384,14 @@ impl Debugger {
         let regs = process.regs(tid)?;
         let vector = VectorState::read(tid).ok();
         let mut byte = [0u8];
-        process.memory.read(trap, &mut byte)?;
-        let thread = self
-            .process_mut()?
-            .thread_mut(tid)
-            .ok_or(Error::NoProcess)?;
+        process.memory().read(trap, &mut byte)?;
+        crate::rescue::note_call(tid, &regs, vector.as_ref().and_then(|v| v.xsave_area()));
+        let process = self.process_mut()?;
         Ok(SavedThread {
             regs,
             vector,
-            pending_signal: std::mem::take(&mut thread.pending_signal),
-            pending_siginfo: thread.pending_siginfo.take(),
-            pass_at: thread.pass_at.take(),
+            pending: process.take_pending(tid),
+            pass_at: process.take_pass_at(tid),
             trap,
             trap_byte: byte[0],
         })
@@ -393,23 +406,26 @@ impl Debugger {
         pending: Option<Pending>,
     ) -> Result<()> {
         let process = self.process_mut()?;
-        let pid = process.pid;
-        process.memory.write(saved.trap, &[saved.trap_byte])?;
+        let pid = process.pid();
+        process.memory().write(saved.trap, &[saved.trap_byte])?;
+        crate::rescue::forget_patch(saved.trap, 1);
         process.set_regs(tid, &saved.regs)?;
         if let Some(vector) = &saved.vector {
             vector.write(tid)?;
         }
-        let Some(thread) = process.thread_mut(tid) else {
+        crate::rescue::end_call();
+        if !process.has_thread(tid) {
             return Ok(());
-        };
-        thread.state = ThreadState::Stopped;
-        thread.pending_signal = saved.pending_signal;
-        thread.pending_siginfo = saved.pending_siginfo;
-        thread.pass_at = saved.pass_at;
+        }
+        process.note_stopped(tid);
+        process.set_pass_at(tid, saved.pass_at);
+        match saved.pending {
+            Some(p) => process.set_pending(tid, p.signal, p.info),
+            None => process.set_pending(tid, 0, None),
+        }
         if let Some((signal, info)) = pending.map(|p| *p) {
-            if thread.pending_signal == 0 {
-                thread.pending_signal = signal;
-                thread.pending_siginfo = info;
+            if saved.pending.is_none() {
+                process.set_pending(tid, signal, info);
             } else {
                 // One signal is already waiting for delivery: queue this
                 // one in the kernel (its siginfo becomes a tgkill's).
@@ -429,7 +445,7 @@ impl Debugger {
         saved: &SavedThread,
     ) -> CallResult<()> {
         let process = self.process().map_err(CallFailure::from_error)?;
-        let memory = &process.memory;
+        let memory = process.memory();
         let mut sp = saved.regs.rsp.wrapping_sub(RED_ZONE);
         let mut integers = Vec::new();
         let mut vectors: Vec<[u8; 16]> = Vec::new();
@@ -467,7 +483,10 @@ impl Debugger {
         sp = sp.wrapping_sub(8);
         memory
             .write(sp, &saved.trap.to_le_bytes())
-            .and_then(|()| memory.write(saved.trap, &[0xcc]))
+            .map_err(CallFailure::from_error)?;
+        crate::rescue::note_patch(saved.trap, &[saved.trap_byte]);
+        memory
+            .write(saved.trap, &[0xcc])
             .map_err(CallFailure::from_error)?;
         if !vectors.is_empty() {
             let mut vector = saved.vector.clone().ok_or_else(|| {
@@ -512,130 +531,169 @@ impl Debugger {
 
     /// Runs `tid` alone until it returns to the trap, the timeout passes
     /// or something ends the call.
-    fn run_call(&mut self, tid: Tid, trap: u64, name: &str) -> CallResult<()> {
-        let pid = self.process().map_err(CallFailure::from_error)?.pid;
-        ptrace::cont(tid, 0).map_err(CallFailure::from_error)?;
-        let deadline = Instant::now() + self.call_timeout;
-        let mut nap = Duration::from_micros(20);
+    fn run_call(
+        &mut self,
+        tid: Tid,
+        trap: u64,
+        name: &str,
+        on_interrupt: OnInterrupt,
+    ) -> CallResult<()> {
+        let pid = self.process().map_err(CallFailure::from_error)?.pid();
+        self.process_mut()
+            .and_then(|p| p.resume_keeping_pending(tid, Resume::Continue))
+            .map_err(CallFailure::from_error)?;
+        let mut deadline = Instant::now() + self.call_timeout;
+        let mut interrupted = false;
         loop {
-            let event = match ptrace::wait(-1, true) {
-                Ok(Some(event)) => event,
-                Ok(None) => {
-                    if INTERRUPT.swap(false, Ordering::SeqCst) {
-                        let message = format!(
-                            "the call to {name} was interrupted; abandoned and the thread's \
-                             state restored"
-                        );
-                        return self.halt_call(tid, pid, message, name);
+            let wake = self
+                .pump
+                .wait(Whom::Any, true, Some(deadline))
+                .map_err(CallFailure::from_error)?;
+            match wake {
+                Wake::Event(event) => {
+                    if self.call_event(tid, pid, trap, name, event, on_interrupt)? {
+                        return Ok(());
                     }
-                    if Instant::now() >= deadline {
-                        let message = format!(
-                            "the call to {name} did not return within {} s; abandoned and the \
-                             thread's state restored",
-                            self.call_timeout.as_secs_f64()
-                        );
-                        return self
-                            .halt_call(tid, pid, message, name)
-                            .map_err(CallFailure::into_timeout);
-                    }
-                    std::thread::sleep(nap);
-                    nap = (nap * 2).min(Duration::from_millis(2));
-                    continue;
                 }
-                Err(e) => return Err(CallFailure::from_error(e)),
-            };
-            if self.call_event(tid, pid, trap, name, event)? {
-                return Ok(());
+                Wake::Interrupt if on_interrupt == OnInterrupt::Abandon => {
+                    let message = format!(
+                        "the call to {name} was interrupted; abandoned and the thread's \
+                         state restored"
+                    );
+                    return self.halt_call(tid, pid, message, name);
+                }
+                Wake::Interrupt => {
+                    // Cut short, the call could leave a lock it holds (the
+                    // loader's, malloc's) held forever: let it finish, a
+                    // little while at most.
+                    interrupted = true;
+                    deadline = deadline.min(Instant::now() + FINISH_AFTER_INTERRUPT);
+                }
+                Wake::Timeout if interrupted => {
+                    let message = format!(
+                        "the call to {name} was interrupted and did not finish within {} s; \
+                         abandoned and the thread's state restored",
+                        FINISH_AFTER_INTERRUPT.as_secs_f64()
+                    );
+                    return self.halt_call(tid, pid, message, name);
+                }
+                Wake::Timeout => {
+                    let message = format!(
+                        "the call to {name} did not return within {} s; abandoned and the \
+                         thread's state restored",
+                        self.call_timeout.as_secs_f64()
+                    );
+                    return self
+                        .halt_call(tid, pid, message, name)
+                        .map_err(CallFailure::into_timeout);
+                }
             }
         }
     }
 
-    /// One wait event during a call; true when the call has returned.
+    /// One event during a call; true when the call has returned.
     fn call_event(
         &mut self,
         tid: Tid,
         pid: i32,
         trap: u64,
         name: &str,
-        event: WaitEvent,
+        event: Event,
+        on_interrupt: OnInterrupt,
     ) -> CallResult<bool> {
+        let resume = |dbg: &mut Debugger| {
+            dbg.process_mut()
+                .and_then(|p| p.resume_keeping_pending(tid, Resume::Continue))
+                .map(|()| false)
+                .map_err(CallFailure::from_error)
+        };
+        if event.is_end() && (event.tid() == tid || event.tid() == pid) {
+            // Reported to the user by the next resume.
+            self.defer(event);
+            return Err(CallFailure::ProcessChanged(ended_during_call(
+                event, pid, name,
+            )));
+        }
+        if event.tid() != tid {
+            // Other threads stay stopped; their business waits.
+            self.absorb(event).map_err(CallFailure::from_error)?;
+            return Ok(false);
+        }
+        self.process_mut()
+            .map_err(CallFailure::from_error)?
+            .note_stopped(tid);
         match event {
-            WaitEvent::Signal { tid: t, signal } if t == tid => {
-                self.call_signal(tid, signal, trap, name)
-            }
-            WaitEvent::Event { tid: t, event } if t == tid => {
-                self.handle_ptrace_event(tid, event)
-                    .map_err(CallFailure::from_error)?;
-                if event == libc::PTRACE_EVENT_EXEC {
-                    return Err(CallFailure::ProcessChanged(format!(
-                        "the program executed a new program during the call to {name}"
-                    )));
+            Event::Breakpoint { .. } => {
+                let pc = ptrace::get_regs(tid).map_err(CallFailure::from_error)?.rip;
+                if pc == trap.wrapping_add(1) {
+                    return Ok(true);
                 }
-                Ok(false)
+                let at = pc.wrapping_sub(1);
+                if self.breakpoints.is_site(at) {
+                    return self.call_breakpoint(tid, at, name);
+                }
+                // The program's own int3: a signal like any other.
+                self.call_signal(tid, libc::SIGTRAP, name, on_interrupt)
             }
-            WaitEvent::Exited { tid: t, .. } | WaitEvent::Killed { tid: t, .. }
-                if t == tid || t == pid =>
-            {
-                // Reported to the user by the next resume.
-                self.defer(event);
-                Err(CallFailure::ProcessChanged(ended_during_call(
-                    event, pid, name,
+            // The collector's clock: the program's own tick.
+            Event::ClockTick { .. } => {
+                self.process_mut()
+                    .map_err(CallFailure::from_error)?
+                    .set_pending(tid, libc::SIGTRAP, None);
+                self.process_mut()
+                    .and_then(|p| p.resume(tid, Resume::Continue))
+                    .map(|()| false)
+                    .map_err(CallFailure::from_error)
+            }
+            // A stray single-step trap or a stale interrupt is ours.
+            Event::Stepped { .. } | Event::Interrupted { .. } => resume(self),
+            Event::Signal { signal, .. } => self.call_signal(tid, signal, name, on_interrupt),
+            Event::GroupStop { signal, .. } => Err(CallFailure::abandoned(format!(
+                "the call to {name} was stopped by {} (job control); abandoned and the \
+                 thread's state restored",
+                signal_name(signal)
+            ))),
+            Event::Exec { .. } => {
+                self.absorb(event).map_err(CallFailure::from_error)?;
+                Err(CallFailure::ProcessChanged(format!(
+                    "the program executed a new program during the call to {name}"
                 )))
             }
-            // Other threads' business waits until the program resumes.
-            other => {
-                self.defer(other);
-                Ok(false)
+            // A thread or process the called function made: noted, and on.
+            _ => {
+                self.absorb(event).map_err(CallFailure::from_error)?;
+                resume(self)
             }
         }
     }
 
-    /// One signal stop of the calling thread: the return trap ends the
-    /// call; the profiler's signals are delivered; anything else abandons it.
-    fn call_signal(&mut self, tid: Tid, signal: i32, trap: u64, name: &str) -> CallResult<bool> {
+    /// One signal stop of the calling thread: the profiler's signals are
+    /// delivered; anything else abandons it.
+    fn call_signal(
+        &mut self,
+        tid: Tid,
+        signal: i32,
+        name: &str,
+        on_interrupt: OnInterrupt,
+    ) -> CallResult<bool> {
         let regs = ptrace::get_regs(tid).map_err(CallFailure::from_error)?;
         let info = ptrace::siginfo(tid).ok();
         let code = info.map(|i| i.si_code).unwrap_or(0);
-        let resume = |signal| {
-            ptrace::cont(tid, signal)
+        let resume = |dbg: &mut Debugger, signal: i32| {
+            let process = dbg.process_mut().map_err(CallFailure::from_error)?;
+            process.set_pending(tid, signal, None);
+            process
+                .resume(tid, Resume::Continue)
                 .map(|()| false)
                 .map_err(CallFailure::from_error)
         };
-        if signal == libc::SIGTRAP {
-            if regs.rip == trap.wrapping_add(1) {
-                return Ok(true);
-            }
-            match code {
-                TRAP_PERF => return resume(libc::SIGTRAP),
-                // A stray single-step trap is ours.
-                TRAP_TRACE => return resume(0),
-                libc::SI_KERNEL | TRAP_BRKPT
-                    if self
-                        .breakpoints
-                        .sites
-                        .contains_key(&regs.rip.wrapping_sub(1)) =>
-                {
-                    return self.call_breakpoint(tid, regs.rip.wrapping_sub(1), name);
-                }
-                // The program's own SIGTRAP: a signal like any other.
-                _ => {}
-            }
-        }
-        let expected_stop = self
-            .process
-            .as_mut()
-            .and_then(|p| p.thread_mut(tid))
-            .is_some_and(|t| std::mem::take(&mut t.sigstop_expected));
-        if signal == libc::SIGSTOP && expected_stop {
-            return resume(0);
-        }
         if signal == libc::SIGPROF {
-            let deliver = if self.signals.get(signal).pass {
+            let deliver = if self.signals().get(signal).pass {
                 signal
             } else {
                 0
             };
-            return resume(deliver);
+            return resume(self, deliver);
         }
         let place = self.function_name_at(regs.rip);
         let crashed = signal == libc::SIGABRT || (CRASH_SIGNALS.contains(&signal) && code > 0);
@@ -647,11 +705,18 @@ impl Debugger {
                 regs.rip
             )));
         }
-        if signal == libc::SIGINT {
-            // Ctrl-C reached the program and us both: it is handled here.
-            INTERRUPT.store(false, Ordering::SeqCst);
+        let pass = self.signals().get(signal).pass;
+        if signal == libc::SIGINT && !pass {
+            // The terminal's copy of a Ctrl-C that reached us too: ours
+            // to act on, not the program's.
+            pump::clear_interrupt();
+            if on_interrupt == OnInterrupt::Finish {
+                return resume(self, 0);
+            }
+            return Err(CallFailure::abandoned(format!(
+                "the call to {name} was interrupted; abandoned and the thread's state restored"
+            )));
         }
-        let pass = self.signals.get(signal).pass;
         let kept = if pass {
             " (the signal stays pending)"
         } else {
@@ -672,7 +737,7 @@ impl Debugger {
     /// A user breakpoint ends the call; our own sites (the loader's event
     /// breakpoint during a dlopen, a `next` target) are stepped over.
     fn call_breakpoint(&mut self, tid: Tid, at: u64, name: &str) -> CallResult<bool> {
-        let owners = self.breakpoints.sites[&at].owners.clone();
+        let owners = self.breakpoints.owners(at);
         let ids: Vec<String> = owners
             .iter()
             .filter_map(|owner| match owner {
@@ -696,7 +761,7 @@ impl Debugger {
             )));
         }
         let process = self.process().map_err(CallFailure::from_error)?;
-        let pid = process.pid;
+        let pid = process.pid();
         let mut regs = process.regs(tid).map_err(CallFailure::from_error)?;
         regs.rip = at;
         process
@@ -708,64 +773,49 @@ impl Debugger {
             // collector's dlopen looks its functions up right after).
             let _ = self.objects.refresh(pid);
         }
-        ptrace::cont(tid, 0).map_err(CallFailure::from_error)?;
+        self.process_mut()
+            .and_then(|p| p.resume_keeping_pending(tid, Resume::Continue))
+            .map_err(CallFailure::from_error)?;
         Ok(false)
     }
 
     /// Stops the running calling thread (timeout, Ctrl-C) and abandons
     /// the call with `message`.
     fn halt_call(&mut self, tid: Tid, pid: i32, message: String, name: &str) -> CallResult<()> {
-        let already_expected = self
-            .process
-            .as_ref()
-            .and_then(|p| p.thread(tid))
-            .is_some_and(|t| t.sigstop_expected);
-        if !already_expected {
-            ptrace::tgkill(pid, tid, libc::SIGSTOP).map_err(CallFailure::from_error)?;
-            if let Some(thread) = self.process.as_mut().and_then(|p| p.thread_mut(tid)) {
-                thread.sigstop_expected = true;
-            }
-        }
+        self.process_mut()
+            .map_err(CallFailure::from_error)?
+            .interrupt(tid);
         loop {
-            let event = match ptrace::wait(-1, false) {
-                Ok(Some(event)) => event,
-                Ok(None) => continue,
+            let event = match self.pump.wait(Whom::Any, false, None) {
+                Ok(Wake::Event(event)) => event,
+                Ok(_) => continue,
                 Err(e) => return Err(CallFailure::from_error(e)),
             };
-            match event {
-                WaitEvent::Signal { tid: t, signal } if t == tid => {
-                    let thread = self.process.as_mut().and_then(|p| p.thread_mut(tid));
-                    if signal == libc::SIGSTOP {
-                        if let Some(thread) = thread {
-                            thread.sigstop_expected = false;
-                        }
-                        return Err(CallFailure::abandoned(message));
-                    }
-                    // Stopped by another signal first: ours is still
-                    // pending (and swallowed when it comes); this one is kept.
-                    let keep = signal != libc::SIGTRAP && self.signals.get(signal).pass;
-                    let info = ptrace::siginfo(tid).ok();
-                    return Err(CallFailure::Abandoned {
-                        message,
-                        pending: keep.then(|| Box::new((signal, info))),
-                        timed_out: false,
-                    });
-                }
-                WaitEvent::Exited { tid: t, .. } | WaitEvent::Killed { tid: t, .. }
-                    if t == tid || t == pid =>
-                {
-                    self.defer(event);
-                    return Err(CallFailure::ProcessChanged(ended_during_call(
-                        event, pid, name,
-                    )));
-                }
-                WaitEvent::Event { tid: t, event } if t == tid => {
-                    // A ptrace event stop is a stop too; resume it later.
-                    self.defer(WaitEvent::Event { tid: t, event });
-                    return Err(CallFailure::abandoned(message));
-                }
-                other => self.defer(other),
+            if event.is_end() && (event.tid() == tid || event.tid() == pid) {
+                self.defer(event);
+                return Err(CallFailure::ProcessChanged(ended_during_call(
+                    event, pid, name,
+                )));
             }
+            if event.tid() != tid {
+                self.absorb(event).map_err(CallFailure::from_error)?;
+                continue;
+            }
+            self.process_mut()
+                .map_err(CallFailure::from_error)?
+                .note_stopped(tid);
+            // Stopped by a signal first: it is kept for the thread.
+            let pending = match event {
+                Event::Signal { signal, .. } if self.signals().get(signal).pass => {
+                    Some(Box::new((signal, ptrace::siginfo(tid).ok())))
+                }
+                _ => None,
+            };
+            return Err(CallFailure::Abandoned {
+                message,
+                pending,
+                timed_out: false,
+            });
         }
     }
 }
@@ -787,12 +837,12 @@ fn is_indirect_function(elf: &[u8], name: &str) -> bool {
 }
 
 /// The error message for the process (or calling thread) ending in a call.
-fn ended_during_call(event: WaitEvent, pid: i32, name: &str) -> String {
+fn ended_during_call(event: Event, pid: i32, name: &str) -> String {
     match event {
-        WaitEvent::Exited { tid, code } if tid == pid => {
+        Event::Exited { tid, code } if tid == pid => {
             format!("the program exited with code {code} during the call to {name}")
         }
-        WaitEvent::Killed { tid, signal } if tid == pid => format!(
+        Event::Killed { tid, signal } if tid == pid => format!(
             "the program was killed by {} during the call to {name}",
             signal_name(signal)
         ),

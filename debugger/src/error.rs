@@ -42,6 +42,10 @@ pub enum Error {
     /// thread's state was restored).
     #[error("{0}")]
     CallTimedOut(String),
+    /// The user pressed Ctrl-C: the operation stopped and so did the
+    /// program (the engine turns this into a stop before it returns).
+    #[error("interrupted")]
+    Interrupted,
     #[error("{0}")]
     Other(String),
 }

@@ -139,7 +139,7 @@ impl Debugger {
     /// could: one line meant for the user, or None.
     pub fn injection_hazards(&self, options: InjectOptions) -> Result<Option<String>> {
         let process = self.process()?;
-        let pid = process.pid;
+        let pid = process.pid();
         match seccomp_mode(pid) {
             Some(1) => {
                 return Ok(Some(format!(
@@ -153,12 +153,13 @@ impl Debugger {
             }
             _ => {}
         }
-        for (tid, thread) in &process.threads {
-            let Ok(pc) = process.pc(*tid) else { continue };
+        for thread in process.threads() {
+            let tid = thread.tid();
+            let Ok(pc) = process.pc(tid) else { continue };
             if let Some(reason) = self.lock_holder_at(pc) {
                 return Ok(Some(format!(
                     "thread {} (tid {tid}) is stopped {reason}; loading a library now could deadlock: continue and try again at another stop",
-                    thread.number
+                    thread.number()
                 )));
             }
         }
@@ -186,7 +187,7 @@ impl Debugger {
     /// path when it sees the same file there, else a copy made in its
     /// /tmp (a container). An error if neither works.
     pub fn path_in_target(&self, path: &Path) -> Result<PathBuf> {
-        let pid = self.process()?.pid;
+        let pid = self.process()?.pid();
         if sees_same_file(pid, path) {
             return Ok(path.to_path_buf());
         }
@@ -223,7 +224,7 @@ impl Debugger {
         path: &Path,
         options: InjectOptions,
     ) -> Result<LoadedLibrary> {
-        let pid = self.process()?.pid;
+        let pid = self.process()?.pid();
         let fail = |why: String| {
             Error::Other(format!(
                 "cannot load {} into process {pid}: {why}",
@@ -280,7 +281,9 @@ impl Debugger {
                 if address == 0 {
                     return Ok(b"dlopen returned NULL (no dlerror text)".to_vec());
                 }
-                self.process()?.memory.read_c_string(address, DLERROR_LIMIT)
+                self.process()?
+                    .memory()
+                    .read_c_string(address, DLERROR_LIMIT)
             });
         match text {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -291,22 +294,12 @@ impl Debugger {
     /// Runs `f` with the original bytes back under every breakpoint site,
     /// and the int3s back afterwards.
     fn with_breakpoints_lifted<T>(&mut self, f: impl FnOnce(&mut Debugger) -> T) -> T {
-        let sites: Vec<(u64, u8)> = self
-            .breakpoints
-            .sites
-            .values()
-            .filter_map(|s| s.original.first().map(|b| (s.address, *b)))
-            .collect();
         if let Some(process) = &self.process {
-            for (address, byte) in &sites {
-                let _ = process.memory.write(*address, &[*byte]);
-            }
+            self.breakpoints.write_originals(process.memory());
         }
         let result = f(self);
         if let Some(process) = &self.process {
-            for (address, _) in &sites {
-                let _ = process.memory.write(*address, &[0xcc]);
-            }
+            self.breakpoints.write_traps(process.memory());
         }
         result
     }

@@ -44,6 +44,13 @@ impl Memory {
         })
     }
 
+    /// The /proc/PID/mem descriptor (for the rescue journal, which writes
+    /// through it from a signal handler).
+    pub fn raw_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.file.as_raw_fd()
+    }
+
     /// Fills `buf` from `addr`; fails unless every byte could be read.
     pub fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         let done = self.read_partial(addr, buf);

@@ -10,7 +10,9 @@ use nix::errno::Errno;
 
 pub type Tid = i32;
 
-/// The tracing options every traced process gets.
+/// The tracing options every traced process gets, set atomically by
+/// PTRACE_SEIZE so that no clone, fork or exec escapes between the attach
+/// and the options.
 pub const OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
     | libc::PTRACE_O_TRACEFORK
     | libc::PTRACE_O_TRACEVFORK
@@ -24,9 +26,13 @@ pub const TRAP_PERF: i32 = 6;
 /// `si_code` of a single-step trap.
 pub const TRAP_TRACE: i32 = 2;
 
-/// What `waitpid` reported for one task.
+/// `si_code` of a hardware breakpoint trap (an `int3` gives SI_KERNEL).
+pub const TRAP_BRKPT: i32 = 1;
+
+/// What `waitpid` reported for one task, before the engine knows what it
+/// means (see `pump::Event` for that).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaitEvent {
+pub enum WaitStatus {
     Exited {
         tid: Tid,
         code: i32,
@@ -35,28 +41,19 @@ pub enum WaitEvent {
         tid: Tid,
         signal: i32,
     },
-    /// Signal-delivery stop (or a group stop; we do not use
-    /// PTRACE_SEIZE, so those look alike and are told apart by the caller).
+    /// A signal-delivery stop.
     Signal {
         tid: Tid,
         signal: i32,
     },
-    /// A PTRACE_EVENT_* stop.
+    /// A PTRACE_EVENT_* stop; `signal` is WSTOPSIG (for PTRACE_EVENT_STOP:
+    /// SIGTRAP for an interrupt or a new task, the stop signal for a
+    /// group-stop).
     Event {
         tid: Tid,
         event: i32,
+        signal: i32,
     },
-}
-
-impl WaitEvent {
-    pub fn tid(&self) -> Tid {
-        match *self {
-            WaitEvent::Exited { tid, .. }
-            | WaitEvent::Killed { tid, .. }
-            | WaitEvent::Signal { tid, .. }
-            | WaitEvent::Event { tid, .. } => tid,
-        }
-    }
 }
 
 fn check(ret: libc::c_long) -> Result<libc::c_long> {
@@ -67,14 +64,12 @@ fn check(ret: libc::c_long) -> Result<libc::c_long> {
     }
 }
 
-/// Waits for the next event of any traced task (`tid` = -1) or of one.
-/// Returns `None` when interrupted by a signal (Ctrl-C) or when `nohang`
-/// is set and nothing is ready.
-pub fn wait(tid: Tid, nohang: bool) -> Result<Option<WaitEvent>> {
+/// One non-blocking `waitpid` for any traced task (`tid` = -1) or one.
+/// Only the event pump (and the rescue path, which cannot use it) calls it.
+pub(crate) fn try_wait(tid: Tid) -> Result<Option<WaitStatus>> {
     let mut status = 0;
-    let flags = libc::__WALL | if nohang { libc::WNOHANG } else { 0 };
     // SAFETY: status is a valid out-pointer.
-    let ret = unsafe { libc::waitpid(tid, &mut status, flags) };
+    let ret = unsafe { libc::waitpid(tid, &mut status, libc::__WALL | libc::WNOHANG) };
     if ret == -1 {
         let errno = Errno::last();
         if errno == Errno::EINTR {
@@ -85,11 +80,11 @@ pub fn wait(tid: Tid, nohang: bool) -> Result<Option<WaitEvent>> {
     if ret == 0 {
         return Ok(None);
     }
-    let event = decode_status(ret, status);
+    let decoded = decode_status(ret, status);
     if trace_enabled() {
-        eprintln!("[rdbx trace] {event:?}");
+        eprintln!("[rdbx trace] {decoded:?}");
     }
-    Ok(Some(event))
+    Ok(Some(decoded))
 }
 
 /// `RDBX_TRACE=1` prints every wait event on stderr, for debugging the engine.
@@ -98,26 +93,48 @@ pub(crate) fn trace_enabled() -> bool {
     *ENABLED.get_or_init(|| std::env::var_os("RDBX_TRACE").is_some())
 }
 
-fn decode_status(tid: Tid, status: i32) -> WaitEvent {
+pub(crate) fn decode_status(tid: Tid, status: i32) -> WaitStatus {
     if libc::WIFEXITED(status) {
-        WaitEvent::Exited {
+        WaitStatus::Exited {
             tid,
             code: libc::WEXITSTATUS(status),
         }
     } else if libc::WIFSIGNALED(status) {
-        WaitEvent::Killed {
+        WaitStatus::Killed {
             tid,
             signal: libc::WTERMSIG(status),
         }
     } else {
         let signal = libc::WSTOPSIG(status);
         let event = (status >> 16) & 0xff;
-        if signal == libc::SIGTRAP && event != 0 {
-            WaitEvent::Event { tid, event }
+        if event != 0 {
+            WaitStatus::Event { tid, event, signal }
         } else {
-            WaitEvent::Signal { tid, signal }
+            WaitStatus::Signal { tid, signal }
         }
     }
+}
+
+/// PTRACE_SEIZE with our options: the task is traced but not stopped.
+pub fn seize(tid: Tid, options: libc::c_int) -> Result<()> {
+    // SAFETY: options go in the data argument; no pointers.
+    check(unsafe { libc::ptrace(libc::PTRACE_SEIZE, tid, 0usize, options as usize) }).map(drop)
+}
+
+/// PTRACE_INTERRUPT: the seized task stops (PTRACE_EVENT_STOP) without any
+/// signal being sent. If it is in a ptrace-stop already, it stops again
+/// right after its next resume; any other stop before that also consumes
+/// the request.
+pub fn interrupt(tid: Tid) -> Result<()> {
+    // SAFETY: no pointers are passed.
+    check(unsafe { libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0usize, 0usize) }).map(drop)
+}
+
+/// PTRACE_LISTEN: a seized task in a group-stop stays stopped but is
+/// reported again when it would resume (SIGCONT) or is interrupted.
+pub fn listen(tid: Tid) -> Result<()> {
+    // SAFETY: no pointers are passed.
+    check(unsafe { libc::ptrace(libc::PTRACE_LISTEN, tid, 0usize, 0usize) }).map(drop)
 }
 
 pub fn cont(tid: Tid, signal: i32) -> Result<()> {
@@ -128,12 +145,6 @@ pub fn cont(tid: Tid, signal: i32) -> Result<()> {
 pub fn single_step(tid: Tid, signal: i32) -> Result<()> {
     // SAFETY: as for cont.
     check(unsafe { libc::ptrace(libc::PTRACE_SINGLESTEP, tid, 0usize, signal as usize) }).map(drop)
-}
-
-/// PTRACE_ATTACH: the thread is sent a SIGSTOP and stops when it takes it.
-pub fn attach(tid: Tid) -> Result<()> {
-    // SAFETY: no pointers are passed.
-    check(unsafe { libc::ptrace(libc::PTRACE_ATTACH, tid, 0usize, 0usize) }).map(drop)
 }
 
 pub fn detach(tid: Tid, signal: i32) -> Result<()> {

@@ -130,6 +130,14 @@ pub enum VectorState {
 }
 
 impl VectorState {
+    /// The XSAVE area, when that is the form read.
+    pub fn xsave_area(&self) -> Option<&[u8]> {
+        match self {
+            VectorState::Xsave(area) => Some(area),
+            VectorState::Fxsave(_) => None,
+        }
+    }
+
     pub fn read(tid: crate::ptrace::Tid) -> crate::Result<VectorState> {
         match crate::ptrace::get_xstate(tid) {
             Ok(area) if area.len() >= XSTATE_BV + 8 => Ok(VectorState::Xsave(area)),

@@ -31,6 +31,8 @@ impl Default for SignalTable {
             libc::SIGIO,
             libc::SIGURG,
             libc::SIGVTALRM,
+            // As dbx: a continued process is no news.
+            libc::SIGCONT,
         ];
         for sig in silent {
             table[sig as usize].stop = false;
@@ -59,6 +61,13 @@ impl SignalTable {
         if let Some(slot) = self.table.get_mut(signal as usize) {
             *slot = disposition;
         }
+    }
+
+    /// Signals the program must not get (bit n for signal n).
+    pub fn not_passed_mask(&self) -> u64 {
+        (1..64)
+            .filter(|&s| !self.table[s as usize].pass)
+            .fold(0, |mask, s| mask | (1u64 << s))
     }
 
     /// The signals that currently stop the target.

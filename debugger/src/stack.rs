@@ -141,7 +141,7 @@ impl Debugger {
         };
         let physical = unwind::unwind(
             &self.objects,
-            &TargetMemory(&process.memory),
+            &TargetMemory(process.memory()),
             initial,
             // One more than asked: a frame's CFA is known once its caller is.
             limit.saturating_add(1).min(MAX_FRAMES),
@@ -278,7 +278,7 @@ impl Debugger {
         let mut regs = frame.regs;
         regs.set(unwind::RIP, Some(frame.lookup_pc));
         Ok(FrameView {
-            memory: &process.memory,
+            memory: process.memory(),
             regs,
             cfa: frame.cfa,
             bias,

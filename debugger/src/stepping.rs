@@ -77,6 +77,15 @@ impl Debugger {
         over_calls: bool,
         conditions: ConditionEvaluator,
     ) -> Result<Stop> {
+        let outcome = self.step_one_instruction(over_calls, conditions);
+        self.settle(outcome)
+    }
+
+    fn step_one_instruction(
+        &mut self,
+        over_calls: bool,
+        conditions: ConditionEvaluator,
+    ) -> Result<Stop> {
         let tid = self.current_tid;
         self.selected_frame = 0;
         let regs = self.current_regs(tid)?;
@@ -98,8 +107,8 @@ impl Debugger {
     }
 
     fn step_stop(&mut self, tid: Tid) -> Stop {
-        if let Some(t) = self.process.as_mut().and_then(|p| p.thread_mut(tid)) {
-            t.cause = crate::inferior::StopCause::Step;
+        if let Some(process) = self.process.as_mut() {
+            process.set_cause(tid, crate::inferior::StopCause::Step);
         }
         Stop {
             tid,
@@ -110,14 +119,29 @@ impl Debugger {
     /// Executes one instruction of `tid` (over a breakpoint site if it
     /// stands on one). A signal that stops the program, or the program's
     /// end, is returned as the stop.
+    ///
+    /// A system call may wait for another thread (a lock, a pipe), so it
+    /// is not single-stepped alone: every thread runs until the
+    /// instruction after it, as `next` runs over a call.
     fn single_step(&mut self, tid: Tid, conditions: ConditionEvaluator) -> Result<Option<Stop>> {
-        let pc = self.current_regs(tid)?.rip;
-        if self.breakpoints.sites.contains_key(&pc) {
+        let regs = self.current_regs(tid)?;
+        let pc = regs.rip;
+        if self.breakpoints.is_site(pc) {
             self.step_over_site(tid)?;
+        } else if let Some(insn) = self.instruction_at(pc).filter(|i| i.is_system_call()) {
+            let next = pc + insn.bytes.len() as u64;
+            if let Some(stop) = self.run_to(tid, next, regs.rsp, conditions)? {
+                return Ok(Some(stop));
+            }
         } else {
-            let signal = self.take_pending_signal(tid);
-            ptrace::single_step(tid, signal)?;
-            if let Err(e) = self.wait_for_step(tid) {
+            let stepped = self
+                .process_mut()?
+                .resume(tid, crate::inferior::Resume::Step)
+                .and_then(|()| self.wait_for_step(tid));
+            if let Err(e) = stepped {
+                if matches!(e, Error::Interrupted) {
+                    return Err(e);
+                }
                 return self
                     .deferred_stop(conditions)
                     .and_then(|s| s.ok_or(e).map(Some));
@@ -129,7 +153,7 @@ impl Debugger {
     /// Events that arrived during a step (signals, exits, forks) are
     /// handled now; one the user must see ends the step.
     fn deferred_stop(&mut self, conditions: ConditionEvaluator) -> Result<Option<Stop>> {
-        while let Some(event) = self.take_deferred() {
+        while let Some(event) = self.deferred.pop_front() {
             if let Some(stop) = self.handle_event(event, conditions)? {
                 return Ok(Some(stop));
             }
@@ -151,7 +175,7 @@ impl Debugger {
     ) -> Result<Option<Stop>> {
         let process = self.process.as_ref().ok_or(Error::NoProcess)?;
         self.breakpoints
-            .insert_site(&process.memory, address, Owner::StepResume)?;
+            .insert_site(process.memory(), address, Owner::StepResume)?;
         self.step_resume = Some(StepResume {
             tid,
             address,
@@ -159,7 +183,7 @@ impl Debugger {
         });
         let outcome = self.run_until_stop(conditions);
         self.step_resume = None;
-        let memory = self.process.as_ref().map(|p| &p.memory);
+        let memory = self.process.as_ref().map(|p| p.memory());
         self.breakpoints
             .remove_owner(memory, address, Owner::StepResume);
         let stop = outcome?;
@@ -171,12 +195,17 @@ impl Debugger {
 
     /// `step` / `next`: to the beginning of another source line.
     pub fn step_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
+        let outcome = self.step_to_line(kind, conditions);
+        self.settle(outcome)
+    }
+
+    fn step_to_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
         let tid = self.current_tid;
         self.selected_frame = 0;
         let start_pc = self.current_regs(tid)?.rip;
         let Some(mut span) = self.line_span(start_pc) else {
             // No line information here: run until this function returns.
-            return self.finish_frame(0, conditions).map(|(stop, _)| stop);
+            return self.run_out_of_frame(0, conditions).map(|(stop, _)| stop);
         };
         let start_line = (span.file.clone(), span.line);
         let start_function = self.function_entry(start_pc);
@@ -231,7 +260,7 @@ impl Debugger {
                         .is_some_and(|(entry, _)| entry == pc)
                     {
                         let sp = self.current_regs(tid)?.rsp;
-                        let return_address = self.process()?.memory.read_u64(sp)?;
+                        let return_address = self.process()?.memory().read_u64(sp)?;
                         if let Some(stop) = self.run_to(tid, return_address, sp + 8, conditions)? {
                             return Ok(stop);
                         }
@@ -282,6 +311,17 @@ impl Debugger {
     /// `step up` / `finish`: run until frame `frame` returns to its
     /// caller. Returns the stop and the returning function's name.
     pub fn finish_frame(
+        &mut self,
+        frame: usize,
+        conditions: ConditionEvaluator,
+    ) -> Result<(Stop, Option<String>)> {
+        match self.run_out_of_frame(frame, conditions) {
+            Err(Error::Interrupted) => Ok((self.settle(Err(Error::Interrupted))?, None)),
+            other => other,
+        }
+    }
+
+    fn run_out_of_frame(
         &mut self,
         frame: usize,
         conditions: ConditionEvaluator,

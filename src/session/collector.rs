@@ -178,7 +178,7 @@ impl Session {
     /// (it was started with collection, whose experiment was then closed):
     /// a new experiment, started here by `__rdbx_collector_start`.
     fn start_experiment_in_live_process(&mut self) -> Result<()> {
-        let pid = self.dbg.process()?.pid;
+        let pid = self.dbg.process()?.pid();
         let settings = &self.collector_settings;
         let name = settings.experiment_name();
         collector::check_new_experiment(&settings.directory, &name)?;
@@ -239,7 +239,7 @@ impl Session {
         let options = InjectOptions {
             allow_seccomp_filter: std::env::var_os("RDBX_INJECT_SECCOMP").is_some_and(|v| v == "1"),
         };
-        let tid = self.dbg.current_tid;
+        let tid = self.dbg.current_thread();
         let loaded = self.dbg.load_library(tid, &library.path, options);
         self.after_collector_call();
         loaded.map_err(|e| anyhow!("collector enable: {e}"))?;
@@ -404,7 +404,7 @@ impl Session {
         if e.state != ExperimentState::Starting {
             return;
         }
-        let Ok(pid) = self.dbg.process().map(|p| p.pid) else {
+        let Ok(pid) = self.dbg.process().map(|p| p.pid()) else {
             return;
         };
         let config = self
@@ -464,11 +464,11 @@ impl Session {
     /// A process we attached to is detached instead (see `detach`).
     pub(super) fn kill_process(&mut self) {
         if self.dbg.is_running() {
-            if self.dbg.process.as_ref().is_some_and(|p| !p.started_here) {
+            if self.dbg.process().ok().is_some_and(|p| !p.started_here()) {
                 self.collection_detached();
             }
             self.dbg.kill();
-            if self.dbg.process.is_none() && self.experiment_is_open() {
+            if !self.dbg.is_running() && self.experiment_is_open() {
                 self.collection_ended(Termination::Signal(libc::SIGKILL));
             }
         }
@@ -524,7 +524,7 @@ impl Session {
         let address = self.dbg.function_address(function).ok_or_else(|| {
             anyhow!("{function} is not in the process (was libcollector.so preloaded?)")
         })?;
-        let tid = self.dbg.current_tid;
+        let tid = self.dbg.current_thread();
         let value = self.dbg.call_function_with(tid, address, args)?;
         // The functions return a C int.
         Ok(value as u32 as i32)

@@ -55,14 +55,14 @@ impl debugger::expr::EvalContext for WritingEval<'_> {
     /// frame's are restored by unwinding and have no single place to go.
     fn write_register(&self, name: &str, value: u64) -> debugger::Result<()> {
         let dbg = self.reading.dbg;
-        if dbg.selected_frame > 0 {
+        if dbg.selected_frame_number() > 0 {
             return Err(debugger::Error::Expression(format!(
                 "cannot set register {name} in an outer frame: only the innermost \
                  frame's registers can be changed"
             )));
         }
         let process = dbg.process()?;
-        let tid = dbg.current_tid;
+        let tid = dbg.current_thread();
         let mut regs = process.regs(tid)?;
         if !debugger::regs::set(&mut regs, name, value) {
             return Err(debugger::Error::Expression(format!(
@@ -301,7 +301,7 @@ impl Session {
         if self.process_is_stopped() {
             return None;
         }
-        self.dbg.objects.list.iter().find_map(|object| {
+        self.dbg.objects().list.iter().find_map(|object| {
             let var = object.file.lookup_variable(None, name)?;
             object.file.variable_type(&var)
         })
@@ -417,7 +417,7 @@ impl Session {
             None => self.dbg.selected_frame()?,
             Some(name) => self
                 .dbg
-                .backtrace(self.dbg.current_tid, usize::MAX)?
+                .backtrace(self.dbg.current_thread(), usize::MAX)?
                 .into_iter()
                 .find(|f| f.function.as_deref() == Some(name))
                 .ok_or_else(|| anyhow!("no active frame of \"{name}\""))?,
@@ -448,7 +448,7 @@ impl Session {
     /// The locals in scope at a frame's pc, innermost block first; a
     /// local that cannot be read shows why in place.
     fn frame_locals(&self, frame: &debugger::stack::StackFrame) -> Result<Vec<(String, Value)>> {
-        let Some(object) = self.dbg.objects.object_at(frame.lookup_pc) else {
+        let Some(object) = self.dbg.objects().object_at(frame.lookup_pc) else {
             return Ok(Vec::new());
         };
         let view = self.dbg.frame_view(frame)?;
@@ -542,7 +542,7 @@ impl Session {
             .selected_frame()
             .ok()
             .and_then(|frame| {
-                let object = self.dbg.objects.object_at(frame.lookup_pc)?;
+                let object = self.dbg.objects().object_at(frame.lookup_pc)?;
                 let address = object.file_address(frame.lookup_pc);
                 Some(
                     object
@@ -562,7 +562,7 @@ impl Session {
         if locals_shadow {
             return None;
         }
-        self.dbg.objects.list.iter().find_map(|object| {
+        self.dbg.objects().list.iter().find_map(|object| {
             object
                 .file
                 .lookup_symbol(name)
@@ -672,7 +672,7 @@ impl Session {
     /// `<g_arr+4>` when a symbol's extent covers the address (a nearby
     /// symbol is no name for it), else empty.
     fn covering_symbol_label(&self, address: u64) -> String {
-        let Some(object) = self.dbg.objects.object_at(address) else {
+        let Some(object) = self.dbg.objects().object_at(address) else {
             return String::new();
         };
         let file_address = object.file_address(address);

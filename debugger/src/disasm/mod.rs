@@ -37,6 +37,15 @@ impl Instruction {
         self.bytes.is_empty()
     }
 
+    /// `syscall`, `sysenter` or `int 0x80`: the thread may wait in the
+    /// kernel for as long as another thread takes.
+    pub fn is_system_call(&self) -> bool {
+        matches!(
+            self.bytes.as_slice(),
+            [0x0f, 0x05] | [0x0f, 0x34] | [0xcd, 0x80]
+        )
+    }
+
     pub fn end_address(&self) -> u64 {
         self.address.wrapping_add(self.bytes.len() as u64)
     }
