@@ -94,7 +94,10 @@ fn interactive(session: &mut Session) {
                 }
                 session.execute_line(&line);
                 if session.quit_requested() {
-                    break;
+                    if confirmed(&mut editor, session) {
+                        break;
+                    }
+                    session.cancel_quit();
                 }
             }
             Err(ReadlineError::Interrupted) => continue,
@@ -103,6 +106,32 @@ fn interactive(session: &mut Session) {
     }
     if let Some(path) = &history {
         let _ = editor.save_history(path);
+    }
+}
+
+/// On a terminal, `quit` with a program rdbx started still alive asks
+/// first, as dbx and gdb do: quitting kills it.
+fn confirmed(
+    editor: &mut Editor<Completion, rustyline::history::DefaultHistory>,
+    session: &Session,
+) -> bool {
+    let Some(pid) = session.started_process() else {
+        return true;
+    };
+    let question = format!(
+        "The program is running (process {pid}); quitting kills it. Quit anyway? (y or n) "
+    );
+    loop {
+        match idle(|| editor.readline(&question)) {
+            Ok(answer) => match answer.trim() {
+                "y" | "Y" | "yes" => return true,
+                "n" | "N" | "no" => return false,
+                _ => println!("Please answer y or n."),
+            },
+            // Ctrl-C says no; end of input says yes (nobody is there to ask).
+            Err(ReadlineError::Interrupted) => return false,
+            Err(_) => return true,
+        }
     }
 }
 

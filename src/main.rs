@@ -58,6 +58,7 @@ fn main() {
 }
 
 fn run(options: Options) -> Result<i32> {
+    install_crash_guard();
     let mut session = session::Session::new()?;
     let mut load_failed = false;
     input::install_interrupt_handler();
@@ -86,6 +87,27 @@ fn run(options: Options) -> Result<i32> {
     }
     session.shutdown();
     Ok(if options.batch && load_failed { 1 } else { 0 })
+}
+
+/// Whatever kills rdbx from now on (a panic, a fatal signal, SIGTERM,
+/// SIGHUP) first lets the debugged process go, untraced and intact.
+fn install_crash_guard() {
+    debugger::rescue::install();
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        let pid = debugger::rescue::traced_process();
+        debugger::rescue::rescue();
+        if pid > 0 && debugger::rescue::released() {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "rdbx: internal error; process {pid} was let go and runs on untraced"
+            );
+        }
+        // The session's state no longer matches the process: end here.
+        std::process::exit(101);
+    }));
 }
 
 /// `rdbx -p PID [PROGRAM]`.

@@ -65,8 +65,11 @@ pub struct Session {
 
 impl Session {
     pub fn new() -> Result<Session> {
+        let mut dbg = Debugger::new()?;
+        // Threads, forks and execs are told as they happen, not at the stop.
+        dbg.set_notice_sink(Box::new(print_notice));
         Ok(Session {
-            dbg: Debugger::new()?,
+            dbg,
             sources: Sources::default(),
             when_bodies: Vec::new(),
             quit: false,
@@ -95,6 +98,20 @@ impl Session {
 
     pub fn quit_requested(&self) -> bool {
         self.quit
+    }
+
+    /// The user thought better of `quit`.
+    pub fn cancel_quit(&mut self) {
+        self.quit = false;
+    }
+
+    /// The process rdbx started and would kill on quit, if one is alive.
+    pub fn started_process(&self) -> Option<i32> {
+        self.dbg
+            .process()
+            .ok()
+            .filter(|p| p.started_here())
+            .map(|p| p.pid())
     }
 
     /// Leaves nothing behind: a process we started is killed, one we
@@ -336,32 +353,13 @@ impl Session {
             }
             Command::Collector(command) => self.collector(command),
             Command::Analyze(line) => self.analyze(line.as_deref()),
+            Command::Crash(kind) => crash(kind),
         }
     }
 
     fn print_notices(&mut self) {
         for notice in self.dbg.take_notices() {
-            match notice {
-                Notice::NewThread { number, tid } => {
-                    println!("[New thread t@{number} (lwp {tid})]")
-                }
-                Notice::ThreadExited { number, tid } => {
-                    println!("[Thread t@{number} (lwp {tid}) exited]")
-                }
-                Notice::ForkDetached { child } => {
-                    println!("[Detaching after fork from child process {child}]")
-                }
-                Notice::Exec { pid, path } => println!(
-                    "[process {pid} is executing new program: {}]",
-                    path.display()
-                ),
-                Notice::BreakpointResolved { id, addresses } => {
-                    let addresses: Vec<String> =
-                        addresses.iter().map(|a| format!("0x{a:x}")).collect();
-                    println!("breakpoint ({id}) resolved at {}", addresses.join(", "));
-                }
-                Notice::Warning(text) => eprintln!("rdbx: warning: {text}"),
-            }
+            print_notice(&notice);
         }
     }
 
@@ -556,6 +554,10 @@ impl Session {
             StopReason::Signal { signal } => {
                 println!("signal {} {place}", format::signal_text(*signal))
             }
+            StopReason::JobControl { signal } => println!(
+                "stopped by {} (job control) {place}; cont resumes it",
+                signal_name(*signal)
+            ),
             _ => println!("stopped {place}"),
         }
         if let Some(line) = source {
@@ -1229,6 +1231,53 @@ impl Session {
 }
 
 /// `in main at line 5 in file "t.c"` and the formatted source line.
+/// Tells one notice: as it happens while the program runs, or at the stop.
+fn print_notice(notice: &Notice) {
+    match notice {
+        Notice::NewThread { number, tid } => {
+            println!("[New thread t@{number} (lwp {tid})]")
+        }
+        Notice::ThreadExited { number, tid } => {
+            println!("[Thread t@{number} (lwp {tid}) exited]")
+        }
+        Notice::ForkDetached { child } => {
+            println!("[Detaching after fork from child process {child}]")
+        }
+        Notice::Exec { pid, path } => println!(
+            "[process {pid} is executing new program: {}]",
+            path.display()
+        ),
+        Notice::BreakpointResolved { id, addresses } => {
+            let addresses: Vec<String> = addresses.iter().map(|a| format!("0x{a:x}")).collect();
+            println!("breakpoint ({id}) resolved at {}", addresses.join(", "));
+        }
+        Notice::Warning(text) => eprintln!("rdbx: warning: {text}"),
+    }
+}
+
+/// `maintenance crash`: fail on purpose (see its help).
+fn crash(kind: commands::CrashKind) -> Result<()> {
+    fn recurse(depth: u64) -> u64 {
+        let frame = [depth; 64];
+        std::hint::black_box(&frame);
+        // Never false; the compiler cannot know it.
+        if std::hint::black_box(depth) == u64::MAX {
+            return 0;
+        }
+        recurse(depth + 1) + frame[1]
+    }
+    match kind {
+        commands::CrashKind::Panic => panic!("maintenance crash: a panic on purpose"),
+        commands::CrashKind::StackOverflow => {
+            recurse(0);
+        }
+        commands::CrashKind::ThreadStackOverflow => {
+            let _ = std::thread::spawn(|| recurse(0)).join();
+        }
+    }
+    Ok(())
+}
+
 fn describe_frame(
     sources: &mut Sources,
     frame: &debugger::stack::StackFrame,

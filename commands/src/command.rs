@@ -163,6 +163,9 @@ pub enum Command {
     Collector(crate::collector::CollectorCommand),
     /// `analyze [...]`, kept as raw text until the analyzer exists.
     Analyze(Option<String>),
+    /// `maintenance crash KIND`: makes rdbx fail on purpose, to check
+    /// that a process it debugs survives rdbx's own crash.
+    Crash(CrashKind),
     /// `dbxenv [NAME [VALUE]]` (gdb-like: `set call-timeout SECONDS`):
     /// show or change a debugger setting. `name` is one of
     /// [`DBXENV_SETTINGS`](crate::DBXENV_SETTINGS).
@@ -170,6 +173,17 @@ pub enum Command {
         name: Option<String>,
         value: Option<String>,
     },
+}
+
+/// How `maintenance crash` makes rdbx fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashKind {
+    /// A Rust panic in the thread that runs commands.
+    Panic,
+    /// Infinite recursion in the thread that runs commands.
+    StackOverflow,
+    /// Infinite recursion in a thread of its own.
+    ThreadStackOverflow,
 }
 
 /// The settings `dbxenv` knows.

@@ -634,6 +634,18 @@ static COMMANDS: &[CommandHelp] = &[
         "Analyze the current experiment (or the last one of the session) with er_print's commands: with no argument enter the analysis REPL (prompt \"(rdbx analyze) \", quit or Ctrl-D returns), with a COMMAND run just that. Works while the program is stopped mid-run, on everything recorded so far. analyze help lists the analysis commands.",
         "analyze functions",
     ),
+    entry(
+        "maintenance",
+        &["maint"],
+        "maintenance crash panic | stack-overflow | thread-stack-overflow",
+        "make rdbx crash on purpose (for testing)",
+        "Crash rdbx on purpose, as gdb's maintenance commands do, to check that it lets the \
+         program go first: a process it attached to or started runs on untraced, with its \
+         breakpoints removed and its pending signals delivered. panic panics in the command \
+         thread, stack-overflow recurses without end in it, thread-stack-overflow does so in a \
+         thread of its own.",
+        "maintenance crash panic",
+    ),
 ];
 
 /// The whole command table, in the order of `help`.

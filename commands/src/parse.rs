@@ -142,8 +142,26 @@ impl<'a> Args<'a> {
                 crate::collector::parse(&words).map(Command::Collector)
             }
             "analyze" => Ok(Command::Analyze(non_empty(self.text))),
+            "maintenance" => self.maintenance(),
             other => Err(self.invalid(format!("\"{other}\" is not implemented"))),
         }
+    }
+
+    /// `maintenance crash panic|stack-overflow|thread-stack-overflow`.
+    fn maintenance(&self) -> Result<Command> {
+        let words = self.words()?;
+        let texts: Vec<&str> = words.iter().map(|w| w.text.as_str()).collect();
+        let kind = match texts.as_slice() {
+            ["crash", "panic"] => CrashKind::Panic,
+            ["crash", "stack-overflow"] => CrashKind::StackOverflow,
+            ["crash", "thread-stack-overflow"] => CrashKind::ThreadStackOverflow,
+            _ => {
+                return Err(self.invalid(
+                    "expected \"crash panic\", \"crash stack-overflow\" or \"crash thread-stack-overflow\"",
+                ))
+            }
+        };
+        Ok(Command::Crash(kind))
     }
 
     fn words(&self) -> Result<Vec<Word>> {

@@ -116,6 +116,14 @@ fn process_commands() {
         ("q", Command::Quit),
         ("exit", Command::Quit),
         ("detach", Command::Detach),
+        (
+            "maintenance crash panic",
+            Command::Crash(CrashKind::Panic),
+        ),
+        (
+            "maint crash thread-stack-overflow",
+            Command::Crash(CrashKind::ThreadStackOverflow),
+        ),
         ("attach 123", Command::Attach { pid: 123 }),
     ] {
         assert_eq!(ok(line), command, "{line}");
@@ -704,6 +712,7 @@ fn every_table_spelling_is_parsed() {
             let parsed = parsed.or_else(|_| parse(&format!("{spelling} status")));
             let parsed = parsed.or_else(|_| parse(&format!("{spelling} periodic")));
             let parsed = parsed.or_else(|_| parse(&format!("{spelling} directory d")));
+            let parsed = parsed.or_else(|_| parse(&format!("{spelling} crash panic")));
             assert!(parsed.is_ok(), "{spelling}: {parsed:?}");
         }
     }

@@ -787,8 +787,18 @@ extern "C" fn on_fatal_signal(
 /// One line on stderr, written without allocating.
 fn say_released(signal: i32, pid: i32) {
     let mut line = PathBuf::new();
-    line.push(b"rdbx: fatal signal ");
-    line.push_number(signal as u64);
+    line.push(b"rdbx: ");
+    line.push(match signal {
+        libc::SIGSEGV => b"SIGSEGV",
+        libc::SIGBUS => b"SIGBUS",
+        libc::SIGILL => b"SIGILL",
+        libc::SIGFPE => b"SIGFPE",
+        libc::SIGABRT => b"SIGABRT",
+        libc::SIGTERM => b"SIGTERM",
+        libc::SIGHUP => b"SIGHUP",
+        libc::SIGQUIT => b"SIGQUIT",
+        _ => b"a fatal signal",
+    });
     line.push(b"; process ");
     line.push_number(pid as u64);
     line.push(b" was let go and runs on untraced\n");

@@ -91,6 +91,8 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("steps", "O0", &["-O0"]),
         ("steps", "O2", &["-O2"]),
         ("spin", "O0", &["-O0"]),
+        ("ctrlc", "O0", &["-O0", "-pthread"]),
+        ("survivor", "O0", &["-O0", "-pthread"]),
         ("callee", "O0", &["-O0"]),
     ];
     let mut out = Vec::new();
@@ -1276,4 +1278,210 @@ pub fn phases() -> &'static Path {
         assert!(status.success(), "gcc failed on phases.c");
         out
     })
+}
+
+// ---------------------------------------------------------------------------
+// Consoles: rdbx driven line by line, each output line timestamped
+// ---------------------------------------------------------------------------
+
+/// rdbx reading commands from a pipe, its stdout read line by line with
+/// the time each line arrived (for latencies), its stderr kept.
+pub struct Console {
+    child: Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<(Instant, String)>,
+    seen: Vec<String>,
+    err: Capture,
+}
+
+impl Console {
+    /// Starts rdbx with `args`, in a process group of its own (so a test's
+    /// SIGINT reaches rdbx alone unless it says otherwise).
+    pub fn start(args: &[&str]) -> Console {
+        let mut child = Command::new(rdbx_bin())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("spawn rdbx");
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout");
+        let err = Capture::start(child.stderr.take().expect("stderr"));
+        let (send, lines) = std::sync::mpsc::channel();
+        thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if send.send((Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        Console {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+            err,
+        }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn send(&mut self, command: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{command}").expect("write command to rdbx");
+        stdin.flush().expect("flush");
+    }
+
+    /// Sends `signal` to rdbx alone.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) of our own child.
+        unsafe { libc::kill(self.pid(), signal) };
+    }
+
+    /// The next stdout line that satisfies `want`, with its arrival time;
+    /// panics with the transcript after `timeout`.
+    pub fn expect(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        want: impl Fn(&str) -> bool,
+    ) -> (Instant, String) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok((at, line)) => {
+                    self.seen.push(line.clone());
+                    if want(&line) {
+                        return (at, line);
+                    }
+                }
+                Err(_) => panic!("timed out waiting for {what}\n{}", self.transcript()),
+            }
+        }
+    }
+
+    /// Runs `print N` and waits for its answer: every command before it is done.
+    pub fn sync(&mut self, n: u64) {
+        self.send(&format!("print {n}"));
+        let answer = format!("{n} = {n}");
+        self.expect(&answer.clone(), TIMEOUT, |l| l == answer);
+    }
+
+    pub fn transcript(&self) -> String {
+        format!(
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.seen.join("\n"),
+            self.err.text()
+        )
+    }
+
+    pub fn stderr(&self) -> String {
+        self.err.text()
+    }
+
+    /// Closes stdin (after `quit` if asked) and waits for rdbx to end.
+    pub fn finish(mut self, quit: bool) -> Option<ExitStatus> {
+        if quit {
+            self.send("quit");
+        }
+        self.stdin = None;
+        let status = wait_with_deadline(&mut self.child, TIMEOUT);
+        while let Ok((_, line)) = self.lines.recv_timeout(Duration::from_millis(100)) {
+            self.seen.push(line);
+        }
+        status
+    }
+
+    /// Waits for rdbx to end on its own (it was made to crash).
+    pub fn wait_for_end(&mut self) -> Option<ExitStatus> {
+        wait_with_deadline(&mut self.child, TIMEOUT)
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The scheduling state of every thread of `pid` ('R', 'S', 't'...).
+pub fn thread_states(pid: u32) -> Vec<char> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| {
+            let stat = fs::read_to_string(t.path().join("stat")).ok()?;
+            let after = stat.rsplit_once(')')?.1;
+            after.trim_start().chars().next()
+        })
+        .collect()
+}
+
+/// Every thread of `pid` is in a tracing stop.
+pub fn all_threads_traced_stopped(pid: u32) -> bool {
+    let states = thread_states(pid);
+    !states.is_empty() && states.iter().all(|&s| s == 't')
+}
+
+/// A program started by the test itself (not under rdbx), its first line
+/// read; in a session of its own with `own_session`.
+pub struct Target {
+    pub child: Child,
+    pub stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Target {
+    pub fn start(program: &Path, own_session: bool) -> Target {
+        let mut command = Command::new(program);
+        command.stdin(Stdio::null()).stdout(Stdio::piped());
+        if own_session {
+            // SAFETY: setsid is async-signal-safe.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+        }
+        let mut child = command.spawn().expect("start target");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut first = String::new();
+        use std::io::BufRead;
+        stdout.read_line(&mut first).expect("first line");
+        assert_eq!(first.trim(), "ready", "target's first line");
+        Target { child, stdout }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The rest of its output and its exit code, once it ends.
+    pub fn finish(mut self) -> (String, Option<i32>) {
+        let mut rest = String::new();
+        let _ = self.stdout.read_to_string(&mut rest);
+        let status = wait_with_deadline(&mut self.child, TIMEOUT);
+        (rest, status.and_then(|s| s.code()))
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
 }
