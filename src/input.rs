@@ -23,7 +23,8 @@ extern "C" fn on_interrupt(_: libc::c_int) {
 }
 
 /// Ctrl-C must interrupt the program, not kill the debugger: it wakes the
-/// engine's event pump, which stops every thread.
+/// engine's event pump, which stops every thread. No SA_RESTART: the
+/// pump's `waitpid` must fail with EINTR.
 pub fn install_interrupt_handler() {
     // SAFETY: the handler only loads an atomic and calls
     // `request_interrupt`, which is async-signal-safe.
@@ -31,7 +32,7 @@ pub fn install_interrupt_handler() {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_interrupt as *const () as usize;
         libc::sigemptyset(&mut action.sa_mask);
-        action.sa_flags = libc::SA_RESTART;
+        action.sa_flags = 0;
         libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
     }
 }

@@ -116,10 +116,7 @@ fn process_commands() {
         ("q", Command::Quit),
         ("exit", Command::Quit),
         ("detach", Command::Detach),
-        (
-            "maintenance crash panic",
-            Command::Crash(CrashKind::Panic),
-        ),
+        ("maintenance crash panic", Command::Crash(CrashKind::Panic)),
         (
             "maint crash thread-stack-overflow",
             Command::Crash(CrashKind::ThreadStackOverflow),

@@ -20,7 +20,7 @@ use crate::breakpoints::Owner;
 use crate::engine::Debugger;
 use crate::inferior::{PendingSignal, Resume};
 use crate::ptrace::{self, Tid};
-use crate::pump::{self, Event, Wake, Whom};
+use crate::pump::{self, Event, Wait, Wake};
 use crate::regs::VectorState;
 use crate::signals::signal_name;
 use crate::stack::FrameView;
@@ -547,7 +547,7 @@ impl Debugger {
         loop {
             let wake = self
                 .pump
-                .wait(Whom::Any, true, Some(deadline))
+                .wait(Wait::any().interruptible().until(deadline))
                 .map_err(CallFailure::from_error)?;
             match wake {
                 Wake::Event(event) => {
@@ -786,7 +786,7 @@ impl Debugger {
             .map_err(CallFailure::from_error)?
             .interrupt(tid);
         loop {
-            let event = match self.pump.wait(Whom::Any, false, None) {
+            let event = match self.pump.wait(Wait::any().kicking(Some(tid))) {
                 Ok(Wake::Event(event)) => event,
                 Ok(_) => continue,
                 Err(e) => return Err(CallFailure::from_error(e)),

@@ -367,10 +367,13 @@ impl Inferior {
             .collect()
     }
 
-    pub(crate) fn any_running(&self) -> bool {
+    /// A thread set running and not seen stopped since (a Ctrl-C stops it
+    /// to end the pump's wait).
+    pub(crate) fn first_running(&self) -> Option<Tid> {
         self.threads
             .values()
-            .any(|t| t.state != ThreadState::Stopped)
+            .find(|t| t.state != ThreadState::Stopped)
+            .map(|t| t.tid)
     }
 
     /// After exec only the leader survives, under the process id.
@@ -576,7 +579,7 @@ unsafe fn exec_in_child(
 fn wait_for_exec_stop(pid: i32, path: &Path) -> Result<()> {
     let pump = crate::pump::Pump::new()?;
     loop {
-        match pump.wait(crate::pump::Whom::Task(pid), false, None)? {
+        match pump.wait(crate::pump::Wait::task(pid))? {
             crate::pump::Wake::Event(crate::pump::Event::Exec { .. }) => return Ok(()),
             crate::pump::Wake::Event(event) if event.is_end() => {
                 return Err(Error::Other(format!(

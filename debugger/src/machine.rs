@@ -19,7 +19,7 @@ use crate::breakpoints::Owner;
 use crate::engine::{ConditionEvaluator, Debugger, Notice, Stop, StopReason};
 use crate::inferior::{Resume, StopCause, ThreadState};
 use crate::ptrace::{self, Tid};
-use crate::pump::{Event, Wake, Whom};
+use crate::pump::{Event, Wait, Wake};
 use crate::relocate::Displacement;
 use crate::{Error, Result};
 use std::path::PathBuf;
@@ -130,7 +130,8 @@ impl Debugger {
             if let Some(stop) = self.handle_deferred(conditions)? {
                 return self.finish_stop(stop);
             }
-            match self.pump.wait(Whom::Any, true, None)? {
+            let kick = self.process()?.first_running();
+            match self.pump.wait(Wait::any().interruptible().kicking(kick))? {
                 Wake::Event(event) => {
                     if let Some(stop) = self.handle_event(event, conditions)? {
                         return self.finish_stop(stop);
@@ -371,7 +372,8 @@ impl Debugger {
 
     fn wait_for_step_inner(&mut self, tid: Tid, reraise: &mut Vec<i32>) -> Result<()> {
         loop {
-            let event = match self.pump.wait(Whom::Any, true, None)? {
+            let wait = Wait::any().interruptible().kicking(Some(tid));
+            let event = match self.pump.wait(wait)? {
                 Wake::Event(event) => event,
                 Wake::Interrupt => {
                     self.halt_thread(tid)?;
@@ -462,7 +464,7 @@ impl Debugger {
             .and_then(|p| p.thread(tid))
             .is_some_and(|t| !t.is_stopped())
         {
-            if let Wake::Event(event) = self.pump.wait(Whom::Any, false, None)? {
+            if let Wake::Event(event) = self.pump.wait(Wait::any().kicking(Some(tid)))? {
                 self.absorb(event)?;
             }
         }
@@ -483,8 +485,11 @@ impl Debugger {
         for tid in process.running() {
             process.interrupt(tid);
         }
-        while self.process.as_ref().is_some_and(|p| p.any_running()) {
-            match self.pump.wait(Whom::Any, true, None)? {
+        while let Some(running) = self.process.as_ref().and_then(|p| p.first_running()) {
+            match self
+                .pump
+                .wait(Wait::any().interruptible().kicking(Some(running)))?
+            {
                 Wake::Event(event) => self.absorb(event)?,
                 Wake::Interrupt => {
                     let stuck = self.process()?.running();
@@ -722,7 +727,7 @@ impl Debugger {
         } else {
             let deadline = Instant::now() + CHILD_WAIT;
             loop {
-                match self.pump.wait(Whom::Task(child), false, Some(deadline))? {
+                match self.pump.wait(Wait::task(child).until(deadline))? {
                     Wake::Event(event) if event.is_end() => return Ok(()),
                     Wake::Event(_) => break,
                     Wake::Timeout => break,
@@ -971,7 +976,7 @@ impl Debugger {
         unsafe { libc::kill(pid, libc::SIGKILL) };
         let deadline = Instant::now() + KILL_WAIT;
         loop {
-            match self.pump.wait(Whom::Any, false, Some(deadline)) {
+            match self.pump.wait(Wait::any().until(deadline)) {
                 Ok(Wake::Event(event)) if event.is_end() && event.tid() == pid => break,
                 Ok(Wake::Event(_)) | Ok(Wake::Interrupt) => {}
                 Ok(Wake::Timeout) | Err(_) => break,

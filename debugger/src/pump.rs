@@ -3,34 +3,55 @@
 //! [`Pump::wait`], decoded into an [`Event`] and handed back to the engine,
 //! which decides what it means (see docs/architecture.md, "The event pump").
 //!
-//! Waiting must wake for two things: a task changing state, and the user
-//! pressing Ctrl-C. Blocking in `waitpid` and counting on EINTR loses a
-//! Ctrl-C that arrives between checking the flag and entering the call, so
-//! the pump never blocks in `waitpid`. It asks with WNOHANG, and when
-//! nothing is ready it sleeps in `poll` on a self-pipe that two
-//! async-signal-safe writers fill: our SIGCHLD handler (the kernel sends
-//! SIGCHLD to the tracer for every stop and exit of a tracee) and
-//! [`request_interrupt`] (the binary's SIGINT handler). A state change or a
-//! Ctrl-C after the WNOHANG check leaves a byte in the pipe, so the poll
-//! returns at once: no wake-up can be lost.
+//! A wait must end for two things: a task changing state, and the user
+//! pressing Ctrl-C. The pump blocks in `waitpid` itself, one system call
+//! per event, as a breakpoint-heavy run needs; SIGINT's handler (installed
+//! without SA_RESTART) makes that `waitpid` fail with EINTR. That alone
+//! would lose a Ctrl-C arriving after the pump checked the flag and before
+//! it entered `waitpid`, so the handler also closes that window: when the
+//! pump is waiting, [`request_interrupt`] stops one of the running traced
+//! threads (PTRACE_INTERRUPT), which gives `waitpid` an event to return
+//! whenever it is entered. The engine treats that stop as any stale
+//! interrupt. A handler that runs on another thread forwards the signal to
+//! the waiting one, since only the tracer thread may make ptrace requests.
+//! Waits with a deadline (injected calls, kill) poll instead, sleeping at
+//! most a millisecond between looks.
 
 use crate::ptrace::{self, Tid, WaitStatus};
 use crate::{Error, Result};
 use nix::errno::Errno;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::OnceLock;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
-static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
 /// The user asked to stop the program (Ctrl-C); consumed by the pump.
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
+/// The thread waiting in (or about to enter) `waitpid`, 0 when none.
+static WAITER: AtomicI32 = AtomicI32::new(0);
+/// A traced thread running during that wait: interrupting it ends the wait.
+static KICK: AtomicI32 = AtomicI32::new(0);
 
 /// Asks the engine to stop the running program, as Ctrl-C does. Safe to
-/// call from a signal handler: an atomic store and a `write(2)`.
+/// call from a signal handler: atomics, `gettid`, `tgkill` and one ptrace
+/// request.
 pub fn request_interrupt() {
     INTERRUPT.store(true, Ordering::SeqCst);
-    wake();
+    let waiter = WAITER.load(Ordering::SeqCst);
+    if waiter == 0 {
+        // Nobody waits: the next wait sees the flag before it blocks.
+        return;
+    }
+    // SAFETY: gettid and getpid cannot fail.
+    let (me, pid) = unsafe { (libc::syscall(libc::SYS_gettid) as Tid, libc::getpid()) };
+    if me != waiter {
+        // Only the waiting (tracer) thread may interrupt a tracee, and only
+        // a signal on it ends its waitpid: hand the signal over.
+        let _ = ptrace::tgkill(pid, waiter, libc::SIGINT);
+        return;
+    }
+    let kick = KICK.load(Ordering::SeqCst);
+    if kick > 0 {
+        let _ = ptrace::interrupt(kick);
+    }
 }
 
 /// Forgets an interrupt nobody has acted on (one that came while rdbx was
@@ -46,58 +67,6 @@ pub fn interrupt_requested() -> bool {
 
 pub(crate) fn take_interrupt() -> bool {
     INTERRUPT.swap(false, Ordering::SeqCst)
-}
-
-fn wake() {
-    let fd = WAKE_WRITE.load(Ordering::Relaxed);
-    if fd >= 0 {
-        let byte = 1u8;
-        // SAFETY: write(2) of one byte from a live local; a full pipe
-        // (EAGAIN) already guarantees a wake-up.
-        unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
-    }
-}
-
-extern "C" fn on_sigchld(_: libc::c_int) {
-    let saved = Errno::last_raw();
-    wake();
-    Errno::set_raw(saved);
-}
-
-/// Creates the self-pipe and installs the SIGCHLD handler, once per process.
-fn install() -> Result<()> {
-    static INSTALLED: OnceLock<std::result::Result<(), Errno>> = OnceLock::new();
-    let outcome = INSTALLED.get_or_init(|| {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 writes two descriptors into the array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-            return Err(Errno::last());
-        }
-        WAKE_READ.store(fds[0], Ordering::Relaxed);
-        WAKE_WRITE.store(fds[1], Ordering::Relaxed);
-        // SAFETY: the handler only calls write(2) and saves errno. No
-        // SA_NOCLDSTOP: ptrace stops must be signalled too. SA_RESTART
-        // keeps the rest of rdbx's system calls unaware of it.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_sigchld as *const () as usize;
-            libc::sigemptyset(&mut action.sa_mask);
-            action.sa_flags = libc::SA_RESTART;
-            if libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut()) != 0 {
-                return Err(Errno::last());
-            }
-        }
-        Ok(())
-    });
-    outcome.map_err(|e| Error::Other(format!("cannot set up the event pump: {e}")))
-}
-
-/// Empties the self-pipe (its bytes only say "look again").
-fn drain() {
-    let fd = WAKE_READ.load(Ordering::Relaxed);
-    let mut buf = [0u8; 64];
-    // SAFETY: reads into a live local buffer; the descriptor is non-blocking.
-    while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
 }
 
 /// What a traced task did, as the engine needs to know it.
@@ -255,87 +224,151 @@ pub enum Wake {
     Timeout,
 }
 
-/// Whom to wait for.
+/// What a wait waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Whom {
-    Any,
-    Task(Tid),
+pub struct Wait {
+    /// A task's id, or -1 for any.
+    pid: Tid,
+    interruptible: bool,
+    deadline: Option<Instant>,
+    kick: Option<Tid>,
 }
 
-/// The event pump. Cheap to make; the process-wide pipe and handler are
-/// set up by the first one.
+impl Wait {
+    /// The next event of any traced task.
+    pub fn any() -> Wait {
+        Wait {
+            pid: -1,
+            interruptible: false,
+            deadline: None,
+            kick: None,
+        }
+    }
+
+    /// The next event of one task.
+    pub fn task(tid: Tid) -> Wait {
+        Wait {
+            pid: tid,
+            ..Wait::any()
+        }
+    }
+
+    /// A Ctrl-C (past or during the wait) ends it with `Wake::Interrupt`
+    /// and is consumed; otherwise it stays pending for whoever asks next.
+    pub fn interruptible(self) -> Wait {
+        Wait {
+            interruptible: true,
+            ..self
+        }
+    }
+
+    /// Give up at `deadline` with `Wake::Timeout`.
+    pub fn until(self, deadline: Instant) -> Wait {
+        Wait {
+            deadline: Some(deadline),
+            ..self
+        }
+    }
+
+    /// A traced thread that runs during the wait, which a Ctrl-C stops so
+    /// that the wait cannot miss it (see the module comment).
+    pub fn kicking(self, running: Option<Tid>) -> Wait {
+        Wait {
+            kick: running,
+            ..self
+        }
+    }
+}
+
+/// The event pump. Cheap to make; nothing is set up per process.
 pub struct Pump {
     _private: (),
 }
 
+/// Clears the pump's published state when a wait ends, however it ends.
+struct Waiting;
+
+impl Waiting {
+    fn begin(kick: Option<Tid>) -> Waiting {
+        // SAFETY: gettid cannot fail.
+        let me = unsafe { libc::syscall(libc::SYS_gettid) as Tid };
+        KICK.store(kick.unwrap_or(0), Ordering::SeqCst);
+        WAITER.store(me, Ordering::SeqCst);
+        Waiting
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        WAITER.store(0, Ordering::SeqCst);
+        KICK.store(0, Ordering::SeqCst);
+    }
+}
+
 impl Pump {
     pub fn new() -> Result<Pump> {
-        install()?;
         Ok(Pump { _private: () })
     }
 
-    /// Waits for the next event of `whom`. With `interruptible`, a Ctrl-C
-    /// (past or during the wait) ends it with `Wake::Interrupt` and is
-    /// consumed; otherwise it stays pending for whoever asks next. Without
-    /// a deadline the wait can last forever (until an event or Ctrl-C).
-    pub fn wait(&self, whom: Whom, interruptible: bool, deadline: Option<Instant>) -> Result<Wake> {
-        let pid = match whom {
-            Whom::Any => -1,
-            Whom::Task(tid) => tid,
-        };
+    /// Waits for the next event as `wait` says.
+    pub fn wait(&self, wait: Wait) -> Result<Wake> {
+        let _waiting = Waiting::begin(wait.kick);
+        let mut nap = Duration::from_micros(20);
         loop {
-            if interruptible && take_interrupt() {
+            if wait.interruptible && take_interrupt() {
                 return Ok(Wake::Interrupt);
             }
-            // Drain before asking: a byte written after this point means a
-            // change we have not seen yet, and it will end the poll below.
-            drain();
-            if let Some(status) = ptrace::try_wait(pid)? {
-                return Ok(Wake::Event(decode(status)));
-            }
-            if interruptible && interrupt_requested() {
-                continue;
-            }
-            let timeout = match deadline {
-                None => -1,
+            match wait.deadline {
+                None => {
+                    if let Some(status) = blocking_wait(wait.pid)? {
+                        return Ok(Wake::Event(decode(status)));
+                    }
+                }
                 Some(deadline) => {
+                    if let Some(status) = ptrace::try_wait(wait.pid)? {
+                        return Ok(Wake::Event(decode(status)));
+                    }
                     let now = Instant::now();
                     if now >= deadline {
                         return Ok(Wake::Timeout);
                     }
-                    // Round up so that we never wake just before the deadline.
-                    let left = deadline - now;
-                    left.as_millis().min(i32::MAX as u128) as i32 + 1
+                    // A Ctrl-C cuts the sleep short (EINTR); one that comes
+                    // just before it is seen at most a millisecond later.
+                    std::thread::sleep(nap.min(deadline - now));
+                    nap = (nap * 2).min(Duration::from_millis(1));
                 }
-            };
-            poll_wake_pipe(timeout);
+            }
         }
     }
 
     /// The next event of `whom` that is already there, without waiting.
-    pub fn poll(&self, whom: Whom) -> Result<Option<Event>> {
-        let pid = match whom {
-            Whom::Any => -1,
-            Whom::Task(tid) => tid,
-        };
-        Ok(ptrace::try_wait(pid)?.map(decode))
+    pub fn poll(&self, wait: Wait) -> Result<Option<Event>> {
+        Ok(ptrace::try_wait(wait.pid)?.map(decode))
     }
 }
 
-fn poll_wake_pipe(timeout_ms: i32) {
-    let mut fds = [libc::pollfd {
-        fd: WAKE_READ.load(Ordering::Relaxed),
-        events: libc::POLLIN,
-        revents: 0,
-    }];
-    // SAFETY: one valid pollfd; EINTR just means "look again".
-    unsafe { libc::poll(fds.as_mut_ptr(), 1, timeout_ms) };
+/// One blocking `waitpid`; `None` when a signal (Ctrl-C) interrupted it.
+fn blocking_wait(pid: Tid) -> Result<Option<WaitStatus>> {
+    let mut status = 0;
+    // SAFETY: status is a valid out-pointer.
+    let ret = unsafe { libc::waitpid(pid, &mut status, libc::__WALL) };
+    if ret == -1 {
+        let errno = Errno::last();
+        if errno == Errno::EINTR {
+            return Ok(None);
+        }
+        return Err(Error::Os(errno));
+    }
+    let decoded = ptrace::decode_status(ret, status);
+    if ptrace::trace_enabled() {
+        eprintln!("[rdbx trace] {decoded:?}");
+    }
+    Ok(Some(decoded))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn an_interrupt_before_the_wait_ends_it_at_once() {
@@ -344,26 +377,13 @@ mod tests {
         let started = Instant::now();
         let wake = pump
             .wait(
-                Whom::Any,
-                true,
-                Some(Instant::now() + Duration::from_secs(5)),
+                Wait::any()
+                    .interruptible()
+                    .until(Instant::now() + Duration::from_secs(5)),
             )
             .unwrap();
         assert_eq!(wake, Wake::Interrupt);
         assert!(started.elapsed() < Duration::from_secs(1));
         assert!(!interrupt_requested());
-    }
-
-    #[test]
-    fn a_deadline_ends_a_wait_with_nothing_to_wait_for() {
-        let pump = Pump::new().unwrap();
-        clear_interrupt();
-        // No traced children: waitpid says ECHILD.
-        let wake = pump.wait(
-            Whom::Any,
-            false,
-            Some(Instant::now() + Duration::from_millis(20)),
-        );
-        assert!(wake.is_err() || wake.unwrap() == Wake::Timeout);
     }
 }
