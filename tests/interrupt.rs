@@ -200,3 +200,56 @@ fn ctrl_c_stops_every_thread_every_time() {
     );
     drop(target);
 }
+
+/// A thread stepped alone in a system call that waits for ever (read on a
+/// pipe nobody writes): Ctrl-C stops it, and the next command works.
+#[test]
+fn ctrl_c_ends_a_step_blocked_in_a_system_call() {
+    let target = Target::start(&prog("ctrlc-O0"), true);
+    let pid = target.pid();
+    let mut rdbx = Console::start(&["-p", &pid.to_string()]);
+    rdbx.expect("the attach", TIMEOUT, |l| {
+        l.starts_with("Attached to process")
+    });
+    rdbx.send("threads");
+    let (_, reader) = rdbx.expect("the thread in read", TIMEOUT, |l| l.contains("_read()"));
+    let number = reader
+        .trim_start_matches(['=', '>', ' '])
+        .split_whitespace()
+        .next()
+        .expect("t@N")
+        .trim_start_matches("t@")
+        .to_string();
+    rdbx.send(&format!("thread {number}"));
+    rdbx.sync(1);
+    rdbx.send("stepi");
+    std::thread::sleep(Duration::from_millis(200));
+    // Still in the kernel, waiting: nothing was reported.
+    rdbx.signal(libc::SIGINT);
+    rdbx.expect("the stop", TIMEOUT, |l| l.starts_with("stopped in"));
+    assert!(all_threads_traced_stopped(pid), "{}", rdbx.transcript());
+    rdbx.send("print calls >= 0");
+    rdbx.expect("print after the stop", TIMEOUT, |l| l == "calls >= 0 = 1");
+    rdbx.send("detach");
+    rdbx.finish(true);
+}
+
+/// `[New thread ...]` is printed as the thread starts, while the program
+/// runs, not at the next stop.
+#[test]
+fn new_threads_are_told_while_the_program_runs() {
+    let mut rdbx = Console::start(&[prog("ctrlc-O0").to_str().unwrap()]);
+    rdbx.send("run");
+    let (started, _) = rdbx.expect("a new thread", TIMEOUT, |l| {
+        l.starts_with("[New thread t@2")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    rdbx.signal(libc::SIGINT);
+    let (stopped, _) = rdbx.expect("the stop", TIMEOUT, |l| l.starts_with("stopped in"));
+    assert!(
+        stopped.duration_since(started) >= Duration::from_millis(250),
+        "{}",
+        rdbx.transcript()
+    );
+    rdbx.finish(true);
+}
