@@ -253,3 +253,34 @@ fn new_threads_are_told_while_the_program_runs() {
     );
     rdbx.finish(true);
 }
+
+/// A program on rdbx's terminal gets the terminal's SIGINT too: each
+/// Ctrl-C is one stop, reported as SIGINT, and the program is not stopped
+/// again by that same SIGINT when it goes on (whichever of rdbx and the
+/// program took the signal first).
+#[test]
+fn ctrl_c_on_the_terminal_stops_once() {
+    let mut rdbx = Console::start(&[prog("ctrlc-O0").to_str().unwrap()]);
+    rdbx.send("run");
+    rdbx.expect("the program's threads", TIMEOUT, |l| {
+        l.starts_with("[New thread t@5")
+    });
+    let mut moments = Moments(0x2545_f491_4f6c_dd1d);
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(5) + moments.next_ms(20));
+        rdbx.signal_group(libc::SIGINT);
+        rdbx.expect("the SIGINT stop", TIMEOUT, |l| {
+            l.starts_with("signal SIGINT (Interrupt)")
+        });
+        rdbx.send("cont");
+        if let Some(line) = rdbx.line_within(Duration::from_millis(60)) {
+            panic!(
+                "a second stop for one Ctrl-C: {line}\n{}",
+                rdbx.transcript()
+            );
+        }
+    }
+    rdbx.signal_group(libc::SIGINT);
+    rdbx.expect("the last stop", TIMEOUT, |l| l.starts_with("signal SIGINT"));
+    rdbx.finish(true);
+}

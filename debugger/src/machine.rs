@@ -65,57 +65,53 @@ impl Debugger {
         self.step_resume = None;
         self.stop_all()?;
         let pid = self.process()?.pid();
-        if let Some(i) = self
-            .deferred
-            .iter()
-            .position(|e| e.is_end() && e.tid() == pid)
-        {
-            let end = self.deferred.remove(i).expect("found");
+        if let Some(end) = self.take_deferred(|e| e.is_end() && e.tid() == pid) {
             let stop = self.handle_event(end, &|_, _| Ok(false))?;
             return stop.ok_or(Error::NoProcess);
         }
-        let sigint = self
-            .deferred
-            .iter()
-            .position(|e| e.signal() == Some(libc::SIGINT));
-        let tid = if let Some(i) = sigint {
+        if !self.process()?.has_thread(self.current_tid) {
+            self.current_tid = pid;
+        }
+        let sigint_stop = Stop {
+            tid: self.current_tid,
+            reason: StopReason::Signal {
+                signal: libc::SIGINT,
+            },
+        };
+        let stop = if let Some(event) = self.take_deferred(|e| e.signal() == Some(libc::SIGINT)) {
             // The terminal's SIGINT reached a thread first: that is the stop.
-            let event = self.deferred.remove(i).expect("found");
             let tid = event.tid();
             let pass = self.signals().get(libc::SIGINT).pass;
             self.process_mut()?
                 .set_pending(tid, if pass { libc::SIGINT } else { 0 }, None);
-            Some(tid)
+            self.current_tid = tid;
+            Stop { tid, ..sigint_stop }
         } else if sigint_queued(pid) {
-            // It is still queued: it will be taken at the next resume, and
-            // must not stop the program a second time then.
+            // Still queued: taken at the next resume, where it must not
+            // stop the program a second time.
+            if ptrace::trace_enabled() {
+                eprintln!("[rdbx trace] the terminal's SIGINT is still queued");
+            }
             self.sigint_reported = true;
-            Some(self.current_tid)
+            sigint_stop
         } else {
-            None
+            Stop {
+                tid: self.current_tid,
+                reason: StopReason::Interrupted,
+            }
         };
-        if !self.process()?.has_thread(self.current_tid) {
-            self.current_tid = pid;
-        }
-        let tid = tid.unwrap_or(self.current_tid);
-        let reason = match sigint {
-            Some(_) => StopReason::Signal {
-                signal: libc::SIGINT,
-            },
-            None if self.sigint_reported => StopReason::Signal {
-                signal: libc::SIGINT,
-            },
-            None => StopReason::Interrupted,
-        };
-        let cause = match reason {
+        let cause = match stop.reason {
             StopReason::Signal { signal } => StopCause::Signal(signal),
             _ => StopCause::Stopped,
         };
-        self.process_mut()?.set_cause(tid, cause);
-        if self.process()?.has_thread(tid) {
-            self.current_tid = tid;
-        }
-        Ok(Stop { tid, reason })
+        self.process_mut()?.set_cause(stop.tid, cause);
+        Ok(stop)
+    }
+
+    /// Removes and returns the first event kept for later that `which` picks.
+    fn take_deferred(&mut self, which: impl Fn(&Event) -> bool) -> Option<Event> {
+        let i = self.deferred.iter().position(which)?;
+        self.deferred.remove(i)
     }
 
     // ----- running ---------------------------------------------------------

@@ -1367,6 +1367,20 @@ impl Console {
         }
     }
 
+    /// The first stdout line that arrives within `quiet`, if any.
+    pub fn line_within(&mut self, quiet: Duration) -> Option<String> {
+        let (_, line) = self.lines.recv_timeout(quiet).ok()?;
+        self.seen.push(line.clone());
+        Some(line)
+    }
+
+    /// Sends `signal` to rdbx's process group (rdbx and a program it
+    /// started), as the terminal does for Ctrl-C.
+    pub fn signal_group(&self, signal: i32) {
+        // SAFETY: kill(2) of the process group made for our child.
+        unsafe { libc::kill(-self.pid(), signal) };
+    }
+
     /// Runs `print N` and waits for its answer: every command before it is done.
     pub fn sync(&mut self, n: u64) {
         self.send(&format!("print {n}"));
