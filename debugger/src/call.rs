@@ -607,21 +607,9 @@ impl Debugger {
                 .map(|()| false)
                 .map_err(CallFailure::from_error)
         };
-        if event.is_end() && (event.tid() == tid || event.tid() == pid) {
-            // Reported to the user by the next resume.
-            self.defer(event);
-            return Err(CallFailure::ProcessChanged(ended_during_call(
-                event, pid, name,
-            )));
-        }
-        if event.tid() != tid {
-            // Other threads stay stopped; their business waits.
-            self.absorb(event).map_err(CallFailure::from_error)?;
+        let Some(event) = self.calling_thread_event(tid, pid, name, event)? else {
             return Ok(false);
-        }
-        self.process_mut()
-            .map_err(CallFailure::from_error)?
-            .note_stopped(tid);
+        };
         match event {
             Event::Breakpoint { .. } => {
                 let pc = ptrace::get_regs(tid).map_err(CallFailure::from_error)?.rip;
@@ -665,6 +653,33 @@ impl Debugger {
                 resume(self)
             }
         }
+    }
+
+    /// The calling thread's stop, noted, or `None` for another thread's
+    /// event (noted too: the other threads stay stopped, their business
+    /// waits). The end of the process or of the calling thread fails the
+    /// call; it is reported by the next resume.
+    fn calling_thread_event(
+        &mut self,
+        tid: Tid,
+        pid: i32,
+        name: &str,
+        event: Event,
+    ) -> CallResult<Option<Event>> {
+        if event.is_end() && (event.tid() == tid || event.tid() == pid) {
+            self.defer(event);
+            return Err(CallFailure::ProcessChanged(ended_during_call(
+                event, pid, name,
+            )));
+        }
+        if event.tid() != tid {
+            self.absorb(event).map_err(CallFailure::from_error)?;
+            return Ok(None);
+        }
+        self.process_mut()
+            .map_err(CallFailure::from_error)?
+            .note_stopped(tid);
+        Ok(Some(event))
     }
 
     /// One signal stop of the calling thread: the profiler's signals are
@@ -791,19 +806,9 @@ impl Debugger {
                 Ok(_) => continue,
                 Err(e) => return Err(CallFailure::from_error(e)),
             };
-            if event.is_end() && (event.tid() == tid || event.tid() == pid) {
-                self.defer(event);
-                return Err(CallFailure::ProcessChanged(ended_during_call(
-                    event, pid, name,
-                )));
-            }
-            if event.tid() != tid {
-                self.absorb(event).map_err(CallFailure::from_error)?;
+            let Some(event) = self.calling_thread_event(tid, pid, name, event)? else {
                 continue;
-            }
-            self.process_mut()
-                .map_err(CallFailure::from_error)?
-                .note_stopped(tid);
+            };
             // Stopped by a signal first: it is kept for the thread.
             let pending = match event {
                 Event::Signal { signal, .. } if self.signals().get(signal).pass => {
