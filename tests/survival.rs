@@ -31,7 +31,7 @@ fn survives(usr1: u32, drive: impl FnOnce(&mut Console, i32)) {
     let (output, code) = target.finish();
     assert!(
         output.contains(&intact(usr1)),
-        "the target's output: {output:?} (rdbx {status:?})\n{}",
+        "the target's output: {output:?}, exit code {code:?} (rdbx {status:?})\n{}",
         rdbx.transcript()
     );
     assert_eq!(code, Some(3), "{}", rdbx.transcript());

@@ -523,6 +523,14 @@ impl Debugger {
         }
         self.process_mut()?.note_stopped(tid);
         match event {
+            Event::Interrupted { .. } | Event::GroupStop { .. } if ptrace::trap_queued(tid) => {
+                // It executed an int3 (or finished a step) and was
+                // interrupted before reporting it: let it take that trap
+                // now, so the hit is seen and its pc is not left one byte
+                // into an instruction. It runs none of its code before.
+                self.process_mut()?
+                    .resume_keeping_pending(tid, Resume::Continue)?;
+            }
             Event::Interrupted { .. } => {}
             Event::GroupStop { signal, .. } => {
                 self.process_mut()?

@@ -186,6 +186,43 @@ pub fn siginfo(tid: Tid) -> Result<libc::siginfo_t> {
     Ok(info)
 }
 
+/// The signals queued for `tid` alone (not the process), oldest first,
+/// into `buf`; how many there are (at most `buf.len()`). PTRACE_PEEKSIGINFO
+/// does not allocate, so the rescue can use it too.
+pub fn queued_signals(tid: Tid, buf: &mut [libc::siginfo_t]) -> Result<usize> {
+    #[repr(C)]
+    struct PeekArgs {
+        off: u64,
+        flags: u32,
+        nr: i32,
+    }
+    let args = PeekArgs {
+        off: 0,
+        flags: 0,
+        nr: buf.len() as i32,
+    };
+    // SAFETY: the kernel reads the arguments and writes at most `nr`
+    // siginfo_t into `buf`.
+    let n = check(unsafe {
+        libc::ptrace(
+            libc::PTRACE_PEEKSIGINFO,
+            tid,
+            &args as *const PeekArgs,
+            buf.as_mut_ptr(),
+        )
+    })?;
+    Ok(n as usize)
+}
+
+/// Whether a SIGTRAP is queued for `tid`: an int3 or single-step trap it
+/// has taken but not reported yet (an interrupt stop came first).
+pub fn trap_queued(tid: Tid) -> bool {
+    // SAFETY: zeroed siginfo_t is valid; the kernel fills what it returns.
+    let mut queued: [libc::siginfo_t; 8] = unsafe { std::mem::zeroed() };
+    queued_signals(tid, &mut queued)
+        .is_ok_and(|n| queued[..n].iter().any(|i| i.si_signo == libc::SIGTRAP))
+}
+
 pub fn set_siginfo(tid: Tid, info: &libc::siginfo_t) -> Result<()> {
     // SAFETY: the kernel reads a siginfo_t from the pointer.
     check(unsafe {

@@ -402,6 +402,7 @@ pub(crate) fn release() {
     stop_every_thread(pid, &mut tasks);
     restore_bytes(JOURNAL.memory.load(Ordering::SeqCst));
     for &tid in tasks.tids() {
+        take_queued_trap(tid);
         put_thread_back(tid);
         let signal = signal_for(tid);
         // The signal given to PTRACE_DETACH is delivered only from a
@@ -549,6 +550,42 @@ fn rewind_trap(tid: Tid) -> bool {
     }
     regs.rip = address;
     ptrace::set_regs(tid, &regs).is_ok()
+}
+
+/// A thread interrupted right after it executed one of our int3s (or
+/// finished a single-step) still has that SIGTRAP queued: let go, it would
+/// die of it. Let it take the signal now (it runs no code of its own
+/// before that: signals are taken on the way back to user mode), rewind
+/// it onto the instruction, and detach it from that stop with no signal.
+/// A real signal queued before it is taken the same way and delivered.
+fn take_queued_trap(tid: Tid) {
+    let mut deliver = 0;
+    for _ in 0..8 {
+        if !ptrace::trap_queued(tid) || ptrace::cont(tid, deliver).is_err() {
+            break;
+        }
+        let mut status = 0;
+        let started = monotonic();
+        // SAFETY: waitpid for our own tracee into a local.
+        while unsafe { libc::waitpid(tid, &mut status, libc::__WALL | libc::WNOHANG) } == 0 {
+            if monotonic().saturating_sub(started) > STOP_WAIT {
+                return;
+            }
+            sleep_briefly();
+        }
+        match ptrace::decode_status(tid, status) {
+            ptrace::WaitStatus::Signal { signal, .. } if signal == libc::SIGTRAP => {
+                rewind_trap(tid);
+                deliver = 0;
+            }
+            ptrace::WaitStatus::Signal { signal, .. } => deliver = signal,
+            ptrace::WaitStatus::Event { .. } => deliver = 0,
+            _ => return,
+        }
+    }
+    if deliver != 0 {
+        note_undecided_raw(tid, deliver);
+    }
 }
 
 /// Registers of an injected call back; a pc in a slot back in the program.

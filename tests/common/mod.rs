@@ -1487,6 +1487,10 @@ impl Target {
         let mut rest = String::new();
         let _ = self.stdout.read_to_string(&mut rest);
         let status = wait_with_deadline(&mut self.child, TIMEOUT);
+        if let Some(signal) = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s))
+        {
+            rest.push_str(&format!("[killed by signal {signal}]"));
+        }
         (rest, status.and_then(|s| s.code()))
     }
 }
