@@ -133,7 +133,14 @@ impl Debugger {
                         return self.finish_stop(stop);
                     }
                 }
-                Wake::Interrupt => return Err(Error::Interrupted),
+                Wake::Interrupt => {
+                    // Stop everything now, while the sites of this run
+                    // (a `next`'s return address) still exist: a thread
+                    // that just trapped on one is rewound, not left one
+                    // byte into an instruction once the site is gone.
+                    self.stop_all()?;
+                    return Err(Error::Interrupted);
+                }
                 Wake::Timeout => {}
             }
         }
@@ -523,7 +530,7 @@ impl Debugger {
         }
         self.process_mut()?.note_stopped(tid);
         match event {
-            Event::Interrupted { .. } | Event::GroupStop { .. } if ptrace::trap_queued(tid) => {
+            Event::Interrupted { .. } | Event::GroupStop { .. } if trap_to_take(tid) => {
                 // It executed an int3 (or finished a step) and was
                 // interrupted before reporting it: let it take that trap
                 // now, so the hit is seen and its pc is not left one byte
@@ -1026,6 +1033,15 @@ fn sigint_queued(pid: i32) -> bool {
         let path = task.path().join("status");
         pending(&path.to_string_lossy(), "SigPnd:")
     })
+}
+
+/// Whether `tid` has a SIGTRAP queued that it would take as soon as it
+/// runs (one it blocks would let it run on instead).
+fn trap_to_take(tid: Tid) -> bool {
+    let blocked = proc_status_field(&format!("/proc/{tid}/status"), "SigBlk:")
+        .and_then(|mask| u64::from_str_radix(&mask, 16).ok())
+        .is_some_and(|mask| mask & (1 << (libc::SIGTRAP - 1)) != 0);
+    ptrace::trap_queued(tid) && !blocked
 }
 
 /// Whether delivering `signal` stops the process (job control): SIGSTOP
