@@ -90,11 +90,14 @@ pub enum Command {
         depth: Option<u32>,
         thread: Option<u32>,
     },
+    /// `up [N]`: `None` when no count was typed (gdb then refuses at the
+    /// outermost frame, where `up N` stays quietly).
     Up {
-        count: u32,
+        count: Option<u32>,
     },
+    /// `down [N]`, likewise at the innermost frame.
     Down {
-        count: u32,
+        count: Option<u32>,
     },
     /// `frame [N]`: select frame N, or show the current one.
     Frame {

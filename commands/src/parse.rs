@@ -105,10 +105,10 @@ impl<'a> Args<'a> {
             }),
             "where" => self.where_(),
             "up" => Ok(Command::Up {
-                count: self.optional_number("frame count", 0)?.unwrap_or(1),
+                count: self.optional_number("frame count", 0)?,
             }),
             "down" => Ok(Command::Down {
-                count: self.optional_number("frame count", 0)?.unwrap_or(1),
+                count: self.optional_number("frame count", 0)?,
             }),
             "frame" => Ok(Command::Frame {
                 number: self.optional_number("frame number", 0)?,

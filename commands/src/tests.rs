@@ -403,10 +403,10 @@ fn stack_and_threads() {
                 thread: Some(3),
             },
         ),
-        ("up", Command::Up { count: 1 }),
-        ("up 2", Command::Up { count: 2 }),
-        ("down", Command::Down { count: 1 }),
-        ("down 0", Command::Down { count: 0 }),
+        ("up", Command::Up { count: None }),
+        ("up 2", Command::Up { count: Some(2) }),
+        ("down", Command::Down { count: None }),
+        ("down 0", Command::Down { count: Some(0) }),
         ("frame", Command::Frame { number: None }),
         ("f 0", Command::Frame { number: Some(0) }),
         ("threads", Command::Threads),
@@ -435,7 +435,13 @@ fn stack_and_threads() {
         err("thread"),
         "thread: missing thread id (t@N or N); usage: thread t@N | thread N"
     );
-    for bad in ["thread t@", "thread t@x", "thread t@0", "thread x@2", "thread -1"] {
+    for bad in [
+        "thread t@",
+        "thread t@x",
+        "thread t@0",
+        "thread x@2",
+        "thread -1",
+    ] {
         assert!(
             err(bad).contains("invalid thread id") && err(bad).contains("expected t@N or N"),
             "{bad}: {}",
@@ -663,7 +669,10 @@ fn calls_and_settings() {
 
 #[test]
 fn complete_keeps_its_text_as_typed() {
-    assert_eq!(ok("complete print s."), Command::Complete("print s.".into()));
+    assert_eq!(
+        ok("complete print s."),
+        Command::Complete("print s.".into())
+    );
     // A trailing blank asks for every completion of an empty word.
     assert_eq!(ok("  complete p "), Command::Complete("p ".into()));
     assert_eq!(ok("complete"), Command::Complete(String::new()));
