@@ -44,20 +44,26 @@ impl crate::complete::Source for Session {
     }
 
     fn variables(&self) -> Vec<String> {
-        if !self.process_is_stopped() {
+        let mut names = if self.process_is_stopped() {
+            SessionEval {
+                dbg: &self.dbg,
+                history: &self.history,
+            }
+            .visible_names()
+        } else {
             // Before the program runs, its globals are all there is.
-            return self
-                .dbg
+            self.dbg
                 .objects()
                 .main()
                 .map(|main| main.file.data_names())
-                .unwrap_or_default();
-        }
-        SessionEval {
-            dbg: &self.dbg,
-            history: &self.history,
-        }
-        .visible_names()
+                .unwrap_or_default()
+        };
+        // Only what an expression can name: not `completed.0`, a static
+        // the compiler renamed.
+        names.retain(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        });
+        names
     }
 
     fn members(&self, expression: &str) -> Vec<String> {
@@ -243,15 +249,20 @@ impl Session {
         words
     }
 
-    /// The member names of the structure `text` evaluates to or points to
-    /// (read from the value: a pointer that cannot be followed has none).
+    /// The member names of the structure `text` evaluates to or points to,
+    /// from the decoded value. A pointer that cannot be followed (NULL) is
+    /// cast onto the stack, which is readable: only its type's member
+    /// names are used, never those bytes.
     fn member_names(&self, text: &str) -> Vec<String> {
         let Ok(value) = self.evaluate_typed_with_history(text) else {
             return Vec::new();
         };
         let value = match value.plain() {
-            Value::Pointer { .. } => {
-                match self.evaluate_typed_with_history(&format!("*({text})")) {
+            Value::Pointer { type_name, .. } => {
+                let target = self
+                    .evaluate_typed_with_history(&format!("*({text})"))
+                    .or_else(|_| self.evaluate_typed_with_history(&format!("*({type_name})$sp")));
+                match target {
                     Ok(target) => target,
                     Err(_) => return Vec::new(),
                 }
