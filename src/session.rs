@@ -334,6 +334,7 @@ impl Session {
     }
 
     fn run_command(&mut self, command: Command) {
+        // Set before: `source` leaves its script's verdict here.
         self.last_failed = false;
         if let Err(e) = self.execute(command) {
             eprintln!("rdbx: {e:#}");
@@ -477,11 +478,9 @@ impl Session {
                 Ok(())
             }
             Command::Source(file) => {
+                // Its errors were told; `last_failed` says whether one was.
                 self.run_script(Path::new(&file));
-                match self.last_failed {
-                    true => bail!("{file}: a command failed"),
-                    false => Ok(()),
-                }
+                Ok(())
             }
             Command::Collector(command) => self.collector(command),
             Command::Analyze(line) => self.analyze(line.as_deref()),
