@@ -583,6 +583,11 @@ impl Session {
 
     fn step_up(&mut self) -> Result<()> {
         let frame = self.dbg.selected_frame_number();
+        // As gdb: main is the outermost frame unless stack_past_main is on.
+        let visible = self.visible_frames(self.dbg.current_thread(), frame + 2)?;
+        if visible.len() == frame + 1 && !self.stack_past_main {
+            bail!("\"step up\" not meaningful in the outermost frame");
+        }
         self.resume_for(Some("step up"), |dbg, conditions| {
             dbg.finish_frame(frame, conditions).map(|(stop, _)| stop)
         })

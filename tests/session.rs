@@ -286,6 +286,31 @@ fn up_down_and_frame_at_the_ends_of_the_stack_as_gdb() {
     );
 }
 
+#[test]
+fn step_up_out_of_main_is_refused_as_gdb_finish() {
+    let p = session_prog();
+    let o = Rdbx::batch()
+        .cmds(&["stop in main", "run", "step up", "up 0", "next"])
+        .prog(&p, &[])
+        .run();
+    o.assert_stderr_well_formed();
+    assert_eq!(
+        o.errors(),
+        ["rdbx: \"step up\" not meaningful in the outermost frame"],
+        "{}",
+        o.transcript()
+    );
+    let gdb_text = gdb(&p, &[], &["break main", "run", "finish"]);
+    assert!(
+        gdb_text.contains("\"finish\" not meaningful in the outermost frame."),
+        "{gdb_text}"
+    );
+    // The program is where it was: next goes on in main.
+    let stops = o.stops();
+    assert_eq!(stops.len(), 2, "{}", o.transcript());
+    assert_eq!(stops[1].func, "main", "{}", o.transcript());
+}
+
 // ----- steps cut short by a breakpoint ----------------------------------
 
 /// Each `"CMD" interrupted by breakpoint (N)` line: the command, the
