@@ -603,7 +603,9 @@ impl Session {
     ) -> Result<()> {
         for _ in 0..count.max(1) {
             let stop = once(self)?;
-            if stop.reason != StopReason::Step || !self.dbg.is_running() {
+            // A step in code without lines runs out of its function: done too.
+            let done = matches!(stop.reason, StopReason::Step | StopReason::Finished { .. });
+            if !done || !self.dbg.is_running() {
                 break;
             }
         }
@@ -1432,8 +1434,12 @@ impl Session {
                     "off" => false,
                     _ => bail!("stack_past_main: \"{text}\" is not on or off"),
                 };
-                if !self.stack_past_main {
-                    // The selected frame may be one that is now hidden.
+                let selected = self.dbg.selected_frame_number();
+                let hidden = self.dbg.is_running()
+                    && self
+                        .visible_frames(self.dbg.current_thread(), selected + 1)
+                        .is_ok_and(|frames| frames.len() <= selected);
+                if hidden {
                     self.dbg.select_frame(0);
                 }
             }
