@@ -221,6 +221,56 @@ mod tests {
         );
     }
 
+    /// The session at a stop in `scale` of tests/programs/session.c
+    /// (built here): the candidates the line editor gets.
+    #[test]
+    fn candidates_at_a_stop_in_a_real_program() {
+        let dir = std::env::temp_dir().join(format!("rdbx-complete-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let program = dir.join("session");
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs/session.c");
+        let built = std::process::Command::new("gcc")
+            .args(["-g", "-O0", source, "-o"])
+            .arg(&program)
+            .status()
+            .expect("gcc must be installed");
+        assert!(built.success());
+        let mut session = crate::session::Session::new().unwrap();
+        session
+            .load_program(program.to_str().unwrap(), &[])
+            .unwrap();
+        session.execute_line("stop in scale");
+        session.execute_line("run");
+        let at = |session: &crate::session::Session, line: &str, pos: usize| {
+            complete(line, pos, session)
+        };
+        assert_eq!(
+            at(&session, "print sca", 9),
+            (6, strings(&["scale", "scaled"]))
+        );
+        // The cursor in the middle of the line: the word before it.
+        assert_eq!(
+            at(&session, "print pp->ri + factor", 12),
+            (10, strings(&["right"]))
+        );
+        assert_eq!(at(&session, "p fac * 2", 5), (2, strings(&["factor"])));
+        assert_eq!(
+            at(&session, "ptype pp->next_pair->", 21),
+            (21, strings(&["left", "next_pair", "right"]))
+        );
+        assert_eq!(at(&session, "whatis g_p", 10), (7, strings(&["g_pair"])));
+        // Not an expression command: functions, not variables.
+        assert_eq!(at(&session, "stop in sca", 11), (8, strings(&["scale"])));
+        session.execute_line("up");
+        assert_eq!(
+            at(&session, "print local_pair.", 17),
+            (17, strings(&["left", "next_pair", "right"]))
+        );
+        assert_eq!(at(&session, "print fac", 9), (6, Vec::new()));
+        session.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn complete_shows_whole_lines() {
         assert_eq!(
