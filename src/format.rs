@@ -146,3 +146,10 @@ fn eflags_text(value: u64) -> String {
         .collect();
     format!("[ {} ]", set.join(" "))
 }
+
+/// `breakpoint (2)`, `breakpoints (2) (3)`.
+pub fn breakpoint_ids(ids: &[u32]) -> String {
+    let numbers: Vec<String> = ids.iter().map(|id| format!("({id})")).collect();
+    let plural = if ids.len() == 1 { "" } else { "s" };
+    format!("breakpoint{plural} {}", numbers.join(" "))
+}

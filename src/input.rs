@@ -8,6 +8,7 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::Validator;
 use rustyline::{Context, Editor, Helper};
+use std::cell::RefCell;
 use std::io::{BufRead, IsTerminal};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -60,7 +61,7 @@ pub fn read_commands(session: &mut Session) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            session.execute_line(line.trim_end_matches(['\n', '\r']));
+            session.execute_typed_line(line.trim_end_matches(['\n', '\r']));
             if session.quit_requested() {
                 break;
             }
@@ -73,6 +74,7 @@ fn history_path() -> Option<std::path::PathBuf> {
 }
 
 fn interactive(session: &mut Session) {
+    let session = RefCell::new(session);
     let mut editor = match Editor::<Completion, rustyline::history::DefaultHistory>::new() {
         Ok(editor) => editor,
         Err(e) => {
@@ -80,22 +82,21 @@ fn interactive(session: &mut Session) {
             return;
         }
     };
+    editor.set_helper(Some(Completion { session: &session }));
     let history = history_path();
     if let Some(path) = &history {
         let _ = editor.load_history(path);
     }
     loop {
-        editor.set_helper(Some(Completion {
-            words: session.completion_words(),
-        }));
         match idle(|| editor.readline(PROMPT)) {
             Ok(line) => {
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());
                 }
-                session.execute_line(&line);
+                let mut session = session.borrow_mut();
+                session.execute_typed_line(&line);
                 if session.quit_requested() {
-                    if confirmed(&mut editor, session) {
+                    if confirmed(&mut editor, &session) {
                         break;
                     }
                     session.cancel_quit();
@@ -136,13 +137,13 @@ fn confirmed(
     }
 }
 
-/// Tab completion: command names for the first word, then function and
-/// file names.
-struct Completion {
-    words: std::rc::Rc<crate::session::CompletionWords>,
+/// Tab completion (see `crate::complete`), from the session's program
+/// and its selected frame. The session is only read between commands.
+struct Completion<'a> {
+    session: &'a RefCell<&'a mut Session>,
 }
 
-impl Completer for Completion {
+impl Completer for Completion<'_> {
     type Candidate = Pair;
 
     fn complete(
@@ -151,35 +152,24 @@ impl Completer for Completion {
         pos: usize,
         _: &Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        let before = &line[..pos];
-        let start = before
-            .rfind(|c: char| c.is_whitespace() || c == '"')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        let word = &before[start..];
-        let first_word = before[..start].trim().is_empty();
-        let pool: Box<dyn Iterator<Item = &String>> = if first_word {
-            Box::new(self.words.commands.iter())
-        } else {
-            Box::new(self.words.functions.iter().chain(self.words.files.iter()))
+        let Ok(session) = self.session.try_borrow() else {
+            return Ok((pos, Vec::new()));
         };
-        let mut matches: Vec<Pair> = pool
-            .filter(|candidate| candidate.starts_with(word))
-            .take(500)
-            .map(|candidate| Pair {
-                display: candidate.clone(),
-                replacement: candidate.clone(),
+        let (start, words) = crate::complete::complete(line, pos, &**session);
+        let pairs = words
+            .into_iter()
+            .map(|word| Pair {
+                display: word.clone(),
+                replacement: word,
             })
             .collect();
-        matches.sort_by(|a, b| a.display.cmp(&b.display));
-        matches.dedup_by(|a, b| a.display == b.display);
-        Ok((start, matches))
+        Ok((start, pairs))
     }
 }
 
-impl Hinter for Completion {
+impl Hinter for Completion<'_> {
     type Hint = String;
 }
-impl Highlighter for Completion {}
-impl Validator for Completion {}
-impl Helper for Completion {}
+impl Highlighter for Completion<'_> {}
+impl Validator for Completion<'_> {}
+impl Helper for Completion<'_> {}

@@ -4,6 +4,7 @@ mod analyze;
 mod collect;
 mod collector;
 mod collector_lib;
+mod complete;
 mod format;
 mod input;
 mod session;
@@ -60,24 +61,24 @@ fn main() {
 fn run(options: Options) -> Result<i32> {
     install_crash_guard();
     let mut session = session::Session::new()?;
-    let mut load_failed = false;
     input::install_interrupt_handler();
-    if let Some(pid) = &options.pid {
-        if let Err(e) = attach_at_start(&mut session, pid, &options.program) {
+    let start_failed = match start(&mut session, &options) {
+        Ok(()) => false,
+        Err(e) => {
             eprintln!("rdbx: {e:#}");
-            load_failed = true;
+            true
         }
-    } else if let Some((program, args)) = options.program.split_first() {
-        if let Err(e) = session.load_program(program, args) {
-            eprintln!("rdbx: {e}");
-            load_failed = true;
-        }
-    }
+    };
+    // As gdb -batch: the exit status says whether the last command (a
+    // script counts as one, the program's loading as the first) failed.
+    let mut last_failed = start_failed;
     for script in &options.script {
         session.run_script(script);
+        last_failed = session.last_command_failed();
     }
     for command in &options.commands {
         session.execute_line(command);
+        last_failed = session.last_command_failed();
         if session.quit_requested() {
             break;
         }
@@ -85,8 +86,25 @@ fn run(options: Options) -> Result<i32> {
     if !options.batch && !session.quit_requested() {
         input::read_commands(&mut session);
     }
+    // Without --batch, a program that could not be loaded or attached to
+    // (and nothing debugged instead) is a failure too.
+    let failed = match options.batch {
+        true => last_failed,
+        false => start_failed && !session.has_program(),
+    };
     session.shutdown();
-    Ok(if options.batch && load_failed { 1 } else { 0 })
+    Ok(i32::from(failed))
+}
+
+/// The program or process named on the command line.
+fn start(session: &mut session::Session, options: &Options) -> Result<()> {
+    if let Some(pid) = &options.pid {
+        return attach_at_start(session, pid, &options.program);
+    }
+    match options.program.split_first() {
+        Some((program, args)) => session.load_program(program, args),
+        None => Ok(()),
+    }
 }
 
 /// Whatever kills rdbx from now on (a panic, a fatal signal, SIGTERM,

@@ -30,6 +30,50 @@ pub struct CompletionWords {
     pub files: Vec<String>,
 }
 
+impl crate::complete::Source for Session {
+    fn commands(&self) -> Vec<String> {
+        self.completion_words().commands.clone()
+    }
+
+    fn functions(&self) -> Vec<String> {
+        self.completion_words().functions.clone()
+    }
+
+    fn files(&self) -> Vec<String> {
+        self.completion_words().files.clone()
+    }
+
+    fn variables(&self) -> Vec<String> {
+        let mut names = if self.process_is_stopped() {
+            SessionEval {
+                dbg: &self.dbg,
+                history: &self.history,
+            }
+            .visible_names()
+        } else {
+            // Before the program runs, its globals are all there is.
+            self.dbg
+                .objects()
+                .main()
+                .map(|main| main.file.data_names())
+                .unwrap_or_default()
+        };
+        // Only what an expression can name: not `completed.0`, a static
+        // the compiler renamed.
+        names.retain(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        });
+        names
+    }
+
+    fn members(&self, expression: &str) -> Vec<String> {
+        if !self.process_is_stopped() {
+            return Vec::new();
+        }
+        self.member_names(expression)
+    }
+}
+
 /// A `when` body: the text for `status` and the commands to run.
 struct WhenBody {
     text: String,
@@ -51,7 +95,7 @@ pub struct Session {
     list_cursor: Option<(PathBuf, String, u32)>,
     args: Vec<String>,
     redirects: Redirects,
-    completion: Option<Rc<CompletionWords>>,
+    completion: std::cell::OnceCell<Rc<CompletionWords>>,
     collector_settings: crate::collector::Settings,
     /// The experiment of the current or last process.
     experiment: Option<collector::Experiment>,
@@ -61,6 +105,11 @@ pub struct Session {
     /// The analysis of the last experiment `analyze` opened; its settings
     /// (metrics, selections) last as long as it is the experiment shown.
     analysis: Option<(PathBuf, analyzer::Analysis)>,
+    /// `dbxenv stack_past_main`: `where` and `up` go below `main`.
+    stack_past_main: bool,
+    /// What an empty line at the prompt runs again.
+    repeatable: Option<Command>,
+    last_failed: bool,
 }
 
 impl Session {
@@ -80,11 +129,14 @@ impl Session {
             list_cursor: None,
             args: Vec::new(),
             redirects: Redirects::default(),
-            completion: None,
+            completion: Default::default(),
             collector_settings: Default::default(),
             experiment: None,
             earlier_experiments: Vec::new(),
             analysis: None,
+            stack_past_main: false,
+            repeatable: None,
+            last_failed: false,
         })
     }
 
@@ -92,8 +144,13 @@ impl Session {
         let path = find_program(program)?;
         self.dbg.load(&path)?;
         self.args = args.to_vec();
-        self.completion = None;
+        self.completion = Default::default();
         Ok(())
+    }
+
+    /// A program is loaded (from the command line, or by `attach`).
+    pub fn has_program(&self) -> bool {
+        self.dbg.program().is_some()
     }
 
     pub fn quit_requested(&self) -> bool {
@@ -134,7 +191,7 @@ impl Session {
         }
         let program = program.map(find_program).transpose()?;
         self.dbg.attach(pid, program.as_deref())?;
-        self.completion = None;
+        self.completion = Default::default();
         let threads = self.dbg.process()?.thread_count();
         let shown = self
             .dbg
@@ -166,8 +223,9 @@ impl Session {
         self.dbg.process().ok().is_some_and(|p| !p.started_here())
     }
 
-    pub fn completion_words(&mut self) -> Rc<CompletionWords> {
-        if let Some(words) = &self.completion {
+    /// Command, function and file names, read once per program.
+    fn completion_words(&self) -> Rc<CompletionWords> {
+        if let Some(words) = self.completion.get() {
             return words.clone();
         }
         let mut words = CompletionWords {
@@ -187,22 +245,64 @@ impl Session {
                 .collect();
         }
         let words = Rc::new(words);
-        self.completion = Some(words.clone());
+        let _ = self.completion.set(words.clone());
         words
     }
 
+    /// The member names of the structure `text` evaluates to or points to,
+    /// from the decoded value. A pointer that cannot be followed (NULL) is
+    /// cast onto the stack, which is readable: only its type's member
+    /// names are used, never those bytes.
+    fn member_names(&self, text: &str) -> Vec<String> {
+        let Ok(value) = self.evaluate_typed_with_history(text) else {
+            return Vec::new();
+        };
+        let value = match value.plain() {
+            Value::Pointer { type_name, .. } => {
+                let target = self
+                    .evaluate_typed_with_history(&format!("*({text})"))
+                    .or_else(|_| self.evaluate_typed_with_history(&format!("*({type_name})$sp")));
+                match target {
+                    Ok(target) => target,
+                    Err(_) => return Vec::new(),
+                }
+            }
+            _ => value,
+        };
+        match value.plain() {
+            Value::Composite {
+                parts: Some(parts), ..
+            } => match parts.as_ref() {
+                debugger::value::Aggregate::Struct(members) => members
+                    .iter()
+                    .map(|(name, _)| name.clone())
+                    .filter(|name| !name.is_empty() && !name.starts_with('<'))
+                    .collect(),
+                debugger::value::Aggregate::Array { .. } => Vec::new(),
+            },
+            _ => Vec::new(),
+        }
+    }
+
+    /// Runs the commands of a file; it failed if one of them did.
     pub fn run_script(&mut self, path: &Path) {
+        let mut failed = false;
         match std::fs::read_to_string(path) {
             Ok(text) => {
                 for line in text.lines() {
                     self.execute_line(line);
+                    failed |= self.last_failed;
                     if self.quit {
                         break;
                     }
                 }
             }
-            Err(e) => eprintln!("rdbx: {}: {e}", path.display()),
+            Err(e) => {
+                eprintln!("rdbx: {}: {e}", path.display());
+                failed = true;
+            }
         }
+        self.last_failed = failed;
     }
 
     /// Parses and runs one line; errors are printed as one line.
@@ -211,13 +311,42 @@ impl Session {
             Ok(command) => command,
             Err(e) => {
                 eprintln!("rdbx: {e}");
+                self.last_failed = true;
                 return;
             }
         };
+        if command != Command::Nothing {
+            self.repeatable = repeated_form(&command);
+        }
+        self.run_command(command);
+    }
+
+    /// A line typed at the prompt, or read from a pipe in its place: as in
+    /// gdb, an empty line repeats the last `next`, `step`, `cont`, `stepi`
+    /// or `nexti`, and continues the last `x` after the memory it showed.
+    pub fn execute_typed_line(&mut self, line: &str) {
+        if !line.trim().is_empty() {
+            return self.execute_line(line);
+        }
+        if let Some(command) = self.repeatable.clone() {
+            self.run_command(command);
+        }
+    }
+
+    fn run_command(&mut self, command: Command) {
+        // Set before: `source` leaves its script's verdict here.
+        self.last_failed = false;
         if let Err(e) = self.execute(command) {
             eprintln!("rdbx: {e:#}");
+            self.last_failed = true;
         }
         self.print_notices();
+    }
+
+    /// The last command (a script counts as one) failed, as `--batch`'s
+    /// exit status tells.
+    pub fn last_command_failed(&self) -> bool {
+        self.last_failed
     }
 
     fn execute(&mut self, command: Command) -> Result<()> {
@@ -297,17 +426,12 @@ impl Session {
             Command::StepUp => self.step_up(),
             Command::StepInstruction { count } => self.repeat(count, |s| s.step_instruction(false)),
             Command::NextInstruction { count } => self.repeat(count, |s| s.step_instruction(true)),
-            Command::Where { depth } => self.where_(depth.map(|d| d as usize)),
-            Command::Up { count } => {
-                self.move_frame(self.dbg.selected_frame_number() as i64 + i64::from(count))
+            Command::Where { depth, thread } => {
+                self.where_(depth.map(|d| d as usize), thread)
             }
-            Command::Down { count } => {
-                self.move_frame(self.dbg.selected_frame_number() as i64 - i64::from(count))
-            }
-            Command::Frame { number } => match number {
-                Some(n) => self.move_frame(i64::from(n) - 1),
-                None => self.move_frame(self.dbg.selected_frame_number() as i64),
-            },
+            Command::Up { count } => self.up(count),
+            Command::Down { count } => self.down(count),
+            Command::Frame { number } => self.frame(number),
             Command::Threads => self.threads(),
             Command::Thread { id } => self.select_thread(id),
             Command::Registers { names } => self.registers(&names),
@@ -323,6 +447,12 @@ impl Session {
             }
             Command::Print(spec) => self.print(spec),
             Command::Call(text) => self.call(&text),
+            Command::Complete(text) => {
+                for line in crate::complete::completed_lines(&text, self) {
+                    println!("{line}");
+                }
+                Ok(())
+            }
             Command::Dbxenv { name, value } => self.dbxenv(name.as_deref(), value.as_deref()),
             Command::Whatis(text) => self.whatis(&text),
             Command::Ptype(text) => self.ptype(&text),
@@ -348,6 +478,7 @@ impl Session {
                 Ok(())
             }
             Command::Source(file) => {
+                // Its errors were told; `last_failed` says whether one was.
                 self.run_script(Path::new(&file));
                 Ok(())
             }
@@ -433,38 +564,72 @@ impl Session {
             .collect()
     }
 
-    fn step(&mut self, kind: StepKind) -> Result<()> {
-        self.resume(|dbg, conditions| dbg.step_line(kind, conditions))
+    fn step(&mut self, kind: StepKind) -> Result<Stop> {
+        let name = match kind {
+            StepKind::Into => "step",
+            StepKind::Over => "next",
+        };
+        self.resume_for(Some(name), |dbg, conditions| {
+            dbg.step_line(kind, conditions)
+        })
     }
 
-    fn step_instruction(&mut self, over: bool) -> Result<()> {
-        self.resume(|dbg, conditions| dbg.step_instruction(over, conditions))
+    fn step_instruction(&mut self, over: bool) -> Result<Stop> {
+        let name = if over { "nexti" } else { "stepi" };
+        self.resume_for(Some(name), |dbg, conditions| {
+            dbg.step_instruction(over, conditions)
+        })
     }
 
     fn step_up(&mut self) -> Result<()> {
         let frame = self.dbg.selected_frame_number();
-        self.resume(|dbg, conditions| dbg.finish_frame(frame, conditions).map(|(stop, _)| stop))
+        // As gdb: main is the outermost frame unless stack_past_main is on.
+        let visible = self.visible_frames(self.dbg.current_thread(), frame + 2)?;
+        if visible.len() == frame + 1 && !self.stack_past_main {
+            bail!("\"step up\" not meaningful in the outermost frame");
+        }
+        self.resume_for(Some("step up"), |dbg, conditions| {
+            dbg.finish_frame(frame, conditions).map(|(stop, _)| stop)
+        })
+        .map(drop)
     }
 
-    fn repeat(&mut self, count: u32, mut once: impl FnMut(&mut Self) -> Result<()>) -> Result<()> {
+    /// `step N` and friends: N steps, fewer when one is cut short (by a
+    /// breakpoint, a signal, the program's end), as gdb does.
+    fn repeat(
+        &mut self,
+        count: u32,
+        mut once: impl FnMut(&mut Self) -> Result<Stop>,
+    ) -> Result<()> {
         for _ in 0..count.max(1) {
-            once(self)?;
-            if !self.dbg.is_running() {
+            let stop = once(self)?;
+            // A step in code without lines runs out of its function: done too.
+            let done = matches!(stop.reason, StopReason::Step | StopReason::Finished { .. });
+            if !done || !self.dbg.is_running() {
                 break;
             }
         }
         Ok(())
     }
 
-    /// Runs the program with `how`, runs `when` bodies at their
-    /// breakpoints (resuming unless they say `stop`), and reports the stop.
     fn resume(
         &mut self,
+        how: impl FnMut(&mut Debugger, debugger::engine::ConditionEvaluator) -> debugger::Result<Stop>,
+    ) -> Result<()> {
+        self.resume_for(None, how).map(drop)
+    }
+
+    /// Runs the program with `how` (the stepping command `stepping`, or
+    /// `None` to run freely), runs `when` bodies at their breakpoints
+    /// (resuming unless they say `stop`), and reports the stop it returns.
+    fn resume_for(
+        &mut self,
+        stepping: Option<&str>,
         mut how: impl FnMut(
             &mut Debugger,
             debugger::engine::ConditionEvaluator,
         ) -> debugger::Result<Stop>,
-    ) -> Result<()> {
+    ) -> Result<Stop> {
         self.dbg.process()?;
         let mut stop = how(&mut self.dbg, &evaluate_condition)?;
         loop {
@@ -496,8 +661,16 @@ impl Session {
                 stop = self.dbg.cont(&evaluate_condition)?;
                 continue;
             }
+            if let (Some(command), StopReason::Breakpoint { ids }) = (stepping, &stop.reason) {
+                // gdb says "Breakpoint N, ..." here: the step did not end
+                // where it would have, and a finish returned no value.
+                println!(
+                    "\"{command}\" interrupted by {}",
+                    format::breakpoint_ids(ids)
+                );
+            }
             self.report_stop(&stop);
-            return Ok(());
+            return Ok(stop);
         }
     }
 
@@ -724,16 +897,36 @@ impl Session {
 
     // ----- stack and threads -------------------------------------------
 
-    fn where_(&mut self, depth: Option<usize>) -> Result<()> {
-        let frames = self
-            .dbg
-            .backtrace(self.dbg.current_thread(), depth.unwrap_or(usize::MAX))?;
+    /// The call stack of `tid` as `where` shows it: at most `limit`
+    /// frames, ending at `main` unless `stack_past_main` is on (gdb's
+    /// `backtrace past-main`: what runs before main is libc's business).
+    fn visible_frames(
+        &self,
+        tid: debugger::ptrace::Tid,
+        limit: usize,
+    ) -> Result<Vec<debugger::stack::StackFrame>> {
+        let mut frames = self.dbg.backtrace(tid, limit)?;
+        if !self.stack_past_main {
+            if let Some(main) = frames
+                .iter()
+                .position(|f| f.function.as_deref() == Some("main"))
+            {
+                frames.truncate(main + 1);
+            }
+        }
+        Ok(frames)
+    }
+
+    /// `where [N] [t@T]`.
+    fn where_(&mut self, depth: Option<usize>, thread: Option<u32>) -> Result<()> {
+        let tid = match thread {
+            Some(number) => self.thread_tid(number)?,
+            None => self.dbg.current_thread(),
+        };
+        let selected = (tid == self.dbg.current_thread()).then(|| self.dbg.selected_frame_number());
+        let frames = self.visible_frames(tid, depth.unwrap_or(usize::MAX))?;
         for (index, frame) in frames.iter().enumerate() {
-            let marker = if index == self.dbg.selected_frame_number() {
-                "=>"
-            } else {
-                "  "
-            };
+            let marker = if Some(index) == selected { "=>" } else { "  " };
             let args = self.dbg.frame_arguments(frame);
             println!(
                 "{marker}[{}] {}",
@@ -744,25 +937,76 @@ impl Session {
         Ok(())
     }
 
-    fn move_frame(&mut self, target: i64) -> Result<()> {
-        if target < 0 {
-            bail!("already at the innermost frame");
+    /// `up [N]`: past the outermost frame goes to it, as gdb does; a bare
+    /// `up` there is refused with gdb's reason.
+    fn up(&mut self, count: Option<u32>) -> Result<()> {
+        let selected = self.dbg.selected_frame_number();
+        let wanted = selected.saturating_add(count.unwrap_or(1) as usize);
+        let frames = self.visible_frames(self.dbg.current_thread(), wanted.saturating_add(1))?;
+        let outermost = frames.len().saturating_sub(1);
+        if count.is_none() && selected >= outermost {
+            bail!("outermost frame selected; you cannot go up");
         }
-        let frames = self
-            .dbg
-            .backtrace(self.dbg.current_thread(), target as usize + 1)?;
-        let Some(frame) = frames.get(target as usize) else {
-            bail!("already at the outermost frame");
+        self.show_selected_frame(&frames, wanted.min(outermost))
+    }
+
+    /// `down [N]`: likewise towards the innermost frame.
+    fn down(&mut self, count: Option<u32>) -> Result<()> {
+        let selected = self.dbg.selected_frame_number();
+        if count.is_none() && selected == 0 {
+            bail!("innermost frame selected; you cannot go down");
+        }
+        let wanted = selected.saturating_sub(count.unwrap_or(1) as usize);
+        let frames = self.visible_frames(self.dbg.current_thread(), wanted + 1)?;
+        self.show_selected_frame(&frames, wanted)
+    }
+
+    /// `frame [N]`: frame N as `where` numbers them (from 1); like gdb, a
+    /// frame that does not exist is an error, not the nearest one.
+    fn frame(&mut self, number: Option<u32>) -> Result<()> {
+        let index = match number {
+            None => self.dbg.selected_frame_number(),
+            Some(0) => bail!("no frame 0: frames are numbered from 1, as where shows them"),
+            Some(n) => n as usize - 1,
         };
-        self.dbg.select_frame(target as usize);
+        let frames = self.visible_frames(self.dbg.current_thread(), index + 1)?;
+        if index >= frames.len() {
+            bail!(
+                "no frame {}: the outermost frame is {}",
+                index + 1,
+                frames.len()
+            );
+        }
+        self.show_selected_frame(&frames, index)
+    }
+
+    /// Selects `frames[index]` and shows it as `where` would, with its line.
+    fn show_selected_frame(
+        &mut self,
+        frames: &[debugger::stack::StackFrame],
+        index: usize,
+    ) -> Result<()> {
+        let frame = frames
+            .get(index)
+            .ok_or_else(|| anyhow!("no stack frames"))?;
+        self.dbg.select_frame(index);
         let args = self.dbg.frame_arguments(frame);
-        println!("=>[{}] {}", target + 1, format::frame_line(frame, &args));
+        println!("=>[{}] {}", index + 1, format::frame_line(frame, &args));
         if let Some(location) = &frame.location {
             if let Some(text) = self.sources.line(&location.full_path, location.line) {
                 println!("{}", format::source_line(location.line, &text));
             }
         }
         Ok(())
+    }
+
+    /// The thread `threads` lists as t@`number`.
+    fn thread_tid(&self, number: u32) -> Result<debugger::ptrace::Tid> {
+        self.dbg
+            .process()?
+            .thread_by_number(number)
+            .map(|t| t.tid())
+            .ok_or_else(|| anyhow!("no thread t@{number} (threads lists them)"))
     }
 
     fn threads(&mut self) -> Result<()> {
@@ -810,12 +1054,7 @@ impl Session {
     }
 
     fn select_thread(&mut self, number: u32) -> Result<()> {
-        let tid = self
-            .dbg
-            .process()?
-            .thread_by_number(number)
-            .map(|t| t.tid())
-            .ok_or_else(|| anyhow!("no thread t@{number}"))?;
+        let tid = self.thread_tid(number)?;
         self.dbg.select_thread(tid)?;
         let (place, source) = self.describe_current_stop();
         println!("t@{number} (lwp {tid}) {place}");
@@ -1173,9 +1412,11 @@ impl Session {
     /// `dbxenv [NAME [VALUE]]`.
     fn dbxenv(&mut self, name: Option<&str>, value: Option<&str>) -> Result<()> {
         match (name, value) {
-            (None, _) | (Some("call_timeout"), None) => {
-                println!("call_timeout  {}", self.dbg.call_timeout().as_secs_f64());
+            (None, _) => {
+                self.show_setting("call_timeout");
+                self.show_setting("stack_past_main");
             }
+            (Some(name), None) => self.show_setting(name),
             (Some("call_timeout"), Some(text)) => {
                 let seconds = text
                     .parse::<f64>()
@@ -1187,9 +1428,37 @@ impl Session {
                 self.dbg
                     .set_call_timeout(std::time::Duration::from_secs_f64(seconds));
             }
+            (Some("stack_past_main"), Some(text)) => {
+                self.stack_past_main = match text {
+                    "on" => true,
+                    "off" => false,
+                    _ => bail!("stack_past_main: \"{text}\" is not on or off"),
+                };
+                let selected = self.dbg.selected_frame_number();
+                let hidden = self.dbg.is_running()
+                    && self
+                        .visible_frames(self.dbg.current_thread(), selected + 1)
+                        .is_ok_and(|frames| frames.len() <= selected);
+                if hidden {
+                    self.dbg.select_frame(0);
+                }
+            }
             (Some(other), _) => bail!("dbxenv: unknown setting \"{other}\""),
         }
         Ok(())
+    }
+
+    fn show_setting(&self, name: &str) {
+        match name {
+            "call_timeout" => {
+                println!("call_timeout  {}", self.dbg.call_timeout().as_secs_f64())
+            }
+            "stack_past_main" => {
+                let state = if self.stack_past_main { "on" } else { "off" };
+                println!("stack_past_main  {state}");
+            }
+            _ => {}
+        }
     }
 
     fn signals(&mut self, command: SignalCommand) -> Result<()> {
@@ -1297,6 +1566,25 @@ fn describe_frame(
         }
         (Some(name), None) => (format!("in {name} at 0x{:x}", frame.pc), None),
         (None, _) => (format!("at 0x{:x}", frame.pc), None),
+    }
+}
+
+/// What an empty line after `command` runs: the same stepping command,
+/// or an `x` that goes on after the memory the last one showed.
+fn repeated_form(command: &Command) -> Option<Command> {
+    match command {
+        Command::Next { .. }
+        | Command::Step { .. }
+        | Command::Continue { .. }
+        | Command::StepInstruction { .. }
+        | Command::NextInstruction { .. } => Some(command.clone()),
+        Command::Examine(spec) => Some(Command::Examine(commands::ExamineSpec {
+            address: None,
+            count: spec.count,
+            format: None,
+            size: None,
+        })),
+        _ => None,
     }
 }
 

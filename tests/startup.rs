@@ -55,7 +55,10 @@ fn batch_without_program() {
     let o = Rdbx::batch().cmd("cont").run();
     o.assert_stderr_well_formed();
     assert_eq!(o.errors().len(), 1, "{}", o.transcript());
-    assert_eq!(o.exit_code(), Some(0), "nothing failed to load");
+    // As `gdb -batch -ex continue`: the last command failed.
+    assert_eq!(o.exit_code(), Some(1), "{}", o.transcript());
+    let o = Rdbx::batch().cmds(&["cont", "help"]).run();
+    assert_eq!(o.exit_code(), Some(0), "the last command did not fail");
 }
 
 /// Runs to `show` in types-O0 and prints each expression in rdbx and gdb.

@@ -84,21 +84,27 @@ pub enum Command {
     },
 
     // ---- stack, threads, code ----
-    /// `where [N]`: the innermost N frames, all when `None`.
+    /// `where [N] [t@T]`: the innermost N frames (all when `None`) of
+    /// thread T (the current thread when `None`).
     Where {
         depth: Option<u32>,
+        thread: Option<u32>,
     },
+    /// `up [N]`: `None` when no count was typed (gdb then refuses at the
+    /// outermost frame, where `up N` stays quietly).
     Up {
-        count: u32,
+        count: Option<u32>,
     },
+    /// `down [N]`, likewise at the innermost frame.
     Down {
-        count: u32,
+        count: Option<u32>,
     },
     /// `frame [N]`: select frame N, or show the current one.
     Frame {
         number: Option<u32>,
     },
     Threads,
+    /// `thread t@N` (dbx) or `thread N` (gdb): select thread N.
     Thread {
         id: u32,
     },
@@ -149,6 +155,9 @@ pub enum Command {
     /// `call FUNC(ARGS)`: call a function of the program in the current
     /// thread; a non-void result is printed. The text is the expression.
     Call(String),
+    /// gdb `complete TEXT`: the completions Tab would offer for TEXT as a
+    /// command line, one full line each.
+    Complete(String),
 
     // ---- signals ----
     /// `catch`, `ignore`, `handle`, `info signals`.
@@ -187,7 +196,7 @@ pub enum CrashKind {
 }
 
 /// The settings `dbxenv` knows.
-pub const DBXENV_SETTINGS: &[&str] = &["call_timeout"];
+pub const DBXENV_SETTINGS: &[&str] = &["call_timeout", "stack_past_main"];
 
 /// A place to stop or look at.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -244,17 +244,20 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "where",
         &["bt", "backtrace"],
-        "where [N]",
+        "where [N] [t@T]",
         "show the call stack",
-        "Print the call stack, innermost frame first; only the innermost N frames with N.",
-        "where 5",
+        "Print the call stack, innermost frame first, down to main (dbxenv stack_past_main on, \
+         gdb's set backtrace past-main on, shows the frames below it); only the innermost N \
+         frames with N; of thread t@T (as threads lists it) instead of the current thread.",
+        "where 5 t@2",
     ),
     entry(
         "up",
         &[],
         "up [N]",
         "select a calling frame",
-        "Move N frames (default 1) towards main and show the new frame.",
+        "Move N frames (default 1) towards main and show the new frame; past the outermost \
+         frame, go to it.",
         "up 2",
     ),
     entry(
@@ -262,7 +265,8 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "down [N]",
         "select a called frame",
-        "Move N frames (default 1) towards the innermost frame and show it.",
+        "Move N frames (default 1) towards the innermost frame and show it; past the \
+         innermost frame, go to it.",
         "down",
     ),
     entry(
@@ -284,10 +288,11 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "thread",
         &["t"],
-        "thread N",
+        "thread t@N | thread N",
         "select a thread",
-        "Make thread N current; where, print and the like then apply to it.",
-        "thread 2",
+        "Make thread t@N (as threads lists it; gdb's plain N works too) current; where, print \
+         and the like then apply to it.",
+        "thread t@2",
     ),
     entry(
         "regs",
@@ -338,8 +343,11 @@ static COMMANDS: &[CommandHelp] = &[
         "display [EXPR] | display [-FMT] EXPR | display/FMT EXPR",
         "print an expression at every stop",
         "Print EXPR, numbered, each time the program stops (and once now), evaluated in the \
-         frame of the stop: 1: i = 5. An expression that cannot be evaluated at a stop shows \
-         its error in place and stays. With no argument, show the displays now.",
+         frame of the stop: 1: i = 5. As in gdb, a display that uses a local variable or \
+         parameter belongs to the function it was made in and is shown only at stops in that \
+         function; one of globals only is shown at every stop. One that cannot be evaluated \
+         where it is shown shows its error in place and stays. With no argument, show the \
+         displays now.",
         "display/x flags",
     ),
     entry(
@@ -617,13 +625,26 @@ static COMMANDS: &[CommandHelp] = &[
         "collector version",
     ),
     entry(
+        "complete",
+        &[],
+        "complete TEXT",
+        "list the completions of a command line",
+        "Print, one per line, the command lines Tab would complete TEXT to: command names, \
+         then function and file names, and after print, display, whatis and ptype the \
+         variables of the selected frame and the globals, or after . and -> the members of \
+         the expression's structure (gdb's complete).",
+        "complete print s.",
+    ),
+    entry(
         "dbxenv",
         &[],
-        "dbxenv [NAME [VALUE]] | set call-timeout SECONDS",
+        "dbxenv [NAME [VALUE]] | set call-timeout SECONDS | set backtrace past-main on|off",
         "show or change debugger settings",
         "With no argument, list the settings; with NAME, show one; with NAME VALUE, change \
          it. call_timeout: seconds an injected call (call, print FUNC(ARGS)) may run before \
-         it is abandoned and the thread's state restored (default 10).",
+         it is abandoned and the thread's state restored (default 10). stack_past_main: on \
+         shows the frames below main in where and lets up reach them (default off, as gdb's \
+         backtrace past-main).",
         "dbxenv call_timeout 2",
     ),
     entry(

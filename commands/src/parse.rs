@@ -16,6 +16,9 @@ const EXAMINE_FORMATS: &str = "xduotcfsia";
 
 /// Parses one command line.
 pub fn parse(line: &str) -> Result<Command> {
+    if let Some(text) = complete_argument(line) {
+        return Ok(Command::Complete(text.to_string()));
+    }
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return Ok(Command::Nothing);
@@ -100,22 +103,23 @@ impl<'a> Args<'a> {
             "nexti" => Ok(Command::NextInstruction {
                 count: self.count()?,
             }),
-            "where" => Ok(Command::Where {
-                depth: self.optional_number("frame count", 1)?,
-            }),
+            "where" => self.where_(),
             "up" => Ok(Command::Up {
-                count: self.optional_number("frame count", 0)?.unwrap_or(1),
+                count: self.optional_number("frame count", 0)?,
             }),
             "down" => Ok(Command::Down {
-                count: self.optional_number("frame count", 0)?.unwrap_or(1),
+                count: self.optional_number("frame count", 0)?,
             }),
             "frame" => Ok(Command::Frame {
                 number: self.optional_number("frame number", 0)?,
             }),
             "threads" => self.none(Command::Threads),
-            "thread" => Ok(Command::Thread {
-                id: self.one_number("thread number")?,
-            }),
+            "thread" => match self.optional_word()? {
+                Some(word) => Ok(Command::Thread {
+                    id: thread_id(self.name, &word)?,
+                }),
+                None => Err(self.invalid("missing thread id (t@N or N)")),
+            },
             "regs" => self.registers(),
             "list" => self.list().map(Command::List),
             "dis" => self.disassemble(),
@@ -132,6 +136,8 @@ impl<'a> Args<'a> {
             "info args" => self.none(Command::Arguments),
             "assign" => self.assign(),
             "call" => Ok(Command::Call(self.expression()?)),
+            // Taken by `complete_argument` before this, blanks kept.
+            "complete" => Ok(Command::Complete(self.text.trim_start().to_string())),
             "dbxenv" => self.dbxenv(self.text),
             "catch" => self.catch(),
             "handle" => self.handle(),
@@ -206,6 +212,25 @@ impl<'a> Args<'a> {
 
     fn expression(&self) -> Result<String> {
         non_empty(self.text).ok_or_else(|| self.invalid("missing expression"))
+    }
+
+    /// `where [N] [t@T]`, in either order.
+    fn where_(&self) -> Result<Command> {
+        let (mut depth, mut thread) = (None, None);
+        for word in self.words()? {
+            let text = word.text.as_str();
+            if text.starts_with("t@") {
+                if thread.replace(thread_id(self.name, text)?).is_some() {
+                    return Err(self.invalid("two thread ids"));
+                }
+            } else if depth
+                .replace(number(self.name, text, "frame count", 1)?)
+                .is_some()
+            {
+                return Err(self.invalid(format!("unexpected argument \"{text}\"")));
+            }
+        }
+        Ok(Command::Where { depth, thread })
     }
 
     fn run(&self) -> Result<Command> {
@@ -733,6 +758,14 @@ impl<'a> Args<'a> {
             if DBXENV_SETTINGS.contains(&first.replace('-', "_").as_str()) {
                 return self.dbxenv(text);
             }
+            // gdb `set backtrace past-main on|off`.
+            if let Some(value) = text
+                .strip_prefix("backtrace")
+                .map(str::trim_start)
+                .and_then(|rest| rest.strip_prefix("past-main"))
+            {
+                return self.dbxenv(&format!("stack_past_main {value}"));
+            }
             // gdb `set var X = Y`, `set variable X = Y`, `set X = Y`.
             for keyword in ["variable", "var"] {
                 if let Some(rest) = text.strip_prefix(keyword) {
@@ -847,6 +880,29 @@ fn split_examine_units(text: &str) -> (Option<&str>, &str) {
         (Some(units), &text[..slash])
     } else {
         (None, text)
+    }
+}
+
+/// The text after gdb's `complete` command word, kept as typed to its
+/// end: a trailing blank asks for the completions of an empty word.
+fn complete_argument(line: &str) -> Option<&str> {
+    let line = line.trim_start();
+    let rest = line.strip_prefix("complete")?;
+    if rest.is_empty() {
+        return Some(rest);
+    }
+    rest.strip_prefix(|c: char| c.is_whitespace())
+}
+
+/// A thread id as dbx prints it (`t@2`) or as gdb takes it (`2`).
+fn thread_id(command: &str, text: &str) -> Result<u32> {
+    let digits = text.strip_prefix("t@").unwrap_or(text);
+    match digits.parse::<u32>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(invalid(
+            command,
+            format!("invalid thread id \"{text}\" (expected t@N or N, as threads lists them)"),
+        )),
     }
 }
 

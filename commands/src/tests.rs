@@ -361,19 +361,60 @@ fn execution_control() {
 #[test]
 fn stack_and_threads() {
     for (line, command) in [
-        ("where", Command::Where { depth: None }),
-        ("bt", Command::Where { depth: None }),
-        ("backtrace 3", Command::Where { depth: Some(3) }),
-        ("up", Command::Up { count: 1 }),
-        ("up 2", Command::Up { count: 2 }),
-        ("down", Command::Down { count: 1 }),
-        ("down 0", Command::Down { count: 0 }),
+        (
+            "where",
+            Command::Where {
+                depth: None,
+                thread: None,
+            },
+        ),
+        (
+            "bt",
+            Command::Where {
+                depth: None,
+                thread: None,
+            },
+        ),
+        (
+            "backtrace 3",
+            Command::Where {
+                depth: Some(3),
+                thread: None,
+            },
+        ),
+        (
+            "where t@2",
+            Command::Where {
+                depth: None,
+                thread: Some(2),
+            },
+        ),
+        (
+            "where 4 t@3",
+            Command::Where {
+                depth: Some(4),
+                thread: Some(3),
+            },
+        ),
+        (
+            "where t@3 4",
+            Command::Where {
+                depth: Some(4),
+                thread: Some(3),
+            },
+        ),
+        ("up", Command::Up { count: None }),
+        ("up 2", Command::Up { count: Some(2) }),
+        ("down", Command::Down { count: None }),
+        ("down 0", Command::Down { count: Some(0) }),
         ("frame", Command::Frame { number: None }),
         ("f 0", Command::Frame { number: Some(0) }),
         ("threads", Command::Threads),
         ("info threads", Command::Threads),
         ("thread 2", Command::Thread { id: 2 }),
+        ("thread t@2", Command::Thread { id: 2 }),
         ("t 1", Command::Thread { id: 1 }),
+        ("t t@1", Command::Thread { id: 1 }),
         ("regs", Command::Registers { names: vec![] }),
         ("info registers", Command::Registers { names: vec![] }),
         ("info reg", Command::Registers { names: vec![] }),
@@ -390,7 +431,27 @@ fn stack_and_threads() {
     ] {
         assert_eq!(ok(line), command, "{line}");
     }
-    assert!(err("thread").contains("missing thread number"));
+    assert_eq!(
+        err("thread"),
+        "thread: missing thread id (t@N or N); usage: thread t@N | thread N"
+    );
+    for bad in [
+        "thread t@",
+        "thread t@x",
+        "thread t@0",
+        "thread x@2",
+        "thread -1",
+    ] {
+        assert!(
+            err(bad).contains("invalid thread id") && err(bad).contains("expected t@N or N"),
+            "{bad}: {}",
+            err(bad)
+        );
+    }
+    assert!(err("thread t@1 t@2").contains("unexpected argument \"t@2\""));
+    assert!(err("where t@1 t@2").contains("two thread ids"));
+    assert!(err("where 2 3").contains("unexpected argument \"3\""));
+    assert!(err("where t@q").contains("invalid thread id \"t@q\""));
     assert!(err("frame x").contains("invalid frame number"));
     assert!(err("info").contains("info: missing subcommand"));
     assert!(err("info bogus").contains("unknown subcommand \"bogus\""));
@@ -590,8 +651,33 @@ fn calls_and_settings() {
     );
     assert!(err("dbxenv nosuch 1").contains("unknown setting \"nosuch\""));
     assert!(err("dbxenv call_timeout 1 2").contains("unexpected argument \"2\""));
+    assert_eq!(
+        ok("dbxenv stack_past_main on"),
+        setting(Some("stack_past_main"), Some("on"))
+    );
+    assert_eq!(
+        ok("set backtrace past-main off"),
+        setting(Some("stack_past_main"), Some("off"))
+    );
+    assert_eq!(
+        ok("set backtrace  past-main"),
+        setting(Some("stack_past_main"), None)
+    );
     // `set` of a variable is still an assignment.
     assert!(matches!(ok("set call = 1"), Command::Assign { .. }));
+}
+
+#[test]
+fn complete_keeps_its_text_as_typed() {
+    assert_eq!(
+        ok("complete print s."),
+        Command::Complete("print s.".into())
+    );
+    // A trailing blank asks for every completion of an empty word.
+    assert_eq!(ok("  complete p "), Command::Complete("p ".into()));
+    assert_eq!(ok("complete"), Command::Complete(String::new()));
+    // Only the word itself: `completely` is no command.
+    assert!(err("completely").contains("unknown command"));
 }
 
 #[test]

@@ -14,6 +14,22 @@ pub(super) struct Display {
     number: u32,
     expr: String,
     format: Option<char>,
+    /// Where it is shown: everywhere, or only in the function whose
+    /// locals it uses (gdb keeps a display to the block it was made in).
+    scope: Option<FunctionRange>,
+}
+
+/// The run-time addresses of a function's code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FunctionRange {
+    start: u64,
+    end: u64,
+}
+
+impl FunctionRange {
+    fn contains(&self, pc: u64) -> bool {
+        (self.start..self.end).contains(&pc)
+    }
 }
 
 /// The evaluator's view for assignments: what `print` sees, plus writes
@@ -348,12 +364,50 @@ impl Session {
             number: self.next_display,
             expr: expr.trim().to_string(),
             format,
+            scope: self.locals_scope(&expr),
         };
         if self.process_is_stopped() {
             println!("{}", self.display_line(&display));
         }
         self.displays.push(display);
         Ok(())
+    }
+
+    /// The function of the selected frame, when `expr` names one of the
+    /// locals or parameters visible there; `None` for an expression of
+    /// globals (or with no process).
+    fn locals_scope(&self, expr: &str) -> Option<FunctionRange> {
+        if !self.process_is_stopped() {
+            return None;
+        }
+        let frame = self.dbg.selected_frame().ok()?;
+        let object = self.dbg.objects().object_at(frame.lookup_pc)?;
+        let address = object.file_address(frame.lookup_pc);
+        let mut locals = object
+            .file
+            .locals_at(address)
+            .into_iter()
+            .chain(object.file.parameters_at(address, frame.inline_depth));
+        let names = identifiers(expr);
+        if !locals.any(|v| names.contains(&v.name())) {
+            return None;
+        }
+        let function = object.file.function_at(address)?;
+        Some(FunctionRange {
+            start: object.runtime_address(function.low_pc),
+            end: object.runtime_address(function.high_pc),
+        })
+    }
+
+    /// The display is for where the selected frame is: a display of
+    /// locals only in the function it was made in.
+    fn display_applies(&self, display: &Display) -> bool {
+        let Some(scope) = display.scope else {
+            return true;
+        };
+        self.dbg
+            .selected_frame()
+            .is_ok_and(|frame| scope.contains(frame.lookup_pc))
     }
 
     pub(super) fn undisplay(&mut self, selection: Selection) -> Result<()> {
@@ -372,13 +426,16 @@ impl Session {
         Ok(())
     }
 
-    /// Every display, evaluated in the selected frame (the innermost one
-    /// at a stop); without a process, the expressions alone.
+    /// Every display that belongs where the selected frame is (the
+    /// innermost one at a stop), evaluated there; without a process, the
+    /// expressions alone.
     pub(super) fn show_displays(&self) {
         let stopped = self.process_is_stopped();
         for display in &self.displays {
             if stopped {
-                println!("{}", self.display_line(display));
+                if self.display_applies(display) {
+                    println!("{}", self.display_line(display));
+                }
             } else {
                 println!(
                     "{}: {}{}",
@@ -404,7 +461,7 @@ impl Session {
         )
     }
 
-    fn process_is_stopped(&self) -> bool {
+    pub(super) fn process_is_stopped(&self) -> bool {
         self.dbg.is_running() && !self.dbg.process_has_ended()
     }
 
@@ -719,6 +776,39 @@ impl Session {
     }
 }
 
+/// The names an expression uses as variables: identifiers outside
+/// literals that are not members (after `.`, `->`) or registers (`$`).
+fn identifiers(expr: &str) -> Vec<&str> {
+    let bytes = expr.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c == b'"' || c == b'\'' {
+            let chars: Vec<char> = expr[i..].chars().collect();
+            let end = quoted_end(&chars, 0);
+            i += chars[..end].iter().map(|c| c.len_utf8()).sum::<usize>();
+            continue;
+        }
+        if !(c.is_ascii_alphabetic() || c == b'_') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
+            i += 1;
+        }
+        let before = expr[..start].trim_end();
+        let member = before.ends_with('.') || before.ends_with("->");
+        let register = before.ends_with('$');
+        let in_number = start > 0 && bytes[start - 1].is_ascii_digit();
+        if !member && !register && !in_number {
+            found.push(&expr[start..i]);
+        }
+    }
+    found
+}
+
 /// `/x ` before a formatted display's expression, as gdb shows it.
 fn format_prefix(format: Option<char>) -> String {
     format.map(|f| format!("/{f} ")).unwrap_or_default()
@@ -870,6 +960,15 @@ mod tests {
         assert!(substitute_history("$", 0).is_err());
         assert!(substitute_history("$4", 3).is_err());
         assert!(substitute_history("$$3", 3).is_err());
+    }
+
+    #[test]
+    fn identifiers_are_the_variables_an_expression_names() {
+        assert_eq!(identifiers("a + acc"), ["a", "acc"]);
+        assert_eq!(identifiers("p->next.val * 2"), ["p"]);
+        assert_eq!(identifiers("s . x + $rax + 0x1f"), ["s"]);
+        assert_eq!(identifiers("f(\"a b\", 'c') + n"), ["f", "n"]);
+        assert_eq!(identifiers("arr[i]"), ["arr", "i"]);
     }
 
     #[test]

@@ -94,6 +94,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("ctrlc", "O0", &["-O0", "-pthread"]),
         ("survivor", "O0", &["-O0", "-pthread"]),
         ("callee", "O0", &["-O0"]),
+        ("session", "O0", &["-O0"]),
     ];
     let mut out = Vec::new();
     for (stem, variant, flags) in table {
