@@ -65,7 +65,9 @@ impl Trial {
         while !all_threads_traced_stopped(self.pid) {
             assert!(
                 sent.elapsed() < TIMEOUT,
-                "{what:?}: the program did not stop\n{}",
+                "{what:?}: the program did not stop (threads {:?}, rdbx in {:?})\n{}",
+                thread_states(self.pid),
+                std::fs::read_to_string(format!("/proc/{}/syscall", self.rdbx.pid())),
                 self.rdbx.transcript()
             );
             std::thread::sleep(Duration::from_micros(100));

@@ -58,6 +58,9 @@ const TRAP_PERF: c_int = 6;
 
 enum Origin {
     ProfileTick,
+    /// A tick of a clock closed since it was sent (the experiment was
+    /// disabled while the signal was queued): dropped.
+    Stale,
     Foreign,
 }
 
@@ -73,6 +76,7 @@ pub extern "C" fn on_profile_signal(
             profile_tick(context);
             periodic_sample_if_due();
         }
+        Origin::Stale => {}
         Origin::Foreign => forward(signal, info, context),
     }
     sys::set_errno(saved_errno);
@@ -104,8 +108,19 @@ fn origin(signal: c_int, info: *const libc::siginfo_t) -> Origin {
             }
         }
         POLL_IN if clock::is_our_perf_fd(poll_fd(info)) => Origin::ProfileTick,
+        // Ours, queued before its descriptor was closed: the program's own
+        // SIGPROF descriptors are open and set to send it.
+        POLL_IN if !sends_sigprof(poll_fd(info)) => Origin::Stale,
         _ => Origin::Foreign,
     }
+}
+
+/// Whether descriptor `fd` is open and signals SIGPROF (F_GETSIG).
+/// Async-signal-safe: one fcntl.
+fn sends_sigprof(fd: i32) -> bool {
+    const F_GETSIG: c_int = 11;
+    // SAFETY: fcntl on a number; a closed descriptor is EBADF.
+    unsafe { libc::fcntl(fd, F_GETSIG) == libc::SIGPROF }
 }
 
 /// si_fd of a SIGPOLL-style siginfo: `long si_band; int si_fd;` after the

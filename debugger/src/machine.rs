@@ -556,7 +556,13 @@ impl Debugger {
                 self.process_mut()?.set_pending(tid, libc::SIGTRAP, None);
             }
             Event::Signal { .. } => self.defer(event),
-            Event::Clone { new, .. } => self.thread_created(new)?,
+            Event::Clone { new, .. } => {
+                // The program is held stopped: so is the new thread, once
+                // its first stop is in (until then the kernel shows it
+                // runnable, though it will not run code of its own).
+                self.thread_created(new)?;
+                self.halt_thread(new)?;
+            }
             Event::Fork { child, vfork, .. } => self.fork_event(child, vfork)?,
             Event::VforkDone { .. } => self.vfork_done(),
             Event::Exec { .. } => self.exec_event()?,

@@ -1390,9 +1390,11 @@ impl Console {
     }
 
     pub fn transcript(&self) -> String {
+        let unread: Vec<String> = self.lines.try_iter().map(|(_, line)| line).collect();
         format!(
-            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            "--- stdout ---\n{}\n--- stdout not read yet ---\n{}\n--- stderr ---\n{}",
             self.seen.join("\n"),
+            unread.join("\n"),
             self.err.text()
         )
     }
