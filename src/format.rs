@@ -80,15 +80,15 @@ pub fn signal_text(signal: i32) -> String {
 
 /// `(1) stop in fact -count 3` — the way dbx echoes and lists an event.
 pub fn breakpoint_description(bp: &Breakpoint, when_bodies: &[String]) -> String {
-    let mut text = format!("({}) ", bp.id);
-    let verb = match bp.action {
+    let mut text = format!("({}) ", bp.id());
+    let verb = match bp.action() {
         Action::Stop => "stop",
         Action::When(_) => "when",
     };
-    match &bp.location {
+    match bp.location() {
         LocationSpec::Function(name) => text += &format!("{verb} in {name}"),
         LocationSpec::Line { file, line } => {
-            let line = bp.resolved_line.unwrap_or(*line);
+            let line = bp.resolved_line().unwrap_or(*line);
             match file {
                 Some(file) => text += &format!("{verb} at \"{file}\":{line}"),
                 None => text += &format!("{verb} at {line}"),
@@ -99,16 +99,16 @@ pub fn breakpoint_description(bp: &Breakpoint, when_bodies: &[String]) -> String
             text += &format!("{verb} at 0x{address:x}")
         }
     }
-    if let Some(condition) = &bp.condition {
+    if let Some(condition) = bp.condition() {
         text += &format!(" -if {condition}");
     }
-    if let Some(count) = bp.count {
+    if let Some(count) = bp.count() {
         text += &format!(" -count {count}");
     }
-    if bp.temporary {
+    if bp.temporary() {
         text += " -temp";
     }
-    if let Action::When(index) = bp.action {
+    if let Action::When(index) = *bp.action() {
         if let Some(body) = when_bodies.get(index) {
             text += &format!(" {{ {body} }}");
         }

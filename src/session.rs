@@ -559,8 +559,8 @@ impl Session {
         self.dbg
             .breakpoints()
             .users()
-            .filter(|b| b.addresses.contains(&pc))
-            .map(|b| b.id)
+            .filter(|b| b.addresses().contains(&pc))
+            .map(|b| b.id())
             .collect()
     }
 
@@ -679,7 +679,7 @@ impl Session {
     fn run_when_bodies(&mut self, ids: &[u32]) -> bool {
         let mut keep_going = true;
         for id in ids {
-            let action = self.dbg.breakpoint(*id).map(|b| b.action.clone());
+            let action = self.dbg.breakpoint(*id).map(|b| b.action().clone());
             match action {
                 Some(Action::When(index)) => {
                     let body = self.when_bodies[index].commands.clone();
@@ -789,7 +789,7 @@ impl Session {
             action,
         )?;
         let bp = self.dbg.breakpoint(id).expect("just added");
-        if let (LocationSpec::Line { file, line }, Some(moved)) = (&location, bp.resolved_line) {
+        if let (LocationSpec::Line { file, line }, Some(moved)) = (&location, bp.resolved_line()) {
             let file = file.clone().unwrap_or_default();
             println!("line {line} in \"{file}\" has no code; using line {moved}");
         }
@@ -818,11 +818,11 @@ impl Session {
         let texts = self.when_texts();
         for bp in self.dbg.breakpoints().users() {
             let mut line = format::breakpoint_description(bp, &texts);
-            line += &format!("  [hits: {}]", bp.hits);
+            line += &format!("  [hits: {}]", bp.hits());
             if bp.is_pending() {
                 line += "  [pending]";
             }
-            if !bp.enabled {
+            if !bp.enabled() {
                 line += "  [disabled]";
             }
             println!("{line}");
@@ -831,7 +831,7 @@ impl Session {
 
     fn selected_ids(&self, selection: &Selection) -> Result<Vec<u32>> {
         match selection {
-            Selection::All => Ok(self.dbg.breakpoints().users().map(|b| b.id).collect()),
+            Selection::All => Ok(self.dbg.breakpoints().users().map(|b| b.id()).collect()),
             Selection::Ids(ids) => {
                 for id in ids {
                     if self.dbg.breakpoint(*id).is_none() {
@@ -882,8 +882,8 @@ impl Session {
             .dbg
             .breakpoints()
             .users()
-            .filter(|b| b.addresses.iter().any(|a| addresses.contains(a)))
-            .map(|b| b.id)
+            .filter(|b| b.addresses().iter().any(|a| addresses.contains(a)))
+            .map(|b| b.id())
             .collect();
         if ids.is_empty() {
             bail!("no breakpoint there");

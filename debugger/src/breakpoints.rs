@@ -29,29 +29,76 @@ pub enum Action {
     When(usize),
 }
 
+/// A user breakpoint. Read through its accessors; the engine keeps its
+/// addresses in step with the sites in the target, and the session changes
+/// its settings through `Debugger`'s methods.
 #[derive(Debug, Clone)]
 pub struct Breakpoint {
-    pub id: u32,
-    pub location: LocationSpec,
-    pub condition: Option<String>,
+    pub(crate) id: u32,
+    pub(crate) location: LocationSpec,
+    pub(crate) condition: Option<String>,
     /// Stop on the Nth hit (dbx `-count N`).
-    pub count: Option<u64>,
-    pub temporary: bool,
-    pub enabled: bool,
-    pub action: Action,
+    pub(crate) count: Option<u64>,
+    pub(crate) temporary: bool,
+    pub(crate) enabled: bool,
+    pub(crate) action: Action,
     /// Hits so far (condition true).
-    pub hits: u64,
+    pub(crate) hits: u64,
     /// Runtime addresses; empty while pending.
-    pub addresses: Vec<u64>,
+    pub(crate) addresses: Vec<u64>,
     /// The line actually used when the requested one had no code.
-    pub resolved_line: Option<u32>,
+    pub(crate) resolved_line: Option<u32>,
     /// It has resolved at least once (so a later resolution is no news).
-    pub ever_resolved: bool,
+    pub(crate) ever_resolved: bool,
 }
 
 impl Breakpoint {
     pub fn is_pending(&self) -> bool {
         self.addresses.is_empty()
+    }
+
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub fn location(&self) -> &LocationSpec {
+        &self.location
+    }
+
+    pub fn condition(&self) -> Option<&str> {
+        self.condition.as_deref()
+    }
+
+    /// Stop at every Nth hit (`-count N`), when set.
+    pub fn count(&self) -> Option<u64> {
+        self.count
+    }
+
+    pub fn temporary(&self) -> bool {
+        self.temporary
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    pub fn action(&self) -> &Action {
+        &self.action
+    }
+
+    /// Hits so far (with the condition true).
+    pub fn hits(&self) -> u64 {
+        self.hits
+    }
+
+    /// Where it is inserted (runtime addresses; empty while pending).
+    pub fn addresses(&self) -> &[u64] {
+        &self.addresses
+    }
+
+    /// The line used when the one asked for had no code.
+    pub fn resolved_line(&self) -> Option<u32> {
+        self.resolved_line
     }
 }
 
@@ -70,16 +117,16 @@ pub enum Owner {
 
 #[derive(Debug, Clone)]
 pub struct Site {
-    pub address: u64,
+    pub(crate) address: u64,
     /// The original instruction bytes (up to 16), with no int3 in them.
-    pub original: Vec<u8>,
-    pub owners: BTreeSet<Owner>,
+    pub(crate) original: Vec<u8>,
+    pub(crate) owners: BTreeSet<Owner>,
     /// How to get past it; decided at the first resume over the site.
-    pub displacement: Option<Displacement>,
+    pub(crate) displacement: Option<Displacement>,
     /// Address of the out-of-line slot, for `Displacement::OutOfLine`.
-    pub slot: Option<u64>,
+    pub(crate) slot: Option<u64>,
     /// Length of the original instruction (where the jump back starts in the slot).
-    pub instruction_len: usize,
+    pub(crate) instruction_len: usize,
 }
 
 /// A page of the target's memory holding out-of-line slots.
