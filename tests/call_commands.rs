@@ -135,3 +135,34 @@ fn a_call_that_runs_too_long_is_abandoned() {
     assert_eq!(o.exit_lines(), [3]);
     assert!(o.stderr.contains("no process"), "{}", o.transcript());
 }
+
+/// Ctrl-C during `call` stops the call at once: abandoned, the thread's
+/// state restored, and the session goes on.
+#[test]
+fn ctrl_c_abandons_a_call_at_once() {
+    let program = call_args_program();
+    let mut rdbx = Console::start(&[program.to_str().unwrap()]);
+    rdbx.send("stop in stop_here");
+    rdbx.send("run");
+    rdbx.expect("the breakpoint", TIMEOUT, |l| l.starts_with("stopped in stop_here"));
+    rdbx.send("call forever()");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let sent = std::time::Instant::now();
+    rdbx.signal(libc::SIGINT);
+    rdbx.send("print half(8)");
+    rdbx.expect("the answer after the call", TIMEOUT, |l| l.contains("half(8) = 4"));
+    assert!(
+        sent.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}\n{}",
+        sent.elapsed(),
+        rdbx.transcript()
+    );
+    assert!(
+        rdbx.stderr().contains(
+            "the call to forever was interrupted; abandoned and the thread's state restored"
+        ),
+        "{}",
+        rdbx.transcript()
+    );
+    rdbx.finish(true);
+}
