@@ -144,13 +144,17 @@ fn ctrl_c_abandons_a_call_at_once() {
     let mut rdbx = Console::start(&[program.to_str().unwrap()]);
     rdbx.send("stop in stop_here");
     rdbx.send("run");
-    rdbx.expect("the breakpoint", TIMEOUT, |l| l.starts_with("stopped in stop_here"));
+    rdbx.expect("the breakpoint", TIMEOUT, |l| {
+        l.starts_with("stopped in stop_here")
+    });
     rdbx.send("call forever()");
     std::thread::sleep(std::time::Duration::from_millis(300));
     let sent = std::time::Instant::now();
     rdbx.signal(libc::SIGINT);
     rdbx.send("print half(8)");
-    rdbx.expect("the answer after the call", TIMEOUT, |l| l.contains("half(8) = 4"));
+    rdbx.expect("the answer after the call", TIMEOUT, |l| {
+        l.contains("half(8) = 4")
+    });
     assert!(
         sent.elapsed() < std::time::Duration::from_secs(2),
         "{:?}\n{}",

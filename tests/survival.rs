@@ -135,3 +135,38 @@ fn a_program_rdbx_started_is_let_go_too() {
     // The program writes to rdbx's stdout, which it inherited.
     rdbx.expect("the program's own end", TIMEOUT, |l| l == intact(0));
 }
+
+#[test]
+fn a_broken_pipe_on_rdbx_output_lets_the_program_go() {
+    // The reader of rdbx's output goes away: rdbx's next output fails
+    // (EPIPE) and rdbx ends, letting the program go first.
+    let target = Target::start(&prog("survivor-O0"), false);
+    let pid = target.pid();
+    let mut rdbx = std::process::Command::new(common::rdbx_bin())
+        .args(["-p", &pid.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn rdbx");
+    let mut stdin = rdbx.stdin.take().expect("stdin");
+    let stdout = rdbx.stdout.take().expect("stdout");
+    use std::io::{BufRead, Write};
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first = lines.next().expect("a line").expect("text");
+    assert!(first.starts_with("Attached to process"), "{first}");
+    writeln!(stdin, "stop in step").unwrap();
+    drop(lines);
+    writeln!(stdin, "cont").unwrap();
+    writeln!(stdin, "where").unwrap();
+    stdin.flush().unwrap();
+    let output = rdbx.wait_with_output().expect("rdbx ends");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("process {pid} was let go")),
+        "{stderr}"
+    );
+    let (rest, code) = target.finish();
+    assert!(rest.contains(&intact(0)), "{rest:?}\n{stderr}");
+    assert_eq!(code, Some(3));
+}

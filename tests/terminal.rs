@@ -150,3 +150,48 @@ fn tab_completes_variables_and_members_and_enter_repeats_next() {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+/// `quit` on a terminal with a program rdbx started asks first; `n` keeps
+/// the session and the program, `y` ends both.
+#[test]
+fn quit_asks_before_killing_the_program() {
+    let mut t = Terminal::start(&prog("session-O0"));
+    t.wait_for("(rdbx) ", 1);
+    t.command("stop in combine");
+    t.command("run");
+    t.wait_for("stopped in combine", 1);
+    let pid: i32 = t
+        .text()
+        .split("(process id ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the process id");
+    let prompts = t.prompts();
+    t.type_keys("quit\r");
+    t.wait_for("Quit anyway? (y or n)", 1);
+    t.type_keys("n\r");
+    t.wait_for("(rdbx) ", prompts + 1);
+    t.command("print 6 * 7");
+    t.wait_for("6 * 7 = 42", 1);
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    assert_eq!(unsafe { libc::kill(pid, 0) }, 0, "{}", t.text());
+    t.type_keys("quit\r");
+    t.wait_for("Quit anyway? (y or n)", 2);
+    t.type_keys("y\r");
+    let deadline = Instant::now() + TIMEOUT;
+    while t.child.try_wait().expect("wait").is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "rdbx did not quit:\n{}",
+            t.text()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: as above.
+    assert_ne!(
+        unsafe { libc::kill(pid, 0) },
+        0,
+        "the program outlived quit"
+    );
+}
