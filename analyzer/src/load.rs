@@ -310,8 +310,9 @@ impl Builder {
     }
 
     fn symbolize_in(&mut self, object: ObjectId, address: u64, offset: u64) -> PcEntry {
+        let vdso = self.model.object(object).path.as_os_str() == "[vdso]";
         let symbol = match self.file(object) {
-            Some(file) => symbolize(file, offset),
+            Some(file) => symbolize(file, offset, vdso),
             None => PcSymbol::Unknown,
         };
         let mut entry = PcEntry {

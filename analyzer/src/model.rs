@@ -218,16 +218,24 @@ impl Model {
     }
 
     /// Functions whose shown name is `name` (or whose linkage name or
-    /// parameter-less name is).
+    /// parameter-less name is); only when none is, those that have `name`
+    /// as an alias (`clock_gettime` is libc's function, not the vDSO's
+    /// `__vdso_clock_gettime` known by the same alias).
     pub fn functions_named(&self, name: &str) -> Vec<FunctionId> {
-        (0..self.functions.len() as FunctionId)
+        let ids = 0..self.functions.len() as FunctionId;
+        let shown: Vec<FunctionId> = ids
+            .clone()
             .filter(|&id| {
                 let f = self.function(id);
                 f.name == name
                     || f.linkage_name == name
                     || debugger::symbols::without_parameters(&f.name) == name
-                    || f.aliases.iter().any(|a| a == name)
             })
+            .collect();
+        if !shown.is_empty() {
+            return shown;
+        }
+        ids.filter(|&id| self.function(id).aliases.iter().any(|a| a == name))
             .collect()
     }
 }

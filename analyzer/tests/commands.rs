@@ -4,7 +4,7 @@
 
 mod common;
 
-use analyzer::Analysis;
+use analyzer::{Analysis, Outcome};
 use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -516,7 +516,12 @@ fn every_listing_parses_as_json() {
     let tmp = TempDir::new("json");
     let dir = selection_experiment(&tmp.0);
     let mut analysis = Analysis::open(&[dir]).expect("opens");
-    assert_eq!(run(&mut analysis, "format json"), "format: json\n");
+    assert_eq!(
+        analysis.run_line("format json"),
+        Ok(Outcome::Json(
+            serde_json::json!({"report": "format", "message": "format: json"})
+        ))
+    );
     let commands = [
         ("functions", "functions"),
         ("objects", "load objects"),
@@ -536,28 +541,37 @@ fn every_listing_parses_as_json() {
         ("experiment_list", "experiment_list"),
         ("object_list", "object_list"),
     ];
+    let mut document = |line: &str| match analysis.run_line(line) {
+        Ok(Outcome::Json(value)) => value,
+        other => panic!("{line}: {other:?}"),
+    };
     for (command, report) in commands {
-        let text = run(&mut analysis, command);
-        let value: serde_json::Value =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command}: {e} in\n{text}"));
+        let value = document(command);
         if !report.is_empty() {
             assert_eq!(value["report"], report, "{command}: {value}");
         }
     }
-    let functions: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "functions")).unwrap();
+    let functions = document("functions");
     assert_eq!(functions["total"]["ns"].as_u64(), Some(63 * UNIT));
     assert_eq!(functions["rows"][0]["name"], "<Total>");
-    let fsingle: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "fsingle C")).unwrap();
+    let fsingle = document("fsingle C");
     assert_eq!(fsingle["inclusive"]["ns"].as_u64(), Some(12 * UNIT));
-    let fsummary: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "fsummary")).unwrap();
+    let fsummary = document("fsummary");
     assert_eq!(fsummary["functions"].as_array().unwrap().len(), 5);
-    let cc: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "callers-callees")).unwrap();
+    let cc = document("callers-callees");
     assert_eq!(cc["functions"].as_array().unwrap().len(), 4);
-    // Settings are answered in text even under `format json`.
+    // Settings answer with a document too, named after the command.
+    assert_eq!(
+        document("limit 5"),
+        serde_json::json!({"report": "limit", "message": "limit: 5"})
+    );
+    assert_eq!(document("sort name")["report"], "sort");
+    // The answer is in the format in effect after the command.
     assert_eq!(run(&mut analysis, "format text"), "format: text\n");
+    // An empty line or a comment shows nothing.
+    assert_eq!(
+        analysis.run_line("# nothing"),
+        Ok(Outcome::Output(String::new()))
+    );
     assert!(run(&mut analysis, "functions").contains("<Total>"));
 }
