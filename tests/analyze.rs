@@ -302,7 +302,36 @@ fn bad_experiments_get_one_line_errors() {
     let out = analyze(&[newer.to_str().unwrap(), "-c", "functions"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("99"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "newer.er: manifest line 2: \"version=99\": experiment format version 99 is newer"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    // A profile of garbage and a missing log: one warning line each, and
+    // the listing still shows.
+    let (expt, _) = collect(&dir, "junk.er", &["two-phases", "0.1"]);
+    std::fs::write(expt.join("profile"), "not a block file\n".repeat(5000)).unwrap();
+    std::fs::remove_file(expt.join("log")).unwrap();
+    let out = analyze(&[expt.to_str().unwrap(), "-c", "functions"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr.lines().collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert!(
+        warnings.iter().any(|w| w.starts_with("rdbx: warning: ")
+            && w.ends_with(
+                "profile holds no readable block (2 of 2 damaged): nothing is read from it"
+            )),
+        "{stderr}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("no log file")),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<Total>"));
 
     // A cut data file: what is left is shown, with a warning.
     let (expt, _) = collect(&dir, "cut.er", &["two-phases", "0.3"]);

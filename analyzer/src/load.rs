@@ -125,11 +125,11 @@ impl Builder {
                 "{shown}: {malformed} unreadable log line(s) skipped"
             ));
         }
-        if stack_stats.damaged > 0 {
-            self.warn(format!(
-                "{shown}: {} damaged stacks block(s); their valid records are used",
-                stack_stats.damaged
-            ));
+        for file in expt.missing_files() {
+            self.warn(format!("{shown}: {}", missing_file_consequence(&file)));
+        }
+        if let Some(warning) = block_file_warning(&shown, "stacks", &stack_stats) {
+            self.warn(warning);
         }
         let mappings = self.mappings(&log);
         let mut entry = experiment_entry(expt, log);
@@ -171,10 +171,17 @@ impl Builder {
                 sample: sample_of(&entry.samples, record.timestamp_ns),
             });
         })?;
-        if event_stats.damaged > 0 {
+        if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
+            self.warn(warning);
+        }
+        let has_log = expt.path().join("log").exists();
+        let names_objects = entry
+            .log
+            .iter()
+            .any(|e| matches!(e.event, Event::Object { .. }));
+        if has_log && !names_objects && event_stats.records > 0 {
             self.warn(format!(
-                "{shown}: {} damaged profile block(s); their valid records are used",
-                event_stats.damaged
+                "{shown}: the log names no load object: every function shows as <Unknown>"
             ));
         }
         if impossible > 0 {
@@ -494,6 +501,39 @@ impl Builder {
             }
         }
     }
+}
+
+/// What is lost with data file `file` of an experiment.
+fn missing_file_consequence(file: &str) -> String {
+    let lost = match file {
+        "log" => {
+            "the load objects, samples and threads are unknown: every function shows as <Unknown>"
+        }
+        "profile" => "no clock event is read",
+        "stacks" => "every call stack is lost: events show as <Unknown>",
+        _ => "it is ignored",
+    };
+    format!("no {file} file, though the manifest lists it: {lost}")
+}
+
+/// The warning for block file `file` (`profile` or `stacks`) when some of
+/// its blocks could not be read: all of them (say, another file copied over
+/// it), or some.
+fn block_file_warning(shown: &str, file: &str, stats: &experiment::BlockStats) -> Option<String> {
+    if stats.damaged == 0 {
+        return None;
+    }
+    Some(if stats.used == 0 {
+        format!(
+            "{shown}: {file} holds no readable block ({} of {} damaged): nothing is read from it",
+            stats.damaged, stats.blocks
+        )
+    } else {
+        format!(
+            "{shown}: {} damaged {file} block(s); their valid records are used",
+            stats.damaged
+        )
+    })
 }
 
 fn basename(path: &Path) -> String {
