@@ -576,12 +576,19 @@ fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> Experi
     }
 }
 
-/// Numbers threads 1.. in order of appearance, the process's main thread
-/// (tid = pid) first, then the log's `thread-start` lines, then threads
-/// seen only in events.
+/// dbx's thread numbers (`t@N`) of one experiment's threads, the numbers
+/// the debugger's `threads` shows: the collector writes each thread's
+/// number in its `thread-start` line, and its own watcher thread's in a
+/// `collector-thread` line (format 1.1). Logs without numbers (format 1.0)
+/// are numbered as the collector numbered them: the process's first thread
+/// (tid = pid) 1, then in the order of the `thread-start` lines. A thread
+/// with no line (lost with a damaged log) takes the next number after the
+/// highest when its first event is read.
 struct ThreadNumbers {
-    order: Vec<u32>,
     numbers: FxHashMap<u32, u32>,
+    highest: u32,
+    /// The collector's own threads: (tid, number).
+    collector: Vec<(u32, u32)>,
     /// The last thread looked up: events come in per-thread blocks.
     last: Option<(u32, u32)>,
 }
@@ -589,45 +596,81 @@ struct ThreadNumbers {
 impl ThreadNumbers {
     fn new(entry: &ExperimentEntry) -> ThreadNumbers {
         let mut threads = ThreadNumbers {
-            order: Vec::new(),
             numbers: FxHashMap::default(),
+            highest: 0,
+            collector: Vec::new(),
             last: None,
         };
-        if let Some(start) = &entry.start {
-            threads.number(start.pid);
+        let numbered = entry.log.iter().any(|e| {
+            matches!(
+                e.event,
+                Event::ThreadStart {
+                    number: Some(_),
+                    ..
+                } | Event::CollectorThread { .. }
+            )
+        });
+        if let Some(start) = entry.start.as_ref().filter(|_| !numbered) {
+            threads.set(start.pid, 1);
         }
         for event in &entry.log {
-            if let Event::ThreadStart { tid } = event.event {
-                threads.number(tid);
+            match event.event {
+                Event::ThreadStart {
+                    tid,
+                    number: Some(number),
+                } => threads.set(tid, number),
+                Event::ThreadStart { tid, number: None } => {
+                    threads.number(tid);
+                }
+                Event::CollectorThread { tid, number } => {
+                    threads.collector.push((tid, number));
+                    threads.highest = threads.highest.max(number);
+                }
+                _ => {}
             }
         }
         threads
     }
 
+    fn set(&mut self, tid: u32, number: u32) {
+        self.numbers.insert(tid, number);
+        self.highest = self.highest.max(number);
+    }
+
+    /// The number of thread `tid`, numbering it if it has none yet.
     fn number(&mut self, tid: u32) -> u32 {
         if let Some((last_tid, number)) = self.last {
             if last_tid == tid {
                 return number;
             }
         }
-        let next = self.order.len() as u32 + 1;
-        let number = *self.numbers.entry(tid).or_insert_with(|| {
-            self.order.push(tid);
-            next
-        });
+        let number = match self.numbers.get(&tid) {
+            Some(&number) => number,
+            None => {
+                let number = self.highest + 1;
+                self.set(tid, number);
+                number
+            }
+        };
         self.last = Some((tid, number));
         number
     }
 
+    /// The threads by number.
     fn into_entries(self) -> Vec<ThreadEntry> {
-        self.order
-            .iter()
-            .enumerate()
-            .map(|(i, &tid)| ThreadEntry {
-                number: i as u32 + 1,
-                tid,
-            })
-            .collect()
+        let program = self.numbers.into_iter().map(|(tid, number)| ThreadEntry {
+            number,
+            tid,
+            collector: false,
+        });
+        let collector = self.collector.into_iter().map(|(tid, number)| ThreadEntry {
+            number,
+            tid,
+            collector: true,
+        });
+        let mut entries: Vec<ThreadEntry> = program.chain(collector).collect();
+        entries.sort_by_key(|t| (t.number, t.tid));
+        entries
     }
 }
 

@@ -194,7 +194,7 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "thread_list",
         "list the threads",
-        "List the threads (number, tid, events, CPU) and which ones are selected.",
+        "List the threads (number, tid, events, CPU) and which ones are selected. Numbers are the debugger's t@N: 1 the main thread, then in order of creation.",
         "thread_list",
     ),
     entry(

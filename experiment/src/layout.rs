@@ -26,9 +26,10 @@ pub const KIND_STACKS: u16 = 2;
 pub const FORMAT_NAME: &str = "rdbx-experiment";
 /// Major version of the format this crate writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-/// Minor version this crate knows (the writer writes `version=1`, minor 0). A reader reads
-/// a newer minor version of its major version, ignoring what it does not know.
-pub const FORMAT_MINOR_VERSION: u32 = 0;
+/// Minor version this crate knows and writers write (`version=1.1`: 1.1 added the `number`
+/// of `thread-start` lines and the `collector-thread` event). A reader reads a newer minor
+/// version of its major version, ignoring what it does not know.
+pub const FORMAT_MINOR_VERSION: u32 = 1;
 /// Deepest stack a record may hold.
 pub const MAX_STACK_DEPTH: usize = 2048;
 /// Default stack depth limit.
