@@ -647,7 +647,7 @@ fn gcc_clones_are_functions_of_their_own_in_every_view() {
     );
     assert_close(
         "checked.cold",
-        functions["checked.cold"].0,
+        functions["checked.cold"].1,
         truth["checked"],
     );
     assert_close(

@@ -268,15 +268,17 @@ impl Builder {
             let id = self.intern_pc(experiment, address, mappings);
             let entry = self.model.pc(id);
             after_signal_frame = self.model.function(entry.function).name == "__restore_rt";
-            // Seed 001: a leaf PC in a PLT stub is dropped and its time goes
-            // to the call instruction that entered the stub.
+            // The manual ("Function Calls Between Shared Objects"): a leaf
+            // PC in a PLT stub is dropped and its time goes to the call
+            // instruction that entered the stub.
             if depth == 0 && entry.plt && stack.pcs.len() > 1 {
                 continue;
             }
             // The collector's wrappers (pthread_create's thread start,
             // interposed calls) are not the program's: callers link
-            // straight to what the wrapper called, as in seed 001 where
-            // created threads start at `<Total>`.
+            // straight to what the wrapper called, as in the manual's
+            // "Explicit Multithreading" where created threads start at
+            // `<Total>`.
             if depth > 0 && entry.object.is_some_and(|o| self.is_collector(o)) {
                 continue;
             }
@@ -415,8 +417,9 @@ impl Builder {
     }
 
     /// An inlined function is one entry per object and name; when the
-    /// object also has it out of line, that entry is used (seed 001: the
-    /// out-of-line copy appears in the function list).
+    /// object also has it out of line, that entry is used (the manual's
+    /// "Inlined Functions": the out-of-line copy appears in the function
+    /// list).
     fn inlined_function(&mut self, object: ObjectId, name: String) -> FunctionId {
         let key = FunctionKey::Inlined(object, name.clone());
         if let Some(&id) = self.function_ids.get(&key) {
