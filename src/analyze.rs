@@ -23,7 +23,8 @@ struct Options {
     /// Run the commands in SCRIPT (one per line).
     #[arg(short = 'x', value_name = "SCRIPT")]
     scripts: Vec<PathBuf>,
-    /// Machine-readable output (as `format json`).
+    /// Machine-readable output: with -c or -x, one JSON array holding each
+    /// command's document; in the REPL, as `format json`.
     #[arg(long)]
     json: bool,
     /// The experiments (founders; their descendants are included).
@@ -53,40 +54,76 @@ pub fn main(args: Vec<String>) -> i32 {
         analysis.set_format(OutputFormat::Json);
     }
     print_warnings(&analysis);
-    let mut failed = false;
-    let mut quit = false;
+    if options.commands.is_empty() && options.scripts.is_empty() {
+        repl(&mut analysis);
+        return 0;
+    }
+    let lines = match command_lines(&options) {
+        Ok(lines) => lines,
+        Err(message) => {
+            eprintln!("rdbx analyze: {message}");
+            return 1;
+        }
+    };
+    let failed = match options.json {
+        true => run_json_batch(&mut analysis, &lines),
+        false => run_batch(&mut analysis, &lines),
+    };
+    i32::from(failed)
+}
+
+/// The lines of the -x scripts, then the -c commands, in that order.
+fn command_lines(options: &Options) -> Result<Vec<String>, String> {
+    let mut lines = Vec::new();
     for script in &options.scripts {
-        match std::fs::read_to_string(script) {
-            Ok(text) => {
-                for line in text.lines() {
-                    match run_line(&mut analysis, line) {
-                        Some(ok) => failed |= !ok,
-                        None => {
-                            quit = true;
-                            break;
-                        }
-                    }
-                }
+        let text =
+            std::fs::read_to_string(script).map_err(|e| format!("{}: {e}", script.display()))?;
+        lines.extend(text.lines().map(str::to_string));
+    }
+    lines.extend(options.commands.iter().cloned());
+    Ok(lines)
+}
+
+/// Runs `lines` until one is `quit`, printing as they go; true when a
+/// command failed.
+fn run_batch(analysis: &mut Analysis, lines: &[String]) -> bool {
+    let mut failed = false;
+    for line in lines {
+        match run_line(analysis, line) {
+            Some(ok) => failed |= !ok,
+            None => break,
+        }
+    }
+    failed
+}
+
+/// `--json`: runs `lines` and prints one JSON array holding each command's
+/// document in order, so that the whole output is one document for
+/// `json.load` and `jq`. A command that fails is an element
+/// `{"command": LINE, "error": MESSAGE}` (and a line on stderr).
+fn run_json_batch(analysis: &mut Analysis, lines: &[String]) -> bool {
+    let mut failed = false;
+    let mut documents = Vec::new();
+    for line in lines {
+        match analysis.run_line(line) {
+            Ok(Outcome::Quit) => break,
+            Ok(Outcome::Json(document)) => documents.push(document),
+            // Empty lines and comments show nothing.
+            Ok(Outcome::Output(text)) if text.is_empty() => {}
+            Ok(Outcome::Output(text)) => {
+                documents.push(serde_json::json!({ "message": text.trim_end() }))
             }
-            Err(e) => {
-                eprintln!("rdbx analyze: {}: {e}", script.display());
+            Err(message) => {
+                print_error(&message);
+                documents.push(serde_json::json!({ "command": line, "error": message }));
                 failed = true;
             }
         }
     }
-    for command in &options.commands {
-        if quit {
-            break;
-        }
-        match run_line(&mut analysis, command) {
-            Some(ok) => failed |= !ok,
-            None => quit = true,
-        }
-    }
-    if options.commands.is_empty() && options.scripts.is_empty() {
-        repl(&mut analysis);
-    }
-    i32::from(failed)
+    let mut text = serde_json::to_string_pretty(&documents).unwrap_or_default();
+    text.push('\n');
+    print!("{text}");
+    failed
 }
 
 /// Prints the loader's warnings once, on stderr: what is shown is what
@@ -104,15 +141,27 @@ pub fn run_line(analysis: &mut Analysis, line: &str) -> Option<bool> {
             print!("{text}");
             Some(true)
         }
+        Ok(Outcome::Json(document)) => {
+            let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+            text.push('\n');
+            print!("{text}");
+            Some(true)
+        }
         Ok(Outcome::Quit) => None,
         Err(message) => {
-            for (i, line) in message.lines().enumerate() {
-                match i {
-                    0 => eprintln!("rdbx: {line}"),
-                    _ => eprintln!("{line}"),
-                }
-            }
+            print_error(&message);
             Some(false)
+        }
+    }
+}
+
+/// An error of a command: its first line after `rdbx: ` (a choice list or
+/// a parse error's usage may follow).
+fn print_error(message: &str) {
+    for (i, line) in message.lines().enumerate() {
+        match i {
+            0 => eprintln!("rdbx: {line}"),
+            _ => eprintln!("{line}"),
         }
     }
 }

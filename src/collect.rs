@@ -21,9 +21,10 @@ use std::sync::atomic::{AtomicI32, Ordering};
     about = "Run a program with the performance collector (no debugger)"
 )]
 pub struct CollectOptions {
-    /// Experiment name (must end in .er; default test.N.er, N going up).
-    #[arg(short = 'o', value_name = "NAME.er")]
-    output: Option<String>,
+    /// Experiment name (must end in .er; default test.N.er, N going up); a path puts it in
+    /// that directory (relative to -d), which must exist.
+    #[arg(short = 'o', value_name = "[DIR/]NAME.er")]
+    output: Option<PathBuf>,
     /// Directory the experiment is created in (default: the current one).
     #[arg(short = 'd', value_name = "DIR")]
     directory: Option<PathBuf>,
@@ -128,9 +129,14 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
     if let Some(dir) = &options.directory {
         settings.directory = dir.clone();
     }
-    if let Some(name) = &options.output {
-        commands::check_experiment_name(name).map_err(|problem| anyhow!("-o: {problem}"))?;
-        settings.filename = Some(name.clone());
+    if let Some(output) = &options.output {
+        let (directory, name) = split_output(output)?;
+        settings.directory = match (&options.directory, directory) {
+            (Some(base), Some(directory)) => base.join(directory),
+            (None, Some(directory)) => directory,
+            (_, None) => settings.directory,
+        };
+        settings.filename = Some(name);
     }
     if let Some(depth) = &options.depth {
         settings.depth = commands::stack_depth(depth).map_err(|p| anyhow!("-D: {p}"))?;
@@ -179,6 +185,25 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
         bail!("-y and -l need two different signals");
     }
     Ok((settings, options.comments.clone()))
+}
+
+/// `-o [DIR/]NAME.er`, as `gprofng collect app -o` takes it: the directory
+/// part (None for a bare name) and the experiment's name. The directory is
+/// not created: a missing one is refused before the program starts.
+fn split_output(output: &Path) -> Result<(Option<PathBuf>, String)> {
+    let shown = output.display();
+    let name = output
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| anyhow!("-o {shown}: no experiment name (NAME.er) in it"))?;
+    if name.len() <= 3 || !name.ends_with(".er") {
+        bail!("-o {shown}: the experiment name \"{name}\" must end in .er");
+    }
+    let directory = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf);
+    Ok((directory, name.to_string()))
 }
 
 fn on_off(option: &str, word: &str) -> Result<bool> {

@@ -59,12 +59,16 @@ fn analyze(args: &[&str]) -> Output {
         .expect("run rdbx analyze")
 }
 
-/// One JSON document per listing command, in order.
+/// `--json`'s output: one JSON array holding each command's document, in
+/// order.
 fn json_documents(stdout: &[u8]) -> Vec<Value> {
-    serde_json::Deserializer::from_slice(stdout)
-        .into_iter::<Value>()
-        .collect::<Result<_, _>>()
-        .expect("stdout is a sequence of JSON documents")
+    match serde_json::from_slice(stdout) {
+        Ok(Value::Array(documents)) => documents,
+        other => panic!(
+            "stdout is not one JSON array: {other:?}\n{}",
+            String::from_utf8_lossy(stdout)
+        ),
+    }
 }
 
 /// Exclusive and inclusive seconds by function name from `functions` JSON.
@@ -125,6 +129,7 @@ fn functions_of_a_threaded_run_match_what_the_program_measured() {
     let total = functions["<Total>"].1;
     let unknown = functions.get("<Unknown>").map_or(0.0, |v| v.1);
     assert!(unknown <= 0.005 * total, "<Unknown> {unknown} of {total}");
+    assert_one_row_per_address(&docs[0]);
     // Callers of worker_b sum to its inclusive time.
     let cc = &docs[1];
     let callers: f64 = cc["callers"]
@@ -135,6 +140,32 @@ fn functions_of_a_threaded_run_match_what_the_program_measured() {
         .sum();
     let inclusive = cc["inclusive"]["seconds"].as_f64().unwrap();
     assert!((callers - inclusive).abs() < 1e-6, "{cc}");
+}
+
+/// Names of one address are one function: no two rows for the same code,
+/// no symbol versions (`clock_gettime@GLIBC_2.2.5`), and the vDSO's
+/// functions under their `__vdso_` names as gprofng and perf show them.
+fn assert_one_row_per_address(functions: &Value) {
+    let rows = functions["rows"].as_array().expect("rows");
+    let mut seen = std::collections::HashSet::new();
+    for row in rows
+        .iter()
+        .filter(|r| r["address"].as_u64().unwrap_or(0) != 0)
+    {
+        let name = row["name"].as_str().unwrap();
+        let key = (row["object"].to_string(), row["address"].as_u64());
+        assert!(
+            seen.insert(key),
+            "a second row for the code of {name}: {row}"
+        );
+        assert!(
+            !name.contains('@') || name.ends_with("@plt"),
+            "a versioned name: {name}"
+        );
+        if row["object"] == "[vdso]" {
+            assert!(name.starts_with("__vdso_"), "{row}");
+        }
+    }
 }
 
 #[test]
@@ -271,7 +302,36 @@ fn bad_experiments_get_one_line_errors() {
     let out = analyze(&[newer.to_str().unwrap(), "-c", "functions"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("99"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "newer.er: manifest line 2: \"version=99\": experiment format version 99 is newer"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+
+    // A profile of garbage and a missing log: one warning line each, and
+    // the listing still shows.
+    let (expt, _) = collect(&dir, "junk.er", &["two-phases", "0.1"]);
+    std::fs::write(expt.join("profile"), "not a block file\n".repeat(5000)).unwrap();
+    std::fs::remove_file(expt.join("log")).unwrap();
+    let out = analyze(&[expt.to_str().unwrap(), "-c", "functions"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let warnings: Vec<&str> = stderr.lines().collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert!(
+        warnings.iter().any(|w| w.starts_with("rdbx: warning: ")
+            && w.ends_with(
+                "profile holds no readable block (2 of 2 damaged): nothing is read from it"
+            )),
+        "{stderr}"
+    );
+    assert!(
+        warnings.iter().any(|w| w.contains("no log file")),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<Total>"));
 
     // A cut data file: what is left is shown, with a warning.
     let (expt, _) = collect(&dir, "cut.er", &["two-phases", "0.3"]);
@@ -330,6 +390,8 @@ fn analyze_in_the_debugger_mid_run_after_cont_and_by_sample() {
             (None, _) => {}
         }
     }
+    // The settings answer in JSON too: keep the listings.
+    docs.retain(|doc| doc["report"] == "functions");
     let seconds = |doc: &Value, name: &str| function_seconds(doc).get(name).map_or(0.0, |v| v.1);
     assert!(docs.len() >= 4, "{stdout}");
     // At the breakpoint: phase_one is all there is.
@@ -499,4 +561,222 @@ fn a_rebuilt_or_deleted_binary_is_symbolized_from_the_archive() {
     std::fs::remove_file(&exe).unwrap();
     let (copied, _) = names("copy.er");
     assert!(copied.contains_key("work"), "{copied:?}");
+}
+
+/// The names gcc gave the clones of tests/programs/clones.c.
+fn clone_symbols(exe: &Path) -> Vec<String> {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(exe).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    file.symbols()
+        .filter(|s| s.kind() == object::SymbolKind::Text)
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .filter(|n| {
+            [".part.", ".cold", ".isra.", ".constprop."]
+                .iter()
+                .any(|c| n.contains(c))
+        })
+        .collect()
+}
+
+fn names_in_tree(node: &Value, out: &mut Vec<String>) {
+    if let Some(name) = node["name"].as_str() {
+        out.push(name.to_string());
+    }
+    for child in node["children"].as_array().into_iter().flatten() {
+        names_in_tree(child, out);
+    }
+}
+
+#[test]
+fn gcc_clones_are_functions_of_their_own_in_every_view() {
+    let dir = scratch_dir("analyze-clones");
+    let exe = compile(&dir, "clones");
+    let clones = clone_symbols(&exe);
+    let expected = [
+        "real_recurse.part.0",
+        "checked.cold",
+        "scaled.isra.0",
+        "repeat.constprop.0",
+    ];
+    for name in expected {
+        assert!(
+            clones.iter().any(|c| c == name),
+            "gcc made no {name}: {clones:?}"
+        );
+    }
+    let out = Command::new(rdbx_bin())
+        .args(["collect", "-o", "c.er"])
+        .arg(&exe)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let truth = truth(&String::from_utf8_lossy(&out.stdout));
+    let expt = dir.join("c.er");
+    let folded = dir.join("c.folded");
+    let svg = dir.join("c.svg");
+    let out = analyze(&[
+        "--json",
+        "-c",
+        "functions",
+        "-c",
+        "csingle main",
+        "-c",
+        "calltree",
+        "-c",
+        "lines",
+        "-c",
+        "pcs",
+        "-c",
+        &format!("collapsed {}", folded.display()),
+        "-c",
+        &format!("flamegraph {}", svg.display()),
+        "-c",
+        "disasm checked.cold",
+        expt.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let docs = json_documents(&out.stdout);
+    // Functions: each clone its own row, with the time of its phase.
+    let functions = function_seconds(&docs[0]);
+    assert_close(
+        "real_recurse.part.0",
+        functions["real_recurse.part.0"].1,
+        truth["real_recurse"],
+    );
+    assert_close(
+        "checked.cold",
+        functions["checked.cold"].1,
+        truth["checked"],
+    );
+    assert_close(
+        "scaled.isra.0",
+        functions["scaled.isra.0"].1,
+        truth["scaled"],
+    );
+    assert_close(
+        "repeat.constprop.0",
+        functions["repeat.constprop.0"].1,
+        truth["repeat"],
+    );
+    // The origins are not rows of the clones' time: gcc inlined
+    // real_recurse's header, scaled and repeat exist only as clones, and
+    // checked's hot part returns at once.
+    for origin in ["real_recurse", "scaled", "repeat"] {
+        assert!(!functions.contains_key(origin), "{origin}: {functions:?}");
+    }
+    assert!(
+        functions.get("checked").map_or(0.0, |t| t.1) < 0.02,
+        "{functions:?}"
+    );
+    assert_one_row_per_address(&docs[0]);
+    // Callers-callees and the call tree name the clones.
+    let callees: Vec<&str> = docs[1]["callees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    let mut tree = Vec::new();
+    names_in_tree(&docs[2]["root"], &mut tree);
+    // Lines and PCs name the function they are in.
+    let in_rows = |doc: &Value| -> Vec<String> {
+        doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|r| r["function"].as_str().map(str::to_string))
+            .collect()
+    };
+    let (lines, pcs) = (in_rows(&docs[3]), in_rows(&docs[4]));
+    let folded = std::fs::read_to_string(&folded).unwrap();
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    for name in expected {
+        assert!(callees.contains(&name), "callees of main: {callees:?}");
+        assert!(tree.iter().any(|n| n == name), "calltree: {tree:?}");
+        assert!(lines.iter().any(|n| n == name), "lines: {lines:?}");
+        assert!(pcs.iter().any(|n| n == name), "pcs: {pcs:?}");
+        assert!(folded.contains(&format!(";{name} ")), "{folded}");
+        assert!(svg.contains(name), "{name} not in the flame graph");
+    }
+    for origin in ["real_recurse", "scaled", "repeat", "checked"] {
+        assert!(!tree.iter().any(|n| n == origin), "calltree: {tree:?}");
+        assert!(!folded.contains(&format!(";{origin} ")), "{folded}");
+    }
+    // The cold part's disassembly is its own code, with its own time.
+    let disasm = &docs[7];
+    let instructions: Vec<&Value> = disasm["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["kind"] == "instruction")
+        .collect();
+    let cold = functions["checked.cold"].0;
+    let listed: f64 = instructions
+        .iter()
+        .map(|r| r["exclusive"]["seconds"].as_f64().unwrap())
+        .sum();
+    assert!((listed - cold).abs() < 1e-6, "{listed} vs {cold}: {disasm}");
+}
+
+#[test]
+fn json_of_several_commands_is_one_document_for_python_and_jq() {
+    let dir = scratch_dir("analyze-json");
+    let (expt, _) = collect(&dir, "j.er", &["two-phases", "0.2"]);
+    let expt = expt.to_str().unwrap();
+    let out = analyze(&["--json", "-c", "functions", "-c", "lines", expt]);
+    assert!(out.status.success(), "{}", text(&out));
+    let checked = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys\n\
+             docs = json.loads(sys.stdin.read())\n\
+             print(len(docs), docs[0]['report'], docs[1]['report'])",
+        ])
+        .stdin(std::fs::File::open(write_stdout(&dir, "out.json", &out)).unwrap())
+        .output()
+        .expect("python3 runs");
+    assert!(checked.status.success(), "{}", text(&checked));
+    assert_eq!(
+        String::from_utf8_lossy(&checked.stdout),
+        "2 functions lines\n"
+    );
+    let jq = Command::new("jq")
+        .args(["-r", ".[1].rows[0].name"])
+        .stdin(std::fs::File::open(dir.join("out.json")).unwrap())
+        .output();
+    // jq is optional on a test machine; python's verdict above is the test.
+    if let Ok(jq) = jq {
+        assert!(jq.status.success(), "{}", text(&jq));
+        assert_eq!(String::from_utf8_lossy(&jq.stdout), "<Total>\n");
+    }
+    // A failing command and a setting are elements too: the output stays
+    // one document, and the exit status says something failed.
+    let out = analyze(&[
+        "--json",
+        "-c",
+        "sort i.totalcpu",
+        "-c",
+        "csingle no_such_function",
+        "-c",
+        "functions",
+        expt,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let docs = json_documents(&out.stdout);
+    assert_eq!(docs.len(), 3, "{docs:?}");
+    assert_eq!(docs[0]["report"], "sort");
+    assert_eq!(docs[1]["command"], "csingle no_such_function");
+    assert!(docs[1]["error"].as_str().unwrap().contains("no function"));
+    assert_eq!(docs[2]["report"], "functions");
+    // Sorted as the first command asked.
+    assert_eq!(docs[2]["sort"], "i.totalcpu", "{}", docs[2]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no function"));
+}
+
+fn write_stdout(dir: &Path, name: &str, output: &Output) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, &output.stdout).unwrap();
+    path
 }

@@ -488,6 +488,52 @@ fn collect_propagates_the_exit_status_and_makes_the_experiment() {
 }
 
 #[test]
+fn collect_o_takes_a_path_as_gprofng_collect_does() {
+    let dir = scratch_dir("collect-path");
+    std::fs::create_dir_all(dir.join("runs/inner")).unwrap();
+    let absolute = dir.join("runs/abs.er");
+    for (options, made) in [
+        (vec!["-o", "runs/one.er"], dir.join("runs/one.er")),
+        (vec!["-o", absolute.to_str().unwrap()], absolute.clone()),
+        (
+            vec!["-d", "runs", "-o", "inner/two.er"],
+            dir.join("runs/inner/two.er"),
+        ),
+        (vec!["-o", "runs/../three.er"], dir.join("three.er")),
+    ] {
+        let output = collect(&dir, &options, &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{options:?}: {stderr}");
+        assert!(
+            log_of(&made).contains("start pid="),
+            "{options:?}: {stderr}"
+        );
+        let shown = std::fs::canonicalize(&made).unwrap();
+        assert!(
+            stderr.contains(&format!("rdbx collect: experiment {}", shown.display())),
+            "{options:?}: {stderr}"
+        );
+    }
+    // The directory is not created (gprofng: "Store directory ... is not
+    // accessible"), an existing experiment is not touched.
+    let output = collect(&dir, &["-o", "runs/missing/x.er"], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(127), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "rdbx collect: experiment directory runs/missing: No such file or directory (os error 2)"
+    );
+    assert!(!dir.join("runs/missing").exists());
+    let output = collect(&dir, &["-o", "runs/one.er"], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(127), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "rdbx collect: experiment runs/one.er already exists; choose another name"
+    );
+}
+
+#[test]
 fn collect_passes_sigterm_on_and_waits() {
     let dir = scratch_dir("collect-term");
     let mut child = std::process::Command::new(rdbx_bin())
@@ -523,6 +569,13 @@ fn collect_refuses_bad_input_before_starting() {
     for (options, needle) in [
         (&["-o", "taken.er"][..], "already exists"),
         (&["-o", "noext"][..], "must end in .er"),
+        (&["-o", "taken.er/"][..], "already exists"),
+        (
+            &["-o", "nosuch/x.er"][..],
+            "nosuch: No such file or directory",
+        ),
+        (&["-o", "taken.er/plain"][..], "\"plain\" must end in .er"),
+        (&["-o", "/"][..], "no experiment name"),
         (&["-p", "sometimes"][..], "-p: expected on, hi, lo"),
         (&["-y", "SIGBOGUS"][..], "-y: unknown signal"),
         (&["-A", "maybe"][..], "-A: expected on, off or copy"),

@@ -140,6 +140,7 @@ pub fn thread_list(ctx: &Context, selected: &ListSelection) -> Report {
         Column::number("Events", ""),
         Column::number("CPU sec.", ""),
         Column::number("%", ""),
+        Column::text(""),
     ]);
     let total: u64 = per.values().map(|v| v.ns).sum();
     let mut rows = Vec::new();
@@ -149,7 +150,7 @@ pub fn thread_list(ctx: &Context, selected: &ListSelection) -> Report {
                 .get(&(i as u16, thread.number))
                 .copied()
                 .unwrap_or_default();
-            let on = selected.contains(u64::from(thread.number));
+            let on = selected.contains(u64::from(thread.number)) && !thread.collector;
             table.push(vec![
                 mark(on).to_string(),
                 (i + 1).to_string(),
@@ -158,10 +159,18 @@ pub fn thread_list(ctx: &Context, selected: &ListSelection) -> Report {
                 value.events.to_string(),
                 seconds(value.ns),
                 percent(value.ns, total),
+                // Numbered by the debugger too, so listed: a gap otherwise.
+                if thread.collector {
+                    "(rdbx collector)"
+                } else {
+                    ""
+                }
+                .to_string(),
             ]);
             rows.push(
                 json!({"experiment": i + 1, "thread": thread.number, "tid": thread.tid,
-                             "selected": on, "cpu": value_json(value)}),
+                             "selected": on, "collector": thread.collector,
+                             "cpu": value_json(value)}),
             );
         }
     }
@@ -245,7 +254,12 @@ pub fn overview(ctx: &Context) -> Report {
     }
     let selected = ctx.total();
     let duration = ctx.model.duration_ns();
-    let threads: usize = ctx.model.experiments.iter().map(|e| e.threads.len()).sum();
+    let threads: usize = ctx
+        .model
+        .experiments
+        .iter()
+        .map(|e| e.threads.iter().filter(|t| !t.collector).count())
+        .sum();
     let samples: usize = ctx.model.experiments.iter().map(|e| e.samples.len()).sum();
     let profiling: Vec<String> = ctx
         .model

@@ -125,11 +125,11 @@ impl Builder {
                 "{shown}: {malformed} unreadable log line(s) skipped"
             ));
         }
-        if stack_stats.damaged > 0 {
-            self.warn(format!(
-                "{shown}: {} damaged stacks block(s); their valid records are used",
-                stack_stats.damaged
-            ));
+        for file in expt.missing_files() {
+            self.warn(format!("{shown}: {}", missing_file_consequence(&file)));
+        }
+        if let Some(warning) = block_file_warning(&shown, "stacks", &stack_stats) {
+            self.warn(warning);
         }
         let mappings = self.mappings(&log);
         let mut entry = experiment_entry(expt, log);
@@ -171,10 +171,17 @@ impl Builder {
                 sample: sample_of(&entry.samples, record.timestamp_ns),
             });
         })?;
-        if event_stats.damaged > 0 {
+        if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
+            self.warn(warning);
+        }
+        let has_log = expt.path().join("log").exists();
+        let names_objects = entry
+            .log
+            .iter()
+            .any(|e| matches!(e.event, Event::Object { .. }));
+        if has_log && !names_objects && event_stats.records > 0 {
             self.warn(format!(
-                "{shown}: {} damaged profile block(s); their valid records are used",
-                event_stats.damaged
+                "{shown}: the log names no load object: every function shows as <Unknown>"
             ));
         }
         if impossible > 0 {
@@ -261,15 +268,17 @@ impl Builder {
             let id = self.intern_pc(experiment, address, mappings);
             let entry = self.model.pc(id);
             after_signal_frame = self.model.function(entry.function).name == "__restore_rt";
-            // Seed 001: a leaf PC in a PLT stub is dropped and its time goes
-            // to the call instruction that entered the stub.
+            // The manual ("Function Calls Between Shared Objects"): a leaf
+            // PC in a PLT stub is dropped and its time goes to the call
+            // instruction that entered the stub.
             if depth == 0 && entry.plt && stack.pcs.len() > 1 {
                 continue;
             }
             // The collector's wrappers (pthread_create's thread start,
             // interposed calls) are not the program's: callers link
-            // straight to what the wrapper called, as in seed 001 where
-            // created threads start at `<Total>`.
+            // straight to what the wrapper called, as in the manual's
+            // "Explicit Multithreading" where created threads start at
+            // `<Total>`.
             if depth > 0 && entry.object.is_some_and(|o| self.is_collector(o)) {
                 continue;
             }
@@ -310,8 +319,9 @@ impl Builder {
     }
 
     fn symbolize_in(&mut self, object: ObjectId, address: u64, offset: u64) -> PcEntry {
+        let vdso = self.model.object(object).path.as_os_str() == "[vdso]";
         let symbol = match self.file(object) {
-            Some(file) => symbolize(file, offset),
+            Some(file) => symbolize(file, offset, vdso),
             None => PcSymbol::Unknown,
         };
         let mut entry = PcEntry {
@@ -407,8 +417,9 @@ impl Builder {
     }
 
     /// An inlined function is one entry per object and name; when the
-    /// object also has it out of line, that entry is used (seed 001: the
-    /// out-of-line copy appears in the function list).
+    /// object also has it out of line, that entry is used (the manual's
+    /// "Inlined Functions": the out-of-line copy appears in the function
+    /// list).
     fn inlined_function(&mut self, object: ObjectId, name: String) -> FunctionId {
         let key = FunctionKey::Inlined(object, name.clone());
         if let Some(&id) = self.function_ids.get(&key) {
@@ -495,6 +506,39 @@ impl Builder {
     }
 }
 
+/// What is lost with data file `file` of an experiment.
+fn missing_file_consequence(file: &str) -> String {
+    let lost = match file {
+        "log" => {
+            "the load objects, samples and threads are unknown: every function shows as <Unknown>"
+        }
+        "profile" => "no clock event is read",
+        "stacks" => "every call stack is lost: events show as <Unknown>",
+        _ => "it is ignored",
+    };
+    format!("no {file} file, though the manifest lists it: {lost}")
+}
+
+/// The warning for block file `file` (`profile` or `stacks`) when some of
+/// its blocks could not be read: all of them (say, another file copied over
+/// it), or some.
+fn block_file_warning(shown: &str, file: &str, stats: &experiment::BlockStats) -> Option<String> {
+    if stats.damaged == 0 {
+        return None;
+    }
+    Some(if stats.used == 0 {
+        format!(
+            "{shown}: {file} holds no readable block ({} of {} damaged): nothing is read from it",
+            stats.damaged, stats.blocks
+        )
+    } else {
+        format!(
+            "{shown}: {} damaged {file} block(s); their valid records are used",
+            stats.damaged
+        )
+    })
+}
+
 fn basename(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -535,12 +579,19 @@ fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> Experi
     }
 }
 
-/// Numbers threads 1.. in order of appearance, the process's main thread
-/// (tid = pid) first, then the log's `thread-start` lines, then threads
-/// seen only in events.
+/// dbx's thread numbers (`t@N`) of one experiment's threads, the numbers
+/// the debugger's `threads` shows: the collector writes each thread's
+/// number in its `thread-start` line, and its own watcher thread's in a
+/// `collector-thread` line (format 1.1). Logs without numbers (format 1.0)
+/// are numbered as the collector numbered them: the process's first thread
+/// (tid = pid) 1, then in the order of the `thread-start` lines. A thread
+/// with no line (lost with a damaged log) takes the next number after the
+/// highest when its first event is read.
 struct ThreadNumbers {
-    order: Vec<u32>,
     numbers: FxHashMap<u32, u32>,
+    highest: u32,
+    /// The collector's own threads: (tid, number).
+    collector: Vec<(u32, u32)>,
     /// The last thread looked up: events come in per-thread blocks.
     last: Option<(u32, u32)>,
 }
@@ -548,45 +599,81 @@ struct ThreadNumbers {
 impl ThreadNumbers {
     fn new(entry: &ExperimentEntry) -> ThreadNumbers {
         let mut threads = ThreadNumbers {
-            order: Vec::new(),
             numbers: FxHashMap::default(),
+            highest: 0,
+            collector: Vec::new(),
             last: None,
         };
-        if let Some(start) = &entry.start {
-            threads.number(start.pid);
+        let numbered = entry.log.iter().any(|e| {
+            matches!(
+                e.event,
+                Event::ThreadStart {
+                    number: Some(_),
+                    ..
+                } | Event::CollectorThread { .. }
+            )
+        });
+        if let Some(start) = entry.start.as_ref().filter(|_| !numbered) {
+            threads.set(start.pid, 1);
         }
         for event in &entry.log {
-            if let Event::ThreadStart { tid } = event.event {
-                threads.number(tid);
+            match event.event {
+                Event::ThreadStart {
+                    tid,
+                    number: Some(number),
+                } => threads.set(tid, number),
+                Event::ThreadStart { tid, number: None } => {
+                    threads.number(tid);
+                }
+                Event::CollectorThread { tid, number } => {
+                    threads.collector.push((tid, number));
+                    threads.highest = threads.highest.max(number);
+                }
+                _ => {}
             }
         }
         threads
     }
 
+    fn set(&mut self, tid: u32, number: u32) {
+        self.numbers.insert(tid, number);
+        self.highest = self.highest.max(number);
+    }
+
+    /// The number of thread `tid`, numbering it if it has none yet.
     fn number(&mut self, tid: u32) -> u32 {
         if let Some((last_tid, number)) = self.last {
             if last_tid == tid {
                 return number;
             }
         }
-        let next = self.order.len() as u32 + 1;
-        let number = *self.numbers.entry(tid).or_insert_with(|| {
-            self.order.push(tid);
-            next
-        });
+        let number = match self.numbers.get(&tid) {
+            Some(&number) => number,
+            None => {
+                let number = self.highest + 1;
+                self.set(tid, number);
+                number
+            }
+        };
         self.last = Some((tid, number));
         number
     }
 
+    /// The threads by number.
     fn into_entries(self) -> Vec<ThreadEntry> {
-        self.order
-            .iter()
-            .enumerate()
-            .map(|(i, &tid)| ThreadEntry {
-                number: i as u32 + 1,
-                tid,
-            })
-            .collect()
+        let program = self.numbers.into_iter().map(|(tid, number)| ThreadEntry {
+            number,
+            tid,
+            collector: false,
+        });
+        let collector = self.collector.into_iter().map(|(tid, number)| ThreadEntry {
+            number,
+            tid,
+            collector: true,
+        });
+        let mut entries: Vec<ThreadEntry> = program.chain(collector).collect();
+        entries.sort_by_key(|t| (t.number, t.tid));
+        entries
     }
 }
 

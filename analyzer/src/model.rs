@@ -127,7 +127,8 @@ pub struct EventEntry {
     pub experiment: u16,
     /// 0xffff when unknown.
     pub cpu: u16,
-    /// Thread number within its experiment, from 1 (its tid: `Model::tid`).
+    /// dbx's thread number within its experiment, from 1 (its tid:
+    /// `Model::tid`).
     pub thread: u32,
     /// Nanoseconds since the earliest experiment start of the model.
     pub time_ns: u64,
@@ -145,8 +146,13 @@ const _: () = assert!(std::mem::size_of::<EventEntry>() == 32);
 /// A thread of one experiment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadEntry {
+    /// dbx's number (`t@N`): 1 for the process's first thread, then in
+    /// order of creation, as the debugger's `threads` shows it.
     pub number: u32,
     pub tid: u32,
+    /// The collector's own thread (the watcher of a live start): the
+    /// debugger lists it, it has no events.
+    pub collector: bool,
 }
 
 /// What the analyzer keeps of one experiment directory.
@@ -202,10 +208,15 @@ impl Model {
 
     /// The kernel thread id of `event`'s thread.
     pub fn tid(&self, event: &EventEntry) -> u32 {
-        self.experiments
-            .get(usize::from(event.experiment))
-            .and_then(|e| e.threads.get(event.thread.wrapping_sub(1) as usize))
-            .map_or(0, |t| t.tid)
+        let Some(experiment) = self.experiments.get(usize::from(event.experiment)) else {
+            return 0;
+        };
+        // Sorted by number; numbers may have gaps (threads that ended
+        // before collection, or were never profiled).
+        let threads = &experiment.threads;
+        threads
+            .binary_search_by_key(&event.thread, |t| t.number)
+            .map_or(0, |i| threads[i].tid)
     }
 
     /// Seconds covered: from the origin to the last recorded moment.
@@ -218,16 +229,24 @@ impl Model {
     }
 
     /// Functions whose shown name is `name` (or whose linkage name or
-    /// parameter-less name is).
+    /// parameter-less name is); only when none is, those that have `name`
+    /// as an alias (`clock_gettime` is libc's function, not the vDSO's
+    /// `__vdso_clock_gettime` known by the same alias).
     pub fn functions_named(&self, name: &str) -> Vec<FunctionId> {
-        (0..self.functions.len() as FunctionId)
+        let ids = 0..self.functions.len() as FunctionId;
+        let shown: Vec<FunctionId> = ids
+            .clone()
             .filter(|&id| {
                 let f = self.function(id);
                 f.name == name
                     || f.linkage_name == name
                     || debugger::symbols::without_parameters(&f.name) == name
-                    || f.aliases.iter().any(|a| a == name)
             })
+            .collect();
+        if !shown.is_empty() {
+            return shown;
+        }
+        ids.filter(|&id| self.function(id).aliases.iter().any(|a| a == name))
             .collect()
     }
 }

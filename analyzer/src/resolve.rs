@@ -6,7 +6,7 @@
 //! mtime) and may hold a copy: a changed or missing file is replaced by the
 //! copy, and without one its PCs stay unnamed rather than wrongly named.
 
-use debugger::symbols::{InlineFrame, ObjectFile, SourceLocation};
+use debugger::symbols::{FunctionInfo, InlineFrame, ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -96,36 +96,47 @@ pub(crate) enum PcSymbol {
     Unknown,
 }
 
-/// Symbolizes link-time address `addr` of `file`.
-pub(crate) fn symbolize(file: &ObjectFile, addr: u64) -> PcSymbol {
+/// Symbolizes link-time address `addr` of `file`; `vdso` when `file` is
+/// the kernel's vDSO (see [`shown_name`]).
+pub(crate) fn symbolize(file: &ObjectFile, addr: u64, vdso: bool) -> PcSymbol {
     if let Some(symbol) = file.symbol_at(addr) {
         if symbol.is_function && symbol.name.ends_with("@plt") {
             return PcSymbol::Plt;
         }
     }
-    let Some(function) = file.function_at(addr) else {
+    // DWARF's subprogram (or, without DWARF, the ELF symbol) at `addr`.
+    let dwarf = file.function_at(addr);
+    let Some(code) = function_code(file, addr, dwarf.as_ref()) else {
         return match file.unnamed_region_start(addr) {
             Some(region) => PcSymbol::Static { region },
             None => PcSymbol::Unknown,
         };
     };
-    let mut aliases: Vec<String> = file
-        .functions_starting_at(function.low_pc)
-        .into_iter()
-        .map(|s| s.name)
-        .collect();
-    aliases.sort();
-    aliases.dedup();
-    // Seed 001: of several names at one address the last in alphabetical
-    // order is shown (`qsort_r`, not libc's internal `__GI___qsort_r`).
-    // DWARF's name wins only when it is none of the ELF names (a static,
-    // a C++ name demangled from DWARF).
-    let dwarf_is_an_alias = aliases.contains(&function.name);
-    let name = match aliases.last() {
-        Some(last) if dwarf_is_an_alias || !file.has_debug_info() => last.clone(),
-        _ => function.name.clone(),
+    let names = elf_names(file, code.start);
+    let dwarf_name = dwarf
+        .as_ref()
+        .filter(|d| file.has_debug_info() && d.low_pc == code.start)
+        .map(|d| d.name.as_str())
+        .filter(|&d| !names.iter().any(|n| n.name == d || is_clone_of(&n.name, d)));
+    let dwarf_linkage = || dwarf.as_ref().and_then(|f| f.linkage_name.clone());
+    let (name, linkage_name) = match (dwarf_name, shown_name(&names, vdso)) {
+        (None, Some(shown)) => (shown.name.clone(), shown.linkage.clone()),
+        // DWARF's name when it is none of the ELF names (a C++ name
+        // demangled from DWARF) and not the origin of a clone.
+        (Some(name), _) => (
+            name.to_string(),
+            dwarf_linkage().unwrap_or_else(|| name.to_string()),
+        ),
+        (None, None) => (
+            code.fallback_name.clone(),
+            dwarf_linkage().unwrap_or_else(|| code.fallback_name.clone()),
+        ),
     };
-    aliases.retain(|a| *a != name);
+    let aliases = names
+        .iter()
+        .map(|n| n.name.clone())
+        .filter(|n| *n != name)
+        .collect();
     let mut frames: Vec<InlineFrame> = file.inline_frames_at(addr);
     let outer = frames.pop();
     let line = outer
@@ -137,18 +148,112 @@ pub(crate) fn symbolize(file: &ObjectFile, addr: u64) -> PcSymbol {
         .map(|f| (f.function, f.location))
         .collect();
     PcSymbol::Function {
-        linkage_name: function
-            .linkage_name
-            .clone()
-            .unwrap_or_else(|| name.clone()),
-        source: function.location.as_ref().map(|l| l.full_path.clone()),
-        source_line: function.decl_line.filter(|&l| l > 0),
+        linkage_name,
+        source: dwarf
+            .as_ref()
+            .and_then(|f| f.location.as_ref())
+            .map(|l| l.full_path.clone()),
+        source_line: dwarf.as_ref().and_then(|f| f.decl_line).filter(|&l| l > 0),
         name,
-        address: function.low_pc,
-        size: function.high_pc.saturating_sub(function.low_pc),
+        address: code.start,
+        size: code.size,
         aliases,
         line,
         inlined,
+    }
+}
+
+/// The code a function row stands for.
+struct FunctionCode {
+    start: u64,
+    size: u64,
+    /// The name when no ELF symbol starts at `start`.
+    fallback_name: String,
+}
+
+/// The function's code around `addr`: the sized ELF function symbol that
+/// covers it, else DWARF's subprogram. The symbol decides because gcc's
+/// clones (`f.part.0`, `f.isra.0`, `f.constprop.0`) and the cold part of a
+/// split function (`f.cold`) are symbols of their own while DWARF describes
+/// them as `f`: the manual's "Cloned Functions" shows each copy separately,
+/// as gprofng and perf do.
+fn function_code(
+    file: &ObjectFile,
+    addr: u64,
+    dwarf: Option<&FunctionInfo>,
+) -> Option<FunctionCode> {
+    let symbol = file
+        .symbol_at(addr)
+        .filter(|s| s.is_function && s.size > 0 && addr < s.address.saturating_add(s.size));
+    match (symbol, dwarf) {
+        (Some(symbol), _) => Some(FunctionCode {
+            start: symbol.address,
+            size: symbol.size,
+            fallback_name: symbol.name,
+        }),
+        (None, Some(function)) => Some(FunctionCode {
+            start: function.low_pc,
+            size: function.high_pc.saturating_sub(function.low_pc),
+            fallback_name: function.name.clone(),
+        }),
+        (None, None) => None,
+    }
+}
+
+/// One name of a function, as shown and as linked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ElfName {
+    name: String,
+    linkage: String,
+}
+
+/// The names of the function symbols starting at `start`, without symbol
+/// versions (`clock_gettime@GLIBC_2.2.5` and `clock_gettime@@GLIBC_2.17`
+/// are `clock_gettime`: one function, as gprofng shows it), demangled,
+/// sorted by shown name, each once.
+fn elf_names(file: &ObjectFile, start: u64) -> Vec<ElfName> {
+    let mut names: Vec<ElfName> = file
+        .functions_starting_at(start)
+        .into_iter()
+        .map(|s| {
+            let linkage = unversioned(&s.linkage_name).to_string();
+            ElfName {
+                name: debugger::symbols::demangle(&linkage),
+                linkage,
+            }
+        })
+        .collect();
+    names.sort_by(|a, b| a.name.cmp(&b.name).then(a.linkage.cmp(&b.linkage)));
+    names.dedup_by(|a, b| a.name == b.name);
+    names
+}
+
+/// `name` without its ELF symbol version (`@VERSION` or `@@VERSION`).
+fn unversioned(name: &str) -> &str {
+    match name.find('@') {
+        Some(at) if at > 0 => &name[..at],
+        _ => name,
+    }
+}
+
+/// Whether `name` is a gcc clone of `origin`: `f.part.0`, `f.cold`,
+/// `f.isra.0`, `f.constprop.0`, or for C++ `f(int) [clone .cold]`.
+fn is_clone_of(name: &str, origin: &str) -> bool {
+    name.strip_prefix(origin)
+        .is_some_and(|rest| rest.starts_with('.') || rest.starts_with(" [clone ."))
+}
+
+/// The name a function is shown under, of all its names. The manual
+/// ("Aliased Functions"): the last in alphabetical order (`qsort_r`, not
+/// libc's internal `__GI___qsort_r`). In the vDSO, whose functions are all
+/// exported twice (`clock_gettime` and `__vdso_clock_gettime`), the
+/// `__vdso_` name, as gprofng and perf show it: it tells the kernel's code
+/// from libc's function of the same name that calls it.
+fn shown_name(names: &[ElfName], vdso: bool) -> Option<&ElfName> {
+    let vdso_name = names.iter().rev().find(|n| n.name.starts_with("__vdso_"));
+    match vdso_name {
+        Some(name) if vdso => Some(name),
+        _ => names.last(),
     }
 }
 

@@ -15,12 +15,21 @@ use commands::{
 use std::path::{Path, PathBuf};
 
 /// What a command produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
     /// Text to print (may be empty).
     Output(String),
+    /// With `format json`: the command's document (a listing's report, or
+    /// `{"report": COMMAND, "message": TEXT}` for the other commands).
+    Json(serde_json::Value),
     /// `quit`: leave the analysis REPL.
     Quit,
+}
+
+/// What a command shows: a listing, or a message.
+enum Shown {
+    Report(Report),
+    Message(String),
 }
 
 /// Everything a session remembers between commands.
@@ -118,56 +127,74 @@ impl Analysis {
     /// Runs one command. Errors are one-line messages.
     pub fn execute(&mut self, command: &AnalysisCommand) -> std::result::Result<Outcome, String> {
         use AnalysisCommand as C;
-        let text = match command {
-            C::Nothing => String::new(),
+        let shown = match command {
+            C::Nothing => return Ok(Outcome::Output(String::new())),
             C::Quit => return Ok(Outcome::Quit),
-            C::Help(topic) => help(topic.as_deref())?,
-            C::Functions => self.render(report::functions),
-            C::Objects => self.render(report::objects),
-            C::Lines => self.render(report::lines),
-            C::Pcs => self.render(report::pcs),
-            C::FSummary => self.render(report::fsummary),
-            C::CallersCallees => self.render(report::callers_callees_all),
-            C::CallTree => self.render(report::calltree),
+            C::Functions => self.report(report::functions),
+            C::Objects => self.report(report::objects),
+            C::Lines => self.report(report::lines),
+            C::Pcs => self.report(report::pcs),
+            C::FSummary => self.report(report::fsummary),
+            C::CallersCallees => self.report(report::callers_callees_all),
+            C::CallTree => self.report(report::calltree),
             C::FSingle(f) => match self.pick_function(f)? {
-                Ok(id) => self.render(|ctx| {
+                Ok(id) => self.report(|ctx| {
                     let value = crate::metrics::function_metrics(ctx.view, ctx.weights)
                         .get(&id)
                         .copied()
                         .unwrap_or_default();
                     report::function_summary(ctx, id, value)
                 }),
-                Err(choices) => choices,
+                Err(choices) => Shown::Message(choices),
             },
             C::CSingle(f) => match self.pick_function(f)? {
-                Ok(id) => self.render(|ctx| report::callers_callees_of(ctx, id)),
-                Err(choices) => choices,
+                Ok(id) => self.report(|ctx| report::callers_callees_of(ctx, id)),
+                Err(choices) => Shown::Message(choices),
             },
             C::Source(f) => self.annotate(f, false)?,
             C::Disasm(f) => self.annotate(f, true)?,
-            C::Overview => self.render(info::overview),
+            C::Overview => self.report(info::overview),
             C::Statistics => {
                 let samples = self.samples.clone();
-                self.render(|ctx| info::statistics(ctx, &samples))
+                self.report(|ctx| info::statistics(ctx, &samples))
             }
-            C::Header => self.render(info::header),
-            C::ExperimentList => self.render(info::experiment_list),
+            C::Header => self.report(info::header),
+            C::ExperimentList => self.report(info::experiment_list),
             C::SampleList => {
                 let selected = self.samples.clone();
-                self.render_all(|ctx| info::sample_list(ctx, &selected))
+                self.report_all(|ctx| info::sample_list(ctx, &selected))
             }
             C::ThreadList => {
                 let selected = self.threads.clone();
-                self.render_all(|ctx| info::thread_list(ctx, &selected))
+                self.report_all(|ctx| info::thread_list(ctx, &selected))
             }
             C::CpuList => {
                 let selected = self.cpus.clone();
-                self.render_all(|ctx| info::cpu_list(ctx, &selected))
+                self.report_all(|ctx| info::cpu_list(ctx, &selected))
             }
             C::ObjectList => {
                 let hidden = self.view_settings.hidden_objects.clone();
-                self.render(|ctx| info::object_list(ctx, &hidden))
+                self.report(|ctx| info::object_list(ctx, &hidden))
             }
+            _ => Shown::Message(self.change_setting(command)?),
+        };
+        Ok(match (shown, self.format) {
+            (Shown::Report(report), OutputFormat::Text) => Outcome::Output(report.text),
+            (Shown::Report(report), OutputFormat::Json) => Outcome::Json(report.json),
+            (Shown::Message(text), OutputFormat::Text) => Outcome::Output(text),
+            (Shown::Message(text), OutputFormat::Json) => Outcome::Json(serde_json::json!({
+                "report": command.name(),
+                "message": text.trim_end(),
+            })),
+        })
+    }
+
+    /// The commands that change or show a setting (and `help` and the
+    /// exports, which say what they did): the message to show.
+    fn change_setting(&mut self, command: &AnalysisCommand) -> std::result::Result<String, String> {
+        use AnalysisCommand as C;
+        Ok(match command {
+            C::Help(topic) => help(topic.as_deref())?,
             C::SampleSelect(list) => {
                 self.samples = list.clone();
                 format!("samples selected: {list}\n")
@@ -267,8 +294,9 @@ impl Analysis {
             }
             C::FlameGraph(file) => self.export(file, true)?,
             C::Collapsed(file) => self.export(file, false)?,
-        };
-        Ok(Outcome::Output(text))
+            // Listings are rendered by `execute`.
+            _ => String::new(),
+        })
     }
 
     fn search_path_text(&self) -> String {
@@ -375,26 +403,13 @@ impl Analysis {
         f(&ctx)
     }
 
-    fn output(&self, report: Report) -> String {
-        match self.format {
-            OutputFormat::Text => report.text,
-            OutputFormat::Json => {
-                let mut text = serde_json::to_string_pretty(&report.json).unwrap_or_default();
-                text.push('\n');
-                text
-            }
-        }
-    }
-
-    fn render(&mut self, f: impl FnOnce(&Context) -> Report) -> String {
-        let report = self.with_context(false, f);
-        self.output(report)
+    fn report(&mut self, f: impl FnOnce(&Context) -> Report) -> Shown {
+        Shown::Report(self.with_context(false, f))
     }
 
     /// For the lists of what can be selected: they count every event.
-    fn render_all(&mut self, f: impl FnOnce(&Context) -> Report) -> String {
-        let report = self.with_context(true, f);
-        self.output(report)
+    fn report_all(&mut self, f: impl FnOnce(&Context) -> Report) -> Shown {
+        Shown::Report(self.with_context(true, f))
     }
 
     /// The function `f` names: Ok(Ok(id)), Ok(Err(text listing the
@@ -476,14 +491,14 @@ impl Analysis {
         &mut self,
         target: &FunctionRef,
         disasm: bool,
-    ) -> std::result::Result<String, String> {
+    ) -> std::result::Result<Shown, String> {
         let paths = crate::annotate::SourcePaths {
             pathmaps: self.pathmaps.clone(),
             search: self.search_path.clone(),
         };
         let function = match self.pick_function(target) {
             Ok(Ok(id)) => Some(id),
-            Ok(Err(choices)) => return Ok(choices),
+            Ok(Err(choices)) => return Ok(Shown::Message(choices)),
             Err(_) if looks_like_file(&target.name) => None,
             Err(e) => return Err(e),
         };
@@ -493,7 +508,7 @@ impl Analysis {
             (None, false) => crate::annotate::source_for_file(ctx, &target.name, &paths),
             (None, true) => crate::annotate::disasm_for_file(ctx, &target.name, &paths),
         })?;
-        Ok(self.output(report))
+        Ok(Shown::Report(report))
     }
 
     fn hide_objects(

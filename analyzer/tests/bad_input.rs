@@ -248,6 +248,27 @@ fn what_is_not_a_readable_experiment_is_refused_with_the_reason() {
     std::fs::write(&manifest, changed).unwrap();
     let err = open_error(&built.dir);
     assert!(err.contains("version 99"), "{err}");
+    // The line is quoted, with its number.
+    assert!(
+        err.contains(&format!(
+            "{}: manifest line 2: \"version=99\": ",
+            built.dir.display()
+        )),
+        "{err}"
+    );
+    std::fs::write(&manifest, "version=1\nformat=rdbx-experiment\n").unwrap();
+    let err = open_error(&built.dir);
+    assert!(
+        err.ends_with("(manifest line 1: \"version=1\": expected format=rdbx-experiment first)"),
+        "{err}"
+    );
+    assert!(!err.contains("Some("), "{err}");
+    std::fs::write(&manifest, "format=rdbx-experiment\nversion=1\nfiles log\n").unwrap();
+    let err = open_error(&built.dir);
+    assert!(
+        err.ends_with("manifest line 3: \"files log\": expected KEY=VALUE"),
+        "{err}"
+    );
 
     let file = tmp.0.join("plain-file");
     std::fs::write(&file, "hello").unwrap();
@@ -272,6 +293,67 @@ fn what_is_not_a_readable_experiment_is_refused_with_the_reason() {
 }
 
 #[test]
+fn garbage_or_missing_data_files_are_warnings_that_say_what_is_lost() {
+    let tmp = TempDir::new("lost");
+    // A profile that is not a block file at all: another file's bytes.
+    let built = build(&tmp.0, "p.er");
+    let junk: Vec<u8> = (0..3 * BLOCK_SIZE as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8 | 1)
+        .collect();
+    std::fs::write(built.dir.join("profile"), &junk).unwrap();
+    let mut analysis = Analysis::open(&[built.dir]).expect("opens");
+    assert!(
+        has_warning(
+            &analysis,
+            &["profile holds no readable block (3 of 3 damaged)"]
+        ),
+        "{:?}",
+        analysis.warnings()
+    );
+    assert_eq!(units_by_name(&mut analysis)["<Total>"], (0, 0));
+
+    // The same in stacks: every event is there, every stack lost.
+    let built = build(&tmp.0, "s.er");
+    std::fs::write(built.dir.join("stacks"), &junk[..BLOCK_SIZE + 100]).unwrap();
+    let mut analysis = Analysis::open(&[built.dir]).expect("opens");
+    assert!(
+        has_warning(
+            &analysis,
+            &["stacks holds no readable block (2 of 2 damaged)"]
+        ),
+        "{:?}",
+        analysis.warnings()
+    );
+    assert_eq!(units_by_name(&mut analysis)["<Unknown>"], (30, 30));
+
+    // No log: the events are read, but no object names their PCs.
+    let built = build(&tmp.0, "l.er");
+    std::fs::remove_file(built.dir.join("log")).unwrap();
+    let mut analysis = Analysis::open(std::slice::from_ref(&built.dir)).expect("opens");
+    assert!(
+        has_warning(
+            &analysis,
+            &["no log file", "every function shows as <Unknown>"]
+        ),
+        "{:?}",
+        analysis.warnings()
+    );
+    let f = units_by_name(&mut analysis);
+    assert_eq!(f["<Unknown>"], (30, 30), "{f:?}");
+    // A log of garbage: its lines are skipped, and what that means is said.
+    std::fs::write(built.dir.join("log"), "garbage\nmore garbage\n").unwrap();
+    let analysis = Analysis::open(&[built.dir]).expect("opens");
+    assert!(
+        has_warning(&analysis, &["2 unreadable log line(s)"])
+            && has_warning(&analysis, &["the log names no load object"]),
+        "{:?}",
+        analysis.warnings()
+    );
+    // Each is one line.
+    assert!(analysis.warnings().iter().all(|w| !w.contains('\n')));
+}
+
+#[test]
 fn an_experiment_without_data_files_opens_empty() {
     let tmp = TempDir::new("nodata");
     let built = build(&tmp.0, "n.er");
@@ -279,6 +361,13 @@ fn an_experiment_without_data_files_opens_empty() {
     std::fs::remove_file(built.dir.join("stacks")).unwrap();
     let mut analysis = Analysis::open(&[built.dir]).expect("opens");
     assert_eq!(units_by_name(&mut analysis)["<Total>"], (0, 0));
+    for file in ["profile", "stacks"] {
+        assert!(
+            has_warning(&analysis, &[&format!("no {file} file")]),
+            "{:?}",
+            analysis.warnings()
+        );
+    }
     // Every listing still answers.
     for command in [
         "functions",

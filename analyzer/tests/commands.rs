@@ -4,7 +4,7 @@
 
 mod common;
 
-use analyzer::Analysis;
+use analyzer::{Analysis, Outcome};
 use common::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -516,7 +516,12 @@ fn every_listing_parses_as_json() {
     let tmp = TempDir::new("json");
     let dir = selection_experiment(&tmp.0);
     let mut analysis = Analysis::open(&[dir]).expect("opens");
-    assert_eq!(run(&mut analysis, "format json"), "format: json\n");
+    assert_eq!(
+        analysis.run_line("format json"),
+        Ok(Outcome::Json(
+            serde_json::json!({"report": "format", "message": "format: json"})
+        ))
+    );
     let commands = [
         ("functions", "functions"),
         ("objects", "load objects"),
@@ -536,28 +541,107 @@ fn every_listing_parses_as_json() {
         ("experiment_list", "experiment_list"),
         ("object_list", "object_list"),
     ];
+    let mut document = |line: &str| match analysis.run_line(line) {
+        Ok(Outcome::Json(value)) => value,
+        other => panic!("{line}: {other:?}"),
+    };
     for (command, report) in commands {
-        let text = run(&mut analysis, command);
-        let value: serde_json::Value =
-            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{command}: {e} in\n{text}"));
+        let value = document(command);
         if !report.is_empty() {
             assert_eq!(value["report"], report, "{command}: {value}");
         }
     }
-    let functions: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "functions")).unwrap();
+    let functions = document("functions");
     assert_eq!(functions["total"]["ns"].as_u64(), Some(63 * UNIT));
     assert_eq!(functions["rows"][0]["name"], "<Total>");
-    let fsingle: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "fsingle C")).unwrap();
+    let fsingle = document("fsingle C");
     assert_eq!(fsingle["inclusive"]["ns"].as_u64(), Some(12 * UNIT));
-    let fsummary: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "fsummary")).unwrap();
+    let fsummary = document("fsummary");
     assert_eq!(fsummary["functions"].as_array().unwrap().len(), 5);
-    let cc: serde_json::Value =
-        serde_json::from_str(&run(&mut analysis, "callers-callees")).unwrap();
+    let cc = document("callers-callees");
     assert_eq!(cc["functions"].as_array().unwrap().len(), 4);
-    // Settings are answered in text even under `format json`.
+    // Settings answer with a document too, named after the command.
+    assert_eq!(
+        document("limit 5"),
+        serde_json::json!({"report": "limit", "message": "limit: 5"})
+    );
+    assert_eq!(document("sort name")["report"], "sort");
+    // The answer is in the format in effect after the command.
     assert_eq!(run(&mut analysis, "format text"), "format: text\n");
+    // An empty line or a comment shows nothing.
+    assert_eq!(
+        analysis.run_line("# nothing"),
+        Ok(Outcome::Output(String::new()))
+    );
     assert!(run(&mut analysis, "functions").contains("<Total>"));
+}
+
+/// Thread numbers are dbx's, as the collector wrote them in the
+/// `thread-start` lines: not the order of the lines (a thread created
+/// second may start running first) nor of the events, with gaps for threads
+/// that were not profiled, and the collector's own thread listed as rdbx's.
+#[test]
+fn thread_numbers_come_from_the_log_not_from_the_order_of_lines() {
+    let tmp = TempDir::new("numbers");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "n.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    let numbered = |expt: &mut Synthetic, ts: u64, event: &str, tid: u64, number: u64| {
+        expt.line(|w| {
+            w.event(ts, event).u64("tid", tid).u64("number", number);
+        });
+    };
+    // t@3 (tid 703) started before t@2 (tid 702); t@4 was never profiled;
+    // t@5 is the collector's watcher; t@6 is tid 706.
+    numbered(&mut expt, START + 2, "thread-start", 700, 1);
+    numbered(&mut expt, START + 3, "thread-start", 703, 3);
+    numbered(&mut expt, START + 4, "thread-start", 702, 2);
+    numbered(&mut expt, START + 5, "collector-thread", 705, 5);
+    numbered(&mut expt, START + 6, "thread-start", 706, 6);
+    // Events of 706 first, then 703, 702, 700: 1, 2, 3, 4 units.
+    let mut ts = START + 1000;
+    for (tid, count) in [(706, 1), (703, 2), (702, 3), (700, 4)] {
+        for _ in 0..count {
+            ts += 1000;
+            expt.event(tick(ts, tid, stack_of(&syms, &["A", "main"])));
+        }
+    }
+    let mut analysis = Analysis::open(&[expt.write()]).expect("opens");
+    let threads = run_json(&mut analysis, "thread_list");
+    let rows: Vec<(u64, u64, u64, bool)> = threads["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["thread"].as_u64().unwrap(),
+                r["tid"].as_u64().unwrap(),
+                r["cpu"]["ns"].as_u64().unwrap() / UNIT,
+                r["collector"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (1, 700, 4, false),
+            (2, 702, 3, false),
+            (3, 703, 2, false),
+            (5, 705, 0, true),
+            (6, 706, 1, false),
+        ]
+    );
+    let text = run(&mut analysis, "thread_list");
+    assert!(
+        text.lines()
+            .any(|l| l.contains(" 705 ") && l.ends_with("(rdbx collector)")),
+        "{text}"
+    );
+    // Selections and filters use the same numbers, and tid follows them.
+    run(&mut analysis, "thread_select 6");
+    assert_eq!(total_units(&mut analysis), 1);
+    run(&mut analysis, "thread_select all");
+    run(&mut analysis, "filters thread == 3 && tid == 703");
+    assert_eq!(total_units(&mut analysis), 2);
 }

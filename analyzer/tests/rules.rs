@@ -402,6 +402,59 @@ fn aliases_show_the_last_name_and_fsingle_lists_the_others() {
     );
 }
 
+#[test]
+fn versioned_names_and_aliases_of_one_address_are_one_function() {
+    let tmp = TempDir::new("versioned");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let script = program("versioned.map");
+    let lib = compile_shared(
+        "versioned",
+        &tmp.0,
+        &["-O1", &format!("-Wl,--version-script={}", script.display())],
+    );
+    let lib_syms = text_symbols(&lib);
+    // The symbol table holds the versions in the names, as glibc's does.
+    let start = lib_syms["__measure_impl"].0;
+    for name in ["measure@VERS_1", "measure@@VERS_2", "__measure"] {
+        assert_eq!(lib_syms.get(name).map(|s| s.0), Some(start), "{lib_syms:?}");
+    }
+    let base = 0x7f00_0000_0000u64;
+    let (lo, hi) = load_span(&lib);
+    let main_ret = syms["main"].0 + 8;
+    let other_ret = base + lib_syms["other"].0 + 8;
+    let stacks = [
+        (vec![base + start + 4, main_ret], 3),
+        (vec![base + start + 8, other_ret, main_ret], 2),
+    ];
+    let dir = experiment_with(&tmp.0, "versioned.er", &exe, &stacks, |e| {
+        e.object(1_000_000_002, &lib, base, base + lo, base + hi);
+    });
+    let mut analysis = Analysis::open(&[dir]).expect("opens");
+    let f = functions(&mut analysis);
+    // One row, the last name in alphabetical order once versions are
+    // dropped: `measure`, not `measure@VERS_1` or `__measure_impl`.
+    assert_eq!(f["measure"], (5, 5), "{f:?}");
+    assert!(
+        !f.keys().any(|n| n.contains("measure") && n != "measure"),
+        "{f:?}"
+    );
+    for asked in ["measure", "__measure", "__measure_impl"] {
+        let single = run_json(&mut analysis, &format!("fsingle {asked}"));
+        assert_eq!(single["name"], "measure", "{single}");
+        assert_eq!(
+            single["aliases"],
+            serde_json::json!(["__measure", "__measure_impl"]),
+            "{single}"
+        );
+    }
+    let (_, _, callers, _) = csingle(&mut analysis, "measure");
+    assert_eq!(
+        callers,
+        [("main".to_string(), 3), ("other".to_string(), 2)],
+        "{callers:?}"
+    );
+}
+
 /// Line number of the line of `tests/programs/FILE` containing `marker`.
 fn line_of(file: &str, marker: &str) -> u32 {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -12,7 +12,7 @@
 //! - `dlopen`, `dlclose`: the load-object map and unwind tables follow.
 
 use crate::real::{self, DlcloseFn, ForkFn, PthreadCreateFn, StartRoutine};
-use crate::{log, objects, profile, samples, state, unwind};
+use crate::{log, numbers, objects, profile, samples, state, unwind};
 use experiment::layout::SampleCause;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -274,6 +274,8 @@ pub fn restore_mask(mask: libc::sigset_t) {
 struct ThreadStart {
     routine: StartRoutine,
     argument: *mut c_void,
+    /// dbx's number of the thread (see `numbers`).
+    number: u32,
 }
 
 /// pthread key whose destructor runs when a profiled thread exits, by
@@ -282,6 +284,7 @@ static EXIT_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::O
 
 unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
     state::unregister_current_thread();
+    numbers::forget(crate::sys::gettid());
 }
 
 fn exit_key() -> Option<libc::pthread_key_t> {
@@ -296,12 +299,14 @@ fn exit_key() -> Option<libc::pthread_key_t> {
 extern "C" fn start_profiled_thread(data: *mut c_void) -> *mut c_void {
     // SAFETY: pthread_create below passed a Box<ThreadStart>.
     let start = unsafe { Box::from_raw(data.cast::<ThreadStart>()) };
+    // Known even while no experiment is active: one may start later.
+    numbers::remember(crate::sys::gettid(), start.number);
+    if let Some(key) = exit_key() {
+        // SAFETY: a key we created; any non-null value arms the destructor.
+        unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<c_void>()) };
+    }
     if state::active() {
-        state::register_current_thread();
-        if let Some(key) = exit_key() {
-            // SAFETY: a key we created; any non-null value arms the destructor.
-            unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<c_void>()) };
-        }
+        state::register_current_thread(start.number);
     }
     (start.routine)(start.argument)
 }
@@ -320,13 +325,20 @@ pub unsafe extern "C" fn pthread_create(
         return libc::ENOSYS;
     }
     let real_create: PthreadCreateFn = std::mem::transmute(real_create);
-    if !state::active() {
-        return real_create(thread, attr, routine, argument);
-    }
+    // Every thread is numbered, also while no experiment is active (one
+    // may start later, and the debugger numbers them all).
     exit_key();
-    let start = Box::into_raw(Box::new(ThreadStart { routine, argument }));
+    let creation = numbers::Creation::begin();
+    let start = Box::into_raw(Box::new(ThreadStart {
+        routine,
+        argument,
+        number: creation.number(),
+    }));
     let rc = real_create(thread, attr, start_profiled_thread, start.cast());
-    if rc != 0 {
+    if rc == 0 {
+        creation.created();
+    } else {
+        drop(creation);
         drop(Box::from_raw(start));
     }
     rc
@@ -345,7 +357,11 @@ pub unsafe extern "C" fn fork() -> libc::pid_t {
     }
     let real_fork: ForkFn = std::mem::transmute(real_fork);
     if !state::active() {
-        return real_fork();
+        let pid = real_fork();
+        if pid == 0 {
+            numbers::restart_in_fork_child(crate::sys::gettid());
+        }
+        return pid;
     }
     samples::record(SampleCause::ForkBefore, b"");
     let reserved = state::reserve_fork_child_dir();
@@ -596,6 +612,7 @@ extern "C" fn after_fork_in_parent() {
 
 extern "C" fn after_fork_in_child() {
     if !state::active() {
+        numbers::restart_in_fork_child(crate::sys::gettid());
         return;
     }
     let reserved = take_fork_child_dir();

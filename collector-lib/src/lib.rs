@@ -15,6 +15,7 @@ mod blocks;
 mod clock;
 mod interpose;
 mod log;
+mod numbers;
 mod objects;
 mod profile;
 mod real;

@@ -8,7 +8,7 @@
 use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
-use crate::{log, objects, profile, samples, sys, threads, unwind, watch};
+use crate::{log, numbers, objects, profile, samples, sys, threads, unwind, watch};
 use experiment::layout::{SampleCause, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -309,9 +309,10 @@ fn open_files(expt: &Path) -> Result<(), StartError> {
 
 fn write_manifest(expt: &Path) -> Result<(), StartError> {
     let text = format!(
-        "format={}\nversion={}\nblock_size={}\nfiles=log,profile,stacks\nkinds=clock-profile\ncreated_by=libcollector {}\n",
+        "format={}\nversion={}.{}\nblock_size={}\nfiles=log,profile,stacks\nkinds=clock-profile\ncreated_by=libcollector {}\n",
         experiment::layout::FORMAT_NAME,
         experiment::layout::FORMAT_VERSION,
+        experiment::layout::FORMAT_MINOR_VERSION,
         experiment::layout::BLOCK_SIZE,
         crate::VERSION,
     );
@@ -396,39 +397,45 @@ pub fn make_descendant_dir(
 
 /// Starts the clock of every thread that exists now (all of them when
 /// starting on a live process; only the main thread at program start).
+/// Threads whose number the collector does not know (it did not see them
+/// created) are numbered after the known ones in tid order, the process's
+/// first thread being 1 (see `numbers`).
 fn register_existing_threads() {
     let Ok(entries) = std::fs::read_dir("/proc/self/task") else {
         return;
     };
     let me = sys::gettid();
     let watcher = watch::watcher_tid();
-    for entry in entries.flatten() {
-        let Some(tid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if tid == watcher && tid != 0 {
-            continue;
-        }
+    let mut tids: Vec<i32> = entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&tid| tid != watcher)
+        .collect();
+    tids.sort_unstable();
+    let leader = sys::getpid();
+    for tid in tids {
+        let number = numbers::number_of(tid).unwrap_or_else(|| {
+            let number = if tid == leader { 1 } else { numbers::next() };
+            numbers::remember(tid, number);
+            number
+        });
         if tid == me {
-            register_current_thread();
+            register_current_thread(number);
         } else {
-            register_thread(tid, sys::other_thread_cpu_ns(tid).unwrap_or(0));
+            register_thread(tid, sys::other_thread_cpu_ns(tid).unwrap_or(0), number);
         }
     }
 }
 
-/// Registers the calling thread and starts its clock.
-pub fn register_current_thread() {
-    register_thread(sys::gettid(), sys::thread_cpu_ns());
+/// Registers the calling thread, dbx's number `number`, and starts its
+/// clock.
+pub fn register_current_thread(number: u32) {
+    register_thread(sys::gettid(), sys::thread_cpu_ns(), number);
 }
 
-/// Registers thread `tid` of this process and starts its clock; `cpu_now`
-/// is its CPU time to count from.
-pub fn register_thread(tid: i32, cpu_now: u64) {
+/// Registers thread `tid` of this process (dbx's number `number`) and
+/// starts its clock; `cpu_now` is its CPU time to count from.
+pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     if !active() || !PROFILING.load(Ordering::Acquire) {
         return;
     }
@@ -451,6 +458,7 @@ pub fn register_thread(tid: i32, cpu_now: u64) {
     }
     log::write("thread-start", |line| {
         line.u64("tid", tid as u64);
+        line.u64("number", u64::from(number));
     });
 }
 
@@ -480,6 +488,7 @@ pub fn unregister_current_thread() {
 /// Thread `tid` (of `slot`) has exited without telling us (no
 /// interposition): its clock stops, its blocks are retired.
 pub fn retire_dead_thread(slot: &threads::Slot, tid: i32) {
+    numbers::forget(tid);
     slot.clock.disarm();
     // SAFETY: the thread is gone, so its handler cannot run on the owned
     // parts any more; only the watcher calls this.
@@ -596,6 +605,7 @@ pub fn stop() -> bool {
 /// parent's experiment, then start the child's own (when following).
 pub fn after_fork_in_child(reserved: Option<PathBuf>) {
     let blocked = crate::interpose::block_sigprof();
+    numbers::restart_in_fork_child(sys::gettid());
     ACTIVE.store(false, Ordering::Release);
     threads::forget_all_after_fork();
     PROFILE.close_after_fork();

@@ -25,7 +25,7 @@
 //! no lock shared with the program's threads or with the debugger's
 //! injected calls, and exits when the experiment it was started for ends.
 
-use crate::{log, state, sys, threads};
+use crate::{log, numbers, state, sys, threads};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// How often the task list is read.
@@ -38,6 +38,8 @@ const MAX_TIDS: usize = threads::MAX_THREADS;
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 /// The watcher's own tid (0 when none): never profiled.
 static WATCHER_TID: AtomicI32 = AtomicI32::new(0);
+/// The generation whose watcher's `collector-thread` line is written.
+static ANNOUNCED: AtomicU64 = AtomicU64::new(0);
 
 pub fn watcher_tid() -> i32 {
     WATCHER_TID.load(Ordering::Acquire)
@@ -47,6 +49,10 @@ pub fn watcher_tid() -> i32 {
 /// blocked while it is created, so it starts with all of them blocked.
 pub fn start() -> Result<(), String> {
     let generation = GENERATION.fetch_add(1, Ordering::SeqCst) + 1;
+    // The debugger sees the watcher created now, after the threads that
+    // exist: it takes the next number (see `numbers`).
+    let number = numbers::next();
+    let before = task_tids();
     // SAFETY: plain sigset operations on the calling thread's mask.
     let old = unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
@@ -58,12 +64,47 @@ pub fn start() -> Result<(), String> {
     let spawned = std::thread::Builder::new()
         .name("rdbx-collector".into())
         .stack_size(256 * 1024)
-        .spawn(move || watch(generation));
+        .spawn(move || watch(generation, number));
     // SAFETY: restoring the mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
-    spawned
-        .map(|_| ())
-        .map_err(|e| format!("cannot start the thread watcher: {e}"))
+    spawned.map_err(|e| format!("cannot start the thread watcher: {e}"))?;
+    // The debugger lists the new thread at once, and may keep it stopped
+    // until the program continues: name it from here when it is the one
+    // thread that appeared, so an analysis at the stop right after
+    // `collector enable` knows it is rdbx's.
+    let after = task_tids();
+    if let [watcher] = after.difference(&before).copied().collect::<Vec<i32>>()[..] {
+        announce(generation, watcher, number);
+    }
+    Ok(())
+}
+
+/// The thread ids in /proc/self/task (ordinary context: allocates).
+fn task_tids() -> std::collections::BTreeSet<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Writes the `collector-thread` line of the watcher of `generation`,
+/// once: from `start` when it could tell the new thread, else from the
+/// watcher itself.
+fn announce(generation: u64, tid: i32, number: u32) {
+    if ANNOUNCED.swap(generation, Ordering::AcqRel) == generation {
+        return;
+    }
+    numbers::remember(tid, number);
+    // Not a thread of the program, but one the debugger lists (and
+    // numbers): the analyzer shows it as rdbx's.
+    log::write("collector-thread", |line| {
+        line.u64("tid", tid as u64);
+        line.u64("number", u64::from(number));
+    });
 }
 
 /// Makes any running watcher exit (at its next poll).
@@ -75,8 +116,10 @@ fn current(generation: u64) -> bool {
     GENERATION.load(Ordering::SeqCst) == generation && state::active()
 }
 
-fn watch(generation: u64) {
-    WATCHER_TID.store(sys::gettid(), Ordering::Release);
+fn watch(generation: u64, number: u32) {
+    let me = sys::gettid();
+    WATCHER_TID.store(me, Ordering::Release);
+    announce(generation, me, number);
     // SAFETY: NUL-terminated path.
     let dir = unsafe {
         libc::open(
@@ -92,7 +135,7 @@ fn watch(generation: u64) {
     let sleep = crate::clock::timespec(POLL_NS);
     while current(generation) {
         let count = read_tids(dir, &mut tids);
-        if let Some(seen) = tids.get(..count) {
+        if let Some(seen) = tids.get_mut(..count) {
             register_new(seen, generation);
             retire_gone(seen);
         }
@@ -101,7 +144,7 @@ fn watch(generation: u64) {
     }
     // SAFETY: ours.
     unsafe { libc::close(dir) };
-    let me = sys::gettid();
+    numbers::forget(me);
     let _ = WATCHER_TID.compare_exchange(me, 0, Ordering::AcqRel, Ordering::Acquire);
 }
 
@@ -155,11 +198,20 @@ fn read_tids(dir: i32, tids: &mut [i32]) -> usize {
     }
 }
 
-fn register_new(seen: &[i32], generation: u64) {
-    for &tid in seen {
+/// Starts the clocks of the threads in `seen` not registered yet. Those
+/// the collector has no number for are numbered in tid order (`seen` is
+/// sorted in place).
+fn register_new(seen: &mut [i32], generation: u64) {
+    seen.sort_unstable();
+    for &tid in seen.iter() {
         if threads::find(tid).is_some() {
             continue;
         }
+        let number = numbers::number_of(tid).unwrap_or_else(|| {
+            let number = numbers::next();
+            numbers::remember(tid, number);
+            number
+        });
         // A thread born after the start: its whole CPU time is new (while
         // paused, resume moves the baseline anyway).
         let baseline = if state::paused() {
@@ -167,7 +219,7 @@ fn register_new(seen: &[i32], generation: u64) {
         } else {
             0
         };
-        state::register_thread(tid, baseline);
+        state::register_thread(tid, baseline, number);
         // The experiment may have ended while this clock was being armed
         // (stop disarms only the clocks it sees): disarm it ourselves.
         if !current(generation) {

@@ -82,6 +82,56 @@ pub enum AnalysisCommand {
     Quit,
 }
 
+impl AnalysisCommand {
+    /// The command's canonical name (`callers-callees`, not
+    /// `callers_callees`); empty for [`AnalysisCommand::Nothing`].
+    pub fn name(&self) -> &'static str {
+        use AnalysisCommand as A;
+        match self {
+            A::Nothing => "",
+            A::Functions => "functions",
+            A::Metrics(_) => "metrics",
+            A::Sort(_) => "sort",
+            A::Limit(_) => "limit",
+            A::FSummary => "fsummary",
+            A::FSingle(_) => "fsingle",
+            A::CallersCallees => "callers-callees",
+            A::CSingle(_) => "csingle",
+            A::CallTree => "calltree",
+            A::Lines => "lines",
+            A::Pcs => "pcs",
+            A::Source(_) => "source",
+            A::Disasm(_) => "disasm",
+            A::Objects => "objects",
+            A::Overview => "overview",
+            A::Statistics => "statistics",
+            A::Header => "header",
+            A::SampleList => "sample_list",
+            A::SampleSelect(_) => "sample_select",
+            A::ThreadList => "thread_list",
+            A::ThreadSelect(_) => "thread_select",
+            A::CpuList => "cpu_list",
+            A::CpuSelect(_) => "cpu_select",
+            A::ExperimentList => "experiment_list",
+            A::Filters(_) => "filters",
+            A::Name(_) => "name",
+            A::ObjectHide(_) => "object_hide",
+            A::ObjectShow(_) => "object_show",
+            A::ObjectList => "object_list",
+            A::PathMap(_) => "pathmap",
+            A::SetPath(_) => "setpath",
+            A::AddPath(_) => "addpath",
+            A::Inlines(_) => "inlines",
+            A::EnDesc(_) => "en_desc",
+            A::Format(_) => "format",
+            A::FlameGraph(_) => "flamegraph",
+            A::Collapsed(_) => "collapsed",
+            A::Help(_) => "help",
+            A::Quit => "quit",
+        }
+    }
+}
+
 /// A function (or, for `source`/`disasm`, file) argument: the rest of the
 /// line, since C++ names contain spaces, `::` and `<>`. A last word made
 /// only of digits, separated by blanks from a non-empty name, is the index

@@ -194,7 +194,7 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "thread_list",
         "list the threads",
-        "List the threads (number, tid, events, CPU) and which ones are selected.",
+        "List the threads (number, tid, events, CPU) and which ones are selected. Numbers are the debugger's t@N: 1 the main thread, then in order of creation.",
         "thread_list",
     ),
     entry(
@@ -322,7 +322,7 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "format [text | json]",
         "show or choose the output format",
-        "text: er_print-like aligned tables; json: one JSON document per report.",
+        "text: er_print-like aligned tables; json: one JSON document per command (a listing's report; {\"report\": COMMAND, \"message\": TEXT} for the others).",
         "format json",
     ),
     entry(
@@ -468,6 +468,15 @@ mod tests {
             assert!(names.contains(&name), "{name}");
         }
         assert!(names.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn every_example_parses_to_a_command_of_its_name() {
+        for entry in ANALYSIS_COMMANDS {
+            let command = crate::parse_analysis(entry.example)
+                .unwrap_or_else(|e| panic!("{}: {e}", entry.example));
+            assert_eq!(command.name(), entry.name, "{}", entry.example);
+        }
     }
 
     #[test]

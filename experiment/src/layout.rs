@@ -26,9 +26,10 @@ pub const KIND_STACKS: u16 = 2;
 pub const FORMAT_NAME: &str = "rdbx-experiment";
 /// Major version of the format this crate writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-/// Minor version this crate knows (the writer writes `version=1`, minor 0). A reader reads
-/// a newer minor version of its major version, ignoring what it does not know.
-pub const FORMAT_MINOR_VERSION: u32 = 0;
+/// Minor version this crate knows and writers write (`version=1.1`: 1.1 added the `number`
+/// of `thread-start` lines and the `collector-thread` event). A reader reads a newer minor
+/// version of its major version, ignoring what it does not know.
+pub const FORMAT_MINOR_VERSION: u32 = 1;
 /// Deepest stack a record may hold.
 pub const MAX_STACK_DEPTH: usize = 2048;
 /// Default stack depth limit.
@@ -57,7 +58,8 @@ pub const COMMITTED_OFFSET: usize = offset_of!(BlockHeader, committed);
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockHeader {
-    /// [`BLOCK_MAGIC`] when the block is claimed; anything else: unused, skip it.
+    /// [`BLOCK_MAGIC`] when the block is claimed; 0: unused (never claimed, or being
+    /// claimed), skip it; anything else: not written by a collector, damaged.
     pub magic: u32,
     /// [`KIND_PROFILE`] or [`KIND_STACKS`].
     pub kind: u16,
@@ -585,8 +587,12 @@ fn store_u32_release(block: &mut [u8], offset: usize, value: u32) {
 /// What a block holds, as seen by a reader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockState<'a> {
-    /// Never claimed (magic is not RXB1): skip it.
+    /// Never claimed (magic 0: blocks are zeros until claimed, and the magic is stored
+    /// last): skip it.
     Unused,
+    /// Not written by a collector: the magic is neither RXB1 nor 0 (another file, random
+    /// bytes). Skip it, count it as damaged.
+    Garbage,
     /// The file ends inside the header: the block is being claimed or the file was cut.
     CutHeader,
     /// Claimed, but the header is not one this reader understands (wrong kind, bad
@@ -612,17 +618,20 @@ pub struct UsedBlock<'a> {
 /// it). `kind` is the kind the file must hold.
 pub fn parse_block(bytes: &[u8], block_size: usize, kind: u16) -> BlockState<'_> {
     let Some(header) = BlockHeader::from_bytes(bytes) else {
-        let magic_present = bytes
-            .first_chunk::<4>()
-            .is_some_and(|m| u32::from_le_bytes(*m) == BLOCK_MAGIC);
-        return if magic_present {
+        // Fewer bytes than a header: the first (up to) four are the magic.
+        let magic = bytes.get(..bytes.len().min(4)).unwrap_or(&[]);
+        return if magic.iter().all(|&b| b == 0) {
+            BlockState::Unused
+        } else if BLOCK_MAGIC.to_le_bytes().starts_with(magic) {
             BlockState::CutHeader
         } else {
-            BlockState::Unused
+            BlockState::Garbage
         };
     };
-    if !header.is_claimed() {
-        return BlockState::Unused;
+    match header.magic {
+        BLOCK_MAGIC => {}
+        0 => return BlockState::Unused,
+        _ => return BlockState::Garbage,
     }
     let header_size = header.header_size as usize;
     if header.kind != kind
@@ -796,8 +805,19 @@ mod tests {
             parse_block(&block[..20], BLOCK_SIZE, 1),
             BlockState::CutHeader
         );
+        assert_eq!(
+            parse_block(&block[..2], BLOCK_SIZE, 1),
+            BlockState::CutHeader
+        );
         assert_eq!(parse_block(&[0u8; 64], BLOCK_SIZE, 1), BlockState::Unused);
         assert_eq!(parse_block(&[], BLOCK_SIZE, 1), BlockState::Unused);
+        // A block being claimed: header fields written, magic not yet.
+        let mut claiming = block.clone();
+        claiming[..4].fill(0);
+        assert_eq!(parse_block(&claiming, BLOCK_SIZE, 1), BlockState::Unused);
+        // Bytes no collector wrote: a magic that is neither RXB1 nor 0.
+        assert_eq!(parse_block(&[0xab; 64], BLOCK_SIZE, 1), BlockState::Garbage);
+        assert_eq!(parse_block(b"hello\n", BLOCK_SIZE, 1), BlockState::Garbage);
         // committed larger than the block: clamped.
         block[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
         let BlockState::Used(clamped) = parse_block(&block, BLOCK_SIZE, 1) else {

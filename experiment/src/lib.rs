@@ -47,16 +47,38 @@ pub enum Error {
     NotAnExperiment { path: PathBuf, reason: String },
     /// A version that is not a number, or an old major version this build cannot read.
     #[error(
-        "unsupported experiment format version {0} (this rdbx reads version {supported})",
+        "{}: manifest line {line}: {text:?}: unsupported experiment format version (this rdbx \
+         reads version {supported})",
+        .path.display(),
         supported = layout::FORMAT_VERSION
     )]
-    UnsupportedVersion(String),
+    UnsupportedVersion {
+        path: PathBuf,
+        line: usize,
+        text: String,
+    },
     /// The experiment was written by a newer collector than this reader knows.
     #[error(
-        "experiment format version {found} is newer than this rdbx reads (version {supported}); \
-         read it with a newer rdbx"
+        "{}: manifest line {line}: {text:?}: experiment format version {found} is newer than \
+         this rdbx reads (version {supported}); read it with a newer rdbx",
+        .path.display()
     )]
-    NewerVersion { found: String, supported: u32 },
+    NewerVersion {
+        path: PathBuf,
+        line: usize,
+        text: String,
+        found: String,
+        supported: u32,
+    },
+    /// A line of the manifest that cannot be read, quoted.
+    #[error("{}: manifest line {line}: {text:?}: {problem}", .path.display())]
+    BadManifestLine {
+        path: PathBuf,
+        line: usize,
+        text: String,
+        problem: String,
+    },
+    /// A manifest that is wrong as a whole (no version line, too large).
     #[error("bad manifest in {}: {reason}", .path.display())]
     BadManifest { path: PathBuf, reason: String },
     #[error("bad value for config key {key}: {value:?}")]

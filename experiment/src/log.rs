@@ -46,6 +46,14 @@ pub enum Event {
     },
     ThreadStart {
         tid: u32,
+        /// dbx's thread number (`t@N`), from format version 1.1; None before.
+        number: Option<u32>,
+    },
+    /// The collector's own thread (the watcher of a live start): listed by
+    /// the debugger, never profiled. From format version 1.1.
+    CollectorThread {
+        tid: u32,
+        number: u32,
     },
     ThreadEnd {
         tid: u32,
@@ -223,6 +231,15 @@ impl Fields<'_> {
             .map_err(|_| format!("bad number in {key}="))
     }
 
+    /// The number `key` when the line has it, None when it has not (a key a
+    /// newer minor version added); a present but bad value is an error.
+    fn optional_u32(&self, key: &str) -> Result<Option<u32>, String> {
+        match self.pairs.iter().any(|(k, _)| *k == key) {
+            true => self.u32(key).map(Some),
+            false => Ok(None),
+        }
+    }
+
     fn named<T>(&self, key: &str, from_name: impl Fn(&str) -> Option<T>) -> Result<T, String> {
         from_name(self.raw(key)?).ok_or_else(|| format!("unknown {key}="))
     }
@@ -305,7 +322,14 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             path: f.path("path")?,
             base: f.u64("base")?,
         },
-        "thread-start" => Event::ThreadStart { tid: f.u32("tid")? },
+        "thread-start" => Event::ThreadStart {
+            tid: f.u32("tid")?,
+            number: f.optional_u32("number")?,
+        },
+        "collector-thread" => Event::CollectorThread {
+            tid: f.u32("tid")?,
+            number: f.u32("number")?,
+        },
         "thread-end" => Event::ThreadEnd { tid: f.u32("tid")? },
         "fork" => Event::Fork {
             pid: f.u32("pid")?,
@@ -356,6 +380,36 @@ pub fn parse_log(bytes: &[u8]) -> Vec<LogEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_numbers() {
+        let events = parse_log(
+            b"1 thread-start tid=11\n2 thread-start tid=12 number=3\n\
+              3 collector-thread tid=13 number=4\n4 thread-start tid=14 number=x\n\
+              5 collector-thread tid=15\n",
+        );
+        assert_eq!(
+            events[0].event,
+            Event::ThreadStart {
+                tid: 11,
+                number: None
+            }
+        );
+        assert_eq!(
+            events[1].event,
+            Event::ThreadStart {
+                tid: 12,
+                number: Some(3)
+            }
+        );
+        assert_eq!(
+            events[2].event,
+            Event::CollectorThread { tid: 13, number: 4 }
+        );
+        // A bad number, or none where it is required, is a malformed line.
+        assert!(matches!(events[3].event, Event::Malformed { .. }));
+        assert!(matches!(events[4].event, Event::Malformed { .. }));
+    }
 
     #[test]
     fn typed_events() {

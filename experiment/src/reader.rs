@@ -43,28 +43,44 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Parses manifest text; `path` is the experiment directory, for messages.
+    /// Parses manifest text; `path` is the experiment directory, for messages. Errors quote
+    /// the line they are about, with its number (blank lines count).
     pub fn parse(text: &str, path: &Path) -> Result<Manifest> {
-        let bad = |reason: String| Error::BadManifest {
+        let at = |line: ManifestLine<'_>, problem: &str| Error::BadManifestLine {
             path: path.to_path_buf(),
-            reason,
+            line: line.number,
+            text: preview(line.text).into_owned(),
+            problem: problem.to_string(),
         };
-        let mut pairs = text.lines().filter(|l| !l.trim().is_empty()).map(|l| {
-            l.split_once('=')
-                .ok_or_else(|| bad(format!("line {:?}", preview(l))))
-        });
-        let format = match pairs.next().transpose()? {
-            Some(("format", f)) if f == FORMAT_NAME => f.to_string(),
-            other => {
-                let found = other.map(|(k, v)| format!("{}={}", preview(k), preview(v)));
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .map(|(i, text)| ManifestLine {
+                number: i + 1,
+                text,
+            })
+            .filter(|l| !l.text.trim().is_empty());
+        let format = match lines.next() {
+            Some(l) if l.text.split_once('=') == Some(("format", FORMAT_NAME)) => FORMAT_NAME,
+            Some(l) => {
                 return Err(Error::NotAnExperiment {
                     path: path.to_path_buf(),
-                    reason: format!("manifest does not start with format={FORMAT_NAME}: {found:?}"),
-                });
+                    reason: format!(
+                        "manifest line {}: {:?}: expected format={FORMAT_NAME} first",
+                        l.number,
+                        preview(l.text)
+                    ),
+                })
+            }
+            None => {
+                return Err(Error::NotAnExperiment {
+                    path: path.to_path_buf(),
+                    reason: "empty manifest".to_string(),
+                })
             }
         };
         let mut manifest = Manifest {
-            format,
+            format: format.to_string(),
             version_major: 0,
             version_minor: 0,
             block_size: BLOCK_SIZE,
@@ -74,11 +90,14 @@ impl Manifest {
             other: Vec::new(),
         };
         let mut saw_version = false;
-        for pair in pairs {
-            let (key, value) = pair?;
+        for line in lines {
+            let Some((key, value)) = line.text.split_once('=') else {
+                return Err(at(line, "expected KEY=VALUE"));
+            };
             match key {
                 "version" => {
-                    (manifest.version_major, manifest.version_minor) = parse_version(value)?;
+                    (manifest.version_major, manifest.version_minor) =
+                        parse_version(value, path, line)?;
                     saw_version = true;
                 }
                 "block_size" => {
@@ -86,7 +105,15 @@ impl Manifest {
                         .parse()
                         .ok()
                         .filter(|&s: &usize| (2 * HEADER_SIZE..=MAX_BLOCK_SIZE).contains(&s))
-                        .ok_or_else(|| bad(format!("block_size={}", preview(value))))?
+                        .ok_or_else(|| {
+                            at(
+                                line,
+                                &format!(
+                                    "block size out of range ({}..={MAX_BLOCK_SIZE} bytes)",
+                                    2 * HEADER_SIZE
+                                ),
+                            )
+                        })?
                 }
                 "files" => manifest.files = split_list(value),
                 "kinds" => manifest.kinds = split_list(value),
@@ -95,16 +122,31 @@ impl Manifest {
             }
         }
         if !saw_version {
-            return Err(bad("no version=".to_string()));
+            return Err(Error::BadManifest {
+                path: path.to_path_buf(),
+                reason: "no version line".to_string(),
+            });
         }
         Ok(manifest)
     }
 }
 
-/// `MAJOR` or `MAJOR.MINOR`; a major version other than ours is refused, a newer one with
-/// [`Error::NewerVersion`]. A minor version too large for a u32 reads as `u32::MAX`.
-fn parse_version(value: &str) -> Result<(u32, u32)> {
-    let unsupported = || Error::UnsupportedVersion(preview(value).into_owned());
+/// A line of a manifest and its number, from 1.
+#[derive(Clone, Copy)]
+struct ManifestLine<'a> {
+    number: usize,
+    text: &'a str,
+}
+
+/// `MAJOR` or `MAJOR.MINOR` (the value of manifest `line`); a major version other than
+/// ours is refused, a newer one with [`Error::NewerVersion`]. A minor version too large for
+/// a u32 reads as `u32::MAX`.
+fn parse_version(value: &str, path: &Path, line: ManifestLine<'_>) -> Result<(u32, u32)> {
+    let unsupported = || Error::UnsupportedVersion {
+        path: path.to_path_buf(),
+        line: line.number,
+        text: preview(line.text).into_owned(),
+    };
     let (major, minor) = value.split_once('.').unwrap_or((value, "0"));
     let is_number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !is_number(major) || !is_number(minor) {
@@ -116,12 +158,21 @@ fn parse_version(value: &str) -> Result<(u32, u32)> {
         Ok(older) if older < FORMAT_VERSION => return Err(unsupported()),
         _ => {
             return Err(Error::NewerVersion {
+                path: path.to_path_buf(),
+                line: line.number,
+                text: preview(line.text).into_owned(),
                 found: preview(value).into_owned(),
                 supported: FORMAT_VERSION,
             })
         }
     }
     Ok((FORMAT_VERSION, minor.parse().unwrap_or(u32::MAX)))
+}
+
+/// A file name of the directory itself: not empty, no `/`, not `.` or `..` (a manifest is
+/// input, and must not make a reader look elsewhere).
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('/') && name != "." && name != ".."
 }
 
 fn split_list(value: &str) -> Vec<String> {
@@ -231,6 +282,8 @@ pub enum Warning {
     /// A part of the experiment could not be read at all (an I/O error, not a regular
     /// file); the other parts were.
     Unreadable { part: String, error: String },
+    /// A data file the manifest lists is not there ([`Experiment::missing_files`]).
+    MissingFile { file: String },
 }
 
 impl std::fmt::Display for Warning {
@@ -273,6 +326,9 @@ impl std::fmt::Display for Warning {
                 )
             }
             Warning::Unreadable { part, error } => write!(f, "cannot read {part}: {error}"),
+            Warning::MissingFile { file } => {
+                write!(f, "no {file} file, though the manifest lists it")
+            }
         }
     }
 }
@@ -355,6 +411,22 @@ impl Experiment {
     /// Every complete log line, typed. A missing log reads as empty.
     pub fn log(&self) -> Result<Vec<LogEvent>> {
         Ok(parse_log(&read_optional(&self.dir.join("log"))?))
+    }
+
+    /// The data files the manifest lists (`log`, `profile`, `stacks`) that are not in the
+    /// directory. The collector creates them all before it writes the manifest, so a missing
+    /// one was lost (removed, or the directory copied in part).
+    pub fn missing_files(&self) -> Vec<String> {
+        self.manifest
+            .files
+            .iter()
+            .filter(|name| is_plain_name(name))
+            .filter(|name| {
+                std::fs::symlink_metadata(self.dir.join(name))
+                    .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+            })
+            .cloned()
+            .collect()
     }
 
     /// The `sample` events, in log order.
@@ -484,7 +556,7 @@ impl Experiment {
             match layout::parse_block(bytes, block_size, kind) {
                 BlockState::Unused => stats.unused += 1,
                 BlockState::CutHeader => stats.cut += 1,
-                BlockState::BadHeader(_) => stats.damaged += 1,
+                BlockState::BadHeader(_) | BlockState::Garbage => stats.damaged += 1,
                 BlockState::Used(used) => {
                     stats.used += 1;
                     let cut = used.cut;
@@ -575,6 +647,11 @@ impl Experiment {
     /// [`Summary::warnings`] and [`BlockStats::warnings`].
     pub fn warnings(&self) -> Vec<Warning> {
         let mut out = self.manifest.warnings();
+        out.extend(
+            self.missing_files()
+                .into_iter()
+                .map(|file| Warning::MissingFile { file }),
+        );
         let unreadable = |part: &str, e: Error| Warning::Unreadable {
             part: part.to_string(),
             error: e.to_string(),
@@ -860,23 +937,58 @@ mod tests {
         let err = Manifest::parse("format=rdbx-experiment\nversion=7\n", p).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "experiment format version 7 is newer than this rdbx reads (version 1); \
-             read it with a newer rdbx"
+            "/x.er: manifest line 2: \"version=7\": experiment format version 7 is newer than \
+             this rdbx reads (version 1); read it with a newer rdbx"
         );
         // A major version too large for a u32 is still newer.
         let huge = "format=rdbx-experiment\nversion=99999999999999999999999.2\n";
         assert!(matches!(
             Manifest::parse(huge, p),
-            Err(Error::NewerVersion { supported: 1, .. })
+            Err(Error::NewerVersion {
+                supported: 1,
+                line: 2,
+                ..
+            })
         ));
         for bad in ["0", "x", "1.x", "-1", "1.", ".1", "1.2.3"] {
-            let text = format!("format=rdbx-experiment\nversion={bad}\n");
+            let text = format!("format=rdbx-experiment\n\nversion={bad}\n");
             let err = Manifest::parse(&text, p).unwrap_err();
-            assert!(matches!(err, Error::UnsupportedVersion(_)), "{bad}: {err}");
             assert!(
-                err.to_string().contains("this rdbx reads version 1"),
-                "{err}"
+                matches!(err, Error::UnsupportedVersion { line: 3, .. }),
+                "{bad}: {err}"
             );
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "/x.er: manifest line 3: \"version={bad}\": unsupported experiment format \
+                     version (this rdbx reads version 1)"
+                )
+            );
+        }
+        // Every other error quotes its line too, or says what is missing.
+        let errors = [
+            (
+                "version=99\nformat=rdbx-experiment\n",
+                "not an rdbx experiment: /x.er (manifest line 1: \"version=99\": expected \
+                 format=rdbx-experiment first)",
+            ),
+            ("\n\n", "not an rdbx experiment: /x.er (empty manifest)"),
+            (
+                "format=rdbx-experiment\nversion=1\ngarbage\n",
+                "/x.er: manifest line 3: \"garbage\": expected KEY=VALUE",
+            ),
+            (
+                "format=rdbx-experiment\nversion=1\nblock_size=12\n",
+                "/x.er: manifest line 3: \"block_size=12\": block size out of range \
+                 (64..=16777216 bytes)",
+            ),
+            (
+                "format=rdbx-experiment\nfiles=log\n",
+                "bad manifest in /x.er: no version line",
+            ),
+        ];
+        for (text, message) in errors {
+            assert_eq!(Manifest::parse(text, p).unwrap_err().to_string(), message);
         }
         // A newer minor version reads, with a warning; a giant one saturates.
         let m = Manifest::parse("format=rdbx-experiment\nversion=1.99999999999\n", p).unwrap();
@@ -976,7 +1088,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "experiment format version 1.4 is newer than this rdbx reads (1.0); data it \
+                "experiment format version 1.4 is newer than this rdbx reads (1.1); data it \
                  does not know is ignored",
                 "2 log line(s) could not be read and were skipped",
                 "1 block(s) of profile end before their committed records do (still being \

@@ -7,7 +7,8 @@
 //! fork. The parsers ([`parse_log_line`], [`Config::parse`]) allocate.
 
 use crate::layout::{
-    BLOCK_SIZE, DEFAULT_STACK_DEPTH, FORMAT_NAME, FORMAT_VERSION, MAX_STACK_DEPTH,
+    BLOCK_SIZE, DEFAULT_STACK_DEPTH, FORMAT_MINOR_VERSION, FORMAT_NAME, FORMAT_VERSION,
+    MAX_STACK_DEPTH,
 };
 use crate::{Error, Result};
 use std::ffi::OsStr;
@@ -585,6 +586,8 @@ pub fn write_manifest_into(buf: &mut [u8], kinds: &str, created_by: &str) -> Opt
     sink.bytes(FORMAT_NAME.as_bytes());
     sink.bytes(b"\nversion=");
     sink.u64(u64::from(FORMAT_VERSION));
+    sink.byte(b'.');
+    sink.u64(u64::from(FORMAT_MINOR_VERSION));
     sink.bytes(b"\nblock_size=");
     sink.u64(BLOCK_SIZE as u64);
     sink.bytes(b"\nfiles=log,profile,stacks\nkinds=");
@@ -811,7 +814,7 @@ mod tests {
         let n = write_manifest_into(&mut buf, "clock-profile", "libcollector 0.1.0").unwrap();
         assert_eq!(
             std::str::from_utf8(&buf[..n]).unwrap(),
-            "format=rdbx-experiment\nversion=1\nblock_size=65536\nfiles=log,profile,stacks\n\
+            "format=rdbx-experiment\nversion=1.1\nblock_size=65536\nfiles=log,profile,stacks\n\
              kinds=clock-profile\ncreated_by=libcollector 0.1.0\n"
         );
         assert_eq!(write_manifest_into(&mut buf[..10], "", "x"), None);

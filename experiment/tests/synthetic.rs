@@ -333,13 +333,18 @@ fn open_errors() {
         err,
         Error::NewerVersion {
             supported: 1,
-            ref found
+            line: 2,
+            ref found,
+            ..
         } if found == "7"
     ));
     assert_eq!(
         err.to_string(),
-        "experiment format version 7 is newer than this rdbx reads (version 1); \
-         read it with a newer rdbx"
+        format!(
+            "{}: manifest line 2: \"version=7\": experiment format version 7 is newer than \
+             this rdbx reads (version 1); read it with a newer rdbx",
+            tmp.0.display()
+        )
     );
     std::fs::write(tmp.0.join("manifest"), "hello\n").unwrap();
     assert!(matches!(

@@ -238,7 +238,7 @@ pub fn text_symbols(path: &Path) -> HashMap<String, (u64, u64)> {
         .collect()
 }
 
-fn program(file: &str) -> PathBuf {
+pub fn program(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/programs")
         .join(file)
@@ -402,13 +402,17 @@ pub fn run(analysis: &mut analyzer::Analysis, line: &str) -> String {
     }
 }
 
-/// Runs `line` under `format json` and parses what it prints.
+/// Runs `line` under `format json` and returns its document (panics on
+/// errors).
 pub fn run_json(analysis: &mut analyzer::Analysis, line: &str) -> serde_json::Value {
     let before = analysis.format();
     analysis.set_format(commands::OutputFormat::Json);
-    let text = run(analysis, line);
+    let outcome = analysis.run_line(line);
     analysis.set_format(before);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{line}: {e} in\n{text}"))
+    match outcome {
+        Ok(analyzer::Outcome::Json(document)) => document,
+        other => panic!("{line}: {other:?}"),
+    }
 }
 
 /// (exclusive ns, inclusive ns) of each row of a `functions`-style JSON listing.

@@ -24,6 +24,8 @@ pub struct BlockFileModel {
     pub used: u64,
     pub unused: u64,
     pub bad_header: u64,
+    /// Blocks whose magic is neither RXB1 nor 0.
+    pub garbage: u64,
     pub cut_header: u64,
     /// (tid, event) of every whole clock event with a nonzero stack id, in file order.
     pub clock_events: Vec<(u32, ClockEvent)>,
@@ -44,13 +46,20 @@ pub fn check_block_file(file: &[u8], block_size: usize, kind: u16) -> BlockFileM
         let magic_ok = chunk
             .first_chunk::<4>()
             .is_some_and(|m| u32::from_le_bytes(*m) == BLOCK_MAGIC);
+        let magic = &chunk[..chunk.len().min(4)];
+        let magic_zero = magic.iter().all(|&b| b == 0);
         match parse_block(chunk, block_size, kind) {
             BlockState::Unused => {
-                assert!(!magic_ok, "a block with RXB1 read as unused");
+                assert!(magic_zero, "a block with magic {magic:?} read as unused");
                 model.unused += 1;
             }
+            BlockState::Garbage => {
+                assert!(!magic_zero && !magic_ok, "magic {magic:?} read as garbage");
+                model.garbage += 1;
+            }
             BlockState::CutHeader => {
-                assert!(magic_ok && chunk.len() < HEADER_SIZE);
+                assert!(chunk.len() < HEADER_SIZE && !magic_zero);
+                assert!(BLOCK_MAGIC.to_le_bytes().starts_with(magic));
                 model.cut_header += 1;
             }
             BlockState::BadHeader(header) => {
@@ -244,7 +253,7 @@ pub fn check_experiment_dir(dir: &Path) {
         assert_eq!(stats.blocks, model.blocks);
         assert_eq!(stats.used, model.used);
         assert_eq!(stats.unused, model.unused);
-        assert!(stats.damaged >= model.bad_header && stats.damaged <= model.blocks);
+        assert!(stats.damaged >= model.bad_header + model.garbage && stats.damaged <= model.blocks);
         assert!(stats.cut >= model.cut_header && stats.cut <= model.blocks);
         assert_eq!(stats.records, events.len() as u64);
     }
