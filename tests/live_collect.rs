@@ -58,8 +58,12 @@ fn measured_cpu(text: &str) -> HashMap<u32, f64> {
 /// The program's deterministic lines ("worker N sum X", "done"), sorted
 /// (threads finish in any order).
 fn program_lines(text: &str) -> Vec<String> {
+    // rdbx tells thread exits as they happen, on the same output: one can
+    // fall between the program's "done" and its newline (puts writes them
+    // apart on an unbuffered stream).
     let mut lines: Vec<String> = text
         .lines()
+        .map(|l| l.split("[Thread").next().unwrap_or(l))
         .filter(|l| l.starts_with("worker ") || *l == "done")
         .map(str::to_string)
         .collect();
