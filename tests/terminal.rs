@@ -96,6 +96,19 @@ impl Terminal {
         self.text().matches("(rdbx) ").count()
     }
 
+    /// Waits until rdbx has exited.
+    fn wait_for_exit(&mut self) {
+        let deadline = Instant::now() + TIMEOUT;
+        while self.child.try_wait().expect("wait").is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "rdbx did not quit:\n{}",
+                self.text()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Types a line and waits for the next prompt.
     fn command(&mut self, line: &str) {
         let prompts = self.prompts();
@@ -140,15 +153,7 @@ fn tab_completes_variables_and_members_and_enter_repeats_next() {
     t.type_keys("quit\r");
     t.wait_for("Quit anyway? (y or n)", 1);
     t.type_keys("y\r");
-    let deadline = Instant::now() + TIMEOUT;
-    while t.child.try_wait().expect("wait").is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "rdbx did not quit:\n{}",
-            t.text()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    t.wait_for_exit();
 }
 
 /// `quit` on a terminal with a program rdbx started asks first; `n` keeps
@@ -179,15 +184,7 @@ fn quit_asks_before_killing_the_program() {
     t.type_keys("quit\r");
     t.wait_for("Quit anyway? (y or n)", 2);
     t.type_keys("y\r");
-    let deadline = Instant::now() + TIMEOUT;
-    while t.child.try_wait().expect("wait").is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "rdbx did not quit:\n{}",
-            t.text()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    t.wait_for_exit();
     // SAFETY: as above.
     assert_ne!(
         unsafe { libc::kill(pid, 0) },
