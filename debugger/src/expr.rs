@@ -1364,7 +1364,7 @@ fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Resul
             typed.ty.name()
         )));
     };
-    if found.is_bitfield() {
+    if found.bitfield.is_some() {
         return Ok(typed
             .ty
             .decode_bitfield_member(&found, &typed.bytes, typed.known.as_deref()));
@@ -1692,7 +1692,7 @@ fn assign_bitfield(
     let Some(member) = structure.ty.member(field) else {
         return Ok(None);
     };
-    let Some((first_bit, bits)) = structure.ty.bitfield_bits(&member) else {
+    let Some(bitfield) = member.bitfield else {
         return Ok(None);
     };
     let shown = format!(
@@ -1708,21 +1708,16 @@ fn assign_bitfield(
         Operand::Float { value, .. } => value as i128,
         Operand::Pointer { address, .. } => i128::from(address),
     };
-    let first_byte = (first_bit / 8) as usize;
-    let last_byte = ((first_bit + bits).div_ceil(8)) as usize;
-    let Some(old) = structure.bytes.get(first_byte..last_byte) else {
+    let (Some(range), Some(bytes)) = (
+        bitfield.byte_range(),
+        bitfield.insert(&structure.bytes, new as u128),
+    ) else {
         return Err(cannot_assign(
             &shown,
             "the bitfield lies outside its structure",
         ));
     };
-    let mut window = [0u8; 16];
-    window[..old.len()].copy_from_slice(old);
-    let shift = first_bit % 8;
-    let mask = ((1u128 << bits.min(120)) - 1) << shift;
-    let merged = (u128::from_le_bytes(window) & !mask) | (((new as u128) << shift) & mask);
-    let bytes = &merged.to_le_bytes()[..old.len()];
-    ctx.write_memory(address + first_byte as u64, bytes)?;
+    ctx.write_memory(address + range.start as u64, &bytes)?;
     let reread = read_object(structure.ty.clone(), address, ctx)?;
     member_value(reread, field, ctx).map(Some)
 }
