@@ -33,6 +33,7 @@ pub use demangle::{demangle, without_parameters};
 pub use prototype::{CallType, Prototype, ValueClass};
 pub(crate) use types::TypeKind;
 pub use types::TypeRef;
+pub(crate) use types::{ELEMENT_LIMIT, MAX_ARRAY_LAYERS};
 pub use variables::{Variable, FS_BASE};
 
 /// The reader type of all DWARF parsing: the data is a leaked mapping.

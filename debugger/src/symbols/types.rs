@@ -13,6 +13,11 @@ use crate::value::{char_literal, compress_repeats, Aggregate, Value, REPEAT_THRE
 pub(crate) const ELEMENT_LIMIT: usize = 200;
 /// How deep nested aggregates are expanded.
 const MAX_DEPTH: usize = 4;
+/// Most typedefs, qualifiers and array levels followed from one type to
+/// the type it is made of: malformed DWARF can make them a loop.
+const MAX_TYPE_CHAIN: usize = 32;
+/// Deepest anonymous structures and unions `ptype` writes out in place.
+const MAX_BODY_NESTING: usize = 16;
 
 type Die<'a> = gimli::DebuggingInformationEntry<'a, 'a, R>;
 
@@ -73,7 +78,7 @@ impl<'a> Types<'a> {
 
     /// Follow typedefs and cv-qualifiers to the underlying type.
     pub(crate) fn strip(&self, mut offset: UnitOffset) -> Option<UnitOffset> {
-        for _ in 0..32 {
+        for _ in 0..MAX_TYPE_CHAIN {
             let entry = self.entry(offset)?;
             match entry.tag() {
                 gimli::DW_TAG_typedef
@@ -87,23 +92,33 @@ impl<'a> Types<'a> {
         None
     }
 
-    pub(crate) fn size(&self, offset: UnitOffset) -> Option<u64> {
-        let entry = self.entry(offset)?;
-        if let Some(size) = udata(&entry, gimli::DW_AT_byte_size) {
-            return Some(size);
-        }
-        match entry.tag() {
-            gimli::DW_TAG_pointer_type
-            | gimli::DW_TAG_reference_type
-            | gimli::DW_TAG_rvalue_reference_type => Some(8),
-            // GNU C: sizeof a function is 1.
-            gimli::DW_TAG_subprogram | gimli::DW_TAG_subroutine_type => Some(1),
-            gimli::DW_TAG_array_type => {
-                let element = self.size(type_ref(&entry)?)?;
-                Some(self.dimensions(offset).iter().product::<u64>() * element)
+    /// The type's size in bytes; `None` when unknown or too large for a
+    /// `u64`. Arrays multiply their dimensions; typedefs and qualifiers
+    /// are followed, a bounded number of times (DWARF can loop).
+    pub(crate) fn size(&self, mut offset: UnitOffset) -> Option<u64> {
+        let mut elements = 1u64;
+        for _ in 0..MAX_TYPE_CHAIN {
+            let entry = self.entry(offset)?;
+            if let Some(size) = udata(&entry, gimli::DW_AT_byte_size) {
+                return size.checked_mul(elements);
             }
-            _ => self.size(type_ref(&entry)?),
+            match entry.tag() {
+                gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type => return elements.checked_mul(8),
+                // GNU C: sizeof a function is 1.
+                gimli::DW_TAG_subprogram | gimli::DW_TAG_subroutine_type => return Some(elements),
+                gimli::DW_TAG_array_type => {
+                    elements = self
+                        .dimensions(offset)
+                        .into_iter()
+                        .try_fold(elements, u64::checked_mul)?;
+                    offset = type_ref(&entry)?;
+                }
+                _ => offset = type_ref(&entry)?,
+            }
         }
+        None
     }
 
     fn dimensions(&self, array: UnitOffset) -> Vec<u64> {
@@ -280,7 +295,7 @@ impl<'a> Types<'a> {
     /// The struct, union or enum under pointers, arrays, qualifiers and
     /// typedefs, if that is what the type is made from.
     fn leaf_aggregate(&self, mut offset: Option<UnitOffset>) -> Option<UnitOffset> {
-        for _ in 0..32 {
+        for _ in 0..MAX_TYPE_CHAIN {
             let entry = self.entry(offset?)?;
             match entry.tag() {
                 gimli::DW_TAG_structure_type
@@ -303,6 +318,9 @@ impl<'a> Types<'a> {
             return "<unknown type>".into();
         };
         let head = self.name(Some(offset));
+        if indent / 4 > MAX_BODY_NESTING {
+            return head;
+        }
         if entry.tag() == gimli::DW_TAG_enumeration_type {
             return format!("{head} {{{}}}", enumerator_list(&self.enumerators(offset)));
         }
@@ -758,14 +776,18 @@ impl<'a> Types<'a> {
         let Some(entry) = ty.and_then(|t| self.strip(t)).and_then(|t| self.entry(t)) else {
             return false;
         };
-        if entry.tag() == gimli::DW_TAG_enumeration_type {
-            // Without an underlying type, gcc's enums are unsigned unless
-            // an enumerator is negative.
-            return match type_ref(&entry) {
-                Some(underlying) => self.is_signed(Some(underlying)),
-                None => false,
-            };
-        }
+        let entry = if entry.tag() == gimli::DW_TAG_enumeration_type {
+            // An enum is as signed as its underlying type.
+            let underlying = type_ref(&entry)
+                .and_then(|t| self.strip(t))
+                .and_then(|t| self.entry(t));
+            match underlying {
+                Some(underlying) => underlying,
+                None => return false,
+            }
+        } else {
+            entry
+        };
         matches!(
             entry.attr_value(gimli::DW_AT_encoding),
             Ok(Some(AttributeValue::Encoding(
