@@ -2006,7 +2006,9 @@ fn assign_bitfield(
     let Some(address) = structure.address else {
         return Err(cannot_assign(&shown, "its structure is not in memory"));
     };
-    let new = match operand(&eval(value, ctx)?)? {
+    // Converted to the member's type as C assignment does (an enum's
+    // enumerators by name, a `_Bool` to 0 or 1), then cut to its bits.
+    let new = match operand(&converted(&member.ty, value, ctx)?)? {
         Operand::Int { value, .. } => value,
         Operand::Float { value, .. } => value as i128,
         Operand::Pointer { address, .. } => i128::from(address),

@@ -811,18 +811,7 @@ impl<'a> Types<'a> {
         if element_size == 0 || dims.is_empty() {
             return ("{}".into(), None);
         }
-        let (text, parts) =
-            self.render_dims(element_type, element_size, &dims, bytes, known, depth);
-        let all_known = known.is_none();
-        if all_known
-            && dims.len() == 1
-            && self.is_char_type(element_type)
-            && self.is_c_like_strings()
-        {
-            let n = (dims[0] as usize).min(bytes.len());
-            return (format_char_array(&bytes[..n]), parts);
-        }
-        (text, parts)
+        self.render_dims(element_type, element_size, &dims, bytes, known, depth)
     }
 
     fn render_dims(
@@ -834,11 +823,16 @@ impl<'a> Types<'a> {
         known: Option<&[u8]>,
         depth: usize,
     ) -> (String, Option<Box<Aggregate>>) {
-        let count = dims[0] as usize;
-        let stride = element_size * dims[1..].iter().product::<u64>() as usize;
+        let count = usize::try_from(dims[0]).unwrap_or(usize::MAX);
+        let inner_elements = dims[1..]
+            .iter()
+            .try_fold(1u64, |n, d| n.checked_mul(*d))
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::MAX);
+        let stride = element_size.saturating_mul(inner_elements);
         let elements: Vec<Value> = (0..count.min(ELEMENT_LIMIT))
             .map(|i| {
-                let range = i * stride..(i + 1) * stride;
+                let range = i.saturating_mul(stride)..(i + 1).saturating_mul(stride);
                 let slice = bytes.get(range.clone()).unwrap_or(&[]);
                 let known = known.and_then(|k| k.get(range));
                 if dims.len() > 1 {
@@ -861,14 +855,18 @@ impl<'a> Types<'a> {
                 }
             })
             .collect();
-        let items: Vec<String> = elements.iter().map(Value::to_string).collect();
-        let mut text = compress_repeats(&items);
         let more = count > ELEMENT_LIMIT;
-        if more {
-            text.push_str("...");
-        }
-        let parts = Aggregate::Array { elements, more };
-        (format!("{{{text}}}"), Some(Box::new(parts)))
+        // The innermost dimension of `char`s reads as a string.
+        let strings =
+            dims.len() == 1 && self.is_char_type(element_type) && self.is_c_like_strings();
+        let text = if strings && known.is_none() {
+            format_char_array(&bytes[..count.min(bytes.len())])
+        } else {
+            let items: Vec<String> = elements.iter().map(Value::to_string).collect();
+            let more_text = if more { "..." } else { "" };
+            format!("{{{}{more_text}}}", compress_repeats(&items))
+        };
+        (text, Some(Box::new(Aggregate::Array { elements, more })))
     }
 
     fn is_char_type(&self, offset: Option<UnitOffset>) -> bool {
