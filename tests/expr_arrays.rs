@@ -387,14 +387,18 @@ fn bad_counts_after_at_are_one_line_errors() {
         ("1@2", "only values in memory can be extended with @"),
         ("n + 1@2", "only values in memory can be extended with @"),
     ];
-    // A bitfield has no address of its own. (gdb reads the word it
-    // starts in as if it had.)
-    let at_bitfield = rdbx_at_stop(&o0(), &["print bits.wide@2".into()]);
+    // A bitfield has no address of its own, and functions are no objects.
+    // (gdb reads the word the bitfield starts in, and the function's
+    // bytes, as if they were.)
+    let refused = rdbx_at_stop(&o0(), &["print bits.wide@2".into(), "print main@2".into()]);
     assert_eq!(
-        at_bitfield.errors(),
-        ["rdbx: only values in memory can be extended with @"],
+        refused.errors(),
+        [
+            "rdbx: only values in memory can be extended with @",
+            "rdbx: @ makes arrays of objects, not of functions"
+        ],
         "{}",
-        at_bitfield.transcript()
+        refused.transcript()
     );
     let prints: Vec<String> = cases.iter().map(|(e, _)| format!("print {e}")).collect();
     let (ours, gout) = both(&o0(), &prints, &prints);

@@ -1483,22 +1483,30 @@ fn repeat(first: &Value, count: &Value, ctx: &dyn EvalContext) -> Result<Value> 
             "only values in memory can be extended with @".into(),
         ));
     };
+    if element.kind() == crate::symbols::TypeKind::Function {
+        return Err(Error::Expression(
+            "@ makes arrays of objects, not of functions".into(),
+        ));
+    }
     let size = element.size().ok_or_else(|| {
         Error::Expression(format!(
             "the size of type \"{}\" is not known",
             element.name()
         ))
     })?;
-    let total = u64::try_from(count)
+    let count = u64::try_from(count)
         .ok()
-        .and_then(|count| count.checked_mul(size))
-        .filter(|total| *total <= MAX_READ)
+        .filter(|count| {
+            count
+                .checked_mul(size)
+                .is_some_and(|total| total <= MAX_READ)
+        })
         .ok_or_else(|| {
             Error::Expression(format!(
                 "{count} objects of {size} bytes are more than the {MAX_READ} bytes read at once"
             ))
         })?;
-    let array = element.array_of(total / size.max(1)).ok_or_else(|| {
+    let array = element.array_of(count).ok_or_else(|| {
         Error::Expression(format!(
             "arrays made with @ nest at most {MAX_ARRAY_LAYERS} deep"
         ))
