@@ -251,8 +251,9 @@ fn deep_expressions_leave_an_attached_process_running() {
     assert_eq!(o.printed_one(&long), (60 - 60 * 9_999).to_string());
     o.assert_out_contains(&format!("Detached from process {pid}"));
     let (rest, code) = target.finish();
-    // argc is 2: bits.level is one more than in the other runs.
-    assert_eq!((rest.trim(), code), ("sum 95", Some(0)));
+    // argc is 2: bits.level and packed.a are one more than in the other
+    // runs.
+    assert_eq!((rest.as_str(), code), ("sum 95\nsmall 1234476\n", Some(0)));
 }
 
 // ------------------------------------------------- multi-dimensional arrays
@@ -635,6 +636,39 @@ fn bitfields_through_a_pointer_parameter_agree_with_gdb() {
     }
 }
 
+/// A structure of bitfields passed in two registers: at -O2 its bytes are
+/// pieces of rdi and rsi, its bitfields cut out of them.
+#[test]
+fn bitfields_in_registers_agree_with_gdb() {
+    let exprs = ["s", "s.a", "s.b", "s.c", "s.d", "s.b * 2", "sizeof(s)"];
+    for flags in [&["-O0"][..], &["-O2"], &["-O2", "-gdwarf-4"]] {
+        let p = program(flags);
+        let mut cmds = vec!["stop in use_small".to_string(), "run".into()];
+        let mut gcmds = vec!["break use_small".to_string(), "run".into()];
+        for e in exprs {
+            cmds.push(format!("print {e}"));
+            gcmds.push(format!("print {e}"));
+        }
+        cmds.push("print -x s".into());
+        gcmds.push("print/x s".into());
+        let cmds: Vec<&str> = cmds.iter().map(String::as_str).collect();
+        let gcmds: Vec<&str> = gcmds.iter().map(String::as_str).collect();
+        let o = Rdbx::batch().cmds(&cmds).prog(&p, &[]).run();
+        o.assert_no_errors();
+        let gout = gdb(&p, &[], &gcmds);
+        let theirs = parse_gdb_values(&gout);
+        assert_eq!(theirs.len(), exprs.len() + 1, "gdb:\n{gout}");
+        for (expr, theirs) in exprs.iter().zip(&theirs) {
+            assert_eq!(&o.printed_one(expr), theirs, "{expr} with {flags:?}");
+        }
+        assert_eq!(
+            o.printed("s")[1],
+            theirs[exprs.len()],
+            "p/x s with {flags:?}"
+        );
+    }
+}
+
 #[test]
 fn ptype_of_bitfields_agrees_with_gdb() {
     assert_types_agree(
@@ -642,6 +676,7 @@ fn ptype_of_bitfields_agrees_with_gdb() {
         &[
             "ptype struct flags",
             "ptype struct late",
+            "ptype struct small",
             "whatis bits.level",
             "whatis bits.tiny",
             "whatis bits.mode",
@@ -689,6 +724,7 @@ fn assigning_bitfields_agrees_with_gdb() {
     // The program's own sum, with bits.level 7, delta -16, late.neg 7 and
     // grid[1][0] 40: 55 + (21 - 4 + 40) + 7 - 16 + 2 + 7 + 20.
     assert!(o.has_line("sum 132"), "{}", o.transcript());
+    assert!(o.has_line("small 1234475"), "{}", o.transcript());
     assert!(gout.contains("sum 132"), "gdb:\n{gout}");
     // Each assign printed the value read back.
     assert_eq!(o.printed_one("bits.level"), "7");

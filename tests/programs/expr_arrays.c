@@ -2,9 +2,10 @@
  * multi-dimensional arrays in a structure reached through a pointer, a heap
  * block only a pointer knows the length of, and bitfields of mixed widths
  * and signedness (after the first in a word, past the first 16 bytes, one
- * crossing a 32-bit storage unit). At the end the program prints a sum of
- * its values, so a run that goes on after the debugger's prints and
- * assignments shows whether they changed anything they should not. */
+ * crossing a 32-bit storage unit, a structure of them passed in registers).
+ * At the end the program prints sums of its values, so a run that goes on
+ * after the debugger's prints and assignments shows whether they changed
+ * anything they should not. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -46,6 +47,15 @@ struct late {
     unsigned top : 24;
 };
 
+/* Small enough to be passed in two registers: at -O2 use_small's
+ * parameter is pieces of rdi and rsi. */
+struct small {
+    unsigned a : 3;
+    int b : 7;
+    unsigned c : 22;
+    long d : 40;
+};
+
 int table[6] = {10, 20, 30, 40, 50, 60};
 /* With an argument the program waits for a debugger to attach and set
  * this before it goes on. */
@@ -57,6 +67,18 @@ __attribute__((noinline)) static struct flags make_flags(int seed)
     struct flags f = {1, 2, -3, 12345, 0xabc, -1, 0x12345678ffULL, -4294967296L, AUTO, 1};
     f.level += seed - 1;
     return f;
+}
+
+__attribute__((noinline)) static struct small make_small(int seed)
+{
+    struct small s = {5, -20, 1234567, -77};
+    s.a += seed - 1;
+    return s;
+}
+
+__attribute__((noinline)) static long use_small(struct small s)
+{
+    return s.a + s.b + s.c + s.d;
 }
 
 __attribute__((noinline)) static void stop_here(struct record *r, struct flags *f)
@@ -87,6 +109,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         heap[i] = (i + 1) * (i + 1);
     int *p = table;
+    struct small packed = make_small(argc);
     stop_here(r, &bits); /* MARK:stop */
     long sum = 0;
     for (int i = 0; i < n; i++)
@@ -96,6 +119,7 @@ int main(int argc, char **argv)
             sum += r->grid[i][j];
     sum += bits.level + bits.delta + late.level + late.neg + p[1];
     printf("sum %ld\n", sum);
+    printf("small %ld\n", use_small(packed));
     free(heap);
     return 0;
 }
