@@ -131,7 +131,8 @@ static COMMANDS: &[CommandHelp] = &[
         "when in FUNCTION | when at [FILE:]LINE  [-if EXPR] { COMMAND; ... }",
         "run commands when a location is reached",
         "Each time the location is reached (and EXPR is true), run the commands in braces, \
-         separated by semicolons, then continue unless one of them stops.",
+         separated by semicolons, then continue unless one of them stops. A when among them \
+         sets another (they nest at most 16 deep).",
         "when at loop.c:8 { print i; print sum }",
     ),
     entry(
@@ -334,7 +335,9 @@ static COMMANDS: &[CommandHelp] = &[
         "print [-FMT] EXPR | print/FMT EXPR",
         "evaluate and print an expression",
         "Evaluate the C expression EXPR in the current frame and print its value. FMT is one \
-         of x (hex), d, u, o (octal), t (binary), a (address), c (char), f (float), s, z.",
+         of x (hex), d, u, o (octal), t (binary), a (address), c (char), f (float), s, z. \
+         gdb's FIRST@COUNT is an array of COUNT objects in memory from FIRST on; dbx's \
+         ARRAY[FIRST..LAST:STRIDE] shows a slice, each element with its index.",
         "print/x flags & 0xff",
     ),
     entry(

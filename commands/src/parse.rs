@@ -14,8 +14,17 @@ const FORMATS: &str = "xduotacfsz";
 /// Format letters of `examine` / `x`.
 const EXAMINE_FORMATS: &str = "xduotcfsia";
 
+/// Most `when` commands nested in each other's bodies. Parsing them
+/// recurses, and so do executing and dropping them.
+pub const MAX_WHEN_NESTING: usize = 16;
+
 /// Parses one command line.
 pub fn parse(line: &str) -> Result<Command> {
+    parse_nested(line, 0)
+}
+
+/// [`parse`] of a line inside `nesting` `when` bodies.
+fn parse_nested(line: &str, nesting: usize) -> Result<Command> {
     if let Some(text) = complete_argument(line) {
         return Ok(Command::Complete(text.to_string()));
     }
@@ -28,7 +37,7 @@ pub fn parse(line: &str) -> Result<Command> {
         .unwrap_or(line.len());
     let (word, rest) = line.split_at(word_end);
     if word == "info" || word == "i" || word == "inf" {
-        return parse_info(rest.trim());
+        return parse_info(rest.trim(), nesting);
     }
     let Some(entry) = resolve_word(word) else {
         return Err(ParseError::UnknownCommand {
@@ -40,6 +49,7 @@ pub fn parse(line: &str) -> Result<Command> {
         name: entry.name,
         typed: word,
         text: rest,
+        nesting,
     };
     if rest.starts_with('/') && !matches!(entry.name, "print" | "display" | "dis" | "examine") {
         return Err(args.invalid("unexpected \"/\" after the command name"));
@@ -55,6 +65,8 @@ struct Args<'a> {
     typed: &'a str,
     /// Everything after the command word (may start with `/FMT`).
     text: &'a str,
+    /// How many `when` bodies the command is in.
+    nesting: usize,
 }
 
 impl<'a> Args<'a> {
@@ -381,9 +393,17 @@ impl<'a> Args<'a> {
         };
         let spec = header.stop(StopKind::Dbx)?;
         let body_text = self.text[open + 1..close].trim().to_string();
+        if self.nesting >= MAX_WHEN_NESTING {
+            return Err(self.invalid(format!("when bodies nest at most {MAX_WHEN_NESTING} deep")));
+        }
         let mut body = Vec::new();
         for part in split_top_level(&body_text, ';').map_err(|problem| self.invalid(problem))? {
-            match parse(part).map_err(|e| ParseError::WhenBody(Box::new(e)))? {
+            // An error in a nested body is said once, not once per level.
+            let parsed = parse_nested(part, self.nesting + 1).map_err(|e| match e {
+                ParseError::WhenBody(_) => e,
+                other => ParseError::WhenBody(Box::new(other)),
+            });
+            match parsed? {
                 Command::Nothing => {}
                 command => body.push(command),
             }
@@ -823,7 +843,7 @@ enum StopKind {
 }
 
 /// `info SUBCOMMAND`, with gdb's unique-prefix abbreviations.
-fn parse_info(rest: &str) -> Result<Command> {
+fn parse_info(rest: &str, nesting: usize) -> Result<Command> {
     const SUBCOMMANDS: [(&str, usize, &str); 8] = [
         ("breakpoints", 1, "status"),
         ("registers", 1, "regs"),
@@ -857,6 +877,7 @@ fn parse_info(rest: &str) -> Result<Command> {
         name,
         typed: "info",
         text: args,
+        nesting,
     }
     .dispatch()
 }

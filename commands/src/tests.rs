@@ -265,6 +265,35 @@ fn when_errors() {
     );
 }
 
+/// `when` bodies parse recursively: nesting is bounded, and an error deep
+/// inside is one line that says where once.
+#[test]
+fn when_bodies_nest_to_a_limit() {
+    let nested = |levels: usize| {
+        format!(
+            "{}print 1{}",
+            "when in main { ".repeat(levels),
+            " }".repeat(levels)
+        )
+    };
+    assert!(matches!(
+        parse(&nested(crate::parse::MAX_WHEN_NESTING)),
+        Ok(Command::When { .. })
+    ));
+    for levels in [crate::parse::MAX_WHEN_NESTING + 1, 20_000] {
+        let message = err(&nested(levels));
+        assert!(
+            message.starts_with("in when body: when: when bodies nest at most 16 deep"),
+            "{message}"
+        );
+        assert_eq!(message.matches("in when body").count(), 1, "{message}");
+    }
+    assert_eq!(
+        err("when in main { when in f { stpo } }"),
+        "in when body: unknown command \"stpo\"; did you mean \"stop\"?"
+    );
+}
+
 #[test]
 fn breakpoint_management() {
     for line in [

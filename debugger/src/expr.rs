@@ -8,8 +8,8 @@
 
 pub use crate::call::Argument;
 use crate::error::{Error, Result};
-use crate::symbols::TypeRef;
-use crate::value::{SyntheticTarget, Typed, Value};
+use crate::symbols::{TypeRef, ELEMENT_LIMIT, MAX_ARRAY_LAYERS};
+use crate::value::{Aggregate, SyntheticTarget, Typed, Value};
 
 /// An expression tree.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,10 +26,13 @@ pub enum Expr {
         op: UnaryOp,
         operand: Box<Expr>,
     },
+    /// Binary operators of one precedence, left to right: `a + b - c` is
+    /// `first` = a, `rest` = [(Add, b), (Sub, c)]. Flat, so that a sum of
+    /// ten thousand terms parses, evaluates and drops without recursing
+    /// per term.
     Binary {
-        op: BinaryOp,
-        left: Box<Expr>,
-        right: Box<Expr>,
+        first: Box<Expr>,
+        rest: Vec<(BinaryOp, Expr)>,
     },
     /// `condition ? then : otherwise`.
     Conditional {
@@ -46,6 +49,15 @@ pub enum Expr {
     Index {
         base: Box<Expr>,
         index: Box<Expr>,
+    },
+    /// dbx's slice `base[first..last:stride]`: the elements from `first`
+    /// (default 0) to `last` (default an array's last element) inclusive,
+    /// every `stride`-th (default 1).
+    Slice {
+        base: Box<Expr>,
+        first: Option<Box<Expr>>,
+        last: Option<Box<Expr>>,
+        stride: Option<Box<Expr>>,
     },
     /// `function(args...)`: an injected call of the program's function.
     Call {
@@ -118,10 +130,15 @@ pub enum BinaryOp {
     BitOr,
     And,
     Or,
+    /// gdb's `@`: `first@count` is an array of `count` objects in memory
+    /// from `first` on.
+    Repeat,
 }
 
 impl BinaryOp {
     /// Binding strength; higher binds tighter. All are left-associative.
+    /// `@` sits between shifts and sums, as in gdb (`*p@n+1` is
+    /// `*p@(n+1)`).
     fn precedence(self) -> u8 {
         use BinaryOp::*;
         match self {
@@ -133,8 +150,9 @@ impl BinaryOp {
             Eq | Ne => 6,
             Lt | Le | Gt | Ge => 7,
             Shl | Shr => 8,
-            Add | Sub => 9,
-            Mul | Div | Rem => 10,
+            Repeat => 9,
+            Add | Sub => 10,
+            Mul | Div | Rem => 11,
         }
     }
 
@@ -159,6 +177,7 @@ impl BinaryOp {
             "|" => BitOr,
             "&&" => And,
             "||" => Or,
+            "@" => Repeat,
             _ => return None,
         })
     }
@@ -236,10 +255,18 @@ struct Token {
 }
 
 /// Longest first, so that `<<` wins over `<`.
-const PUNCTUATION: [&str; 29] = [
-    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+", "-", "*", "/", "%", "<", ">", "&",
-    "^", "|", "!", "~", "?", ":", "(", ")", "[", "]", ".", ",",
+const PUNCTUATION: [&str; 31] = [
+    "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "..", "+", "-", "*", "/", "%", "<", ">",
+    "&", "^", "|", "!", "~", "?", ":", "(", ")", "[", "]", ".", ",", "@",
 ];
+
+/// Most levels of nesting in one expression. Parentheses, unary
+/// operators, casts, `sizeof`, the branches of `?:`, subscripts, members,
+/// calls and each rise in operator precedence nest one level; the parser
+/// and the evaluator recurse on them (a chain of one operator does not
+/// nest: it is one flat [`Expr::Binary`]). The bound keeps that recursion
+/// well inside the stack of the main thread (8 MiB), in a debug build too.
+pub const MAX_NESTING: usize = 256;
 
 fn syntax_error(column: usize, message: impl std::fmt::Display) -> Error {
     Error::Expression(format!("syntax error at column {column}: {message}"))
@@ -248,6 +275,10 @@ fn syntax_error(column: usize, message: impl std::fmt::Display) -> Error {
 struct Lexer {
     chars: Vec<char>,
     pos: usize,
+    /// Where the last run of name characters that was no file scope
+    /// ended: a name starting before it is no file scope either (without
+    /// this, `s.a.a.a...` would be scanned to its end at every name).
+    unscoped_until: usize,
 }
 
 impl Lexer {
@@ -255,6 +286,7 @@ impl Lexer {
         let mut lexer = Lexer {
             chars: text.chars().collect(),
             pos: 0,
+            unscoped_until: 0,
         };
         let mut tokens = Vec::new();
         loop {
@@ -330,6 +362,9 @@ impl Lexer {
         if !quoted && !self.peek(0).is_some_and(|c| c.is_alphabetic() || c == '_') {
             return None;
         }
+        if !quoted && self.pos < self.unscoped_until {
+            return None;
+        }
         let start = self.pos + usize::from(quoted);
         let mut end = start;
         while let Some(c) = self.chars.get(end) {
@@ -347,6 +382,9 @@ impl Lexer {
             && self.chars.get(close) == Some(&':')
             && self.chars.get(close + 1) == Some(&':');
         if !valid {
+            if !quoted {
+                self.unscoped_until = end;
+            }
             return None;
         }
         self.pos = close + 2;
@@ -382,7 +420,9 @@ impl Lexer {
             let exponent_sign = !hex
                 && (c == '+' || c == '-')
                 && matches!(self.chars.get(self.pos.wrapping_sub(1)), Some('e' | 'E'));
-            if c.is_alphanumeric() || c == '.' || c == '_' || exponent_sign {
+            // `2..4` is a slice's range, not a number.
+            let range = c == '.' && self.peek(1) == Some('.');
+            if (c.is_alphanumeric() || c == '.' || c == '_' || exponent_sign) && !range {
                 self.pos += 1;
             } else {
                 break;
@@ -571,7 +611,11 @@ fn float_literal(text: &str) -> Option<Value> {
 /// Parses a whole expression; errors name the 1-based column.
 pub fn parse(text: &str) -> Result<Expr> {
     let tokens = Lexer::tokens(text)?;
-    let mut parser = Parser { tokens, pos: 0 };
+    let mut parser = Parser {
+        tokens,
+        pos: 0,
+        depth: 0,
+    };
     let expr = parser.conditional()?;
     match parser.peek() {
         TokenKind::End => Ok(expr),
@@ -582,9 +626,37 @@ pub fn parse(text: &str) -> Result<Expr> {
 struct Parser {
     tokens: Vec<Token>,
     pos: usize,
+    /// Levels of nesting open where the parser is (see [`MAX_NESTING`]).
+    depth: usize,
 }
 
 impl Parser {
+    /// Enters one more level of nesting, refusing to go past
+    /// [`MAX_NESTING`]; the caller leaves it with [`Parser::leave`].
+    fn enter(&mut self) -> Result<()> {
+        if self.depth >= MAX_NESTING {
+            return Err(Error::Expression(format!(
+                "expression nested too deeply at column {}: the limit is {MAX_NESTING} levels \
+                 of parentheses, unary operators, casts, subscripts, members and calls",
+                self.column()
+            )));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    fn leave(&mut self, levels: usize) {
+        self.depth -= levels;
+    }
+
+    /// Runs `inner` one level of nesting deeper.
+    fn nested(&mut self, inner: impl FnOnce(&mut Self) -> Result<Expr>) -> Result<Expr> {
+        self.enter()?;
+        let result = inner(self);
+        self.leave(1);
+        result
+    }
+
     fn peek(&self) -> &TokenKind {
         &self.tokens[self.pos.min(self.tokens.len() - 1)].kind
     }
@@ -639,9 +711,9 @@ impl Parser {
             return Ok(condition);
         }
         self.advance();
-        let then = self.conditional()?;
+        let then = self.nested(Self::conditional)?;
         self.expect(":")?;
-        let otherwise = self.conditional()?;
+        let otherwise = self.nested(Self::conditional)?;
         Ok(Expr::Conditional {
             condition: Box::new(condition),
             then: Box::new(then),
@@ -649,25 +721,40 @@ impl Parser {
         })
     }
 
-    /// Precedence climbing over the binary operators.
+    /// Precedence climbing over the binary operators: operators of one
+    /// precedence gather in one flat chain; a lower one after them makes
+    /// the chain so far its first operand.
     fn binary(&mut self, min_precedence: u8) -> Result<Expr> {
-        let mut left = self.unary()?;
+        let mut first = self.unary()?;
+        let mut rest: Vec<(BinaryOp, Expr)> = Vec::new();
         loop {
             let op = match self.peek() {
                 TokenKind::Punct(p) => BinaryOp::from_token(p),
                 _ => None,
             };
             let Some(op) = op.filter(|op| op.precedence() >= min_precedence) else {
-                return Ok(left);
+                break;
             };
             self.advance();
-            let right = self.binary(op.precedence() + 1)?;
-            left = Expr::Binary {
-                op,
-                left: Box::new(left),
-                right: Box::new(right),
-            };
+            let right = self.nested(|parser| parser.binary(op.precedence() + 1))?;
+            if rest
+                .last()
+                .is_some_and(|(last, _)| last.precedence() != op.precedence())
+            {
+                first = Expr::Binary {
+                    first: Box::new(first),
+                    rest: std::mem::take(&mut rest),
+                };
+            }
+            rest.push((op, right));
         }
+        if rest.is_empty() {
+            return Ok(first);
+        }
+        Ok(Expr::Binary {
+            first: Box::new(first),
+            rest,
+        })
     }
 
     fn unary(&mut self) -> Result<Expr> {
@@ -679,7 +766,7 @@ impl Parser {
                 self.expect(")")?;
                 return Ok(Expr::SizeofType(target));
             }
-            return Ok(Expr::SizeofExpr(Box::new(self.unary()?)));
+            return Ok(Expr::SizeofExpr(Box::new(self.nested(Self::unary)?)));
         }
         if self.at_punct("(") {
             if let Some(is_cast) = self.type_follows(1) {
@@ -689,7 +776,7 @@ impl Parser {
                     self.expect(")")?;
                     return Ok(Expr::Cast {
                         target,
-                        operand: Box::new(self.unary()?),
+                        operand: Box::new(self.nested(Self::unary)?),
                     });
                 }
             }
@@ -706,21 +793,31 @@ impl Parser {
         self.advance();
         Ok(Expr::Unary {
             op,
-            operand: Box::new(self.unary()?),
+            operand: Box::new(self.nested(Self::unary)?),
         })
     }
 
+    /// An operand and the subscripts, members and calls after it. They
+    /// are parsed in a loop but make a tree as deep as they are many, so
+    /// each counts as a level of nesting.
     fn postfix(&mut self) -> Result<Expr> {
-        let mut expr = self.primary()?;
+        let operand = self.primary()?;
+        let outer = self.depth;
+        let result = self.postfix_operators(operand);
+        let levels = self.depth - outer;
+        self.leave(levels);
+        result
+    }
+
+    fn postfix_operators(&mut self, mut expr: Expr) -> Result<Expr> {
         loop {
+            if self.at_punct("[") || self.at_punct("(") || self.at_punct(".") || self.at_punct("->")
+            {
+                self.enter()?;
+            }
             if self.at_punct("[") {
                 self.advance();
-                let index = self.conditional()?;
-                self.expect("]")?;
-                expr = Expr::Index {
-                    base: Box::new(expr),
-                    index: Box::new(index),
-                };
+                expr = self.subscript_or_slice(expr)?;
             } else if self.at_punct("(") {
                 let Expr::Name(function) = expr else {
                     return Err(syntax_error(
@@ -752,6 +849,43 @@ impl Parser {
                 return Ok(expr);
             }
         }
+    }
+
+    /// After `base[`: `index]`, or a slice `first..last:stride]` whose
+    /// parts may each be left out (`..`, `2..`, `..4`, `2..8:2`).
+    fn subscript_or_slice(&mut self, base: Expr) -> Result<Expr> {
+        let first = if self.at_punct("..") {
+            None
+        } else {
+            let index = self.nested(Self::conditional)?;
+            if !self.at_punct("..") {
+                self.expect("]")?;
+                return Ok(Expr::Index {
+                    base: Box::new(base),
+                    index: Box::new(index),
+                });
+            }
+            Some(Box::new(index))
+        };
+        self.advance();
+        let last = if self.at_punct("]") || self.at_punct(":") {
+            None
+        } else {
+            Some(Box::new(self.nested(Self::conditional)?))
+        };
+        let stride = if self.at_punct(":") {
+            self.advance();
+            Some(Box::new(self.nested(Self::conditional)?))
+        } else {
+            None
+        };
+        self.expect("]")?;
+        Ok(Expr::Slice {
+            base: Box::new(base),
+            first,
+            last,
+            stride,
+        })
     }
 
     fn token_at(&self, ahead: usize) -> &TokenKind {
@@ -858,7 +992,7 @@ impl Parser {
             return Ok(args);
         }
         loop {
-            args.push(self.conditional()?);
+            args.push(self.nested(Self::conditional)?);
             if self.at_punct(",") {
                 self.advance();
                 continue;
@@ -888,7 +1022,7 @@ impl Parser {
             }
             TokenKind::Punct("(") => {
                 self.advance();
-                let inner = self.conditional()?;
+                let inner = self.nested(Self::conditional)?;
                 self.expect(")")?;
                 Ok(inner)
             }
@@ -963,7 +1097,7 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
             .register(name)
             .ok_or_else(|| Error::Expression(format!("no register \"${name}\""))),
         Expr::Unary { op, operand } => unary(*op, operand, ctx),
-        Expr::Binary { op, left, right } => binary(*op, left, right, ctx),
+        Expr::Binary { first, rest } => chain(first, rest, ctx),
         Expr::Conditional {
             condition,
             then,
@@ -978,8 +1112,9 @@ fn eval(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
         Expr::Index { base, index } => {
             let base = operand_of(base, ctx)?;
             let index = operand_of(index, ctx)?;
-            subscript(base, &index, ctx)
+            subscript(&base, &index, ctx)
         }
+        Expr::Slice { .. } => slice(expr, ctx),
         Expr::Member { base, field, arrow } => {
             let base = operand_of(base, ctx)?;
             member(base, field, *arrow, ctx)
@@ -1278,17 +1413,17 @@ fn decay(value: Value, ctx: &dyn EvalContext) -> Value {
 }
 
 /// `base[index]`: array elements, or `*(pointer + index)`.
-fn subscript(base: Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value> {
-    if let Some(error) = optimized_out_error(&base) {
+fn subscript(base: &Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value> {
+    if let Some(error) = optimized_out_error(base) {
         return Err(error);
     }
-    if let Some((pointer, target)) = synthetic(&base) {
+    if let Some((pointer, target)) = synthetic(base) {
         let size = pointer.ty.pointee().and_then(|p| p.size()).unwrap_or(0);
         let extra = i64::try_from(index_value(index)?.wrapping_mul(i128::from(size)))
             .map_err(|_| Error::Expression("array subscript out of range".into()))?;
         return synthetic_dereference(pointer, target, extra, ctx);
     }
-    if let Some(typed) = typed(&base) {
+    if let Some(typed) = typed(base) {
         if let Some((element, _)) = typed.ty.element() {
             let i = index_value(index)?;
             let size = element.size().unwrap_or(0);
@@ -1315,7 +1450,7 @@ fn subscript(base: Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value>
             };
         }
     }
-    let base = decay(base, ctx);
+    let base = decay(base.clone(), ctx);
     if !matches!(base.plain(), Value::Pointer { .. }) {
         return Err(Error::Expression(format!(
             "cannot subscript something of type \"{}\"",
@@ -1324,6 +1459,182 @@ fn subscript(base: Value, index: &Value, ctx: &dyn EvalContext) -> Result<Value>
     }
     let element = pointer_arithmetic(BinaryOp::Add, &base, index, ctx)?;
     dereference(&element, ctx)
+}
+
+/// gdb's `first@count`: `count` objects of `first`'s type in memory from
+/// `first`'s address on, as one array (`*argv@argc`, `arr[2]@3`).
+fn repeat(first: &Value, count: &Value, ctx: &dyn EvalContext) -> Result<Value> {
+    let count = match operand(count)? {
+        Operand::Int { value, .. } => value,
+        _ => {
+            return Err(Error::Expression(
+                "the count after @ must be an integer".into(),
+            ))
+        }
+    };
+    if count < 1 {
+        return Err(Error::Expression(format!(
+            "invalid count {count} after @: it must be at least 1"
+        )));
+    }
+    let in_memory = typed(first).filter(|t| t.synthetic.is_none());
+    let Some((element, address)) = in_memory.and_then(|t| Some((&t.ty, t.address?))) else {
+        return Err(Error::Expression(
+            "only values in memory can be extended with @".into(),
+        ));
+    };
+    if element.kind() == crate::symbols::TypeKind::Function {
+        return Err(Error::Expression(
+            "@ makes arrays of objects, not of functions".into(),
+        ));
+    }
+    let size = element.size().ok_or_else(|| {
+        Error::Expression(format!(
+            "the size of type \"{}\" is not known",
+            element.name()
+        ))
+    })?;
+    let count = u64::try_from(count)
+        .ok()
+        .filter(|count| {
+            count
+                .checked_mul(size)
+                .is_some_and(|total| total <= MAX_READ)
+        })
+        .ok_or_else(|| {
+            Error::Expression(format!(
+                "{count} objects of {size} bytes are more than the {MAX_READ} bytes read at once"
+            ))
+        })?;
+    let array = element.array_of(count).ok_or_else(|| {
+        Error::Expression(format!(
+            "arrays made with @ nest at most {MAX_ARRAY_LAYERS} deep"
+        ))
+    })?;
+    read_object(array, address, ctx)
+}
+
+/// The parts of one dimension of a slice, evaluated.
+struct SliceBounds {
+    first: Option<i128>,
+    last: Option<i128>,
+    stride: Option<i128>,
+}
+
+/// dbx's `base[first..last:stride]`, each slice after the first taking
+/// the next dimension (`grid[0..1][1..2]`): the chosen elements with their
+/// indexes, as gdb shows indexed arrays: `{[2] = 30, [3] = 40}`. A slice
+/// is a value to show, not an operand of other operators.
+fn slice(expr: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    let mut dimensions = Vec::new();
+    let mut base = expr;
+    while let Expr::Slice {
+        base: inner,
+        first,
+        last,
+        stride,
+    } = base
+    {
+        let bound = |part: &Option<Box<Expr>>| -> Result<Option<i128>> {
+            part.as_ref()
+                .map(|part| index_value(&operand_of(part, ctx)?))
+                .transpose()
+        };
+        dimensions.push(SliceBounds {
+            first: bound(first)?,
+            last: bound(last)?,
+            stride: bound(stride)?,
+        });
+        base = inner;
+    }
+    dimensions.reverse();
+    let base = operand_of(base, ctx)?;
+    Ok(slice_dimensions(&base, &dimensions, ctx)?.0)
+}
+
+/// The slice of `base` by the first of `dimensions`, each element sliced
+/// by the others, and the slice's type when its elements have one.
+fn slice_dimensions(
+    base: &Value,
+    dimensions: &[SliceBounds],
+    ctx: &dyn EvalContext,
+) -> Result<(Value, Option<TypeRef>)> {
+    let Some((bounds, inner)) = dimensions.split_first() else {
+        return Ok((base.clone(), base.type_ref().cloned()));
+    };
+    let (first, last, stride) = slice_indexes(base, bounds)?;
+    let count = (last - first) / stride + 1;
+    let mut element_type = None;
+    let mut parts = Vec::new();
+    let mut index = first;
+    while index <= last && parts.len() < ELEMENT_LIMIT {
+        let element = match subscript(base, &make_integer(index, 8, true), ctx) {
+            Ok(element) => {
+                let (element, ty) = slice_dimensions(&element, inner, ctx)?;
+                element_type = element_type.or(ty);
+                element.into_plain()
+            }
+            Err(e) => Value::Unavailable(format!("error: {e}")),
+        };
+        parts.push((format!("[{index}]"), element));
+        index += stride;
+    }
+    let items: Vec<String> = parts.iter().map(|(i, v)| format!("{i} = {v}")).collect();
+    let more = if count > parts.len() as i128 {
+        "..."
+    } else {
+        ""
+    };
+    let ty = element_type.and_then(|t| t.array_of(u64::try_from(count).ok()?));
+    let type_name = match &ty {
+        Some(ty) => ty.name(),
+        None => format!(
+            "{} [{count}]",
+            parts.first().map_or("", |(_, v)| v.type_name())
+        ),
+    };
+    let value = Value::Composite {
+        type_name,
+        text: format!("{{{}{more}}}", items.join(", ")),
+        parts: Some(Box::new(Aggregate::Struct(parts))),
+    };
+    Ok((value, ty))
+}
+
+/// A slice's first and last index and its stride, the defaults filled in:
+/// from 0, to an array's last element, every element.
+fn slice_indexes(base: &Value, bounds: &SliceBounds) -> Result<(i128, i128, i128)> {
+    let shown = base.type_name().to_string();
+    let ty = typed(base).map(|t| &t.ty);
+    let array_count = ty.and_then(TypeRef::element).map(|(_, count)| count);
+    let is_pointer = matches!(base.plain(), Value::Pointer { .. }) || synthetic(base).is_some();
+    if array_count.is_none() && !is_pointer {
+        return Err(Error::Expression(format!(
+            "cannot slice something of type \"{shown}\": only arrays and pointers"
+        )));
+    }
+    let first = bounds.first.unwrap_or(0);
+    let last = match (bounds.last, array_count) {
+        (Some(last), _) => last,
+        (None, Some(count)) if count > 0 => i128::from(count) - 1,
+        _ => {
+            return Err(Error::Expression(format!(
+                "a slice of \"{shown}\" needs its last index (first..last)"
+            )))
+        }
+    };
+    let stride = bounds.stride.unwrap_or(1);
+    if stride < 1 {
+        return Err(Error::Expression(format!(
+            "the stride of a slice must be at least 1, not {stride}"
+        )));
+    }
+    if last < first {
+        return Err(Error::Expression(format!(
+            "empty slice: its last index, {last}, is below its first, {first}"
+        )));
+    }
+    Ok((first, last, stride))
 }
 
 fn index_value(index: &Value) -> Result<i128> {
@@ -1364,7 +1675,7 @@ fn member(base: Value, field: &str, arrow: bool, ctx: &dyn EvalContext) -> Resul
             typed.ty.name()
         )));
     };
-    if found.is_bitfield() {
+    if found.bitfield.is_some() {
         return Ok(typed
             .ty
             .decode_bitfield_member(&found, &typed.bytes, typed.known.as_deref()));
@@ -1692,7 +2003,7 @@ fn assign_bitfield(
     let Some(member) = structure.ty.member(field) else {
         return Ok(None);
     };
-    let Some((first_bit, bits)) = structure.ty.bitfield_bits(&member) else {
+    let Some(bitfield) = member.bitfield else {
         return Ok(None);
     };
     let shown = format!(
@@ -1703,26 +2014,23 @@ fn assign_bitfield(
     let Some(address) = structure.address else {
         return Err(cannot_assign(&shown, "its structure is not in memory"));
     };
-    let new = match operand(&eval(value, ctx)?)? {
+    // Converted to the member's type as C assignment does (an enum's
+    // enumerators by name, a `_Bool` to 0 or 1), then cut to its bits.
+    let new = match operand(&converted(&member.ty, value, ctx)?)? {
         Operand::Int { value, .. } => value,
         Operand::Float { value, .. } => value as i128,
         Operand::Pointer { address, .. } => i128::from(address),
     };
-    let first_byte = (first_bit / 8) as usize;
-    let last_byte = ((first_bit + bits).div_ceil(8)) as usize;
-    let Some(old) = structure.bytes.get(first_byte..last_byte) else {
+    let (Some(range), Some(bytes)) = (
+        bitfield.byte_range(),
+        bitfield.insert(&structure.bytes, new as u128),
+    ) else {
         return Err(cannot_assign(
             &shown,
             "the bitfield lies outside its structure",
         ));
     };
-    let mut window = [0u8; 16];
-    window[..old.len()].copy_from_slice(old);
-    let shift = first_bit % 8;
-    let mask = ((1u128 << bits.min(120)) - 1) << shift;
-    let merged = (u128::from_le_bytes(window) & !mask) | (((new as u128) << shift) & mask);
-    let bytes = &merged.to_le_bytes()[..old.len()];
-    ctx.write_memory(address + first_byte as u64, bytes)?;
+    ctx.write_memory(address + range.start as u64, &bytes)?;
     let reread = read_object(structure.ty.clone(), address, ctx)?;
     member_value(reread, field, ctx).map(Some)
 }
@@ -1967,17 +2275,45 @@ fn unary(op: UnaryOp, operand_expr: &Expr, ctx: &dyn EvalContext) -> Result<Valu
     }
 }
 
-fn binary(op: BinaryOp, left: &Expr, right: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
-    // && and || evaluate their right side only when needed.
-    if op == BinaryOp::And || op == BinaryOp::Or {
-        let left = truth(&operand_of(left, ctx)?)?;
-        if left == (op == BinaryOp::Or) {
-            return Ok(Value::int(i128::from(left)));
-        }
-        return Ok(Value::int(i128::from(truth(&operand_of(right, ctx)?)?)));
+/// A chain of binary operators, left to right, in a loop. Its first
+/// operand may be a chain of tighter operators (`a * b + c`), whose first
+/// may be one too: they are walked down without recursing.
+fn chain(first: &Expr, rest: &[(BinaryOp, Expr)], ctx: &dyn EvalContext) -> Result<Value> {
+    let mut chains = vec![rest];
+    let mut innermost = first;
+    while let Expr::Binary { first, rest } = innermost {
+        chains.push(rest);
+        innermost = first;
     }
-    let left = decay(operand_of(left, ctx)?, ctx);
-    let right = decay(operand_of(right, ctx)?, ctx);
+    let mut value = operand_of(innermost, ctx)?;
+    for rest in chains.iter().rev() {
+        for (op, right) in rest.iter() {
+            value = binary(*op, value, right, ctx)?;
+        }
+    }
+    Ok(value)
+}
+
+/// `left OP right` with `left` already evaluated.
+fn binary(op: BinaryOp, left: Value, right: &Expr, ctx: &dyn EvalContext) -> Result<Value> {
+    match op {
+        // && and || evaluate their right side only when needed.
+        BinaryOp::And | BinaryOp::Or => {
+            let left = truth(&left)?;
+            if left == (op == BinaryOp::Or) {
+                return Ok(Value::int(i128::from(left)));
+            }
+            Ok(Value::int(i128::from(truth(&operand_of(right, ctx)?)?)))
+        }
+        BinaryOp::Repeat => repeat(&left, &operand_of(right, ctx)?, ctx),
+        _ => arithmetic(op, left, operand_of(right, ctx)?, ctx),
+    }
+}
+
+/// The arithmetic, bitwise and comparison operators.
+fn arithmetic(op: BinaryOp, left: Value, right: Value, ctx: &dyn EvalContext) -> Result<Value> {
+    let left = decay(left, ctx);
+    let right = decay(right, ctx);
     if let Some(moved) = synthetic_arithmetic(op, &left, &right)? {
         return Ok(moved);
     }
@@ -2041,7 +2377,7 @@ fn integer_arithmetic(op: BinaryOp, a: i128, b: i128, size: u8, signed: bool) ->
         Ge => return flag(a >= b),
         Eq => return flag(a == b),
         Ne => return flag(a != b),
-        Shl | Shr | And | Or => unreachable!("handled by the caller"),
+        Shl | Shr | And | Or | Repeat => unreachable!("handled by the caller"),
     };
     Ok(make_integer(value, size, signed))
 }
@@ -2094,7 +2430,7 @@ fn float_arithmetic(op: BinaryOp, a: Operand, b: Operand) -> Result<Value> {
         Ge => return flag(x >= y),
         Eq => return flag(x == y),
         Ne => return flag(x != y),
-        Rem | Shl | Shr | BitAnd | BitOr | BitXor | And | Or => {
+        Rem | Shl | Shr | BitAnd | BitOr | BitXor | And | Or | Repeat => {
             return Err(Error::Expression(
                 "integer-only operation on a floating-point number".into(),
             ))
@@ -2607,10 +2943,7 @@ mod tests {
         ));
         assert!(matches!(
             parse("x + .5").unwrap(),
-            Expr::Binary {
-                op: BinaryOp::Add,
-                ..
-            }
+            Expr::Binary { rest, .. } if rest[0].0 == BinaryOp::Add
         ));
         assert_eq!(value("'a'"), "97 'a'");
         // A struct member followed by `.` is not a file name.
@@ -2629,8 +2962,8 @@ mod tests {
                 "syntax error at column 3: expected ')', found end of expression",
             ),
             (
-                "1 @ 2",
-                "syntax error at column 3: unexpected character '@'",
+                "1 # 2",
+                "syntax error at column 3: unexpected character '#'",
             ),
             ("1 2", "syntax error at column 3: unexpected \"2\""),
             (
@@ -2935,9 +3268,8 @@ mod tests {
         assert_eq!(
             parse("sizeof x + 1").unwrap(),
             Expr::Binary {
-                op: BinaryOp::Add,
-                left: Box::new(Expr::SizeofExpr(Box::new(name("x")))),
-                right: Box::new(Expr::Literal(Value::int(1))),
+                first: Box::new(Expr::SizeofExpr(Box::new(name("x")))),
+                rest: vec![(BinaryOp::Add, Expr::Literal(Value::int(1)))],
             }
         );
         match parse("(struct)x") {
@@ -3036,6 +3368,243 @@ mod tests {
             assert_eq!(ours, answer, "{expr}");
         }
     }
+    /// Runs `f` on a thread with the main thread's stack (8 MiB): what
+    /// the limits are meant to fit in, where a test thread has 2 MiB.
+    fn on_main_sized_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(f)
+            .expect("thread")
+            .join()
+            .expect("no panic")
+    }
+
+    #[test]
+    fn chains_of_one_precedence_are_flat() {
+        let literal = |n| Expr::Literal(Value::int(n));
+        assert_eq!(
+            parse("1 - 2 + 3").unwrap(),
+            Expr::Binary {
+                first: Box::new(literal(1)),
+                rest: vec![(BinaryOp::Sub, literal(2)), (BinaryOp::Add, literal(3))],
+            }
+        );
+        // A lower precedence after a chain takes the chain as its first
+        // operand; a higher one nests on the right.
+        assert_eq!(
+            parse("1 * 2 + 3 * 4").unwrap(),
+            Expr::Binary {
+                first: Box::new(Expr::Binary {
+                    first: Box::new(literal(1)),
+                    rest: vec![(BinaryOp::Mul, literal(2))],
+                }),
+                rest: vec![(
+                    BinaryOp::Add,
+                    Expr::Binary {
+                        first: Box::new(literal(3)),
+                        rest: vec![(BinaryOp::Mul, literal(4))],
+                    }
+                )],
+            }
+        );
+        for (text, expected) in [
+            ("10 - 2 - 3", "5"),
+            ("2 * 3 + 4 * 5 - 6 / 2", "23"),
+            ("1 + 2 < 4 == 1", "1"),
+            ("0 && nosuch && nosuch", "0"),
+            ("0 || 0 || 3", "1"),
+            ("1 << 2 << 3", "32"),
+        ] {
+            assert_eq!(value(text), expected, "{text}");
+        }
+    }
+
+    /// Long chains neither recurse per term when parsed, evaluated or
+    /// dropped: on a test thread's 2 MiB stack, in a debug build.
+    #[test]
+    fn long_chains_do_not_recurse() {
+        let terms = 100_000;
+        let sum = vec!["1"; terms].join("+");
+        assert_eq!(value(&sum), terms.to_string());
+        let mixed = vec!["(2*x-5)"; terms].join(" + ");
+        assert_eq!(value(&mixed), terms.to_string());
+        let ors = vec!["0"; terms].join(" || ");
+        assert_eq!(value(&ors), "0");
+        let tree = parse(&vec!["x"; terms].join(" - ")).unwrap();
+        let copy = tree.clone();
+        assert_eq!(tree, copy);
+        drop(tree);
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let parens = |n: usize| format!("{}1{}", "(".repeat(n), ")".repeat(n));
+        let negations = |n: usize| format!("{}1", "-(".repeat(n)) + &")".repeat(n);
+        let casts = |n: usize| format!("{}x", "(long)".repeat(n));
+        let members = |n: usize| format!("s{}", ".f".repeat(n));
+        let indexes = |n: usize| format!("{}0{}", "p[".repeat(n), "]".repeat(n));
+        let conditionals = |n: usize| format!("{}1{}", "1 ? ".repeat(n), " : 0".repeat(n));
+        let (at_limit, beyond) = on_main_sized_stack(move || {
+            let at_limit = (
+                value(&parens(MAX_NESTING)),
+                value(&negations(MAX_NESTING / 2)),
+                value(&casts(MAX_NESTING)),
+                value(&conditionals(MAX_NESTING)),
+            );
+            let beyond: Vec<(String, Result<Expr>)> = [
+                parens(MAX_NESTING + 1),
+                parens(100_000),
+                negations(MAX_NESTING),
+                casts(100_000),
+                members(100_000),
+                indexes(100_000),
+                conditionals(100_000),
+                format!("{}1", "-".repeat(100_000)),
+                format!("f({}1{})", "f(".repeat(100_000), ")".repeat(100_000)),
+            ]
+            .into_iter()
+            .map(|text| (text[..20].to_string(), parse(&text)))
+            .collect();
+            (at_limit, beyond)
+        });
+        assert_eq!(at_limit, ("1".into(), "1".into(), "3".into(), "1".into()));
+        for (start, parsed) in beyond {
+            match parsed {
+                Err(Error::Expression(message)) => assert!(
+                    message.starts_with("expression nested too deeply at column ")
+                        && message.contains("the limit is 256 levels"),
+                    "{start}...: {message}"
+                ),
+                other => panic!("{start}...: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn slices_and_at_parse() {
+        let name = |n: &str| Box::new(Expr::Name(n.into()));
+        let literal = |n| Some(Box::new(Expr::Literal(Value::int(n))));
+        let slice = |first, last, stride| Expr::Slice {
+            base: name("a"),
+            first,
+            last,
+            stride,
+        };
+        assert_eq!(
+            parse("a[2..4]").unwrap(),
+            slice(literal(2), literal(4), None)
+        );
+        assert_eq!(parse("a[..4]").unwrap(), slice(None, literal(4), None));
+        assert_eq!(parse("a[2..]").unwrap(), slice(literal(2), None, None));
+        assert_eq!(parse("a[..]").unwrap(), slice(None, None, None));
+        assert_eq!(
+            parse("a[2..8:2]").unwrap(),
+            slice(literal(2), literal(8), literal(2))
+        );
+        assert_eq!(parse("a[..:3]").unwrap(), slice(None, None, literal(3)));
+        assert!(matches!(
+            parse("a[x ? 1 : 2..5]").unwrap(),
+            Expr::Slice { first: Some(f), .. } if matches!(*f, Expr::Conditional { .. })
+        ));
+        assert!(matches!(
+            parse("a[0..1][1..2]").unwrap(),
+            Expr::Slice { base, .. } if matches!(*base, Expr::Slice { .. })
+        ));
+        // `@` binds tighter than shifts and looser than sums, as in gdb.
+        assert_eq!(
+            parse("*p@n+1").unwrap(),
+            Expr::Binary {
+                first: Box::new(Expr::Unary {
+                    op: UnaryOp::Deref,
+                    operand: name("p"),
+                }),
+                rest: vec![(
+                    BinaryOp::Repeat,
+                    Expr::Binary {
+                        first: name("n"),
+                        rest: vec![(BinaryOp::Add, *literal(1).unwrap())],
+                    }
+                )],
+            }
+        );
+        for (text, message) in [
+            (
+                "a[1..2",
+                "syntax error at column 7: expected ']', found end of expression",
+            ),
+            ("a[1..2:]", "syntax error at column 8: unexpected ']'"),
+            (
+                "a[1:2]",
+                "syntax error at column 4: expected ']', found ':'",
+            ),
+            (
+                "a@",
+                "syntax error at column 3: unexpected end of expression",
+            ),
+        ] {
+            match parse(text) {
+                Err(Error::Expression(m)) => assert_eq!(m, message, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn slices_show_their_indexes() {
+        assert_eq!(
+            show("p[0..2]"),
+            ("{[0] = 10, [1] = 20, [2] = 30}".into(), "int [3]".into())
+        );
+        assert_eq!(value("p[..1]"), "{[0] = 10, [1] = 20}");
+        assert_eq!(value("p[0..2:2]"), "{[0] = 10, [2] = 30}");
+        assert_eq!(value("q[-1..0]"), "{[-1] = 20, [0] = 30}");
+        // Unreadable elements are shown in place.
+        assert_eq!(
+            value("p[6..8]"),
+            "{[6] = 4096, [7] = 0, [8] = <error: cannot access memory at 0x1020>}"
+        );
+        let sliced = eval("p[0..1]").unwrap();
+        assert_eq!(sliced.format_as('x', &|_| None), "{[0] = 0xa, [1] = 0x14}");
+        for (text, message) in [
+            (
+                "p[1..]",
+                "a slice of \"int *\" needs its last index (first..last)",
+            ),
+            (
+                "p[3..1]",
+                "empty slice: its last index, 1, is below its first, 3",
+            ),
+            (
+                "p[0..2:0]",
+                "the stride of a slice must be at least 1, not 0",
+            ),
+            (
+                "p[0..2:-1]",
+                "the stride of a slice must be at least 1, not -1",
+            ),
+            (
+                "x[0..1]",
+                "cannot slice something of type \"int\": only arrays and pointers",
+            ),
+            ("p[0..d]", "array subscript is not an integer"),
+        ] {
+            assert_eq!(error(text), message, "{text}");
+        }
+    }
+
+    #[test]
+    fn at_needs_a_count_and_memory() {
+        for (text, message) in [
+            ("x@0", "invalid count 0 after @: it must be at least 1"),
+            ("x@-3", "invalid count -3 after @: it must be at least 1"),
+            ("x@1.5", "the count after @ must be an integer"),
+            ("x@2", "only values in memory can be extended with @"),
+            ("1@2", "only values in memory can be extended with @"),
+        ] {
+            assert_eq!(error(text), message, "{text}");
+        }
+    }
+
     #[test]
     fn assignments_refuse_what_is_no_lvalue() {
         let ctx = mock();

@@ -1461,8 +1461,16 @@ pub struct Target {
 
 impl Target {
     pub fn start(program: &Path, own_session: bool) -> Target {
+        Target::start_with_args(program, &[], own_session)
+    }
+
+    /// [`Target::start`] with arguments for the program.
+    pub fn start_with_args(program: &Path, args: &[&str], own_session: bool) -> Target {
         let mut command = Command::new(program);
-        command.stdin(Stdio::null()).stdout(Stdio::piped());
+        command
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
         if own_session {
             // SAFETY: setsid is async-signal-safe.
             unsafe {

@@ -33,6 +33,7 @@ pub use demangle::{demangle, without_parameters};
 pub use prototype::{CallType, Prototype, ValueClass};
 pub(crate) use types::TypeKind;
 pub use types::TypeRef;
+pub(crate) use types::{ELEMENT_LIMIT, MAX_ARRAY_LAYERS};
 pub use variables::{Variable, FS_BASE};
 
 /// The reader type of all DWARF parsing: the data is a leaked mapping.
@@ -173,6 +174,12 @@ pub struct ObjectFile {
     symbols: OnceLock<elf::SymbolTable>,
     dwarf: Option<dwarf::DwarfData>,
     function_index: OnceLock<functions::DieNameIndex>,
+    /// File-scope variables found (or not) by name in all the CUs: each
+    /// search reads every CU, which for a libc with debug information
+    /// takes tens of milliseconds, and an expression may name a global
+    /// thousands of times.
+    globals_by_name:
+        std::sync::Mutex<std::collections::HashMap<String, Option<variables::Variable>>>,
 }
 
 /// Map a file for the whole session. Objects are cached by the debugger and
@@ -257,6 +264,7 @@ impl ObjectFile {
             symbols: OnceLock::new(),
             dwarf,
             function_index: OnceLock::new(),
+            globals_by_name: Default::default(),
         })
     }
 

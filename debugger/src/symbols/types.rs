@@ -13,6 +13,11 @@ use crate::value::{char_literal, compress_repeats, Aggregate, Value, REPEAT_THRE
 pub(crate) const ELEMENT_LIMIT: usize = 200;
 /// How deep nested aggregates are expanded.
 const MAX_DEPTH: usize = 4;
+/// Most typedefs, qualifiers and array levels followed from one type to
+/// the type it is made of: malformed DWARF can make them a loop.
+const MAX_TYPE_CHAIN: usize = 32;
+/// Deepest anonymous structures and unions `ptype` writes out in place.
+const MAX_BODY_NESTING: usize = 16;
 
 type Die<'a> = gimli::DebuggingInformationEntry<'a, 'a, R>;
 
@@ -73,7 +78,7 @@ impl<'a> Types<'a> {
 
     /// Follow typedefs and cv-qualifiers to the underlying type.
     pub(crate) fn strip(&self, mut offset: UnitOffset) -> Option<UnitOffset> {
-        for _ in 0..32 {
+        for _ in 0..MAX_TYPE_CHAIN {
             let entry = self.entry(offset)?;
             match entry.tag() {
                 gimli::DW_TAG_typedef
@@ -87,23 +92,33 @@ impl<'a> Types<'a> {
         None
     }
 
-    pub(crate) fn size(&self, offset: UnitOffset) -> Option<u64> {
-        let entry = self.entry(offset)?;
-        if let Some(size) = udata(&entry, gimli::DW_AT_byte_size) {
-            return Some(size);
-        }
-        match entry.tag() {
-            gimli::DW_TAG_pointer_type
-            | gimli::DW_TAG_reference_type
-            | gimli::DW_TAG_rvalue_reference_type => Some(8),
-            // GNU C: sizeof a function is 1.
-            gimli::DW_TAG_subprogram | gimli::DW_TAG_subroutine_type => Some(1),
-            gimli::DW_TAG_array_type => {
-                let element = self.size(type_ref(&entry)?)?;
-                Some(self.dimensions(offset).iter().product::<u64>() * element)
+    /// The type's size in bytes; `None` when unknown or too large for a
+    /// `u64`. Arrays multiply their dimensions; typedefs and qualifiers
+    /// are followed, a bounded number of times (DWARF can loop).
+    pub(crate) fn size(&self, mut offset: UnitOffset) -> Option<u64> {
+        let mut elements = 1u64;
+        for _ in 0..MAX_TYPE_CHAIN {
+            let entry = self.entry(offset)?;
+            if let Some(size) = udata(&entry, gimli::DW_AT_byte_size) {
+                return size.checked_mul(elements);
             }
-            _ => self.size(type_ref(&entry)?),
+            match entry.tag() {
+                gimli::DW_TAG_pointer_type
+                | gimli::DW_TAG_reference_type
+                | gimli::DW_TAG_rvalue_reference_type => return elements.checked_mul(8),
+                // GNU C: sizeof a function is 1.
+                gimli::DW_TAG_subprogram | gimli::DW_TAG_subroutine_type => return Some(elements),
+                gimli::DW_TAG_array_type => {
+                    elements = self
+                        .dimensions(offset)
+                        .into_iter()
+                        .try_fold(elements, u64::checked_mul)?;
+                    offset = type_ref(&entry)?;
+                }
+                _ => offset = type_ref(&entry)?,
+            }
         }
+        None
     }
 
     fn dimensions(&self, array: UnitOffset) -> Vec<u64> {
@@ -142,7 +157,7 @@ impl<'a> Types<'a> {
 
     /// (prefix, declarator suffix) so that pointers to arrays/functions
     /// read `int (*)[3]` as in C.
-    fn name_parts(&self, offset: Option<UnitOffset>, depth: usize) -> (String, String) {
+    pub(crate) fn name_parts(&self, offset: Option<UnitOffset>, depth: usize) -> (String, String) {
         self.declarator_parts(offset, depth, false)
     }
 
@@ -258,6 +273,13 @@ impl<'a> Types<'a> {
     /// struct, union or enum it is made from written out with its members
     /// (`struct point {\n    int x;\n    int y;\n} *`).
     pub(crate) fn expanded(&self, offset: Option<UnitOffset>) -> String {
+        let (base, suffix) = self.expanded_parts(offset);
+        join_declarator(&base, &suffix)
+    }
+
+    /// [`Types::expanded`] as (prefix, declarator suffix), like
+    /// [`Types::name_parts`].
+    pub(crate) fn expanded_parts(&self, offset: Option<UnitOffset>) -> (String, String) {
         let (base, suffix) = self.declarator_parts(offset, 0, true);
         let base = match self.leaf_aggregate(offset) {
             Some(leaf) => {
@@ -267,13 +289,13 @@ impl<'a> Types<'a> {
             }
             None => base,
         };
-        join_declarator(&base, &suffix)
+        (base, suffix)
     }
 
     /// The struct, union or enum under pointers, arrays, qualifiers and
     /// typedefs, if that is what the type is made from.
     fn leaf_aggregate(&self, mut offset: Option<UnitOffset>) -> Option<UnitOffset> {
-        for _ in 0..32 {
+        for _ in 0..MAX_TYPE_CHAIN {
             let entry = self.entry(offset?)?;
             match entry.tag() {
                 gimli::DW_TAG_structure_type
@@ -296,6 +318,9 @@ impl<'a> Types<'a> {
             return "<unknown type>".into();
         };
         let head = self.name(Some(offset));
+        if indent / 4 > MAX_BODY_NESTING {
+            return head;
+        }
         if entry.tag() == gimli::DW_TAG_enumeration_type {
             return format!("{head} {{{}}}", enumerator_list(&self.enumerators(offset)));
         }
@@ -665,18 +690,13 @@ impl<'a> Types<'a> {
             let member_type = type_ref(e);
             let start = member_offset(e).unwrap_or(0) as usize;
             let size = member_type.and_then(|t| self.size(t)).unwrap_or(0) as usize;
-            let value = match bytes.get(start..start + size) {
-                Some(slice) => match udata(e, gimli::DW_AT_bit_size) {
-                    Some(bits) if bitfield_known(e, bits, known) => {
-                        self.decode_bitfield(e, member_type, bytes, bits)
-                    }
-                    Some(_) => Value::OptimizedOut,
-                    None => {
-                        let known = known.and_then(|k| k.get(start..start + size));
-                        self.decode_known(member_type, slice, known, depth + 1)
-                    }
-                },
-                None => Value::Unavailable("out of bounds".into()),
+            let value = match (self.bitfield_position(e), bytes.get(start..start + size)) {
+                (Some(bitfield), _) => self.decode_bitfield(member_type, bytes, known, bitfield),
+                (None, Some(slice)) => {
+                    let known = known.and_then(|k| k.get(start..start + size));
+                    self.decode_known(member_type, slice, known, depth + 1)
+                }
+                (None, None) => Value::Unavailable("out of bounds".into()),
             };
             let name = if e.tag() == gimli::DW_TAG_inheritance {
                 format!("<{}>", self.name(member_type))
@@ -699,27 +719,47 @@ impl<'a> Types<'a> {
         (text, Some(Box::new(Aggregate::Struct(members))))
     }
 
-    fn decode_bitfield(
+    /// Where a bitfield member's bits are in its structure; `None` for
+    /// other members. DWARF 4 and later say it with DW_AT_data_bit_offset,
+    /// counted from the structure's first bit; DWARF 2 and 3 (and gcc's
+    /// `-gdwarf-4`) with DW_AT_bit_offset, counted from the most
+    /// significant bit of a storage unit of DW_AT_byte_size bytes at
+    /// DW_AT_data_member_location, which on a little-endian machine is
+    /// the unit's last bit.
+    pub(crate) fn bitfield_position(&self, member: &Die) -> Option<Bitfield> {
+        let bits = udata(member, gimli::DW_AT_bit_size)?;
+        let unit_start = member_offset(member).unwrap_or(0).checked_mul(8)?;
+        let first = if let Some(offset) = udata(member, gimli::DW_AT_data_bit_offset) {
+            unit_start.checked_add(offset)?
+        } else if let Some(from_top) = signed_constant(member, gimli::DW_AT_bit_offset) {
+            let unit_bytes =
+                udata(member, gimli::DW_AT_byte_size).or_else(|| self.size(type_ref(member)?))?;
+            let unit_end = i128::from(unit_start) + 8 * i128::from(unit_bytes);
+            u64::try_from(unit_end - i128::from(from_top) - i128::from(bits)).ok()?
+        } else {
+            unit_start
+        };
+        Some(Bitfield { first, bits })
+    }
+
+    /// A bitfield member's value out of its structure's bytes: its bits,
+    /// sign-extended when its type is signed, decoded as its type (an
+    /// integer, a `char`, an enum, a `_Bool`).
+    pub(crate) fn decode_bitfield(
         &self,
-        member: &Die,
         member_type: Option<UnitOffset>,
-        bytes: &[u8],
-        bits: u64,
+        struct_bytes: &[u8],
+        known: Option<&[u8]>,
+        bitfield: Bitfield,
     ) -> Value {
-        let bit_offset = udata(member, gimli::DW_AT_data_bit_offset)
-            .unwrap_or_else(|| member_offset(member).unwrap_or(0) * 8);
-        let whole = le_unsigned(bytes);
-        let raw = (whole >> bit_offset.min(127)) & ((1u128 << bits.min(127)) - 1);
-        let signed = member_type
-            .and_then(|t| self.strip(t))
-            .and_then(|t| self.entry(t))
-            .is_some_and(|t| {
-                matches!(
-                    t.attr_value(gimli::DW_AT_encoding),
-                    Ok(Some(AttributeValue::Encoding(gimli::DW_ATE_signed)))
-                )
-            });
-        let value = if signed && bits > 0 && raw >> (bits - 1) & 1 == 1 {
+        if !bitfield.is_known(known) {
+            return Value::OptimizedOut;
+        }
+        let Some(raw) = bitfield.extract(struct_bytes) else {
+            return Value::Unavailable("bitfield out of bounds".into());
+        };
+        let bits = bitfield.bits as u32;
+        let value = if self.is_signed(member_type) && bits > 0 && raw >> (bits - 1) & 1 == 1 {
             raw as i128 - (1i128 << bits)
         } else {
             raw as i128
@@ -728,6 +768,32 @@ impl<'a> Types<'a> {
         let mut buf = value.to_le_bytes().to_vec();
         buf.truncate(size);
         self.decode(member_type, &buf, MAX_DEPTH)
+    }
+
+    /// Whether values of the type are signed: signed integers and
+    /// characters, and enums whose underlying type is.
+    fn is_signed(&self, ty: Option<UnitOffset>) -> bool {
+        let Some(entry) = ty.and_then(|t| self.strip(t)).and_then(|t| self.entry(t)) else {
+            return false;
+        };
+        let entry = if entry.tag() == gimli::DW_TAG_enumeration_type {
+            // An enum is as signed as its underlying type.
+            let underlying = type_ref(&entry)
+                .and_then(|t| self.strip(t))
+                .and_then(|t| self.entry(t));
+            match underlying {
+                Some(underlying) => underlying,
+                None => return false,
+            }
+        } else {
+            entry
+        };
+        matches!(
+            entry.attr_value(gimli::DW_AT_encoding),
+            Ok(Some(AttributeValue::Encoding(
+                gimli::DW_ATE_signed | gimli::DW_ATE_signed_char
+            )))
+        )
     }
 
     /// The array's text as `print` shows it, and its elements.
@@ -745,18 +811,7 @@ impl<'a> Types<'a> {
         if element_size == 0 || dims.is_empty() {
             return ("{}".into(), None);
         }
-        let (text, parts) =
-            self.render_dims(element_type, element_size, &dims, bytes, known, depth);
-        let all_known = known.is_none();
-        if all_known
-            && dims.len() == 1
-            && self.is_char_type(element_type)
-            && self.is_c_like_strings()
-        {
-            let n = (dims[0] as usize).min(bytes.len());
-            return (format_char_array(&bytes[..n]), parts);
-        }
-        (text, parts)
+        self.render_dims(element_type, element_size, &dims, bytes, known, depth)
     }
 
     fn render_dims(
@@ -768,11 +823,16 @@ impl<'a> Types<'a> {
         known: Option<&[u8]>,
         depth: usize,
     ) -> (String, Option<Box<Aggregate>>) {
-        let count = dims[0] as usize;
-        let stride = element_size * dims[1..].iter().product::<u64>() as usize;
+        let count = usize::try_from(dims[0]).unwrap_or(usize::MAX);
+        let inner_elements = dims[1..]
+            .iter()
+            .try_fold(1u64, |n, d| n.checked_mul(*d))
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::MAX);
+        let stride = element_size.saturating_mul(inner_elements);
         let elements: Vec<Value> = (0..count.min(ELEMENT_LIMIT))
             .map(|i| {
-                let range = i * stride..(i + 1) * stride;
+                let range = i.saturating_mul(stride)..(i + 1).saturating_mul(stride);
                 let slice = bytes.get(range.clone()).unwrap_or(&[]);
                 let known = known.and_then(|k| k.get(range));
                 if dims.len() > 1 {
@@ -795,14 +855,18 @@ impl<'a> Types<'a> {
                 }
             })
             .collect();
-        let items: Vec<String> = elements.iter().map(Value::to_string).collect();
-        let mut text = compress_repeats(&items);
         let more = count > ELEMENT_LIMIT;
-        if more {
-            text.push_str("...");
-        }
-        let parts = Aggregate::Array { elements, more };
-        (format!("{{{text}}}"), Some(Box::new(parts)))
+        // The innermost dimension of `char`s reads as a string.
+        let strings =
+            dims.len() == 1 && self.is_char_type(element_type) && self.is_c_like_strings();
+        let text = if strings && known.is_none() {
+            format_char_array(&bytes[..count.min(bytes.len())])
+        } else {
+            let items: Vec<String> = elements.iter().map(Value::to_string).collect();
+            let more_text = if more { "..." } else { "" };
+            format!("{{{}{more_text}}}", compress_repeats(&items))
+        };
+        (text, Some(Box::new(Aggregate::Array { elements, more })))
     }
 
     fn is_char_type(&self, offset: Option<UnitOffset>) -> bool {
@@ -823,18 +887,79 @@ impl<'a> Types<'a> {
     }
 }
 
-/// Whether every bit of a bitfield member is known (`known` has a mask
-/// per byte of the structure).
-fn bitfield_known(member: &Die, bits: u64, known: Option<&[u8]>) -> bool {
-    let Some(known) = known else { return true };
-    let first = udata(member, gimli::DW_AT_data_bit_offset)
-        .unwrap_or_else(|| member_offset(member).unwrap_or(0) * 8);
-    (first..first.saturating_add(bits).min(first + 128)).all(|bit| {
-        usize::try_from(bit / 8)
-            .ok()
-            .and_then(|i| known.get(i))
-            .is_some_and(|mask| mask >> (bit % 8) & 1 == 1)
-    })
+/// Where a bitfield's bits are: `bits` bits from bit `first` of its
+/// structure, bit 0 being the least significant bit of byte 0 (x86-64 is
+/// little-endian).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bitfield {
+    pub(crate) first: u64,
+    pub(crate) bits: u64,
+}
+
+/// Widest bitfield read: its bytes must fit in a `u128` with the bits
+/// before it in the first byte.
+const MAX_BITFIELD_BITS: u64 = 120;
+
+impl Bitfield {
+    /// The bytes of the structure that hold the bitfield.
+    pub(crate) fn byte_range(&self) -> Option<std::ops::Range<usize>> {
+        if self.bits == 0 || self.bits > MAX_BITFIELD_BITS {
+            return None;
+        }
+        let start = usize::try_from(self.first / 8).ok()?;
+        let end = usize::try_from(self.first.checked_add(self.bits)?.div_ceil(8)).ok()?;
+        Some(start..end)
+    }
+
+    /// The bitfield's bits, unsigned, out of the structure's bytes.
+    pub(crate) fn extract(&self, struct_bytes: &[u8]) -> Option<u128> {
+        let window = struct_bytes.get(self.byte_range()?)?;
+        Some((le_unsigned(window) >> (self.first % 8)) & self.mask())
+    }
+
+    /// The structure's bytes of [`Bitfield::byte_range`] with the
+    /// bitfield's bits replaced by the low bits of `value`.
+    pub(crate) fn insert(&self, struct_bytes: &[u8], value: u128) -> Option<Vec<u8>> {
+        let window = struct_bytes.get(self.byte_range()?)?;
+        let shift = self.first % 8;
+        let mask = self.mask() << shift;
+        let merged = (le_unsigned(window) & !mask) | ((value << shift) & mask);
+        Some(merged.to_le_bytes()[..window.len()].to_vec())
+    }
+
+    fn mask(&self) -> u128 {
+        (1u128 << self.bits.min(MAX_BITFIELD_BITS)) - 1
+    }
+
+    /// Whether every bit is known (`known` has a mask per byte of the
+    /// structure).
+    fn is_known(&self, known: Option<&[u8]>) -> bool {
+        let Some(known) = known else { return true };
+        let end = self.first.saturating_add(self.bits.min(MAX_BITFIELD_BITS));
+        (self.first..end).all(|bit| {
+            usize::try_from(bit / 8)
+                .ok()
+                .and_then(|i| known.get(i))
+                .is_some_and(|mask| mask >> (bit % 8) & 1 == 1)
+        })
+    }
+
+    /// The same bitfield seen from a structure that holds its own at
+    /// `offset` bytes (an anonymous member around it).
+    fn shifted(self, offset: u64) -> Option<Bitfield> {
+        Some(Bitfield {
+            first: self.first.checked_add(offset.checked_mul(8)?)?,
+            bits: self.bits,
+        })
+    }
+}
+
+/// A constant attribute that may be negative (DW_FORM_sdata), as an `i64`.
+fn signed_constant(entry: &Die, name: gimli::DwAt) -> Option<i64> {
+    match entry.attr_value(name).ok()?? {
+        AttributeValue::Sdata(value) => Some(value),
+        other => other.udata_value().and_then(|v| i64::try_from(v).ok()),
+    }
 }
 
 /// gdb's spelling of gcc's C base type names: `short` for `short int`,
@@ -860,6 +985,31 @@ fn join_declarator(base: &str, suffix: &str) -> String {
     } else {
         format!("{base}{suffix}")
     }
+}
+
+/// Stands for the declared name while layers wrap a declarator around it.
+const NAME_HOLE: char = '\u{1}';
+
+/// The name of a type derived by `layers` (innermost first) from the type
+/// whose declarator parts are `base` and `suffix`, in C's inside-out
+/// syntax: an array of 3 `int *` is `int *[3]`, a pointer to an `int [3]`
+/// is `int (*)[3]`.
+fn derived_declaration(base: &str, suffix: &str, layers: &[Layer]) -> String {
+    let hole = NAME_HOLE.to_string();
+    let mut text = declare(base, suffix, &hole);
+    for layer in layers {
+        let Some(at) = text.find(NAME_HOLE) else {
+            break;
+        };
+        let after = text[at..].chars().nth(1);
+        let wrapped = match layer {
+            Layer::Pointer if matches!(after, Some('[' | '(')) => format!("(*{hole})"),
+            Layer::Pointer => format!("*{hole}"),
+            Layer::Array(count) => format!("{hole}[{count}]"),
+        };
+        text.replace_range(at..at + NAME_HOLE.len_utf8(), &wrapped);
+    }
+    text.replace(NAME_HOLE, "").trim_end().to_string()
 }
 
 /// A declaration of `name` with a type's declarator parts: `int x`,
@@ -932,16 +1082,33 @@ fn flag_names(enumerators: &[(String, i64)], value: i64) -> Option<String> {
 
 /// A DWARF type that outlives the lookup that found it, so that values can
 /// carry their type through an expression (`*pp`, `p.x`, `&a[1]`, casts).
-/// `pointers` adds that many levels of `*` to the DIE's type, for pointers
-/// no DIE describes (`&x`, `(struct point *)p`).
+/// `layers` derive types no DIE describes from the DIE's type: pointers
+/// (`&x`, `(struct point *)p`) and arrays (gdb's `*p@3`, the `int [3]`
+/// rows of an `int [2][3]`).
 #[derive(Clone)]
 pub struct TypeRef {
     dwarf: Arc<gimli::Dwarf<R>>,
     cu: Arc<UnitHandle>,
     /// `None` is `void`.
     offset: Option<UnitOffset>,
-    pointers: u8,
+    /// Applied to the DIE's type in order: the last is the outermost.
+    layers: Vec<Layer>,
 }
+
+/// One derivation of a [`TypeRef`] from the type below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layer {
+    Pointer,
+    /// An array of this many elements.
+    Array(u64),
+}
+
+/// Most array layers one type may have (`x@2@2@2...`): decoding and
+/// printing recurse on them.
+pub(crate) const MAX_ARRAY_LAYERS: usize = 32;
+
+/// Most pointer layers, as many as a cast can write.
+const MAX_POINTER_LAYERS: usize = 255;
 
 impl std::fmt::Debug for TypeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -953,7 +1120,7 @@ impl PartialEq for TypeRef {
     fn eq(&self, other: &TypeRef) -> bool {
         self.cu.offset == other.cu.offset
             && self.offset == other.offset
-            && self.pointers == other.pointers
+            && self.layers == other.layers
     }
 }
 
@@ -1017,16 +1184,11 @@ pub(crate) enum TypeKind {
 
 /// A member found by name: where it is and what it is.
 pub(crate) struct MemberRef {
+    /// From the start of the structure it was looked up in.
     pub(crate) offset: u64,
     pub(crate) ty: TypeRef,
-    die: UnitOffset,
-    bitfield: bool,
-}
-
-impl MemberRef {
-    pub(crate) fn is_bitfield(&self) -> bool {
-        self.bitfield
-    }
+    /// Where its bits are, for a bitfield (from the same start).
+    pub(crate) bitfield: Option<Bitfield>,
 }
 
 /// Memory reads for decoding outside a frame view (pointees in expressions).
@@ -1057,7 +1219,7 @@ impl TypeRef {
             dwarf,
             cu: Arc::new(UnitHandle::cached(cu)),
             offset,
-            pointers: 0,
+            layers: Vec::new(),
         }
     }
 
@@ -1076,58 +1238,70 @@ impl TypeRef {
     fn at(&self, offset: Option<UnitOffset>) -> TypeRef {
         TypeRef {
             offset,
-            pointers: 0,
+            layers: Vec::new(),
             ..self.clone()
         }
     }
 
-    /// The type `T *` for this `T`.
+    fn with_layer(&self, layer: Layer) -> TypeRef {
+        let mut derived = self.clone();
+        derived.layers.push(layer);
+        derived
+    }
+
+    /// The type this one is derived from by its outermost layer.
+    fn without_outer_layer(&self) -> TypeRef {
+        let mut inner = self.clone();
+        inner.layers.pop();
+        inner
+    }
+
+    fn outer_layer(&self) -> Option<Layer> {
+        self.layers.last().copied()
+    }
+
+    fn count_layers(&self, kind: fn(&Layer) -> bool) -> usize {
+        self.layers.iter().filter(|l| kind(l)).count()
+    }
+
+    /// The type `T *` for this `T` (pointers beyond what a cast can write
+    /// stay as they are).
     pub fn pointer_to(&self) -> TypeRef {
-        TypeRef {
-            pointers: self.pointers.saturating_add(1),
-            ..self.clone()
+        if self.count_layers(|l| *l == Layer::Pointer) >= MAX_POINTER_LAYERS {
+            return self.clone();
         }
+        self.with_layer(Layer::Pointer)
+    }
+
+    /// The type `T [count]` for this `T`; `None` when arrays would nest
+    /// deeper than [`MAX_ARRAY_LAYERS`].
+    pub(crate) fn array_of(&self, count: u64) -> Option<TypeRef> {
+        let arrays = self.count_layers(|l| matches!(l, Layer::Array(_)));
+        (arrays < MAX_ARRAY_LAYERS).then(|| self.with_layer(Layer::Array(count)))
     }
 
     /// The gdb-style name, as `whatis` prints it.
     pub fn name(&self) -> String {
-        let base = self.with(|t| t.name(self.offset));
-        if self.pointers == 0 {
-            return base;
+        if self.layers.is_empty() {
+            return self.with(|t| t.name(self.offset));
         }
-        let stars = "*".repeat(usize::from(self.pointers));
-        let (prefix, suffix) = self.with(|t| t.name_parts(self.offset, 0));
-        if suffix.starts_with('[') || suffix.starts_with('(') {
-            format!("{prefix} ({stars}){suffix}")
-        } else if base.ends_with('*') {
-            format!("{base}{stars}")
-        } else {
-            format!("{base} {stars}")
-        }
+        let (base, suffix) = self.with(|t| t.name_parts(self.offset, 0));
+        derived_declaration(&base, &suffix, &self.layers)
     }
 
     /// The type as gdb's `ptype` prints it (after `type = `).
     pub fn expanded(&self) -> String {
-        let text = self.with(|t| t.expanded(self.offset));
-        if self.pointers == 0 {
-            return text;
+        if self.layers.is_empty() {
+            return self.with(|t| t.expanded(self.offset));
         }
-        let stars = "*".repeat(usize::from(self.pointers));
-        let (_, suffix) = self.with(|t| t.declarator_parts(self.offset, 0, true));
-        if suffix.starts_with('[') || suffix.starts_with('(') {
-            // `int (*)[3]`: rare enough to show by name.
-            self.name()
-        } else if text.ends_with('*') {
-            format!("{text}{stars}")
-        } else {
-            format!("{text} {stars}")
-        }
+        let (base, suffix) = self.with(|t| t.expanded_parts(self.offset));
+        derived_declaration(&base, &suffix, &self.layers)
     }
 
     /// What `whatis` prints for a type named by itself: a typedef is
     /// resolved one level (`whatis point_t` is `struct point`).
     pub fn one_level(&self) -> String {
-        if self.pointers > 0 {
+        if !self.layers.is_empty() {
             return self.name();
         }
         let inner = self.with(|t| {
@@ -1138,10 +1312,14 @@ impl TypeRef {
     }
 
     pub(crate) fn size(&self) -> Option<u64> {
-        if self.pointers > 0 {
-            return Some(8);
+        let mut elements = 1u64;
+        for layer in self.layers.iter().rev() {
+            match layer {
+                Layer::Pointer => return elements.checked_mul(8),
+                Layer::Array(count) => elements = elements.checked_mul(*count)?,
+            }
         }
-        self.with(|t| t.size(self.offset?))
+        self.with(|t| t.size(self.offset?))?.checked_mul(elements)
     }
 
     fn stripped_tag(&self) -> Option<(UnitOffset, gimli::DwTag)> {
@@ -1151,8 +1329,10 @@ impl TypeRef {
     }
 
     pub(crate) fn kind(&self) -> TypeKind {
-        if self.pointers > 0 {
-            return TypeKind::Pointer;
+        match self.outer_layer() {
+            Some(Layer::Pointer) => return TypeKind::Pointer,
+            Some(Layer::Array(_)) => return TypeKind::Array,
+            None => {}
         }
         match self.stripped_tag() {
             None => TypeKind::Void,
@@ -1173,11 +1353,10 @@ impl TypeRef {
 
     /// What a pointer type points to (`None` when this is no pointer).
     pub(crate) fn pointee(&self) -> Option<TypeRef> {
-        if self.pointers > 0 {
-            return Some(TypeRef {
-                pointers: self.pointers - 1,
-                ..self.clone()
-            });
+        match self.outer_layer() {
+            Some(Layer::Pointer) => return Some(self.without_outer_layer()),
+            Some(Layer::Array(_)) => return None,
+            None => {}
         }
         let (offset, tag) = self.stripped_tag()?;
         if !matches!(
@@ -1194,7 +1373,7 @@ impl TypeRef {
 
     /// Whether this is a C++ reference (`T &`, `T &&`).
     pub(crate) fn is_reference(&self) -> bool {
-        self.pointers == 0
+        self.layers.is_empty()
             && matches!(
                 self.stripped_tag(),
                 Some((
@@ -1204,10 +1383,13 @@ impl TypeRef {
             )
     }
 
-    /// The element type and count of an array (outermost dimension).
+    /// The element type and count of an array (outermost dimension): the
+    /// element of an `int [2][3]` is an `int [3]`.
     pub(crate) fn element(&self) -> Option<(TypeRef, u64)> {
-        if self.pointers > 0 {
-            return None;
+        match self.outer_layer() {
+            Some(Layer::Array(count)) => return Some((self.without_outer_layer(), count)),
+            Some(Layer::Pointer) => return None,
+            None => {}
         }
         let (offset, tag) = self.stripped_tag()?;
         if tag != gimli::DW_TAG_array_type {
@@ -1215,14 +1397,14 @@ impl TypeRef {
         }
         let entry = self.cu.unit().entry(offset).ok()?;
         let dims = self.with(|t| t.dimensions(offset));
-        let count = *dims.first()?;
-        let element = type_ref(&entry);
-        // int a[2][3]: the element would be an int [3], which has no DIE
-        // of its own; indexing such arrays is refused rather than guessed.
-        if dims.len() != 1 {
-            return None;
+        let (count, inner_dims) = dims.split_first()?;
+        // The inner dimensions have no DIE of their own: array layers over
+        // the element's DIE, the last dimension innermost.
+        let mut element = self.at(type_ref(&entry));
+        for dim in inner_dims.iter().rev() {
+            element = element.array_of(*dim)?;
         }
-        Some((self.at(element), count))
+        Some((element, *count))
     }
 
     /// A member of a struct or union, looking into anonymous members.
@@ -1259,8 +1441,7 @@ impl TypeRef {
                     return Some(MemberRef {
                         offset: start,
                         ty: self.at(type_ref(e)),
-                        die: e.offset(),
-                        bitfield: udata(e, gimli::DW_AT_bit_size).is_some(),
+                        bitfield: self.with(|t| t.bitfield_position(e)),
                     })
                 }
                 None => anonymous.push((start, type_ref(e))),
@@ -1272,28 +1453,20 @@ impl TypeRef {
             let Some(inner) = stripped else { continue };
             if let Some(mut found) = self.member_in(inner, name, depth + 1) {
                 found.offset += start;
+                found.bitfield = match found.bitfield {
+                    Some(bitfield) => Some(bitfield.shifted(start)?),
+                    None => None,
+                };
                 return Some(found);
             }
         }
         None
     }
 
-    /// A bitfield member's first bit from the start of its struct and its
-    /// width in bits (`None` for other members).
-    pub(crate) fn bitfield_bits(&self, member: &MemberRef) -> Option<(u64, u64)> {
-        let entry = self.cu.unit().entry(member.die).ok()?;
-        let bits = udata(&entry, gimli::DW_AT_bit_size)?;
-        let within = udata(&entry, gimli::DW_AT_data_bit_offset).unwrap_or(0);
-        let container = member_offset(&entry).unwrap_or(0);
-        // `member.offset` includes the offsets of anonymous members around it.
-        let start = (member.offset - container) * 8 + container * 8 + within;
-        Some((start, bits))
-    }
-
     /// Whether two types are the same once typedefs and qualifiers are
     /// seen through (`point_t` and `struct point`).
     pub(crate) fn same_as(&self, other: &TypeRef) -> bool {
-        if self.pointers != other.pointers {
+        if self.layers != other.layers {
             return false;
         }
         let stripped = |t: &TypeRef| t.with(|types| t.offset.and_then(|o| types.strip(o)));
@@ -1306,7 +1479,7 @@ impl TypeRef {
 
     /// The value of an enumerator of this enumeration type.
     pub(crate) fn enumerator(&self, name: &str) -> Option<i64> {
-        if self.pointers > 0 {
+        if !self.layers.is_empty() {
             return None;
         }
         let (offset, tag) = self.stripped_tag()?;
@@ -1319,21 +1492,17 @@ impl TypeRef {
             .map(|(_, v)| v)
     }
 
-    /// Decodes a member out of its struct's bytes (bitfields included).
+    /// A bitfield member's value out of its structure's bytes.
     pub(crate) fn decode_bitfield_member(
         &self,
         member: &MemberRef,
         struct_bytes: &[u8],
         known: Option<&[u8]>,
     ) -> Value {
-        let Ok(entry) = self.cu.unit().entry(member.die) else {
-            return Value::Unavailable("bad member".into());
+        let Some(bitfield) = member.bitfield else {
+            return Value::Unavailable("not a bitfield".into());
         };
-        let bits = udata(&entry, gimli::DW_AT_bit_size).unwrap_or(0);
-        if !bitfield_known(&entry, bits, known) {
-            return Value::OptimizedOut;
-        }
-        self.with(|t| t.decode_bitfield(&entry, member.ty.offset, struct_bytes, bits))
+        self.with(|t| t.decode_bitfield(member.ty.offset, struct_bytes, known, bitfield))
     }
 
     /// Decodes bytes of this type into a value, reading pointees (strings)
@@ -1346,22 +1515,47 @@ impl TypeRef {
         read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
         symbolizer: &dyn Fn(u64) -> Option<String>,
     ) -> Value {
-        if known.is_some_and(|k| k.iter().any(|b| *b != 0xff)) && self.pointers > 0 {
-            return Value::OptimizedOut;
+        let partly_known = known.is_some_and(|k| k.iter().any(|b| *b != 0xff));
+        match self.outer_layer() {
+            None => {
+                let memory = MemoryOnly(read);
+                let types = Types {
+                    dwarf: &self.dwarf,
+                    unit: self.cu.unit(),
+                    language: self.cu.language,
+                    frame: Some(&memory),
+                    symbolizer,
+                };
+                types.decode_known(self.offset, bytes, known, 0)
+            }
+            Some(Layer::Pointer) if partly_known => Value::OptimizedOut,
+            Some(Layer::Pointer) => self.decode_pointer(bytes, read, symbolizer),
+            Some(Layer::Array(count)) => {
+                if known.is_some_and(|k| k.iter().all(|b| *b == 0)) {
+                    return Value::OptimizedOut;
+                }
+                self.decode_array(
+                    count,
+                    bytes,
+                    known.filter(|_| partly_known),
+                    read,
+                    symbolizer,
+                )
+            }
         }
-        if self.pointers == 0 {
-            let memory = MemoryOnly(read);
-            let types = Types {
-                dwarf: &self.dwarf,
-                unit: self.cu.unit(),
-                language: self.cu.language,
-                frame: Some(&memory),
-                symbolizer,
-            };
-            return types.decode_known(self.offset, bytes, known, 0);
-        }
+    }
+
+    /// A pointer layer's value: the string a `char *` points to, the
+    /// function a code pointer points to.
+    fn decode_pointer(
+        &self,
+        bytes: &[u8],
+        read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+        symbolizer: &dyn Fn(u64) -> Option<String>,
+    ) -> Value {
         let address = le_unsigned(bytes) as u64;
-        let detail = if self.pointers == 1 && address != 0 && self.is_char() {
+        let to_die = self.layers.len() == 1;
+        let detail = if to_die && address != 0 && self.is_char() {
             let memory = MemoryOnly(read);
             let none = |_| None;
             let types = Types {
@@ -1372,7 +1566,7 @@ impl TypeRef {
                 symbolizer: &none,
             };
             Some(types.read_c_string(address))
-        } else if self.pointers == 1 && self.kind_at_offset() == TypeKind::Function {
+        } else if to_die && self.kind_at_offset() == TypeKind::Function {
             // `&func`: a code pointer shows the function it points to.
             symbolizer(address).map(|s| format!("<{s}>"))
         } else {
@@ -1385,7 +1579,53 @@ impl TypeRef {
         }
     }
 
-    /// The kind of the DIE's own type, ignoring `pointers`.
+    /// An array layer's value, as gdb prints arrays: `{1, 2, 3}`, runs
+    /// folded, at most [`ELEMENT_LIMIT`] elements, `char`s as a string.
+    fn decode_array(
+        &self,
+        count: u64,
+        bytes: &[u8],
+        known: Option<&[u8]>,
+        read: &dyn Fn(u64, &mut [u8]) -> Result<()>,
+        symbolizer: &dyn Fn(u64) -> Option<String>,
+    ) -> Value {
+        let element = self.without_outer_layer();
+        let size = element.size().unwrap_or(0) as usize;
+        let shown = usize::try_from(count)
+            .unwrap_or(usize::MAX)
+            .min(ELEMENT_LIMIT);
+        let elements: Vec<Value> = (0..shown)
+            .map(|i| {
+                let range = i * size..(i + 1) * size;
+                match bytes.get(range.clone()) {
+                    Some(slice) => {
+                        let known = known.and_then(|k| k.get(range));
+                        element.decode_known(slice, known, read, symbolizer)
+                    }
+                    None => Value::Unavailable("out of bounds".into()),
+                }
+            })
+            .collect();
+        let more = count > shown as u64;
+        let strings = self.cu.language != Some(gimli::DW_LANG_Rust);
+        let text = if known.is_none() && strings && element.layers.is_empty() && element.is_char() {
+            let end = usize::try_from(count)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            format_char_array(&bytes[..end])
+        } else {
+            let items: Vec<String> = elements.iter().map(Value::to_string).collect();
+            let more_text = if more { "..." } else { "" };
+            format!("{{{}{more_text}}}", compress_repeats(&items))
+        };
+        Value::Composite {
+            type_name: self.name(),
+            text,
+            parts: Some(Box::new(Aggregate::Array { elements, more })),
+        }
+    }
+
+    /// The kind of the DIE's own type, ignoring `layers`.
     fn kind_at_offset(&self) -> TypeKind {
         self.at(self.offset).kind()
     }
@@ -1396,7 +1636,7 @@ impl TypeRef {
 
     /// Whether the type is a floating-point base type.
     pub(crate) fn is_float(&self) -> bool {
-        self.pointers == 0
+        self.layers.is_empty()
             && self.with(|t| {
                 let Some(entry) = self
                     .offset
@@ -1436,7 +1676,7 @@ impl TypeRef {
                     dwarf: self.dwarf.clone(),
                     cu,
                     offset: Some(offset),
-                    pointers: 0,
+                    layers: Vec::new(),
                 });
             }
         }

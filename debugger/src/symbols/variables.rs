@@ -204,7 +204,6 @@ impl ObjectFile {
     /// of that CU, then globals anywhere.
     pub fn lookup_variable(&self, addr: Option<u64>, name: &str) -> Option<Variable> {
         let data = self.dwarf.as_ref()?;
-        let mut home_cu = None;
         if let Some(addr) = addr {
             if let Some(v) = self
                 .locals_at(addr)
@@ -214,17 +213,28 @@ impl ObjectFile {
             {
                 return Some(v);
             }
-            home_cu = data.cu_for_address(addr);
+            let home_cu = data.cu_for_address(addr);
             if let Some(v) = home_cu.as_ref().and_then(|cu| self.global_in_cu(cu, name)) {
                 return Some(v);
             }
         }
-        let home = home_cu.as_ref().map(|cu| cu.offset);
+        // The home CU has no such name: searching every CU finds what
+        // searching the others would.
+        let mut known = self
+            .globals_by_name
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        known
+            .entry(name.to_string())
+            .or_insert_with(|| self.global_in_any_cu(name))
+            .clone()
+    }
+
+    /// A file-scope variable of any CU: a definition, else a declaration.
+    fn global_in_any_cu(&self, name: &str) -> Option<Variable> {
+        let data = self.dwarf.as_ref()?;
         let mut declaration = None;
         for offset in data.all_cu_offsets() {
-            if Some(offset) == home {
-                continue;
-            }
             let Some(cu) = data.cu_at(offset) else {
                 continue;
             };
