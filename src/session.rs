@@ -80,8 +80,14 @@ struct WhenBody {
     commands: Vec<Command>,
 }
 
+/// How deep `source` may nest (a script that sources itself would
+/// otherwise recurse until rdbx's stack overflows).
+const MAX_SCRIPT_DEPTH: u32 = 32;
+
 pub struct Session {
     dbg: Debugger,
+    /// Scripts being run now, one inside the other (`source`, `-x`).
+    script_depth: u32,
     sources: Sources,
     when_bodies: Vec<WhenBody>,
     quit: bool,
@@ -119,6 +125,7 @@ impl Session {
         dbg.set_notice_sink(Box::new(print_notice));
         Ok(Session {
             dbg,
+            script_depth: 0,
             sources: Sources::default(),
             when_bodies: Vec::new(),
             quit: false,
@@ -286,6 +293,20 @@ impl Session {
 
     /// Runs the commands of a file; it failed if one of them did.
     pub fn run_script(&mut self, path: &Path) {
+        if self.script_depth >= MAX_SCRIPT_DEPTH {
+            eprintln!(
+                "rdbx: {}: scripts nested too deeply (the limit is {MAX_SCRIPT_DEPTH}); not run",
+                path.display()
+            );
+            self.last_failed = true;
+            return;
+        }
+        self.script_depth += 1;
+        self.run_script_lines(path);
+        self.script_depth -= 1;
+    }
+
+    fn run_script_lines(&mut self, path: &Path) {
         let mut failed = false;
         match std::fs::read_to_string(path) {
             Ok(text) => {

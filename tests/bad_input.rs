@@ -263,3 +263,23 @@ fn crafted_header_is_really_aarch64() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("AArch64"), "{text}");
 }
+
+/// A script that sources itself is refused past a depth, not run until
+/// rdbx's stack overflows.
+#[test]
+fn a_script_that_sources_itself_stops_at_a_depth() {
+    let dir = scratch_dir("self-source");
+    let script = dir.join("again.rdbx");
+    write_file(&script, &format!("source {}\n", script.display()));
+    let o = each_is_one_error(
+        &prog("recurse-O0"),
+        &[],
+        &[&format!("source {}", script.display())],
+    );
+    assert!(
+        o.stderr
+            .contains("scripts nested too deeply (the limit is 32)"),
+        "{}",
+        o.transcript()
+    );
+}

@@ -461,7 +461,7 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "source FILE",
         "run commands from a file",
-        "Read FILE and run each of its lines as a command.",
+        "Read FILE and run each of its lines as a command. Scripts may source others, 32 deep at most.",
         "source ~/.rdbxrc",
     ),
     entry(
