@@ -10,6 +10,8 @@
 //! - Every finished run checks that no process it started remains.
 #![allow(dead_code)]
 
+pub mod real;
+
 use std::collections::hash_map::DefaultHasher;
 use std::fs;
 use std::hash::{Hash, Hasher};
