@@ -70,9 +70,11 @@ fn key(extra: &str) -> String {
     format!("{:016x}", hasher.finish())
 }
 
-/// Runs `build` into a fresh directory and publishes it as `name`, unless
-/// a complete build is there already; returns the directory.
-fn cached(name: &str, build: impl FnOnce(&Path)) -> PathBuf {
+/// Runs `build` into a fresh directory and publishes it as `PREFIX-KEY`,
+/// unless a complete build is there already; returns the directory. Builds
+/// of `prefix` from other sources are removed.
+fn cached(prefix: &str, key: &str, build: impl FnOnce(&Path)) -> PathBuf {
+    let name = format!("{prefix}-{key}");
     let root = cache_root();
     let lock = fs::OpenOptions::new()
         .create(true)
@@ -81,18 +83,36 @@ fn cached(name: &str, build: impl FnOnce(&Path)) -> PathBuf {
         .open(root.join(".lock"))
         .expect("open the lock file");
     let _guard = FileLock::new(&lock);
-    let done = root.join(name);
+    let done = root.join(&name);
     if done.join(".complete").exists() {
         return done;
     }
+    remove_older_builds(&root, prefix);
     let scratch = root.join(format!("{name}.tmp.{}", std::process::id()));
     let _ = fs::remove_dir_all(&scratch);
     fs::create_dir_all(&scratch).expect("create a build directory");
     build(&scratch);
-    fs::write(scratch.join(".complete"), name).expect("mark the build complete");
+    fs::write(scratch.join(".complete"), &name).expect("mark the build complete");
     let _ = fs::remove_dir_all(&done);
     fs::rename(&scratch, &done).expect("publish the build");
     done
+}
+
+/// Complete builds of `prefix` (other keys); called with the lock held.
+fn remove_older_builds(root: &Path, prefix: &str) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.filter_map(|e| e.ok()) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let older = name
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|key| key.len() == 16 && !key.contains('.'));
+        if older && entry.path().join(".complete").exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The directory of Lua 5.4's C sources inside the lua-src crate, as
@@ -132,8 +152,8 @@ pub fn lua_sources() -> PathBuf {
 /// names in its DWARF are relative (`lvm.c`), as a build from the source
 /// directory gives them.
 pub fn lua(opt: Opt) -> PathBuf {
-    let name = format!("lua-{}-{}", opt.name(), key(opt.name()));
-    let dir = cached(&name, |out| build_lua(opt, out));
+    let prefix = format!("lua-{}", opt.name());
+    let dir = cached(&prefix, &key(opt.name()), |out| build_lua(opt, out));
     dir.join("lua")
 }
 
@@ -200,8 +220,7 @@ pub fn lua_script(name: &str) -> PathBuf {
 
 /// `wordfreq`, built by cargo in release with full DWARF.
 pub fn wordfreq() -> PathBuf {
-    let name = format!("wordfreq-{}", key("wordfreq"));
-    let dir = cached(&name, |out| {
+    let dir = cached("wordfreq", &key("wordfreq"), |out| {
         let started = std::time::Instant::now();
         let output = Command::new(cargo())
             .args(["build", "--release", "--quiet", "--manifest-path"])
