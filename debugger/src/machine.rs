@@ -1044,10 +1044,12 @@ fn sigint_queued(pid: i32) -> bool {
 /// Whether `tid` has a SIGTRAP queued that it would take as soon as it
 /// runs (one it blocks would let it run on instead).
 fn trap_to_take(tid: Tid) -> bool {
-    let blocked = proc_status_field(&format!("/proc/{tid}/status"), "SigBlk:")
-        .and_then(|mask| u64::from_str_radix(&mask, 16).ok())
-        .is_some_and(|mask| mask & (1 << (libc::SIGTRAP - 1)) != 0);
-    ptrace::trap_queued(tid) && !blocked
+    let blocked = || {
+        proc_status_field(&format!("/proc/{tid}/status"), "SigBlk:")
+            .and_then(|mask| u64::from_str_radix(&mask, 16).ok())
+            .is_some_and(|mask| mask & (1 << (libc::SIGTRAP - 1)) != 0)
+    };
+    ptrace::trap_queued(tid) && !blocked()
 }
 
 /// Whether delivering `signal` stops the process (job control): SIGSTOP
