@@ -7,14 +7,16 @@
 //! block's `committed` count. A reader therefore sees only whole records,
 //! while we write and after a SIGKILL.
 //!
+//! The bytes of a block (header, records, the Release stores) are written
+//! by the experiment crate's `BlockWriter`, the one implementation of the
+//! block protocol the format tests and the analyzer's benchmarks use too;
+//! this module finds the blocks: claims, maps, retires them.
+//!
 //! All of this runs inside the SIGPROF handler: system calls only, no
 //! allocation, no locks.
 
-use experiment::layout::{BlockHeader, BLOCK_MAGIC, BLOCK_SIZE, HEADER_SIZE};
+use experiment::layout::{BlockWriter, BLOCK_PAYLOAD, BLOCK_SIZE, HEADER_SIZE};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
-
-/// Offset of `committed` inside the block header.
-const COMMITTED_OFFSET: usize = 12;
 
 pub struct BlockFile {
     fd: AtomicI32,
@@ -23,8 +25,9 @@ pub struct BlockFile {
     /// Bumped each time the file is (re)opened, so cursors from an earlier
     /// experiment (or from the parent, in a fork child) are dropped.
     generation: AtomicU32,
-    /// Threads inside `retire`, which may use the descriptor: `close`
-    /// waits for them so it never punches a file that reused the number.
+    /// Threads claiming a block or retiring one, which use the descriptor:
+    /// `close` waits for them, so none extends, maps or punches a file that
+    /// has taken the descriptor's number since.
     users: AtomicU32,
 }
 
@@ -184,18 +187,19 @@ impl BlockFile {
         }
     }
 
-    /// Appends one record made of `parts` for thread `tid`.
-    /// Async-signal-safe.
+    /// Appends one record of `size` bytes for thread `tid`, written by
+    /// `fill` (a `BlockWriter` push of exactly that size) and published at
+    /// once. Async-signal-safe.
     pub fn append(
         &self,
         cursor: &mut Cursor,
         budget: &Budget,
         tid: i32,
         timestamp_ns: u64,
-        parts: &[&[u8]],
+        size: usize,
+        fill: impl FnOnce(&mut BlockWriter<'_>) -> bool,
     ) -> Result<(), WriteError> {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
-        if total > BLOCK_SIZE - HEADER_SIZE {
+        if size > BLOCK_PAYLOAD {
             return Err(WriteError::TooLarge);
         }
         let generation = self.generation.load(Ordering::Acquire);
@@ -203,43 +207,42 @@ impl BlockFile {
             cursor.release();
             cursor.generation = generation;
         }
-        if cursor.block.is_null() || cursor.used + total > BLOCK_SIZE - HEADER_SIZE {
+        if cursor.block.is_null() || cursor.used + size > BLOCK_PAYLOAD {
             cursor.release();
-            let (block, offset) = self.claim(budget, tid, timestamp_ns)?;
+            self.users.fetch_add(1, Ordering::SeqCst);
+            let claimed = self.claim(budget, tid, timestamp_ns, generation);
+            self.users.fetch_sub(1, Ordering::SeqCst);
+            let (block, fd, offset) = claimed?;
             cursor.block = block;
+            cursor.fd = fd;
             cursor.offset = offset;
-            cursor.fd = self.fd.load(Ordering::Acquire);
             cursor.used = 0;
         }
-        let mut at = HEADER_SIZE + cursor.used;
-        for part in parts {
-            // SAFETY: at + part.len() <= BLOCK_SIZE was checked above and
-            // block maps BLOCK_SIZE writable bytes.
-            unsafe {
-                std::ptr::copy_nonoverlapping(part.as_ptr(), cursor.block.add(at), part.len());
-            }
-            at += part.len();
+        // SAFETY: the block maps BLOCK_SIZE writable bytes that only this
+        // thread writes (a thread's cursor is its own).
+        let bytes = unsafe { std::slice::from_raw_parts_mut(cursor.block, BLOCK_SIZE) };
+        let mut writer = BlockWriter::resume(bytes, cursor.used).ok_or(WriteError::TooLarge)?;
+        if !fill(&mut writer) {
+            return Err(WriteError::TooLarge);
         }
-        cursor.used += total;
-        self.publish(cursor);
+        writer.commit();
+        cursor.used = writer.written();
         Ok(())
     }
 
-    fn publish(&self, cursor: &Cursor) {
-        // SAFETY: the header is inside the mapping and 4-byte aligned
-        // (mappings are page aligned); readers load it with Acquire.
-        let committed = unsafe { &*(cursor.block.add(COMMITTED_OFFSET) as *const AtomicU32) };
-        committed.store(cursor.used as u32, Ordering::Release);
-    }
-
+    /// Claims the next block of the file for thread `tid` and maps it,
+    /// with its header written. The descriptor is loaded once, checked
+    /// against the generation the caller saw (a close in between means
+    /// this file is no longer ours to extend), and returned with the block.
     fn claim(
         &self,
         budget: &Budget,
         tid: i32,
         timestamp_ns: u64,
-    ) -> Result<(*mut u8, i64), WriteError> {
+        generation: u32,
+    ) -> Result<(*mut u8, i32, i64), WriteError> {
         let fd = self.fd.load(Ordering::Acquire);
-        if fd < 0 {
+        if fd < 0 || self.generation.load(Ordering::SeqCst) != generation {
             return Err(WriteError::Closed);
         }
         if !budget.reserve(BLOCK_SIZE as u64) {
@@ -263,28 +266,20 @@ impl BlockFile {
             return Err(WriteError::Disk);
         }
         let block = block.cast::<u8>();
-        let header = BlockHeader {
-            magic: 0,
-            kind: self.kind,
-            header_size: HEADER_SIZE as u16,
-            tid: tid as u32,
-            committed: 0,
-            block_index: index,
-            reserved: 0,
-            first_timestamp_ns: timestamp_ns,
-        };
-        // SAFETY: the header fits at the start of the mapping; the magic is
-        // stored last so a reader never trusts a half-written header.
-        unsafe {
-            std::ptr::write_unaligned(block.cast::<BlockHeader>(), header);
-            let magic = &*(block as *const AtomicU32);
-            magic.store(BLOCK_MAGIC, Ordering::Release);
+        // SAFETY: a fresh BLOCK_SIZE mapping of our own.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(block, BLOCK_SIZE) };
+        if BlockWriter::claim(bytes, self.kind, tid as u32, index, timestamp_ns).is_none() {
+            // SAFETY: unmapping what we mapped above.
+            unsafe { libc::munmap(block.cast(), BLOCK_SIZE) };
+            return Err(WriteError::Disk);
         }
-        Ok((block, offset))
+        Ok((block, fd, offset))
     }
 }
 
-/// Makes sure the file has real storage for the block at `offset`.
+/// Makes sure the file has real storage for the block at `offset`: a
+/// block mapped over a hole would take its disk space at the first write
+/// into it, and a full disk would then be a SIGBUS in the program.
 fn extend(fd: i32, offset: i64) -> Result<(), WriteError> {
     // SAFETY: plain system call on our descriptor.
     let rc = unsafe { libc::fallocate(fd, 0, offset, BLOCK_SIZE as i64) };
@@ -295,32 +290,39 @@ fn extend(fd: i32, offset: i64) -> Result<(), WriteError> {
     if err != libc::EOPNOTSUPP {
         return Err(WriteError::Disk);
     }
-    // A file system without fallocate: extend by writing the block's last
-    // byte (never shrinks the file, unlike ftruncate racing with others).
-    let zero = 0u8;
-    // SAFETY: writing one byte from a valid buffer.
-    let n = unsafe {
-        libc::pwrite(
-            fd,
-            (&zero as *const u8).cast(),
-            1,
-            offset + BLOCK_SIZE as i64 - 1,
-        )
-    };
-    if n == 1 {
-        Ok(())
-    } else {
-        Err(WriteError::Disk)
+    // A file system without fallocate: write the whole block's zeros, which
+    // allocates it (writing only its last byte would leave a hole).
+    write_zeros(fd, offset)
+}
+
+fn write_zeros(fd: i32, offset: i64) -> Result<(), WriteError> {
+    static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
+    let mut done = 0usize;
+    while done < BLOCK_SIZE {
+        // SAFETY: writing from a static buffer of BLOCK_SIZE bytes.
+        let n = unsafe {
+            libc::pwrite(
+                fd,
+                ZEROS[done..].as_ptr().cast(),
+                BLOCK_SIZE - done,
+                offset + done as i64,
+            )
+        };
+        if n <= 0 {
+            return Err(WriteError::Disk);
+        }
+        done += n as usize;
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use experiment::layout::{parse_block, BlockState, ClockEvent, KIND_PROFILE};
+    use experiment::layout::{parse_block, BlockState, ClockEvent, CLOCK_EVENT_SIZE, KIND_PROFILE};
     use std::os::fd::IntoRawFd;
 
-    fn event(n: u64) -> [u8; 24] {
+    fn event(n: u64) -> ClockEvent {
         ClockEvent {
             timestamp_ns: n,
             stack_id: n + 1,
@@ -328,7 +330,18 @@ mod tests {
             cpu: 0,
             reserved: 0,
         }
-        .to_bytes()
+    }
+
+    fn append_event(
+        blocks: &BlockFile,
+        cursor: &mut Cursor,
+        budget: &Budget,
+        tid: i32,
+        n: u64,
+    ) -> Result<(), WriteError> {
+        blocks.append(cursor, budget, tid, n, CLOCK_EVENT_SIZE, |w| {
+            w.push_clock_event(&event(n))
+        })
     }
 
     #[test]
@@ -350,7 +363,7 @@ mod tests {
         let mut cursor = Cursor::new();
         let mut written = 0u64;
         let error = loop {
-            match blocks.append(&mut cursor, &budget, 42, written, &[&event(written)]) {
+            match append_event(&blocks, &mut cursor, &budget, 42, written) {
                 Ok(()) => written += 1,
                 Err(e) => break e,
             }
@@ -384,12 +397,36 @@ mod tests {
     }
 
     #[test]
+    fn without_fallocate_the_whole_block_gets_storage() {
+        use std::os::unix::fs::MetadataExt;
+        let path = std::env::temp_dir().join(format!("rdbx-zeros-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        write_zeros(fd, BLOCK_SIZE as i64).unwrap();
+        let meta = file.metadata().unwrap();
+        assert_eq!(meta.len(), 2 * BLOCK_SIZE as u64);
+        // Storage for the second block, not a hole (the first one is one).
+        assert!(
+            meta.blocks() * 512 >= BLOCK_SIZE as u64,
+            "{} blocks",
+            meta.blocks()
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
     fn a_closed_file_refuses_records() {
         let blocks = BlockFile::new(KIND_PROFILE);
         let mut cursor = Cursor::new();
         let budget = Budget::new();
         assert_eq!(
-            blocks.append(&mut cursor, &budget, 1, 0, &[&event(0)]),
+            append_event(&blocks, &mut cursor, &budget, 1, 0),
             Err(WriteError::Closed)
         );
     }

@@ -10,7 +10,8 @@ use crate::blocks::WriteError;
 use crate::clock::{self, PROFILE_TAG};
 use crate::{log, samples, state, sys, threads, unwind};
 use experiment::layout::{
-    stack_id, ClockEvent, SampleCause, StackRecordHeader, StackStatus, CPU_UNKNOWN,
+    stack_id, stack_record_size, ClockEvent, SampleCause, StackStatus, CLOCK_EVENT_SIZE,
+    CPU_UNKNOWN,
 };
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -173,18 +174,13 @@ fn profile_tick(context: *mut c_void) {
     let id = stack_id(status as u16, pcs);
     let tid = slot.tid();
     if state::stack_table_insert(id) {
-        let header = StackRecordHeader {
-            stack_id: id,
-            depth: pcs.len() as u16,
-            status: status as u16,
-            reserved: 0,
-        };
         let result = state::STACKS.append(
             &mut owned.stacks,
             &state::BUDGET,
             tid,
             timestamp,
-            &[as_bytes(&header), words_as_bytes(pcs)],
+            stack_record_size(pcs.len()),
+            |w| w.push_stack(status, pcs),
         );
         if let Err(err) = result {
             write_failed(err);
@@ -208,7 +204,8 @@ fn write_event(owned: &mut threads::Owned, tid: i32, timestamp: u64, stack: u64,
         &state::BUDGET,
         tid,
         timestamp,
-        &[as_bytes(&event)],
+        CLOCK_EVENT_SIZE,
+        |w| w.push_clock_event(&event),
     ) {
         Ok(()) => {
             EVENTS.fetch_add(1, Ordering::Relaxed);
@@ -326,16 +323,4 @@ fn die_by_default(signal: c_int) {
         libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
         libc::raise(signal);
     }
-}
-
-fn as_bytes<T: Copy>(value: &T) -> &[u8] {
-    // SAFETY: T is a repr(C) plain-data record without padding.
-    unsafe {
-        std::slice::from_raw_parts((value as *const T).cast::<u8>(), std::mem::size_of::<T>())
-    }
-}
-
-fn words_as_bytes(words: &[u64]) -> &[u8] {
-    // SAFETY: u64 has no padding; x86-64 is little-endian as the format.
-    unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), std::mem::size_of_val(words)) }
 }

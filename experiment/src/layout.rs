@@ -509,6 +509,16 @@ impl<'a> BlockWriter<'a> {
         Some(BlockWriter { block, written: 0 })
     }
 
+    /// Goes on writing a block claimed earlier whose first `written` record bytes are
+    /// there already (the collector appends to a thread's block one record at a time, one
+    /// signal handler after another). None if `written` does not fit the block.
+    pub fn resume(block: &'a mut [u8], written: usize) -> Option<Self> {
+        if HEADER_SIZE.checked_add(written)? > block.len() {
+            return None;
+        }
+        Some(BlockWriter { block, written })
+    }
+
     /// Bytes of record space still free in the block.
     pub fn free(&self) -> usize {
         self.block.len().saturating_sub(HEADER_SIZE + self.written)
