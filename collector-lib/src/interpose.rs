@@ -15,7 +15,7 @@ use crate::real::{self, DlcloseFn, ForkFn, PthreadCreateFn, StartRoutine};
 use crate::{log, numbers, objects, profile, samples, state, unwind};
 use experiment::layout::SampleCause;
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 /// Whether our handler of SIGPROF / SIGTRAP is installed (from then on
 /// the program's disposition of that signal is virtual). SIGTRAP is ours
@@ -432,8 +432,11 @@ pub unsafe extern "C" fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void
     )
 }
 
-/// Not exported (a preemptible symbol could not be addressed rip-relative).
-static mut REAL_DLOPEN_ADDRESS: usize = 0;
+/// libc's dlopen, for the assembly above (which loads it with a plain
+/// `mov`: an atomic has the layout of the word it holds). Any thread may
+/// store it, always the same value. Not exported (a preemptible symbol
+/// could not be addressed rip-relative).
+static REAL_DLOPEN_ADDRESS: AtomicUsize = AtomicUsize::new(0);
 
 /// Decides whether calling dlopen from here changes what it does: only
 /// when the name is searched (no '/') or uses $ORIGIN, and the caller's
@@ -443,10 +446,7 @@ extern "C" fn rdbx_dlopen_may_wrap(
     _mode: c_int,
     caller: *const c_void,
 ) -> c_int {
-    let address = real::DLOPEN.address();
-    // SAFETY: single word store read by the assembly above; resolved
-    // before any use.
-    unsafe { REAL_DLOPEN_ADDRESS = address };
+    REAL_DLOPEN_ADDRESS.store(real::DLOPEN.address(), Ordering::Release);
     if file.is_null() {
         return 1;
     }
