@@ -494,3 +494,48 @@ fn dlopen_adds_to_the_load_object_map() {
         .iter()
         .any(|p| p.to_string_lossy().contains("libc.so")));
 }
+
+/// A fork while another thread holds the dynamic loader's lock (inside
+/// dl_iterate_phdr): the child's copy of the lock is held forever, and the
+/// child's experiment starts without asking the loader — with the
+/// parent's object map, which is the child's too.
+#[test]
+fn a_fork_while_the_loader_is_locked_starts_the_childs_experiment() {
+    let dir = scratch_dir("collect-fork-loader");
+    let mut child = Command::new(rdbx_bin())
+        .args(["collect", "-o", "l.er"])
+        .arg(prog("fork_in_loader-O0"))
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn rdbx collect");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the fork child hung (it waited for the loader's lock)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stdout = String::new();
+    use std::io::Read;
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    assert!(status.success(), "{stdout}");
+    assert!(
+        stdout.contains("child ok") && stdout.contains("parent ok 0"),
+        "{stdout}"
+    );
+    let child_log = log_of(&dir.join("l.er").join("_f1.er"));
+    assert!(
+        child_log.iter().any(|e| matches!(e, Event::Object { .. })),
+        "the child's experiment has the object map: {child_log:?}"
+    );
+}

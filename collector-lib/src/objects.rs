@@ -1,7 +1,8 @@
 //! The load-object map in the log: an `object` line for every object
 //! present at start and for each one a dlopen adds, an `unobject` line
 //! when dlclose removes one (docs/experiment-format.md). Ordinary
-//! context only (dl_iterate_phdr takes the loader's lock).
+//! context only (dl_iterate_phdr takes the loader's lock), but for
+//! `log_inherited`.
 
 use crate::log;
 use std::ffi::{c_int, c_void, CStr};
@@ -38,6 +39,23 @@ fn lock_logged() -> Option<std::sync::MutexGuard<'static, Vec<Object>>> {
         }
     }
     None
+}
+
+/// In a fork child's new experiment: logs the objects the parent had
+/// logged (they are this process's too) without asking the loader, whose
+/// lock a vanished parent thread may hold.
+pub fn log_inherited() {
+    let Some(logged) = lock_logged() else {
+        return;
+    };
+    for object in logged.iter() {
+        log::write("object", |line| {
+            line.str("path", &object.path);
+            line.hex("base", object.base);
+            line.hex("lo", object.lo);
+            line.hex("hi", object.hi);
+        });
+    }
 }
 
 /// Logs objects not logged yet and `unobject` for those gone.

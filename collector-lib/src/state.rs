@@ -157,9 +157,25 @@ impl std::fmt::Display for StartError {
     }
 }
 
+/// Where a start runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    Ordinary,
+    /// Right after fork, in the child. The parent's other threads vanished
+    /// with whatever locks they held: nothing here may take the loader's
+    /// lock (dl_iterate_phdr) or a lock of ours they could have held. The
+    /// unwind tables and the object list are the parent's, which are this
+    /// process's too, and are used as they are.
+    ForkChild,
+}
+
 /// Starts writing an experiment. For a descendant, `config.expt` is the
 /// parent's experiment and a new one is made inside the founder's.
-pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
+pub fn start(config: Config, role: Role) -> Result<(), StartError> {
+    start_in(config, role, Context::Ordinary)
+}
+
+fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), StartError> {
     let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
     if ACTIVE.load(Ordering::Acquire) {
         return Err(StartError("an experiment is already active".into()));
@@ -212,15 +228,20 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     if let Err(err) = crate::interpose::install_profile_handlers() {
         log::error(&err);
     }
-    match unwind::refresh_tables() {
-        Ok(_) => {}
-        Err(err) => log::warning(&format!("unwind tables: {err}")),
+    match context {
+        Context::Ordinary => {
+            match unwind::refresh_tables() {
+                Ok(_) => {}
+                Err(err) => log::warning(&format!("unwind tables: {err}")),
+            }
+            if let Some(restorer) = unwind::discover_signal_restorer() {
+                unwind::set_signal_restorer(restorer);
+            }
+            objects::reset();
+            objects::log_all_new();
+        }
+        Context::ForkChild => objects::log_inherited(),
     }
-    if let Some(restorer) = unwind::discover_signal_restorer() {
-        unwind::set_signal_restorer(restorer);
-    }
-    objects::reset();
-    objects::log_all_new();
 
     PAUSED.store(config.paused, Ordering::Release);
     PROFILING.store(config.profile_ns > 0, Ordering::Release);
@@ -247,7 +268,7 @@ pub fn start(mut config: Config, role: Role) -> Result<(), StartError> {
     if live() {
         start_live_parts(config.profile_ns > 0);
     }
-    update_environment(&config);
+    update_environment(&config, &control);
     *control = Some(Current { config, expt });
     Ok(())
 }
@@ -505,38 +526,81 @@ pub fn retire_dead_thread(slot: &threads::Slot, tid: i32) {
 
 /// Points the program's environment entry at the current configuration,
 /// so that a descendant (exec, posix_spawn, system) finds where to write.
-/// The entry's pointer is replaced in place (no setenv: this also runs in
-/// fork children, where setenv's lock may be held by a vanished thread).
-fn update_environment(config: &Config) {
-    static ENV_ENTRY: Mutex<FixedBuf<8192>> = Mutex::new(FixedBuf::new());
+/// No setenv (its lock may be held by a thread that vanished in a fork, and
+/// it races with the program's own getenv): the entry is written into one
+/// of two static buffers (the other may be what a getenv is reading) and
+/// the environment's pointer is swapped to it; without an entry, a new
+/// environment array with it is installed, the old one left in place for
+/// readers. Called under CONTROL, which is the buffers' owner.
+fn update_environment(config: &Config, _control: &std::sync::MutexGuard<'_, Option<Current>>) {
+    struct Entries(std::cell::UnsafeCell<[FixedBuf<8192>; 2]>);
+    // SAFETY: only written under CONTROL (the guard above), and a buffer is
+    // rewritten only when the environment points at the other one.
+    unsafe impl Sync for Entries {}
+    static ENTRIES: Entries = Entries(std::cell::UnsafeCell::new([
+        FixedBuf::new(),
+        FixedBuf::new(),
+    ]));
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+
     let mut descendant_config = config.clone();
     descendant_config.mode = Mode::Collect;
     descendant_config.paused = false;
     let text = format!("{CONFIG_VAR}={}", descendant_config.to_config_string());
-    let mut entry = ENV_ENTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let index = NEXT.fetch_xor(1, Ordering::Relaxed) & 1;
+    // SAFETY: see `Entries`.
+    let entry = unsafe { &mut (*ENTRIES.0.get())[index] };
     entry.clear();
     if !entry.push(text.as_bytes()) || entry.as_cstr().is_none() {
         return;
     }
-    let new_pointer = entry.as_bytes().as_ptr() as *mut libc::c_char;
-    extern "C" {
-        static mut environ: *mut *mut libc::c_char;
-    }
+    let pointer = entry.as_bytes().as_ptr() as *mut libc::c_char;
     let prefix = format!("{CONFIG_VAR}=");
-    // SAFETY: environ is a NULL-terminated array of C strings; we replace
-    // one pointer with a pointer to our NUL-terminated static buffer.
+    // SAFETY: environ is a NULL-terminated array of C strings (or NULL).
     unsafe {
-        let mut at = environ;
-        while !at.is_null() && !(*at).is_null() {
-            let current = std::ffi::CStr::from_ptr(*at);
-            if current.to_bytes().starts_with(prefix.as_bytes()) {
-                *at = new_pointer;
-                return;
-            }
-            at = at.add(1);
+        if !replace_environment_entry(prefix.as_bytes(), pointer) {
+            add_environment_entry(pointer);
         }
     }
-    std::env::set_var(CONFIG_VAR, descendant_config.to_config_string());
+}
+
+extern "C" {
+    static mut environ: *mut *mut libc::c_char;
+}
+
+/// Replaces the environment entry starting with `prefix` by `pointer`;
+/// false if there is none.
+///
+/// # Safety
+/// `environ` must be a valid environment and `pointer` a C string that
+/// lives as long as it.
+unsafe fn replace_environment_entry(prefix: &[u8], pointer: *mut libc::c_char) -> bool {
+    let mut at = environ;
+    while !at.is_null() && !(*at).is_null() {
+        if std::ffi::CStr::from_ptr(*at).to_bytes().starts_with(prefix) {
+            *at = pointer;
+            return true;
+        }
+        at = at.add(1);
+    }
+    false
+}
+
+/// Installs a copy of the environment with `pointer` appended. The old
+/// array stays valid for whoever is reading it (it is never freed).
+///
+/// # Safety
+/// As for `replace_environment_entry`.
+unsafe fn add_environment_entry(pointer: *mut libc::c_char) {
+    let mut entries: Vec<*mut libc::c_char> = Vec::new();
+    let mut at = environ;
+    while !at.is_null() && !(*at).is_null() {
+        entries.push(*at);
+        at = at.add(1);
+    }
+    entries.push(pointer);
+    entries.push(std::ptr::null_mut());
+    environ = entries.leak().as_mut_ptr();
 }
 
 // ---- control while running --------------------------------------------
@@ -632,7 +696,7 @@ fn start_reserved_child(config: Config, parent_expt: &Path) -> Result<(), StartE
     // The parent made the directory (so it could log its name): start as
     // a founder of that directory, then say whose child it is.
     let parent = founder_relative_or_dot(&config.founder, parent_expt);
-    start(config, Role::Founder)?;
+    start_in(config, Role::Founder, Context::ForkChild)?;
     log::write("descendant", |line| {
         line.str("parent_expt", parent.as_bytes());
         line.str("kind", b"fork");

@@ -95,6 +95,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("spin", "O0", &["-O0"]),
         ("ctrlc", "O0", &["-O0", "-pthread"]),
         ("survivor", "O0", &["-O0", "-pthread"]),
+        ("fork_in_loader", "O0", &["-O0", "-pthread"]),
         ("callee", "O0", &["-O0"]),
         ("session", "O0", &["-O0"]),
     ];
