@@ -361,7 +361,7 @@ impl Debugger {
                 let address = object.file_address(frame.lookup_pc);
                 let var = object
                     .file
-                    .locals_at(address)
+                    .locals_at(address, frame.inline_depth)
                     .into_iter()
                     .chain(object.file.parameters_at(address, frame.inline_depth))
                     .find(|v| v.name() == name);
@@ -403,7 +403,8 @@ impl Debugger {
         let frame = self.selected_frame()?;
         if let Some(object) = self.objects.object_at(frame.lookup_pc) {
             let address = object.file_address(frame.lookup_pc);
-            if let Some(var) = object.file.lookup_variable(Some(address), name) {
+            let at = Some((address, frame.inline_depth));
+            if let Some(var) = object.file.lookup_variable(at, name) {
                 let view = self.frame_view(&frame)?;
                 return object.file.read_variable(&var, &view);
             }

@@ -1,13 +1,13 @@
 //! DWARF sections, the address-to-CU index and the per-CU cache.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use std::sync::Arc;
 
-use gimli::{DebugInfoOffset, UnitSectionOffset};
+use gimli::{AttributeValue, DebugInfoOffset, UnitOffset, UnitSectionOffset};
 use object::{Object, ObjectSection};
 
 use super::functions::SubprogramIndex;
@@ -95,11 +95,124 @@ struct CuRange {
     offset: DebugInfoOffset,
 }
 
+/// A DIE anywhere in .debug_info: the unit that holds it and its offset
+/// there. References between units (DW_FORM_ref_addr, which rustc and LTO
+/// builds use for types and abstract origins) make a DIE's unit part of
+/// its address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct DieRef {
+    pub(crate) unit: DebugInfoOffset,
+    pub(crate) offset: UnitOffset,
+}
+
+/// The units of one .debug_info, parsed on first use and kept: what a
+/// reference into another unit needs to follow it.
+pub(crate) struct Units {
+    dwarf: Arc<gimli::Dwarf<R>>,
+    /// Append-only, so that DIEs can borrow a unit while others are added.
+    parsed: elsa::sync::FrozenMap<DebugInfoOffset, Arc<CuData>>,
+    /// Each unit's header offset, in .debug_info order.
+    starts: OnceLock<Vec<DebugInfoOffset>>,
+}
+
+impl Units {
+    fn new(dwarf: Arc<gimli::Dwarf<R>>) -> Units {
+        Units {
+            dwarf,
+            parsed: elsa::sync::FrozenMap::new(),
+            starts: OnceLock::new(),
+        }
+    }
+
+    pub(crate) fn dwarf(&self) -> &gimli::Dwarf<R> {
+        &self.dwarf
+    }
+
+    /// The unit whose header is at `offset`.
+    pub(crate) fn cu(&self, offset: DebugInfoOffset) -> Option<&CuData> {
+        if let Some(cu) = self.parsed.get(&offset) {
+            return Some(cu);
+        }
+        let header = self.dwarf.debug_info.header_from_offset(offset).ok()?;
+        let unit = self.dwarf.unit(header).ok()?;
+        Some(
+            self.parsed
+                .insert(offset, Arc::new(make_cu(&self.dwarf, offset, unit))),
+        )
+    }
+
+    /// [`Units::cu`], shared.
+    pub(crate) fn cu_arc(&self, offset: DebugInfoOffset) -> Option<Arc<CuData>> {
+        self.cu(offset)?;
+        self.parsed.map_get(&offset, Arc::clone)
+    }
+
+    /// Every unit's header offset, in .debug_info order.
+    pub(crate) fn starts(&self) -> &[DebugInfoOffset] {
+        self.starts.get_or_init(|| {
+            let mut out = Vec::new();
+            let mut units = self.dwarf.units();
+            while let Ok(Some(header)) = units.next() {
+                if let UnitSectionOffset::DebugInfoOffset(o) = header.offset() {
+                    out.push(o);
+                }
+            }
+            out
+        })
+    }
+
+    /// The DIE at a .debug_info offset, in whichever unit holds it.
+    pub(crate) fn locate(&self, at: DebugInfoOffset) -> Option<DieRef> {
+        let starts = self.starts();
+        let unit = starts[..starts.partition_point(|s| *s <= at)].last()?;
+        let offset = at.to_unit_offset(&self.cu(*unit)?.unit.header)?;
+        Some(DieRef {
+            unit: *unit,
+            offset,
+        })
+    }
+
+    /// Where a reference attribute of a DIE of unit `from` points.
+    pub(crate) fn reference(
+        &self,
+        from: DebugInfoOffset,
+        value: AttributeValue<R>,
+    ) -> Option<DieRef> {
+        match value {
+            AttributeValue::UnitRef(offset) => Some(DieRef { unit: from, offset }),
+            AttributeValue::DebugInfoRef(at) => self.locate(at),
+            _ => None,
+        }
+    }
+
+    /// The DIE `at` points to.
+    pub(crate) fn entry(&self, at: DieRef) -> Option<Die<'_>> {
+        self.cu(at.unit)?.unit.entry(at.offset).ok()
+    }
+
+    /// The gimli unit of `at`.
+    pub(crate) fn unit_of(&self, at: DieRef) -> Option<&gimli::Unit<R>> {
+        Some(&self.cu(at.unit)?.unit)
+    }
+
+    /// Where attribute `name` of the DIE at `at` points.
+    pub(crate) fn attr_ref(&self, at: DieRef, entry: &Die, name: gimli::DwAt) -> Option<DieRef> {
+        self.reference(at.unit, entry.attr_value(name).ok()??)
+    }
+
+    /// A string attribute of the DIE at `at`.
+    pub(crate) fn string(&self, at: DieRef, entry: &Die, name: gimli::DwAt) -> Option<String> {
+        die_string(&self.dwarf, self.unit_of(at)?, entry, name)
+    }
+}
+
+type Die<'a> = gimli::DebuggingInformationEntry<'a, 'a, R>;
+
 pub(crate) struct DwarfData {
     pub(crate) dwarf: Arc<gimli::Dwarf<R>>,
     context: OnceLock<Option<addr2line::Context<R>>>,
     cu_ranges: OnceLock<Vec<CuRange>>,
-    units: Mutex<HashMap<DebugInfoOffset, Arc<CuData>>>,
+    units: Arc<Units>,
 }
 
 impl DwarfData {
@@ -116,12 +229,12 @@ impl DwarfData {
             };
             Ok(gimli::EndianSlice::new(data, gimli::LittleEndian))
         };
-        let dwarf = gimli::Dwarf::load(load).map_err(dwarf_error)?;
+        let dwarf = Arc::new(gimli::Dwarf::load(load).map_err(dwarf_error)?);
         Ok(DwarfData {
-            dwarf: Arc::new(dwarf),
+            units: Arc::new(Units::new(dwarf.clone())),
+            dwarf,
             context: OnceLock::new(),
             cu_ranges: OnceLock::new(),
-            units: Mutex::new(HashMap::new()),
         })
     }
 
@@ -200,49 +313,35 @@ impl DwarfData {
 
     /// The CU at a .debug_info offset (cached).
     pub(crate) fn cu_at(&self, offset: DebugInfoOffset) -> Option<Arc<CuData>> {
-        let lock = || {
-            self.units
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-        };
-        if let Some(cu) = lock().get(&offset) {
-            return Some(cu.clone());
-        }
-        let header = self.dwarf.debug_info.header_from_offset(offset).ok()?;
-        let unit = self.dwarf.unit(header).ok()?;
-        let cu = Arc::new(self.make_cu(offset, unit));
-        lock().insert(offset, cu.clone());
-        Some(cu)
+        self.units.cu_arc(offset)
     }
 
-    fn make_cu(&self, offset: DebugInfoOffset, unit: gimli::Unit<R>) -> CuData {
-        let comp_dir = unit
-            .comp_dir
-            .map(|d| PathBuf::from(d.to_string_lossy().into_owned()))
-            .unwrap_or_default();
-        let (producer, language) = root_strings(&self.dwarf, &unit).unwrap_or_default();
-        CuData {
-            offset,
-            unit,
-            comp_dir,
-            producer,
-            language,
-            lines: OnceLock::new(),
-            has_location_lists: OnceLock::new(),
-            subprograms: OnceLock::new(),
-        }
+    /// The units, shared with the types that outlive a lookup.
+    pub(crate) fn units(&self) -> &Arc<Units> {
+        &self.units
     }
 
     /// All CU offsets, in .debug_info order.
     pub(crate) fn all_cu_offsets(&self) -> Vec<DebugInfoOffset> {
-        let mut out = Vec::new();
-        let mut units = self.dwarf.units();
-        while let Ok(Some(header)) = units.next() {
-            if let UnitSectionOffset::DebugInfoOffset(o) = header.offset() {
-                out.push(o);
-            }
-        }
-        out
+        self.units.starts().to_vec()
+    }
+}
+
+fn make_cu(dwarf: &gimli::Dwarf<R>, offset: DebugInfoOffset, unit: gimli::Unit<R>) -> CuData {
+    let comp_dir = unit
+        .comp_dir
+        .map(|d| PathBuf::from(d.to_string_lossy().into_owned()))
+        .unwrap_or_default();
+    let (producer, language) = root_strings(dwarf, &unit).unwrap_or_default();
+    CuData {
+        offset,
+        unit,
+        comp_dir,
+        producer,
+        language,
+        lines: OnceLock::new(),
+        has_location_lists: OnceLock::new(),
+        subprograms: OnceLock::new(),
     }
 }
 

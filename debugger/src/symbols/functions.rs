@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 
 use super::demangle::{demangle, without_parameters};
-use super::dwarf::{die_string, CuData};
+use super::dwarf::{die_string, CuData, DieRef, Units};
 use super::lines::LineTable;
 use super::{FunctionInfo, InlineFrame, ObjectFile, SourceLocation, Symbol, R};
 
@@ -212,6 +212,27 @@ pub(crate) fn attr_through_origin(
                 _ => None,
             })?;
         offset = next;
+    }
+    None
+}
+
+/// [`attr_through_origin`] across units: the abstract origin of an
+/// inlined function (and so of its parameters) may live in another unit
+/// (DW_FORM_ref_addr, as rustc emits for code inlined from other crates).
+pub(crate) fn attr_through_origin_anywhere(
+    units: &Units,
+    at: DieRef,
+    name: gimli::DwAt,
+) -> Option<(DieRef, AttributeValue<R>)> {
+    let mut at = at;
+    for _ in 0..8 {
+        let entry = units.entry(at)?;
+        if let Some(value) = entry.attr_value(name).ok()? {
+            return Some((at, value));
+        }
+        at = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .iter()
+            .find_map(|&origin| units.attr_ref(at, &entry, origin))?;
     }
     None
 }

@@ -14,6 +14,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use gimli::{AttributeValue, Section, UnitOffset};
 
+use super::dwarf::DieRef;
+use super::types::child_ref;
+
 use super::types::Types;
 use super::R;
 use crate::value::Value;
@@ -29,7 +32,7 @@ const MAX_DEPTH: usize = 8;
 /// (typedefs already stripped), or `None` for the generic rendering.
 pub(crate) fn render(
     types: &Types,
-    offset: UnitOffset,
+    offset: DieRef,
     entry: &Die,
     bytes: &[u8],
     depth: usize,
@@ -37,7 +40,7 @@ pub(crate) fn render(
     if types.language == Some(gimli::DW_LANG_Rust) {
         render_rust(types, offset, entry, bytes, depth)
     } else if is_cpp(types.language) {
-        render_cpp(types, entry, bytes)
+        render_cpp(types, offset, entry, bytes)
     } else {
         None
     }
@@ -46,13 +49,6 @@ pub(crate) fn render(
 // ---------------------------------------------------------------------------
 // DWARF helpers (the generic decoder keeps its own private)
 // ---------------------------------------------------------------------------
-
-fn type_ref(entry: &Die) -> Option<UnitOffset> {
-    match entry.attr_value(gimli::DW_AT_type).ok()?? {
-        AttributeValue::UnitRef(o) => Some(o),
-        _ => None,
-    }
-}
 
 fn member_offset(member: &Die) -> u64 {
     member
@@ -79,14 +75,10 @@ fn mask_of(size: usize) -> u128 {
     }
 }
 
-fn name_of(types: &Types, entry: &Die) -> Option<String> {
-    super::dwarf::die_string(types.dwarf, types.unit, entry, gimli::DW_AT_name)
-}
-
 /// A data member (or the discriminant of a variant part).
 struct Member {
     name: Option<String>,
-    ty: Option<UnitOffset>,
+    ty: Option<DieRef>,
     offset: u64,
 }
 
@@ -95,35 +87,38 @@ struct Member {
 struct Layout {
     members: Vec<Member>,
     /// The `DW_TAG_variant_part`, for Rust enums.
-    variant_part: Option<UnitOffset>,
+    variant_part: Option<DieRef>,
     /// `DW_TAG_template_type_parameter`s, by name (`T` of `Vec<T>`).
-    type_parameters: Vec<(String, Option<UnitOffset>)>,
+    type_parameters: Vec<(String, Option<DieRef>)>,
 }
 
-fn layout(types: &Types, offset: UnitOffset) -> Layout {
+fn layout(types: &Types, offset: DieRef) -> Layout {
     let mut out = Layout::default();
-    let Ok(mut tree) = types.unit.entries_tree(Some(offset)) else {
+    let Some(mut tree) = types.tree(offset) else {
         return out;
     };
     let Ok(root) = tree.root() else { return out };
     let mut children = root.children();
     while let Ok(Some(child)) = children.next() {
         let e = child.entry();
+        let at = child_ref(offset, e);
         match e.tag() {
             gimli::DW_TAG_member | gimli::DW_TAG_inheritance => {
                 if e.attr_value(gimli::DW_AT_external).ok().flatten().is_some() {
                     continue; // statics live elsewhere
                 }
                 out.members.push(Member {
-                    name: name_of(types, e),
-                    ty: type_ref(e),
+                    name: types.name_of(at, e),
+                    ty: types.type_of(at, e),
                     offset: member_offset(e),
                 });
             }
-            gimli::DW_TAG_variant_part => out.variant_part = Some(e.offset()),
+            gimli::DW_TAG_variant_part => out.variant_part = Some(at),
             gimli::DW_TAG_template_type_parameter => {
-                out.type_parameters
-                    .push((name_of(types, e).unwrap_or_default(), type_ref(e)));
+                out.type_parameters.push((
+                    types.name_of(at, e).unwrap_or_default(),
+                    types.type_of(at, e),
+                ));
             }
             _ => {}
         }
@@ -145,9 +140,9 @@ fn decode_member(types: &Types, member: &Member, bytes: &[u8], depth: usize) -> 
     }
 }
 
-fn tag_of(types: &Types, offset: Option<UnitOffset>) -> Option<(UnitOffset, gimli::DwTag)> {
+fn tag_of(types: &Types, offset: Option<DieRef>) -> Option<(DieRef, gimli::DwTag)> {
     let stripped = types.strip(offset?)?;
-    Some((stripped, types.unit.entry(stripped).ok()?.tag()))
+    Some((stripped, types.entry(stripped)?.tag()))
 }
 
 // ---------------------------------------------------------------------------
@@ -161,34 +156,28 @@ type NameCache = Mutex<HashMap<(usize, usize), Arc<QualifiedNames>>>;
 /// Per unit (keyed by the .debug_info it lives in and its offset there),
 /// the qualified name of every named type: one pass over the unit instead
 /// of one per value shown.
-fn qualified_names(types: &Types) -> Arc<QualifiedNames> {
+fn qualified_names(types: &Types, at: DieRef) -> Option<Arc<QualifiedNames>> {
     static CACHE: OnceLock<NameCache> = OnceLock::new();
-    let section = types.dwarf.debug_info.reader().slice().as_ptr() as usize;
-    let unit = match types.unit.header.offset() {
-        gimli::UnitSectionOffset::DebugInfoOffset(o) => o.0,
-        gimli::UnitSectionOffset::DebugTypesOffset(o) => o.0 | 1 << 62,
-    };
+    let section = types.units.dwarf().debug_info.reader().slice().as_ptr() as usize;
+    let key = (section, at.unit.0);
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(found) = cache
-        .lock()
-        .ok()
-        .and_then(|c| c.get(&(section, unit)).cloned())
-    {
-        return found;
+    if let Some(found) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Some(found);
     }
-    let names = Arc::new(scan_qualified_names(types));
+    let names = Arc::new(scan_qualified_names(types, at)?);
     if let Ok(mut c) = cache.lock() {
-        c.insert((section, unit), names.clone());
+        c.insert(key, names.clone());
     }
-    names
+    Some(names)
 }
 
-fn scan_qualified_names(types: &Types) -> QualifiedNames {
+fn scan_qualified_names(types: &Types, at: DieRef) -> Option<QualifiedNames> {
+    let unit = types.units.unit_of(at)?;
     let mut names = HashMap::new();
     // (depth, name) of the enclosing scopes.
     let mut scopes: Vec<(isize, String)> = Vec::new();
     let mut depth = 0isize;
-    let mut entries = types.unit.entries();
+    let mut entries = unit.entries();
     while let Ok(Some((delta, entry))) = entries.next_dfs() {
         depth += delta;
         while scopes.last().is_some_and(|(d, _)| *d >= depth) {
@@ -205,7 +194,7 @@ fn scan_qualified_names(types: &Types) -> QualifiedNames {
         if !is_scope {
             continue;
         }
-        let Some(name) = name_of(types, entry) else {
+        let Some(name) = types.name_of(child_ref(at, entry), entry) else {
             continue;
         };
         let mut path: Vec<&str> = scopes.iter().map(|(_, n)| n.as_str()).collect();
@@ -216,17 +205,17 @@ fn scan_qualified_names(types: &Types) -> QualifiedNames {
         }
         scopes.push((depth, name));
     }
-    names
+    Some(names)
 }
 
 /// The name of a struct, class, union or enum type with its namespaces
 /// (`geo::Base`, `r::Shape`) for the languages that have them; `None` for
 /// C and for other types.
-pub(crate) fn qualified_type_name(types: &Types, offset: UnitOffset) -> Option<String> {
+pub(crate) fn qualified_type_name(types: &Types, offset: DieRef) -> Option<String> {
     if !has_namespaces(types.language) {
         return None;
     }
-    qualified_names(types).get(&offset).cloned()
+    qualified_names(types, offset)?.get(&offset.offset).cloned()
 }
 
 fn has_namespaces(language: Option<gimli::DwLang>) -> bool {
@@ -353,11 +342,10 @@ pub(crate) fn type_named(
     None
 }
 
-fn qualified_name(types: &Types, offset: UnitOffset) -> String {
-    qualified_names(types)
-        .get(&offset)
-        .cloned()
-        .or_else(|| name_of(types, &types.unit.entry(offset).ok()?))
+fn qualified_name(types: &Types, offset: DieRef) -> String {
+    qualified_names(types, offset)
+        .and_then(|names| names.get(&offset.offset).cloned())
+        .or_else(|| types.name_of(offset, &types.entry(offset)?))
         .unwrap_or_else(|| "<anonymous>".into())
 }
 
@@ -367,7 +355,7 @@ fn qualified_name(types: &Types, offset: UnitOffset) -> String {
 
 fn render_rust(
     types: &Types,
-    offset: UnitOffset,
+    offset: DieRef,
     entry: &Die,
     bytes: &[u8],
     depth: usize,
@@ -387,7 +375,7 @@ fn render_rust(
             })
         }
         gimli::DW_TAG_array_type => {
-            let element = type_ref(entry);
+            let element = types.type_of(offset, entry);
             let element_size = types.size(element?)? as usize;
             let count = bytes.len().checked_div(element_size)?;
             let items = (0..count.min(ELEMENT_LIMIT))
@@ -424,7 +412,7 @@ fn render_rust(
 
 fn rust_struct(
     types: &Types,
-    offset: UnitOffset,
+    offset: DieRef,
     type_name: &str,
     bytes: &[u8],
     depth: usize,
@@ -507,13 +495,7 @@ fn is_positional(name: &str) -> bool {
 /// An enum: the discriminant picks a `DW_TAG_variant`; a variant without
 /// `DW_AT_discr_value` is the default (the dataful variant of niche
 /// layouts, whose discriminant is a niche inside its data).
-fn rust_enum(
-    types: &Types,
-    part: UnitOffset,
-    type_name: &str,
-    bytes: &[u8],
-    depth: usize,
-) -> String {
+fn rust_enum(types: &Types, part: DieRef, type_name: &str, bytes: &[u8], depth: usize) -> String {
     let Some(variant) = chosen_variant(types, part, bytes) else {
         return format!("{type_name}::<unknown variant>");
     };
@@ -531,13 +513,10 @@ fn rust_enum(
     rust_fields(types, &full, &payload.members, &bytes[start..], depth, "")
 }
 
-fn chosen_variant(types: &Types, part: UnitOffset, bytes: &[u8]) -> Option<Member> {
-    let part_entry = types.unit.entry(part).ok()?;
-    let discr_die = match part_entry.attr_value(gimli::DW_AT_discr).ok()?? {
-        AttributeValue::UnitRef(o) => Some(o),
-        _ => None,
-    };
-    let mut tree = types.unit.entries_tree(Some(part)).ok()?;
+fn chosen_variant(types: &Types, part: DieRef, bytes: &[u8]) -> Option<Member> {
+    let part_entry = types.entry(part)?;
+    let discr_die = types.units.attr_ref(part, &part_entry, gimli::DW_AT_discr);
+    let mut tree = types.tree(part)?;
     let root = tree.root().ok()?;
     let mut children = root.children();
     // (value, mask of its width)
@@ -545,8 +524,9 @@ fn chosen_variant(types: &Types, part: UnitOffset, bytes: &[u8]) -> Option<Membe
     let mut default = None;
     while let Ok(Some(child)) = children.next() {
         let e = child.entry();
-        if Some(e.offset()) == discr_die {
-            let size = types.size(type_ref(e)?)? as usize;
+        let at = child_ref(part, e);
+        if Some(at) == discr_die {
+            let size = types.size(types.type_of(at, e)?)? as usize;
             let start = member_offset(e) as usize;
             let value = le_unsigned(bytes.get(start..start.checked_add(size)?)?);
             discriminant = Some((value, mask_of(size)));
@@ -555,7 +535,7 @@ fn chosen_variant(types: &Types, part: UnitOffset, bytes: &[u8]) -> Option<Membe
         if e.tag() != gimli::DW_TAG_variant {
             continue;
         }
-        let offset = e.offset();
+        let offset = at;
         match e.attr_value(gimli::DW_AT_discr_value).ok().flatten() {
             Some(v) => {
                 // Negative values come as sdata: compare at the
@@ -577,16 +557,17 @@ fn chosen_variant(types: &Types, part: UnitOffset, bytes: &[u8]) -> Option<Membe
 }
 
 /// The one member of a `DW_TAG_variant`: the variant's name and payload.
-fn variant_member(types: &Types, variant: UnitOffset) -> Option<Member> {
-    let mut tree = types.unit.entries_tree(Some(variant)).ok()?;
+fn variant_member(types: &Types, variant: DieRef) -> Option<Member> {
+    let mut tree = types.tree(variant)?;
     let root = tree.root().ok()?;
     let mut children = root.children();
     while let Ok(Some(child)) = children.next() {
         let e = child.entry();
         if e.tag() == gimli::DW_TAG_member {
+            let at = child_ref(variant, e);
             return Some(Member {
-                name: name_of(types, e),
-                ty: type_ref(e),
+                name: types.name_of(at, e),
+                ty: types.type_of(at, e),
                 offset: member_offset(e),
             });
         }
@@ -612,7 +593,7 @@ fn rust_slice(
     let address = le_unsigned(member_bytes(types, data, bytes)?) as u64;
     let count = le_unsigned(member_bytes(types, length, bytes)?) as u64;
     let (pointer, _) = tag_of(types, data.ty)?;
-    let element = type_ref(&types.unit.entry(pointer).ok()?);
+    let element = types.type_of(pointer, &types.entry(pointer)?);
     let is_str = type_name.ends_with("str") || type_name.starts_with("alloc::boxed::Box<str");
     if is_str {
         return Some(read_utf8(types, address, count));
@@ -647,10 +628,10 @@ fn rust_vec(types: &Types, layout: &Layout, bytes: &[u8], depth: usize) -> Optio
 struct VecParts {
     data: u64,
     len: u64,
-    element: Option<UnitOffset>,
+    element: Option<DieRef>,
 }
 
-fn layout_of_vec(types: &Types, vec_type: UnitOffset, bytes: &[u8]) -> Option<VecParts> {
+fn layout_of_vec(types: &Types, vec_type: DieRef, bytes: &[u8]) -> Option<VecParts> {
     VecParts::find(types, &layout(types, vec_type), bytes)
 }
 
@@ -674,7 +655,11 @@ impl VecParts {
             .iter()
             .find(|(n, _)| n == "T")
             .map(|(_, t)| *t)
-            .unwrap_or_else(|| types.unit.entry(pointer).ok().and_then(|e| type_ref(&e)));
+            .unwrap_or_else(|| {
+                types
+                    .entry(pointer)
+                    .and_then(|e| types.type_of(pointer, &e))
+            });
         Some(VecParts { data, len, element })
     }
 }
@@ -686,7 +671,7 @@ fn first_pointer(
     member: &Member,
     parent: &[u8],
     depth: usize,
-) -> Option<(UnitOffset, u64)> {
+) -> Option<(DieRef, u64)> {
     if depth > 8 {
         return None;
     }
@@ -734,7 +719,7 @@ fn read_utf8(types: &Types, address: u64, len: u64) -> String {
 /// `count` elements at `address`, read in one go and rendered `1, 2, 3`.
 fn read_elements(
     types: &Types,
-    element: Option<UnitOffset>,
+    element: Option<DieRef>,
     address: u64,
     count: u64,
     depth: usize,
@@ -775,7 +760,7 @@ fn element_list(items: &[String], total: usize) -> String {
 
 /// References show where they refer and the referred value:
 /// `(int &) @0x7ffe...: 5`.
-fn render_cpp(types: &Types, entry: &Die, bytes: &[u8]) -> Option<Value> {
+fn render_cpp(types: &Types, at: DieRef, entry: &Die, bytes: &[u8]) -> Option<Value> {
     if !matches!(
         entry.tag(),
         gimli::DW_TAG_reference_type | gimli::DW_TAG_rvalue_reference_type
@@ -783,14 +768,14 @@ fn render_cpp(types: &Types, entry: &Die, bytes: &[u8]) -> Option<Value> {
         return None;
     }
     let address = le_unsigned(bytes) as u64;
-    let target = type_ref(entry);
+    let target = types.type_of(at, entry);
     let size = types.size(target?)? as usize;
     let referred = match read_memory(types, address, size) {
         Ok(data) => types.decode(target, &data, 1).to_string(),
         Err(why) => format!("<{why}>"),
     };
     Some(Value::Composite {
-        type_name: types.name(Some(entry.offset())),
+        type_name: types.name(Some(at)),
         text: format!("@0x{address:x}: {referred}"),
         parts: None,
     })

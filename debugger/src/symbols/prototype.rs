@@ -4,7 +4,7 @@
 
 use gimli::{AttributeValue, UnitOffset};
 
-use super::dwarf::CuData;
+use super::dwarf::{CuData, DieRef, Units};
 use super::functions::{attr_through_origin, scope_chain};
 use super::types::Types;
 use super::{FrameContext, ObjectFile, R};
@@ -62,8 +62,8 @@ impl ObjectFile {
             .cu_for_address(function_low_pc)
             .filter(|cu| has_prototypes(cu))?;
         let function = subprogram_at(&data.dwarf, &cu, function_low_pc)?;
-        let types = types_of(&data.dwarf, &cu, None, &|_| None);
-        Some(prototype_of(&types, &cu.unit, function))
+        let types = types_of(data.units(), &cu, None, &|_| None);
+        Some(prototype_of(&types, &cu, function))
     }
 
     /// The prototype of an external function `name` as this object's DWARF
@@ -79,8 +79,8 @@ impl ObjectFile {
             let Some(declaration) = find_declaration(&data.dwarf, &cu, name) else {
                 continue;
             };
-            let types = types_of(&data.dwarf, &cu, None, &|_| None);
-            return Some(prototype_of(&types, &cu.unit, declaration));
+            let types = types_of(data.units(), &cu, None, &|_| None);
+            return Some(prototype_of(&types, &cu, declaration));
         }
         None
     }
@@ -105,7 +105,11 @@ impl ObjectFile {
         };
         let bias = frame.load_bias();
         let symbolizer = |runtime: u64| self.symbol_at(runtime.wrapping_sub(bias)).map(|s| s.name);
-        let types = types_of(&data.dwarf, &cu, Some(frame), &symbolizer);
+        let types = types_of(data.units(), &cu, Some(frame), &symbolizer);
+        let return_type = DieRef {
+            unit: cu.offset,
+            offset: return_type,
+        };
         let size = (types.size(return_type)? as usize).min(bytes.len());
         Some(types.decode(Some(return_type), &bytes[..size], 0))
     }
@@ -118,14 +122,13 @@ fn has_prototypes(cu: &CuData) -> bool {
 }
 
 fn types_of<'a>(
-    dwarf: &'a gimli::Dwarf<R>,
+    units: &'a Units,
     cu: &'a CuData,
     frame: Option<&'a dyn FrameContext>,
     symbolizer: &'a dyn Fn(u64) -> Option<String>,
 ) -> Types<'a> {
     Types {
-        dwarf,
-        unit: &cu.unit,
+        units,
         language: cu.language,
         frame,
         symbolizer,
@@ -163,7 +166,17 @@ fn subprogram_at(dwarf: &gimli::Dwarf<R>, cu: &CuData, address: u64) -> Option<U
         .map(|s| s.offset)
 }
 
-fn prototype_of(types: &Types, unit: &gimli::Unit<R>, function: UnitOffset) -> Prototype {
+fn prototype_of(types: &Types, cu: &CuData, function: UnitOffset) -> Prototype {
+    let unit = &cu.unit;
+    let call_type = |types: &Types, _: &gimli::Unit<R>, offset| {
+        call_type(
+            types,
+            DieRef {
+                unit: cu.offset,
+                offset,
+            },
+        )
+    };
     let return_type = match attr_through_origin(unit, function, gimli::DW_AT_type) {
         Some((_, AttributeValue::UnitRef(o))) => call_type(types, unit, o),
         _ => CallType {
@@ -242,11 +255,11 @@ fn parameter_type(entry: &Die) -> Option<UnitOffset> {
     }
 }
 
-fn call_type(types: &Types, unit: &gimli::Unit<R>, offset: UnitOffset) -> CallType {
+fn call_type(types: &Types, offset: DieRef) -> CallType {
     let name = types.name(Some(offset));
     let size = types.size(offset).unwrap_or(0);
     let stripped = types.strip(offset);
-    let entry = stripped.and_then(|o| unit.entry(o).ok());
+    let entry = stripped.and_then(|o| types.entry(o));
     let class = match entry.as_ref().map(|e| e.tag()) {
         Some(gimli::DW_TAG_base_type) => {
             let encoding = match entry.as_ref().map(|e| e.attr_value(gimli::DW_AT_encoding)) {

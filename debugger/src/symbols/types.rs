@@ -4,7 +4,7 @@ use gimli::{AttributeValue, UnitOffset};
 
 use std::sync::Arc;
 
-use super::dwarf::CuData;
+use super::dwarf::{CuData, DieRef, Units};
 use super::{FrameContext, R};
 use crate::error::Result;
 use crate::value::{char_literal, compress_repeats, Aggregate, Value, REPEAT_THRESHOLD};
@@ -22,8 +22,9 @@ const MAX_BODY_NESTING: usize = 16;
 type Die<'a> = gimli::DebuggingInformationEntry<'a, 'a, R>;
 
 pub(crate) struct Types<'a> {
-    pub(crate) dwarf: &'a gimli::Dwarf<R>,
-    pub(crate) unit: &'a gimli::Unit<R>,
+    /// Where type references lead, in this unit or another.
+    pub(crate) units: &'a Units,
+    /// The language of the unit the value comes from.
     pub(crate) language: Option<gimli::DwLang>,
     /// For `char *` strings; `None` when decoding registers only.
     pub(crate) frame: Option<&'a dyn FrameContext>,
@@ -35,10 +36,11 @@ fn udata(entry: &Die, name: gimli::DwAt) -> Option<u64> {
     entry.attr_value(name).ok()??.udata_value()
 }
 
-fn type_ref(entry: &Die) -> Option<UnitOffset> {
-    match entry.attr_value(gimli::DW_AT_type).ok()?? {
-        AttributeValue::UnitRef(o) => Some(o),
-        _ => None,
+/// A child DIE of the DIE at `parent` (children share their parent's unit).
+pub(crate) fn child_ref(parent: DieRef, entry: &Die) -> DieRef {
+    DieRef {
+        unit: parent.unit,
+        offset: entry.offset(),
     }
 }
 
@@ -56,12 +58,22 @@ fn le_signed(bytes: &[u8]) -> i128 {
 }
 
 impl<'a> Types<'a> {
-    fn entry(&self, offset: UnitOffset) -> Option<Die<'a>> {
-        self.unit.entry(offset).ok()
+    pub(crate) fn entry(&self, at: DieRef) -> Option<Die<'a>> {
+        self.units.entry(at)
     }
 
-    fn name_of(&self, entry: &Die) -> Option<String> {
-        super::dwarf::die_string(self.dwarf, self.unit, entry, gimli::DW_AT_name)
+    /// The type of the DIE at `at`, in whichever unit it is.
+    pub(crate) fn type_of(&self, at: DieRef, entry: &Die) -> Option<DieRef> {
+        self.units.attr_ref(at, entry, gimli::DW_AT_type)
+    }
+
+    pub(crate) fn name_of(&self, at: DieRef, entry: &Die) -> Option<String> {
+        self.units.string(at, entry, gimli::DW_AT_name)
+    }
+
+    /// The DIE at `at` with its children.
+    pub(crate) fn tree(&self, at: DieRef) -> Option<gimli::EntriesTree<'a, 'a, R>> {
+        self.units.unit_of(at)?.entries_tree(Some(at.offset)).ok()
     }
 
     fn is_c(&self) -> bool {
@@ -77,7 +89,7 @@ impl<'a> Types<'a> {
     }
 
     /// Follow typedefs and cv-qualifiers to the underlying type.
-    pub(crate) fn strip(&self, mut offset: UnitOffset) -> Option<UnitOffset> {
+    pub(crate) fn strip(&self, mut offset: DieRef) -> Option<DieRef> {
         for _ in 0..MAX_TYPE_CHAIN {
             let entry = self.entry(offset)?;
             match entry.tag() {
@@ -85,7 +97,7 @@ impl<'a> Types<'a> {
                 | gimli::DW_TAG_const_type
                 | gimli::DW_TAG_volatile_type
                 | gimli::DW_TAG_restrict_type
-                | gimli::DW_TAG_atomic_type => offset = type_ref(&entry)?,
+                | gimli::DW_TAG_atomic_type => offset = self.type_of(offset, &entry)?,
                 _ => return Some(offset),
             }
         }
@@ -95,7 +107,7 @@ impl<'a> Types<'a> {
     /// The type's size in bytes; `None` when unknown or too large for a
     /// `u64`. Arrays multiply their dimensions; typedefs and qualifiers
     /// are followed, a bounded number of times (DWARF can loop).
-    pub(crate) fn size(&self, mut offset: UnitOffset) -> Option<u64> {
+    pub(crate) fn size(&self, mut offset: DieRef) -> Option<u64> {
         let mut elements = 1u64;
         for _ in 0..MAX_TYPE_CHAIN {
             let entry = self.entry(offset)?;
@@ -113,17 +125,17 @@ impl<'a> Types<'a> {
                         .dimensions(offset)
                         .into_iter()
                         .try_fold(elements, u64::checked_mul)?;
-                    offset = type_ref(&entry)?;
+                    offset = self.type_of(offset, &entry)?;
                 }
-                _ => offset = type_ref(&entry)?,
+                _ => offset = self.type_of(offset, &entry)?,
             }
         }
         None
     }
 
-    fn dimensions(&self, array: UnitOffset) -> Vec<u64> {
+    fn dimensions(&self, array: DieRef) -> Vec<u64> {
         let mut dims = Vec::new();
-        let Ok(mut tree) = self.unit.entries_tree(Some(array)) else {
+        let Some(mut tree) = self.tree(array) else {
             return dims;
         };
         let Ok(root) = tree.root() else { return dims };
@@ -144,7 +156,7 @@ impl<'a> Types<'a> {
     }
 
     /// The type's name as gdb's `whatis` prints it.
-    pub(crate) fn name(&self, offset: Option<UnitOffset>) -> String {
+    pub(crate) fn name(&self, offset: Option<DieRef>) -> String {
         let (base, suffix) = self.name_parts(offset, 0);
         if suffix.is_empty() {
             base
@@ -157,7 +169,7 @@ impl<'a> Types<'a> {
 
     /// (prefix, declarator suffix) so that pointers to arrays/functions
     /// read `int (*)[3]` as in C.
-    pub(crate) fn name_parts(&self, offset: Option<UnitOffset>, depth: usize) -> (String, String) {
+    pub(crate) fn name_parts(&self, offset: Option<DieRef>, depth: usize) -> (String, String) {
         self.declarator_parts(offset, depth, false)
     }
 
@@ -165,7 +177,7 @@ impl<'a> Types<'a> {
     /// (ptype shows what a typedef stands for).
     fn declarator_parts(
         &self,
-        offset: Option<UnitOffset>,
+        offset: Option<DieRef>,
         depth: usize,
         strip: bool,
     ) -> (String, String) {
@@ -178,7 +190,7 @@ impl<'a> Types<'a> {
         if depth > 16 {
             return ("...".into(), String::new());
         }
-        let inner = type_ref(&entry);
+        let inner = self.type_of(offset, &entry);
         match entry.tag() {
             gimli::DW_TAG_pointer_type
             | gimli::DW_TAG_reference_type
@@ -188,7 +200,7 @@ impl<'a> Types<'a> {
                     gimli::DW_TAG_reference_type => "&",
                     _ => "&&",
                 };
-                if let Some(name) = self.name_of(&entry) {
+                if let Some(name) = self.name_of(offset, &entry) {
                     // Rust names its pointer types (`&str`, `*const u8`).
                     if !self.is_c() {
                         return (name, String::new());
@@ -248,7 +260,7 @@ impl<'a> Types<'a> {
                     "<anonymous>"
                 };
                 let name = super::lang::qualified_type_name(self, offset)
-                    .or_else(|| self.name_of(&entry))
+                    .or_else(|| self.name_of(offset, &entry))
                     .unwrap_or_else(|| anonymous.into());
                 if tag == gimli::DW_TAG_base_type && self.is_c() {
                     return (gdb_base_name(&name).to_string(), String::new());
@@ -272,14 +284,14 @@ impl<'a> Types<'a> {
     /// gdb's `ptype` text for a type: typedefs seen through, and the
     /// struct, union or enum it is made from written out with its members
     /// (`struct point {\n    int x;\n    int y;\n} *`).
-    pub(crate) fn expanded(&self, offset: Option<UnitOffset>) -> String {
+    pub(crate) fn expanded(&self, offset: Option<DieRef>) -> String {
         let (base, suffix) = self.expanded_parts(offset);
         join_declarator(&base, &suffix)
     }
 
     /// [`Types::expanded`] as (prefix, declarator suffix), like
     /// [`Types::name_parts`].
-    pub(crate) fn expanded_parts(&self, offset: Option<UnitOffset>) -> (String, String) {
+    pub(crate) fn expanded_parts(&self, offset: Option<DieRef>) -> (String, String) {
         let (base, suffix) = self.declarator_parts(offset, 0, true);
         let base = match self.leaf_aggregate(offset) {
             Some(leaf) => {
@@ -294,7 +306,7 @@ impl<'a> Types<'a> {
 
     /// The struct, union or enum under pointers, arrays, qualifiers and
     /// typedefs, if that is what the type is made from.
-    fn leaf_aggregate(&self, mut offset: Option<UnitOffset>) -> Option<UnitOffset> {
+    fn leaf_aggregate(&self, mut offset: Option<DieRef>) -> Option<DieRef> {
         for _ in 0..MAX_TYPE_CHAIN {
             let entry = self.entry(offset?)?;
             match entry.tag() {
@@ -305,7 +317,7 @@ impl<'a> Types<'a> {
                 gimli::DW_TAG_subroutine_type
                 | gimli::DW_TAG_subprogram
                 | gimli::DW_TAG_base_type => return None,
-                _ => offset = type_ref(&entry),
+                _ => offset = self.type_of(offset?, &entry),
             }
         }
         None
@@ -313,7 +325,7 @@ impl<'a> Types<'a> {
 
     /// `struct point {...}` written out, members indented by `indent + 4`;
     /// enums on one line: `enum color {RED, GREEN, BLUE}`.
-    fn body(&self, offset: UnitOffset, indent: usize) -> String {
+    fn body(&self, offset: DieRef, indent: usize) -> String {
         let Some(entry) = self.entry(offset) else {
             return "<unknown type>".into();
         };
@@ -337,7 +349,7 @@ impl<'a> Types<'a> {
         }
         let head = head.trim_end_matches(" {...}");
         let mut text = format!("{head} {{\n");
-        let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
+        let Some(mut tree) = self.tree(offset) else {
             return format!("{head} {{}}");
         };
         let Ok(root) = tree.root() else {
@@ -349,7 +361,7 @@ impl<'a> Types<'a> {
             if e.tag() != gimli::DW_TAG_member {
                 continue;
             }
-            let declaration = self.member_declaration(e, indent + 4);
+            let declaration = self.member_declaration(child_ref(offset, e), e, indent + 4);
             text.push_str(&format!("{:w$}{declaration};\n", "", w = indent + 4));
         }
         text.push_str(&format!("{:indent$}}}", ""));
@@ -358,18 +370,18 @@ impl<'a> Types<'a> {
 
     /// `int x`, `struct node *next`, `int (*area)(int, int)`, `unsigned
     /// int a : 3`; anonymous structs and unions written out in place.
-    fn member_declaration(&self, member: &Die, indent: usize) -> String {
-        let name = self.name_of(member).unwrap_or_default();
-        let ty = type_ref(member);
+    fn member_declaration(&self, at: DieRef, member: &Die, indent: usize) -> String {
+        let name = self.name_of(at, member).unwrap_or_default();
+        let ty = self.type_of(at, member);
         let anonymous = ty
-            .and_then(|t| self.entry(t))
-            .filter(|t| {
+            .and_then(|t| Some((t, self.entry(t)?)))
+            .filter(|(t, e)| {
                 matches!(
-                    t.tag(),
+                    e.tag(),
                     gimli::DW_TAG_structure_type
                         | gimli::DW_TAG_union_type
                         | gimli::DW_TAG_enumeration_type
-                ) && self.name_of(t).is_none()
+                ) && self.name_of(*t, e).is_none()
             })
             .is_some();
         let (base, suffix) = match ty {
@@ -383,9 +395,9 @@ impl<'a> Types<'a> {
         declaration
     }
 
-    fn parameter_list(&self, offset: UnitOffset) -> String {
+    fn parameter_list(&self, offset: DieRef) -> String {
         let mut params = Vec::new();
-        let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
+        let Some(mut tree) = self.tree(offset) else {
             return String::new();
         };
         let Ok(root) = tree.root() else {
@@ -395,7 +407,7 @@ impl<'a> Types<'a> {
         while let Ok(Some(child)) = children.next() {
             match child.entry().tag() {
                 gimli::DW_TAG_formal_parameter => {
-                    params.push(self.name(type_ref(child.entry())));
+                    params.push(self.name(self.type_of(offset, child.entry())));
                 }
                 gimli::DW_TAG_unspecified_parameters => params.push("...".into()),
                 _ => {}
@@ -415,7 +427,7 @@ impl<'a> Types<'a> {
     /// `<optimized out>`.
     pub(crate) fn decode_known(
         &self,
-        offset: Option<UnitOffset>,
+        offset: Option<DieRef>,
         bytes: &[u8],
         known: Option<&[u8]>,
         depth: usize,
@@ -450,7 +462,7 @@ impl<'a> Types<'a> {
     }
 
     /// Decode `bytes` (exactly the type's size, when known) as the type.
-    pub(crate) fn decode(&self, offset: Option<UnitOffset>, bytes: &[u8], depth: usize) -> Value {
+    pub(crate) fn decode(&self, offset: Option<DieRef>, bytes: &[u8], depth: usize) -> Value {
         let type_name = self.name(offset);
         let Some(stripped) = offset.and_then(|o| self.strip(o)) else {
             return Value::Unavailable("no type".into());
@@ -467,7 +479,7 @@ impl<'a> Types<'a> {
             | gimli::DW_TAG_reference_type
             | gimli::DW_TAG_rvalue_reference_type => {
                 let address = le_unsigned(bytes) as u64;
-                let detail = self.pointer_detail(type_ref(&entry), address);
+                let detail = self.pointer_detail(self.type_of(stripped, &entry), address);
                 Value::Pointer {
                     address,
                     type_name,
@@ -533,14 +545,9 @@ impl<'a> Types<'a> {
         }
     }
 
-    fn decode_enum(
-        &self,
-        offset: UnitOffset,
-        entry: &Die,
-        bytes: &[u8],
-        type_name: String,
-    ) -> Value {
-        let signed = type_ref(entry)
+    fn decode_enum(&self, offset: DieRef, entry: &Die, bytes: &[u8], type_name: String) -> Value {
+        let signed = self
+            .type_of(offset, entry)
             .and_then(|t| self.entry(t))
             .and_then(|t| match t.attr_value(gimli::DW_AT_encoding) {
                 Ok(Some(AttributeValue::Encoding(e))) => Some(e == gimli::DW_ATE_signed),
@@ -566,9 +573,9 @@ impl<'a> Types<'a> {
     }
 
     /// The (name, value) pairs of an enumeration type.
-    pub(crate) fn enumerators(&self, offset: UnitOffset) -> Vec<(String, i64)> {
+    pub(crate) fn enumerators(&self, offset: DieRef) -> Vec<(String, i64)> {
         let mut out = Vec::new();
-        let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
+        let Some(mut tree) = self.tree(offset) else {
             return out;
         };
         let Ok(root) = tree.root() else { return out };
@@ -581,14 +588,14 @@ impl<'a> Types<'a> {
             let Some(v) = v.sdata_value().or(v.udata_value().map(|u| u as i64)) else {
                 continue;
             };
-            out.push((self.name_of(e).unwrap_or_default(), v));
+            out.push((self.name_of(offset, e).unwrap_or_default(), v));
         }
         out
     }
 
     /// What gdb shows after a pointer: a string for `char *`, `<symbol>`
     /// for code pointers.
-    fn pointer_detail(&self, pointee: Option<UnitOffset>, address: u64) -> Option<String> {
+    fn pointer_detail(&self, pointee: Option<DieRef>, address: u64) -> Option<String> {
         let stripped = pointee.and_then(|p| self.strip(p))?;
         let entry = self.entry(stripped)?;
         match entry.tag() {
@@ -663,7 +670,7 @@ impl<'a> Types<'a> {
     /// The struct's text as `print` shows it, and its members.
     fn render_struct(
         &self,
-        offset: UnitOffset,
+        offset: DieRef,
         bytes: &[u8],
         known: Option<&[u8]>,
         depth: usize,
@@ -672,7 +679,7 @@ impl<'a> Types<'a> {
             return ("{...}".into(), None);
         }
         let mut members = Vec::new();
-        let Ok(mut tree) = self.unit.entries_tree(Some(offset)) else {
+        let Some(mut tree) = self.tree(offset) else {
             return ("{}".into(), None);
         };
         let Ok(root) = tree.root() else {
@@ -687,10 +694,14 @@ impl<'a> Types<'a> {
             if e.attr_value(gimli::DW_AT_external).ok().flatten().is_some() {
                 continue; // static members live elsewhere
             }
-            let member_type = type_ref(e);
+            let member = child_ref(offset, e);
+            let member_type = self.type_of(member, e);
             let start = member_offset(e).unwrap_or(0) as usize;
             let size = member_type.and_then(|t| self.size(t)).unwrap_or(0) as usize;
-            let value = match (self.bitfield_position(e), bytes.get(start..start + size)) {
+            let value = match (
+                self.bitfield_position(member, e),
+                bytes.get(start..start + size),
+            ) {
                 (Some(bitfield), _) => self.decode_bitfield(member_type, bytes, known, bitfield),
                 (None, Some(slice)) => {
                     let known = known.and_then(|k| k.get(start..start + size));
@@ -701,7 +712,7 @@ impl<'a> Types<'a> {
             let name = if e.tag() == gimli::DW_TAG_inheritance {
                 format!("<{}>", self.name(member_type))
             } else {
-                self.name_of(e).unwrap_or_default()
+                self.name_of(member, e).unwrap_or_default()
             };
             members.push((name, value));
         }
@@ -726,14 +737,14 @@ impl<'a> Types<'a> {
     /// significant bit of a storage unit of DW_AT_byte_size bytes at
     /// DW_AT_data_member_location, which on a little-endian machine is
     /// the unit's last bit.
-    pub(crate) fn bitfield_position(&self, member: &Die) -> Option<Bitfield> {
+    pub(crate) fn bitfield_position(&self, at: DieRef, member: &Die) -> Option<Bitfield> {
         let bits = udata(member, gimli::DW_AT_bit_size)?;
         let unit_start = member_offset(member).unwrap_or(0).checked_mul(8)?;
         let first = if let Some(offset) = udata(member, gimli::DW_AT_data_bit_offset) {
             unit_start.checked_add(offset)?
         } else if let Some(from_top) = signed_constant(member, gimli::DW_AT_bit_offset) {
-            let unit_bytes =
-                udata(member, gimli::DW_AT_byte_size).or_else(|| self.size(type_ref(member)?))?;
+            let unit_bytes = udata(member, gimli::DW_AT_byte_size)
+                .or_else(|| self.size(self.type_of(at, member)?))?;
             let unit_end = i128::from(unit_start) + 8 * i128::from(unit_bytes);
             u64::try_from(unit_end - i128::from(from_top) - i128::from(bits)).ok()?
         } else {
@@ -747,7 +758,7 @@ impl<'a> Types<'a> {
     /// integer, a `char`, an enum, a `_Bool`).
     pub(crate) fn decode_bitfield(
         &self,
-        member_type: Option<UnitOffset>,
+        member_type: Option<DieRef>,
         struct_bytes: &[u8],
         known: Option<&[u8]>,
         bitfield: Bitfield,
@@ -772,13 +783,17 @@ impl<'a> Types<'a> {
 
     /// Whether values of the type are signed: signed integers and
     /// characters, and enums whose underlying type is.
-    fn is_signed(&self, ty: Option<UnitOffset>) -> bool {
-        let Some(entry) = ty.and_then(|t| self.strip(t)).and_then(|t| self.entry(t)) else {
+    fn is_signed(&self, ty: Option<DieRef>) -> bool {
+        let Some((at, entry)) = ty
+            .and_then(|t| self.strip(t))
+            .and_then(|t| Some((t, self.entry(t)?)))
+        else {
             return false;
         };
         let entry = if entry.tag() == gimli::DW_TAG_enumeration_type {
             // An enum is as signed as its underlying type.
-            let underlying = type_ref(&entry)
+            let underlying = self
+                .type_of(at, &entry)
                 .and_then(|t| self.strip(t))
                 .and_then(|t| self.entry(t));
             match underlying {
@@ -799,13 +814,13 @@ impl<'a> Types<'a> {
     /// The array's text as `print` shows it, and its elements.
     fn render_array(
         &self,
-        offset: UnitOffset,
+        offset: DieRef,
         entry: &Die,
         bytes: &[u8],
         known: Option<&[u8]>,
         depth: usize,
     ) -> (String, Option<Box<Aggregate>>) {
-        let element_type = type_ref(entry);
+        let element_type = self.type_of(offset, entry);
         let element_size = element_type.and_then(|t| self.size(t)).unwrap_or(0) as usize;
         let dims = self.dimensions(offset);
         if element_size == 0 || dims.is_empty() {
@@ -816,7 +831,7 @@ impl<'a> Types<'a> {
 
     fn render_dims(
         &self,
-        element_type: Option<UnitOffset>,
+        element_type: Option<DieRef>,
         element_size: usize,
         dims: &[u64],
         bytes: &[u8],
@@ -869,7 +884,7 @@ impl<'a> Types<'a> {
         (text, Some(Box::new(Aggregate::Array { elements, more })))
     }
 
-    fn is_char_type(&self, offset: Option<UnitOffset>) -> bool {
+    fn is_char_type(&self, offset: Option<DieRef>) -> bool {
         let Some(entry) = offset
             .and_then(|o| self.strip(o))
             .and_then(|o| self.entry(o))
@@ -1087,10 +1102,11 @@ fn flag_names(enumerators: &[(String, i64)], value: i64) -> Option<String> {
 /// rows of an `int [2][3]`).
 #[derive(Clone)]
 pub struct TypeRef {
-    dwarf: Arc<gimli::Dwarf<R>>,
-    cu: Arc<UnitHandle>,
+    units: Arc<Units>,
+    /// The language of the unit the value comes from.
+    language: Option<gimli::DwLang>,
     /// `None` is `void`.
-    offset: Option<UnitOffset>,
+    offset: Option<DieRef>,
     /// Applied to the DIE's type in order: the last is the outermost.
     layers: Vec<Layer>,
 }
@@ -1118,56 +1134,9 @@ impl std::fmt::Debug for TypeRef {
 
 impl PartialEq for TypeRef {
     fn eq(&self, other: &TypeRef) -> bool {
-        self.cu.offset == other.cu.offset
+        Arc::ptr_eq(&self.units, &other.units)
             && self.offset == other.offset
             && self.layers == other.layers
-    }
-}
-
-/// The unit a type lives in: the cached CU of a variable, or one parsed
-/// for a type lookup.
-pub(crate) struct UnitHandle {
-    pub(crate) offset: gimli::DebugInfoOffset,
-    unit: Unit,
-    pub(crate) language: Option<gimli::DwLang>,
-}
-
-enum Unit {
-    Cached(Arc<CuData>),
-    Own(Box<gimli::Unit<R>>),
-}
-
-impl UnitHandle {
-    pub(crate) fn cached(cu: Arc<CuData>) -> UnitHandle {
-        UnitHandle {
-            offset: cu.offset,
-            language: cu.language,
-            unit: Unit::Cached(cu),
-        }
-    }
-
-    fn own(offset: gimli::DebugInfoOffset, unit: gimli::Unit<R>) -> UnitHandle {
-        let language = unit
-            .entries()
-            .next_dfs()
-            .ok()
-            .flatten()
-            .and_then(|(_, root)| match root.attr_value(gimli::DW_AT_language) {
-                Ok(Some(AttributeValue::Language(l))) => Some(l),
-                _ => None,
-            });
-        UnitHandle {
-            offset,
-            language,
-            unit: Unit::Own(Box::new(unit)),
-        }
-    }
-
-    pub(crate) fn unit(&self) -> &gimli::Unit<R> {
-        match &self.unit {
-            Unit::Cached(cu) => &cu.unit,
-            Unit::Own(unit) => unit,
-        }
     }
 }
 
@@ -1210,32 +1179,35 @@ impl FrameContext for MemoryOnly<'_> {
 }
 
 impl TypeRef {
-    pub(crate) fn new(
-        dwarf: Arc<gimli::Dwarf<R>>,
-        cu: Arc<CuData>,
-        offset: Option<UnitOffset>,
-    ) -> TypeRef {
+    /// The type at `offset` of a value of unit `cu`.
+    pub(crate) fn new(units: Arc<Units>, cu: &CuData, offset: Option<DieRef>) -> TypeRef {
         TypeRef {
-            dwarf,
-            cu: Arc::new(UnitHandle::cached(cu)),
+            units,
+            language: cu.language,
             offset,
             layers: Vec::new(),
         }
     }
 
-    fn with<T>(&self, f: impl FnOnce(&Types) -> T) -> T {
-        let none = |_| None;
-        let types = Types {
-            dwarf: &self.dwarf,
-            unit: self.cu.unit(),
-            language: self.cu.language,
-            frame: None,
-            symbolizer: &none,
-        };
-        f(&types)
+    fn types<'t>(
+        &'t self,
+        frame: Option<&'t dyn FrameContext>,
+        symbolizer: &'t dyn Fn(u64) -> Option<String>,
+    ) -> Types<'t> {
+        Types {
+            units: &self.units,
+            language: self.language,
+            frame,
+            symbolizer,
+        }
     }
 
-    fn at(&self, offset: Option<UnitOffset>) -> TypeRef {
+    fn with<T>(&self, f: impl FnOnce(&Types) -> T) -> T {
+        let none = |_| None;
+        f(&self.types(None, &none))
+    }
+
+    fn at(&self, offset: Option<DieRef>) -> TypeRef {
         TypeRef {
             offset,
             layers: Vec::new(),
@@ -1305,8 +1277,9 @@ impl TypeRef {
             return self.name();
         }
         let inner = self.with(|t| {
-            let entry = t.entry(self.offset?)?;
-            (entry.tag() == gimli::DW_TAG_typedef).then(|| t.name(type_ref(&entry)))
+            let at = self.offset?;
+            let entry = t.entry(at)?;
+            (entry.tag() == gimli::DW_TAG_typedef).then(|| t.name(t.type_of(at, &entry)))
         });
         inner.unwrap_or_else(|| self.name())
     }
@@ -1322,9 +1295,9 @@ impl TypeRef {
         self.with(|t| t.size(self.offset?))?.checked_mul(elements)
     }
 
-    fn stripped_tag(&self) -> Option<(UnitOffset, gimli::DwTag)> {
+    fn stripped_tag(&self) -> Option<(DieRef, gimli::DwTag)> {
         let offset = self.with(|t| t.strip(self.offset?))?;
-        let tag = self.cu.unit().entry(offset).ok()?.tag();
+        let tag = self.units.entry(offset)?.tag();
         Some((offset, tag))
     }
 
@@ -1367,8 +1340,8 @@ impl TypeRef {
         ) {
             return None;
         }
-        let entry = self.cu.unit().entry(offset).ok()?;
-        Some(self.at(type_ref(&entry)))
+        let entry = self.units.entry(offset)?;
+        Some(self.at(self.with(|t| t.type_of(offset, &entry))))
     }
 
     /// Whether this is a C++ reference (`T &`, `T &&`).
@@ -1395,12 +1368,12 @@ impl TypeRef {
         if tag != gimli::DW_TAG_array_type {
             return None;
         }
-        let entry = self.cu.unit().entry(offset).ok()?;
+        let entry = self.units.entry(offset)?;
         let dims = self.with(|t| t.dimensions(offset));
         let (count, inner_dims) = dims.split_first()?;
         // The inner dimensions have no DIE of their own: array layers over
         // the element's DIE, the last dimension innermost.
-        let mut element = self.at(type_ref(&entry));
+        let mut element = self.at(self.with(|t| t.type_of(offset, &entry)));
         for dim in inner_dims.iter().rev() {
             element = element.array_of(*dim)?;
         }
@@ -1416,11 +1389,12 @@ impl TypeRef {
         self.member_in(offset, name, 0)
     }
 
-    fn member_in(&self, parent: UnitOffset, name: &str, depth: usize) -> Option<MemberRef> {
+    fn member_in(&self, parent: DieRef, name: &str, depth: usize) -> Option<MemberRef> {
         if depth > 8 {
             return None;
         }
-        let mut tree = self.cu.unit().entries_tree(Some(parent)).ok()?;
+        let unit = self.units.unit_of(parent)?;
+        let mut tree = unit.entries_tree(Some(parent.offset)).ok()?;
         let root = tree.root().ok()?;
         let mut children = root.children();
         let mut anonymous = Vec::new();
@@ -1428,23 +1402,26 @@ impl TypeRef {
             let e = child.entry();
             if e.tag() == gimli::DW_TAG_inheritance {
                 // C++ base classes: their members are the class's too.
-                anonymous.push((member_offset(e).unwrap_or(0), type_ref(e)));
+                let ty = self.with(|t| t.type_of(child_ref(parent, e), e));
+                anonymous.push((member_offset(e).unwrap_or(0), ty));
                 continue;
             }
             if e.tag() != gimli::DW_TAG_member {
                 continue;
             }
             let start = member_offset(e).unwrap_or(0);
-            let member_name = self.with(|t| t.name_of(e));
+            let at = child_ref(parent, e);
+            let member_name = self.with(|t| t.name_of(at, e));
+            let ty = self.with(|t| t.type_of(at, e));
             match member_name {
                 Some(n) if n == name => {
                     return Some(MemberRef {
                         offset: start,
-                        ty: self.at(type_ref(e)),
-                        bitfield: self.with(|t| t.bitfield_position(e)),
+                        ty: self.at(ty),
+                        bitfield: self.with(|t| t.bitfield_position(at, e)),
                     })
                 }
-                None => anonymous.push((start, type_ref(e))),
+                None => anonymous.push((start, ty)),
                 _ => {}
             }
         }
@@ -1470,7 +1447,7 @@ impl TypeRef {
             return false;
         }
         let stripped = |t: &TypeRef| t.with(|types| t.offset.and_then(|o| types.strip(o)));
-        if self.cu.offset == other.cu.offset {
+        if Arc::ptr_eq(&self.units, &other.units) {
             return stripped(self) == stripped(other);
         }
         // Types of different units: the same definition shows the same.
@@ -1519,13 +1496,7 @@ impl TypeRef {
         match self.outer_layer() {
             None => {
                 let memory = MemoryOnly(read);
-                let types = Types {
-                    dwarf: &self.dwarf,
-                    unit: self.cu.unit(),
-                    language: self.cu.language,
-                    frame: Some(&memory),
-                    symbolizer,
-                };
+                let types = self.types(Some(&memory), symbolizer);
                 types.decode_known(self.offset, bytes, known, 0)
             }
             Some(Layer::Pointer) if partly_known => Value::OptimizedOut,
@@ -1558,13 +1529,7 @@ impl TypeRef {
         let detail = if to_die && address != 0 && self.is_char() {
             let memory = MemoryOnly(read);
             let none = |_| None;
-            let types = Types {
-                dwarf: &self.dwarf,
-                unit: self.cu.unit(),
-                language: self.cu.language,
-                frame: Some(&memory),
-                symbolizer: &none,
-            };
+            let types = self.types(Some(&memory), &none);
             Some(types.read_c_string(address))
         } else if to_die && self.kind_at_offset() == TypeKind::Function {
             // `&func`: a code pointer shows the function it points to.
@@ -1607,7 +1572,7 @@ impl TypeRef {
             })
             .collect();
         let more = count > shown as u64;
-        let strings = self.cu.language != Some(gimli::DW_LANG_Rust);
+        let strings = self.language != Some(gimli::DW_LANG_Rust);
         let text = if known.is_none() && strings && element.layers.is_empty() && element.is_char() {
             let end = usize::try_from(count)
                 .unwrap_or(usize::MAX)
@@ -1656,28 +1621,20 @@ impl TypeRef {
     /// unit. `name` is as C spells it (`struct point`, `unsigned int`,
     /// `mytypedef`).
     pub(crate) fn lookup(&self, name: &str) -> Option<TypeRef> {
-        if let Some(offset) = find_named_type(&self.dwarf, self.cu.unit(), name) {
-            return Some(self.at(Some(offset)));
-        }
-        let mut headers = self.dwarf.units();
-        while let Ok(Some(header)) = headers.next() {
-            let Ok(unit) = self.dwarf.unit(header) else {
+        let home = self.offset.map(|o| o.unit);
+        let units = home.into_iter().chain(
+            self.units
+                .starts()
+                .iter()
+                .copied()
+                .filter(|u| Some(*u) != home),
+        );
+        for unit in units {
+            let Some(cu) = self.units.cu(unit) else {
                 continue;
             };
-            let Some(cu_offset) = header.offset().as_debug_info_offset() else {
-                continue;
-            };
-            if cu_offset == self.cu.offset {
-                continue;
-            }
-            let cu = Arc::new(UnitHandle::own(cu_offset, unit));
-            if let Some(offset) = find_named_type(&self.dwarf, cu.unit(), name) {
-                return Some(TypeRef {
-                    dwarf: self.dwarf.clone(),
-                    cu,
-                    offset: Some(offset),
-                    layers: Vec::new(),
-                });
+            if let Some(offset) = find_named_type(self.units.dwarf(), &cu.unit, name) {
+                return Some(self.at(Some(DieRef { unit, offset })));
             }
         }
         None

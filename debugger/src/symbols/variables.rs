@@ -2,9 +2,9 @@
 
 use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 
-use super::dwarf::CuData;
+use super::dwarf::{CuData, DieRef, Units};
 use super::eval::{expression_at, read_place, EvalContext, Place};
-use super::functions::{attr_through_origin, scope_chain, Scope};
+use super::functions::{attr_through_origin_anywhere, scope_chain, Scope};
 use super::types::{find_named_type, TypeRef, Types};
 use super::{FrameContext, ObjectFile, R};
 use crate::error::{Error, Result};
@@ -20,7 +20,7 @@ pub struct Variable {
     parameter: bool,
     pub(crate) cu: DebugInfoOffset,
     die: UnitOffset,
-    type_offset: Option<UnitOffset>,
+    type_offset: Option<DieRef>,
     pub(crate) location: Option<AttributeValue<R>>,
     const_value: Option<AttributeValue<R>>,
     /// DW_AT_frame_base of the enclosing subprogram (locals only).
@@ -56,60 +56,81 @@ impl Variable {
     }
 }
 
-fn type_ref(entry: &gimli::DebuggingInformationEntry<R>) -> Option<UnitOffset> {
-    match entry.attr_value(gimli::DW_AT_type).ok()?? {
-        AttributeValue::UnitRef(o) => Some(o),
-        _ => None,
-    }
-}
-
 /// Build a Variable from a DW_TAG_variable / DW_TAG_formal_parameter DIE,
 /// taking name and type from its abstract origin when it has one.
 fn make_variable(
-    dwarf: &gimli::Dwarf<R>,
-    cu: &CuData,
-    offset: UnitOffset,
+    units: &Units,
+    at: DieRef,
     frame_base: Option<AttributeValue<R>>,
 ) -> Option<Variable> {
-    let unit = &cu.unit;
-    let entry = unit.entry(offset).ok()?;
-    let (_, name_attr) = attr_through_origin(unit, offset, gimli::DW_AT_name)?;
-    let name = dwarf
-        .attr_string(unit, name_attr)
+    let entry = units.entry(at)?;
+    // Name, type and constant may be on an abstract origin in another unit.
+    let (named, name_attr) = attr_through_origin_anywhere(units, at, gimli::DW_AT_name)?;
+    let name = units
+        .dwarf()
+        .attr_string(units.unit_of(named)?, name_attr)
         .ok()?
         .to_string_lossy()
         .into_owned();
-    let type_offset = match attr_through_origin(unit, offset, gimli::DW_AT_type) {
-        Some((_, AttributeValue::UnitRef(o))) => Some(o),
-        _ => type_ref(&entry),
-    };
+    let type_offset = attr_through_origin_anywhere(units, at, gimli::DW_AT_type)
+        .and_then(|(typed, value)| units.reference(typed.unit, value));
     Some(Variable {
         name,
         parameter: entry.tag() == gimli::DW_TAG_formal_parameter,
-        cu: cu.offset,
-        die: offset,
+        cu: at.unit,
+        die: at.offset,
         type_offset,
         location: entry.attr_value(gimli::DW_AT_location).ok().flatten(),
-        const_value: attr_through_origin(unit, offset, gimli::DW_AT_const_value).map(|(_, v)| v),
+        const_value: attr_through_origin_anywhere(units, at, gimli::DW_AT_const_value)
+            .map(|(_, v)| v),
         frame_base,
     })
 }
 
+/// The variables (or parameters) a scope declares, as gdb reads them: its
+/// own children with one of `tags`, then those of its abstract origin that
+/// none of its children stands for. An inlined copy omits what it does not
+/// keep (a zero-sized closure, a variable optimized away); they still exist,
+/// `<optimized out>`.
+fn scope_variables(units: &Units, scope: DieRef, tags: &[gimli::DwTag]) -> Vec<DieRef> {
+    let mut own = Vec::new();
+    let mut covered = Vec::new();
+    for at in children_with_tag(units, scope, tags) {
+        if let Some(entry) = units.entry(at) {
+            covered.extend(units.attr_ref(at, &entry, gimli::DW_AT_abstract_origin));
+        }
+        own.push(at);
+    }
+    let origin = units
+        .entry(scope)
+        .and_then(|entry| units.attr_ref(scope, &entry, gimli::DW_AT_abstract_origin));
+    if let Some(origin) = origin {
+        own.extend(
+            children_with_tag(units, origin, tags)
+                .into_iter()
+                .filter(|at| !covered.contains(at)),
+        );
+    }
+    own
+}
+
 /// Direct children of a DIE with one of the given tags.
-fn children_with_tag(
-    unit: &gimli::Unit<R>,
-    parent: UnitOffset,
-    tags: &[gimli::DwTag],
-) -> Vec<UnitOffset> {
+fn children_with_tag(units: &Units, parent: DieRef, tags: &[gimli::DwTag]) -> Vec<DieRef> {
     let mut out = Vec::new();
-    let Ok(mut tree) = unit.entries_tree(Some(parent)) else {
+    let Some(mut tree) = units
+        .unit_of(parent)
+        .and_then(|unit| unit.entries_tree(Some(parent.offset)).ok())
+    else {
         return out;
     };
     let Ok(root) = tree.root() else { return out };
     let mut children = root.children();
     while let Ok(Some(child)) = children.next() {
         if tags.contains(&child.entry().tag()) {
-            out.push(child.entry().offset());
+            out.push(DieRef {
+                unit: parent.unit,
+                offset: child.entry().offset(),
+            });
         }
     }
     out
@@ -174,27 +195,43 @@ impl ObjectFile {
         else {
             return Vec::new();
         };
-        children_with_tag(&cu.unit, function.offset, &[gimli::DW_TAG_formal_parameter])
+        let function = DieRef {
+            unit: cu.offset,
+            offset: function.offset,
+        };
+        scope_variables(data.units(), function, &[gimli::DW_TAG_formal_parameter])
             .into_iter()
-            .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
+            .filter_map(|at| make_variable(data.units(), at, frame_base.clone()))
             .collect()
     }
 
-    /// Locals in scope at `addr`, innermost block first, up to the
-    /// innermost function.
-    pub fn locals_at(&self, addr: u64) -> Vec<Variable> {
+    /// Locals in scope at `addr`, innermost block first, of the function
+    /// `inline_depth` levels out from the innermost (as
+    /// [`ObjectFile::parameters_at`] counts them): the blocks between that
+    /// function's scope and the next inlined call inside it.
+    pub fn locals_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
         let (Some(data), Some((cu, chain, frame_base))) =
             (self.dwarf.as_ref(), self.scopes_at(addr))
         else {
             return Vec::new();
         };
         let mut out = Vec::new();
+        let mut depth = 0;
         for scope in chain.iter().rev() {
-            for o in children_with_tag(&cu.unit, scope.offset, &[gimli::DW_TAG_variable]) {
-                out.extend(make_variable(&data.dwarf, &cu, o, frame_base));
+            if depth == inline_depth {
+                let scope_at = DieRef {
+                    unit: cu.offset,
+                    offset: scope.offset,
+                };
+                for at in scope_variables(data.units(), scope_at, &[gimli::DW_TAG_variable]) {
+                    out.extend(make_variable(data.units(), at, frame_base.clone()));
+                }
             }
             if is_function_scope(scope) {
-                break;
+                if depth == inline_depth {
+                    break;
+                }
+                depth += 1;
             }
         }
         out
@@ -202,13 +239,13 @@ impl ObjectFile {
 
     /// A variable by name: local or parameter at `addr`, then the statics
     /// of that CU, then globals anywhere.
-    pub fn lookup_variable(&self, addr: Option<u64>, name: &str) -> Option<Variable> {
+    pub fn lookup_variable(&self, at: Option<(u64, usize)>, name: &str) -> Option<Variable> {
         let data = self.dwarf.as_ref()?;
-        if let Some(addr) = addr {
+        if let Some((addr, inline_depth)) = at {
             if let Some(v) = self
-                .locals_at(addr)
+                .locals_at(addr, inline_depth)
                 .into_iter()
-                .chain(self.parameters_at(addr, 0))
+                .chain(self.parameters_at(addr, inline_depth))
                 .find(|v| v.name == name)
             {
                 return Some(v);
@@ -277,15 +314,19 @@ impl ObjectFile {
             frame_base: frame_base.as_ref(),
         };
         let mut values = Vec::new();
+        let site = DieRef {
+            unit: cu.offset,
+            offset: site,
+        };
         for param in children_with_tag(
-            &cu.unit,
+            data.units(),
             site,
             &[
                 gimli::DW_TAG_call_site_parameter,
                 gimli::DW_TAG_GNU_call_site_parameter,
             ],
         ) {
-            let Ok(entry) = cu.unit.entry(param) else {
+            let Ok(entry) = cu.unit.entry(param.offset) else {
                 continue;
             };
             let register = match entry.attr_value(gimli::DW_AT_location) {
@@ -337,7 +378,7 @@ impl ObjectFile {
     /// `FUNC::name` without a frame of FUNC: a static local of the
     /// function whose entry is `low_pc` (locals on the stack need a frame).
     pub fn static_local(&self, low_pc: u64, name: &str) -> Option<Variable> {
-        self.locals_at(low_pc)
+        self.locals_at(low_pc, 0)
             .into_iter()
             .find(|v| v.name == name && v.is_static_storage())
     }
@@ -383,7 +424,11 @@ impl ObjectFile {
                 None => break,
             }
         }
-        Some(TypeRef::new(data.dwarf.clone(), cu, Some(die)))
+        let die = DieRef {
+            unit: cu.offset,
+            offset: die,
+        };
+        Some(TypeRef::new(data.units().clone(), &cu, Some(die)))
     }
 
     /// The file address of a file-scope variable DWARF only declares, from a
@@ -413,7 +458,11 @@ impl ObjectFile {
         }
         let mut declaration = None;
         for offset in candidates {
-            let Some(v) = make_variable(&data.dwarf, cu, offset, None) else {
+            let at = DieRef {
+                unit: cu.offset,
+                offset,
+            };
+            let Some(v) = make_variable(data.units(), at, None) else {
                 continue;
             };
             if !qualified && v.name != name {
@@ -454,8 +503,12 @@ impl ObjectFile {
         let data = self.dwarf.as_ref()?;
         data.all_cu_offsets().into_iter().find_map(|offset| {
             let cu = data.cu_at(offset)?;
-            let die = find_named_type(&data.dwarf, &cu.unit, name)?;
-            Some(TypeRef::new(data.dwarf.clone(), cu, Some(die)))
+            let offset = find_named_type(&data.dwarf, &cu.unit, name)?;
+            let die = DieRef {
+                unit: cu.offset,
+                offset,
+            };
+            Some(TypeRef::new(data.units().clone(), &cu, Some(die)))
         })
     }
 
@@ -467,8 +520,7 @@ impl ObjectFile {
     ) -> Option<Types<'a>> {
         let data = self.dwarf.as_ref()?;
         Some(Types {
-            dwarf: &data.dwarf,
-            unit: &cu.unit,
+            units: data.units(),
             language: cu.language,
             frame,
             symbolizer,
@@ -490,7 +542,7 @@ impl ObjectFile {
     pub fn variable_type(&self, var: &Variable) -> Option<TypeRef> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_at(var.cu)?;
-        Some(TypeRef::new(data.dwarf.clone(), cu, var.type_offset))
+        Some(TypeRef::new(data.units().clone(), &cu, var.type_offset))
     }
 
     /// Read a variable's value in a stopped frame.
@@ -556,10 +608,13 @@ impl ObjectFile {
         // A variable with no location here still has its type: `p.x` of
         // an optimized-out struct is `<optimized out>`, `sizeof` works.
         let place = match place {
-            Place::OptimizedOut if no_location && var.type_offset.is_some() => Place::Pieces {
-                bytes: vec![0; size],
-                known: vec![0; size],
-            },
+            // (A zero-sized one has nothing to show but that.)
+            Place::OptimizedOut if no_location && var.type_offset.is_some() && size > 0 => {
+                Place::Pieces {
+                    bytes: vec![0; size],
+                    known: vec![0; size],
+                }
+            }
             place => place,
         };
         let address = match place {
@@ -574,12 +629,18 @@ impl ObjectFile {
             let target = die
                 .to_unit_offset(&cu.unit.header)
                 .filter(|_| depth < SYNTHETIC_DEPTH)
-                .and_then(|o| make_variable(&data.dwarf, &cu, o, var.frame_base));
+                .and_then(|offset| {
+                    let at = DieRef {
+                        unit: cu.offset,
+                        offset,
+                    };
+                    make_variable(data.units(), at, var.frame_base.clone())
+                });
             let object = match target {
                 Some(target) => self.read_variable_at_depth(&target, frame, depth + 1)?,
                 None => Value::Unavailable("synthetic pointer target".into()),
             };
-            let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
+            let ty = TypeRef::new(data.units().clone(), &cu, var.type_offset);
             return Ok(Value::Typed(Box::new(Typed {
                 value: Value::Unavailable("synthetic pointer".into()),
                 absent_type_name: Some(ty.name()),
@@ -599,7 +660,7 @@ impl ObjectFile {
                     contents.known.as_deref(),
                     0,
                 );
-                let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
+                let ty = TypeRef::new(data.units().clone(), &cu, var.type_offset);
                 Ok(Value::Typed(Box::new(Typed {
                     absent_type_name: Typed::absent_name(&value, &ty),
                     value,
@@ -621,14 +682,17 @@ impl ObjectFile {
         let cu = data.cu_for_address(function_low_pc)?;
         let chain = scope_chain(&data.dwarf, &cu, function_low_pc);
         let function = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram)?;
-        let return_type = match attr_through_origin(&cu.unit, function.offset, gimli::DW_AT_type)? {
-            (_, AttributeValue::UnitRef(o)) => o,
-            _ => return None,
+        let function = DieRef {
+            unit: cu.offset,
+            offset: function.offset,
         };
+        let units = data.units();
+        let return_type = attr_through_origin_anywhere(units, function, gimli::DW_AT_type)
+            .and_then(|(typed, value)| units.reference(typed.unit, value))?;
         let symbolizer = |addr: u64| self.symbol_at(addr).map(|s| s.name);
         let types = self.types_for(&cu, None, &symbolizer)?;
         let stripped = types.strip(return_type)?;
-        let entry = cu.unit.entry(stripped).ok()?;
+        let entry = types.entry(stripped)?;
         let size = types.size(return_type)? as usize;
         let is_float = entry.tag() == gimli::DW_TAG_base_type
             && matches!(
