@@ -90,32 +90,67 @@ fn make_variable(
 /// The variables (or parameters) a scope declares, as gdb reads them: its
 /// own children with one of `tags`, then those of its abstract origin that
 /// none of its children stands for. An inlined copy omits what it does not
-/// keep (a zero-sized closure, a variable optimized away); they still exist,
-/// `<optimized out>`.
+/// keep (a zero-sized closure, a variable optimized away, a whole block);
+/// they still exist, `<optimized out>`, and the variables of an omitted
+/// block count as the scope's own.
 fn scope_variables(units: &Units, scope: DieRef, tags: &[gimli::DwTag]) -> Vec<DieRef> {
     let mut own = Vec::new();
     let mut covered = Vec::new();
-    for at in children_with_tag(units, scope, tags) {
+    for (at, tag) in children(units, scope) {
         if let Some(entry) = units.entry(at) {
             covered.extend(units.attr_ref(at, &entry, gimli::DW_AT_abstract_origin));
         }
-        own.push(at);
+        if tags.contains(&tag) {
+            own.push(at);
+        }
     }
     let origin = units
         .entry(scope)
         .and_then(|entry| units.attr_ref(scope, &entry, gimli::DW_AT_abstract_origin));
     if let Some(origin) = origin {
-        own.extend(
-            children_with_tag(units, origin, tags)
-                .into_iter()
-                .filter(|at| !covered.contains(at)),
-        );
+        omitted_variables(units, origin, &covered, tags, 0, &mut own);
     }
     own
 }
 
+/// Deepest blocks of an abstract origin searched for omitted variables.
+const MAX_OMITTED_BLOCKS: usize = 16;
+
+/// The children of `scope` with one of `tags` that `covered` does not
+/// hold, and all those of its uncovered lexical blocks: gdb reads a block
+/// without addresses as part of its parent, without asking whether a
+/// concrete block stands for a block inside it.
+fn omitted_variables(
+    units: &Units,
+    scope: DieRef,
+    covered: &[DieRef],
+    tags: &[gimli::DwTag],
+    depth: usize,
+    out: &mut Vec<DieRef>,
+) {
+    for (at, tag) in children(units, scope) {
+        if covered.contains(&at) {
+            continue;
+        }
+        if tags.contains(&tag) {
+            out.push(at);
+        } else if tag == gimli::DW_TAG_lexical_block && depth < MAX_OMITTED_BLOCKS {
+            omitted_variables(units, at, &[], tags, depth + 1, out);
+        }
+    }
+}
+
 /// Direct children of a DIE with one of the given tags.
 fn children_with_tag(units: &Units, parent: DieRef, tags: &[gimli::DwTag]) -> Vec<DieRef> {
+    children(units, parent)
+        .into_iter()
+        .filter(|(_, tag)| tags.contains(tag))
+        .map(|(at, _)| at)
+        .collect()
+}
+
+/// Direct children of a DIE, with their tags.
+fn children(units: &Units, parent: DieRef) -> Vec<(DieRef, gimli::DwTag)> {
     let mut out = Vec::new();
     let Some(mut tree) = units
         .unit_of(parent)
@@ -126,12 +161,11 @@ fn children_with_tag(units: &Units, parent: DieRef, tags: &[gimli::DwTag]) -> Ve
     let Ok(root) = tree.root() else { return out };
     let mut children = root.children();
     while let Ok(Some(child)) = children.next() {
-        if tags.contains(&child.entry().tag()) {
-            out.push(DieRef {
-                unit: parent.unit,
-                offset: child.entry().offset(),
-            });
-        }
+        let at = DieRef {
+            unit: parent.unit,
+            offset: child.entry().offset(),
+        };
+        out.push((at, child.entry().tag()));
     }
     out
 }
@@ -201,7 +235,7 @@ impl ObjectFile {
         };
         scope_variables(data.units(), function, &[gimli::DW_TAG_formal_parameter])
             .into_iter()
-            .filter_map(|at| make_variable(data.units(), at, frame_base.clone()))
+            .filter_map(|at| make_variable(data.units(), at, frame_base))
             .collect()
     }
 
@@ -224,7 +258,7 @@ impl ObjectFile {
                     offset: scope.offset,
                 };
                 for at in scope_variables(data.units(), scope_at, &[gimli::DW_TAG_variable]) {
-                    out.extend(make_variable(data.units(), at, frame_base.clone()));
+                    out.extend(make_variable(data.units(), at, frame_base));
                 }
             }
             if is_function_scope(scope) {
@@ -634,7 +668,7 @@ impl ObjectFile {
                         unit: cu.offset,
                         offset,
                     };
-                    make_variable(data.units(), at, var.frame_base.clone())
+                    make_variable(data.units(), at, var.frame_base)
                 });
             let object = match target {
                 Some(target) => self.read_variable_at_depth(&target, frame, depth + 1)?,
