@@ -5,7 +5,6 @@
 mod common;
 
 use common::real::{lua, lua_script, wordfreq, Opt};
-use common::*;
 
 #[test]
 fn the_real_programs_build_and_run() {
