@@ -22,7 +22,9 @@ enum Shape {
     /// location from address 0; rdbx says `<optimized out>`.
     ReadError,
     Number(String),
-    Pointer,
+    /// With the symbol it points into, when it points into one
+    /// (`0x555555598530 <absentkey>`).
+    Pointer(Option<String>),
     Other,
 }
 
@@ -40,7 +42,11 @@ fn shape(value: &str) -> Shape {
         _ => value,
     };
     if bare.starts_with("0x") && bare.split_whitespace().count() <= 2 {
-        return Shape::Pointer;
+        let symbol = bare
+            .split_once(' ')
+            .map(|(_, s)| s.to_string())
+            .filter(|s| s.starts_with('<'));
+        return Shape::Pointer(symbol);
     }
     let number = bare.strip_prefix('-').unwrap_or(bare);
     if !number.is_empty() && number.chars().all(|c| c.is_ascii_digit()) {
@@ -211,7 +217,8 @@ fn lua_frames_show_the_arguments_and_locals_gdb_shows() {
     let script = script.to_str().expect("a UTF-8 path");
     for opt in [Opt::O0] {
         let prog = lua(opt);
-        for function in ["luaH_resize", "gmatch_aux", "luaH_newkey"] {
+        // luaH_finishset's `slot` points to the static `absentkey`.
+        for function in ["luaH_resize", "gmatch_aux", "luaH_newkey", "luaH_finishset"] {
             let what = format!("{opt:?} {function}");
             let gdb_view = gdb_frames(&prog, &[script], &[&format!("break {function}")]);
             let rdbx_view = rdbx_frames(&prog, &[script], &[&format!("stop in {function}")]);

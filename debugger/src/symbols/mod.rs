@@ -364,6 +364,16 @@ impl ObjectFile {
         self.symbol_table().symbol_at(addr)
     }
 
+    /// How gdb names file address `addr`: the symbol holding it, with the
+    /// offset into it when not its start (`absentkey`, `buf+4`, `main+17`).
+    pub fn symbolic_name(&self, addr: u64) -> Option<String> {
+        let symbol = self.symbol_at(addr)?;
+        match addr - symbol.address {
+            0 => Some(symbol.name),
+            offset => Some(format!("{}+{offset}", symbol.name)),
+        }
+    }
+
     /// Every function symbol starting at `address` (its aliases).
     pub fn functions_starting_at(&self, address: u64) -> Vec<Symbol> {
         self.symbol_table().functions_starting_at(address)

@@ -104,7 +104,7 @@ impl ObjectFile {
             _ => return None,
         };
         let bias = frame.load_bias();
-        let symbolizer = |runtime: u64| self.symbol_at(runtime.wrapping_sub(bias)).map(|s| s.name);
+        let symbolizer = |runtime: u64| self.symbolic_name(runtime.wrapping_sub(bias));
         let types = types_of(data.units(), &cu, Some(frame), &symbolizer);
         let return_type = DieRef {
             unit: cu.offset,

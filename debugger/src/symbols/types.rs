@@ -611,12 +611,25 @@ impl<'a> Types<'a> {
                     matches!(enc, gimli::DW_ATE_signed_char | gimli::DW_ATE_unsigned_char)
                         && udata(&entry, gimli::DW_AT_byte_size) == Some(1);
                 if !is_char || !self.is_c_like_strings() {
-                    return None;
+                    return self.data_symbol(address);
                 }
-                Some(self.read_c_string(address))
+                // gdb: `0x4005d4 <greeting> "hello"`.
+                let text = self.read_c_string(address);
+                Some(match self.data_symbol(address) {
+                    Some(symbol) => format!("{symbol} {text}"),
+                    None => text,
+                })
             }
+            // A pointer to data shows the variable it points into, as gdb
+            // does (`0x5555555a0530 <absentkey>`).
+            _ if address != 0 => self.data_symbol(address),
             _ => None,
         }
+    }
+
+    /// `<name>` or `<name+offset>` of the data symbol at `address`.
+    fn data_symbol(&self, address: u64) -> Option<String> {
+        (self.symbolizer)(address).map(|s| format!("<{s}>"))
     }
 
     fn is_c_like_strings(&self) -> bool {
@@ -1530,9 +1543,14 @@ impl TypeRef {
             let memory = MemoryOnly(read);
             let none = |_| None;
             let types = self.types(Some(&memory), &none);
-            Some(types.read_c_string(address))
-        } else if to_die && self.kind_at_offset() == TypeKind::Function {
-            // `&func`: a code pointer shows the function it points to.
+            let text = types.read_c_string(address);
+            Some(match symbolizer(address) {
+                Some(symbol) => format!("<{symbol}> {text}"),
+                None => text,
+            })
+        } else if address != 0 {
+            // `&func`: a code pointer shows the function it points to;
+            // `&var` the variable.
             symbolizer(address).map(|s| format!("<{s}>"))
         } else {
             None
@@ -1588,11 +1606,6 @@ impl TypeRef {
             text,
             parts: Some(Box::new(Aggregate::Array { elements, more })),
         }
-    }
-
-    /// The kind of the DIE's own type, ignoring `layers`.
-    fn kind_at_offset(&self) -> TypeKind {
-        self.at(self.offset).kind()
     }
 
     fn is_char(&self) -> bool {

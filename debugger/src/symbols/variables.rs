@@ -599,7 +599,7 @@ impl ObjectFile {
             .cu_at(var.cu)
             .ok_or_else(|| Error::Dwarf("variable's unit is gone".into()))?;
         let bias = frame.load_bias();
-        let symbolizer = |runtime: u64| self.symbol_at(runtime.wrapping_sub(bias)).map(|s| s.name);
+        let symbolizer = |runtime: u64| self.symbolic_name(runtime.wrapping_sub(bias));
         let types = self
             .types_for(&cu, Some(frame), &symbolizer)
             .ok_or_else(|| Error::Dwarf("no types".into()))?;
@@ -723,7 +723,7 @@ impl ObjectFile {
         let units = data.units();
         let return_type = attr_through_origin_anywhere(units, function, gimli::DW_AT_type)
             .and_then(|(typed, value)| units.reference(typed.unit, value))?;
-        let symbolizer = |addr: u64| self.symbol_at(addr).map(|s| s.name);
+        let symbolizer = |addr: u64| self.symbolic_name(addr);
         let types = self.types_for(&cu, None, &symbolizer)?;
         let stripped = types.strip(return_type)?;
         let entry = types.entry(stripped)?;
