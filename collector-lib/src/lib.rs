@@ -11,8 +11,10 @@
 //!
 //! What it records: see docs/experiment-format.md and docs/architecture.md.
 
+mod allocator;
 mod blocks;
 mod clock;
+mod heap;
 mod interpose;
 mod log;
 mod numbers;

@@ -22,6 +22,8 @@ pub const BLOCK_PAYLOAD: usize = BLOCK_SIZE - HEADER_SIZE;
 pub const KIND_PROFILE: u16 = 1;
 /// Block kind of the `stacks` file (records are [`StackRecordHeader`] + pcs).
 pub const KIND_STACKS: u16 = 2;
+/// Block kind of the `heap` file: heap-tracing records ([`crate::heap`]).
+pub const KIND_HEAP: u16 = 3;
 /// First line of the manifest: `format=rdbx-experiment`.
 pub const FORMAT_NAME: &str = "rdbx-experiment";
 /// Major version of the format this crate writes and reads.

@@ -427,6 +427,8 @@ pub struct Config {
     pub sample_signal: i32,
     /// Start paused (key `paused`, 1 | 0).
     pub paused: bool,
+    /// Trace the malloc family and anonymous mmap (key `heaptrace`, 1 | 0).
+    pub heaptrace: bool,
 }
 
 impl Default for Config {
@@ -444,6 +446,7 @@ impl Default for Config {
             pause_signal: 0,
             sample_signal: 0,
             paused: false,
+            heaptrace: false,
         }
     }
 }
@@ -491,6 +494,7 @@ impl Config {
                 "pause_signal" => out.pause_signal = parse_signal(text?).ok_or_else(bad)?,
                 "sample_signal" => out.sample_signal = parse_signal(text?).ok_or_else(bad)?,
                 "paused" => out.paused = parse_flag(text?).ok_or_else(bad)?,
+                "heaptrace" => out.heaptrace = parse_flag(text?).ok_or_else(bad)?,
                 _ => {}
             }
         }
@@ -548,6 +552,8 @@ impl Config {
         sink.i64(i64::from(self.sample_signal));
         key(sink, "paused");
         sink.u64(u64::from(self.paused));
+        key(sink, "heaptrace");
+        sink.u64(u64::from(self.heaptrace));
     }
 }
 
@@ -746,6 +752,7 @@ mod tests {
             pause_signal: 12,
             sample_signal: 10,
             paused: true,
+            heaptrace: true,
         };
         let s = c.to_config_string();
         assert!(s.starts_with("expt=/tmp/a%20dir%3Bx/test.1.er;founder="));

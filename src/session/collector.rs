@@ -84,6 +84,11 @@ impl Session {
                 self.collector_settings.dbxsample = on;
                 Ok(())
             }
+            CollectorCommand::HeapTrace(on) => {
+                self.refuse_while_active("heaptrace")?;
+                self.collector_settings.heaptrace = on;
+                Ok(())
+            }
             CollectorCommand::Profile(setting) => {
                 self.refuse_while_active("profile")?;
                 let settings = &mut self.collector_settings;
@@ -188,6 +193,11 @@ impl Session {
             .is_none();
         if loaded_here {
             self.load_collector_into_process(pid)?;
+            if self.collector_settings.heaptrace {
+                eprintln!(
+                    "rdbx: warning: collector heaptrace: an attached process is not traced (the collector was not preloaded); clock profiling goes on"
+                );
+            }
         }
         let settings = &self.collector_settings;
         let path = collector::create_experiment(&settings.directory, &name)?;

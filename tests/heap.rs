@@ -1,0 +1,266 @@
+//! Heap tracing against programs whose allocations are known by
+//! construction (tests/programs/heap_known.c): every call of the malloc
+//! family and of anonymous mmap is in the experiment with its size, its
+//! caller and an order that pairs each free with the allocation it frees,
+//! across threads and in a fork child; the program's output is unchanged.
+
+mod common;
+
+use common::*;
+use debugger::symbols::ObjectFile;
+use experiment::heap::{HeapEvent, HeapOp};
+use experiment::log::Event;
+use experiment::{Experiment, HeapEventRecord};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// heap_known.c at -O0 without builtins (so the compiler keeps every call
+/// as written: gcc turns realloc(NULL, n) into malloc(n) and drops free(NULL)).
+fn heap_known() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = scratch_dir("heap-known-build").join("heap_known");
+        let status = Command::new("gcc")
+            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
+            .arg(&out)
+            .arg(sources_dir().join("heap_known.c"))
+            .status()
+            .expect("gcc must be installed");
+        assert!(status.success(), "gcc failed on heap_known.c");
+        out
+    })
+}
+
+/// `rdbx collect -H on` of heap_known with `args`; the experiment.
+fn collect(name: &str, args: &[&str]) -> (PathBuf, String) {
+    let dir = scratch_dir(name);
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(heap_known())
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (dir.join("t.er"), stdout)
+}
+
+/// Who called the allocator: the function of an event's first frame in
+/// the program (its leaf frame is the call in the caller).
+struct Callers {
+    base: u64,
+    program: ObjectFile,
+    stacks: HashMap<u64, experiment::Stack>,
+}
+
+impl Callers {
+    fn of(expt: &Experiment) -> Callers {
+        let log = expt.log().expect("log");
+        let program = heap_known();
+        let base = log
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Object { path, base, .. } if path == program => Some(*base),
+                _ => None,
+            })
+            .expect("the program's object line");
+        Callers {
+            base,
+            program: ObjectFile::open(program).expect("open the program"),
+            stacks: expt.stacks().expect("stacks"),
+        }
+    }
+
+    /// The program functions on the event's stack, leaf first.
+    fn functions(&self, event: &HeapEvent) -> Vec<String> {
+        let Some(stack) = self.stacks.get(&event.stack_id) else {
+            return Vec::new();
+        };
+        stack
+            .pcs
+            .iter()
+            .filter_map(|&pc| {
+                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
+                self.program.symbol_at(file).map(|s| s.name)
+            })
+            .collect()
+    }
+
+    /// The first program function on the stack.
+    fn caller(&self, event: &HeapEvent) -> String {
+        self.functions(event).into_iter().next().unwrap_or_default()
+    }
+}
+
+fn count(events: &[HeapEventRecord], callers: &Callers, op: HeapOp, function: &str) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e.event.op == op && callers.caller(&e.event) == function)
+        .map(|e| e.event.size)
+        .collect()
+}
+
+/// Blocks not freed at the end: allocation events whose block no later
+/// free (or realloc's free) gave back, in order.
+fn unfreed(events: &[HeapEventRecord]) -> Vec<HeapEvent> {
+    let mut live: HashMap<u64, HeapEvent> = HashMap::new();
+    for record in events {
+        let e = record.event;
+        match e.op {
+            HeapOp::Free | HeapOp::Munmap => {
+                live.remove(&e.address);
+            }
+            op if op.allocates() && e.address != 0 => {
+                assert!(
+                    live.insert(e.address, e).is_none(),
+                    "{e:?} allocated a block that was never freed"
+                );
+            }
+            _ => {}
+        }
+    }
+    let mut left: Vec<HeapEvent> = live.into_values().collect();
+    left.sort_by_key(|e| e.order);
+    left
+}
+
+#[test]
+fn every_allocation_is_recorded_with_its_size_and_caller() {
+    let (dir, stdout) = collect("heap-known", &[]);
+    assert_eq!(stdout.trim(), "done", "the program's output is its own");
+    let expt = Experiment::open(&dir).expect("open");
+    assert!(expt.manifest().kinds.iter().any(|k| k == "heap-trace"));
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of(&expt);
+
+    let mut made = vec![100; 10];
+    made.extend([64; 1000]);
+    assert_eq!(count(&events, &callers, HeapOp::Malloc, "make"), made);
+    assert_eq!(count(&events, &callers, HeapOp::Calloc, "grow"), vec![1024]);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Realloc, "grow"),
+        vec![4096]
+    );
+    let mut aligned = count(&events, &callers, HeapOp::Memalign, "aligned");
+    aligned.sort();
+    assert_eq!(aligned, vec![48, 128, 200]);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Mmap, "mapped"),
+        vec![65536]
+    );
+    assert_eq!(count(&events, &callers, HeapOp::Realloc, "edges"), vec![24]);
+    assert_eq!(count(&events, &callers, HeapOp::Malloc, "edges"), vec![40]);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "work"),
+        vec![32; 2000]
+    );
+
+    // Each free gives back a block that was allocated and not yet freed;
+    // the leaks are exactly the ones the program makes.
+    let left = unfreed(&events);
+    let leaked_by = |function: &str| {
+        left.iter()
+            .filter(|e| callers.functions(e).iter().any(|f| f == function))
+            .map(|e| e.size)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(leaked_by("leaky"), vec![100; 10]);
+    assert_eq!(leaked_by("edges"), vec![24]);
+    assert_eq!(leaked_by("work"), vec![32; 4]);
+    assert!(leaked_by("churn").is_empty());
+    assert!(leaked_by("grow").is_empty());
+    assert!(leaked_by("aligned").is_empty());
+    assert!(leaked_by("mapped").is_empty());
+
+    // Order numbers are unique; the collector's own work is not traced.
+    let mut orders: Vec<u64> = events.iter().map(|e| e.event.order).collect();
+    orders.dedup();
+    assert_eq!(orders.len(), events.len());
+    // (A program call may pass through the collector's pthread_create; a
+    // call the collector makes for itself has no frame of the program.)
+    let collector = collector_range(&expt);
+    for e in events.iter().filter(|e| e.event.op.allocates()) {
+        let stack = &callers.stacks[&e.event.stack_id];
+        let through_collector = stack.pcs.iter().any(|pc| collector.contains(pc));
+        assert!(
+            !through_collector || !callers.functions(&e.event).is_empty(),
+            "{:?} was made for the collector",
+            e.event
+        );
+    }
+}
+
+/// Where libcollector.so is mapped in the traced process.
+fn collector_range(expt: &Experiment) -> std::ops::RangeInclusive<u64> {
+    expt.log()
+        .expect("log")
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Object { path, lo, hi, .. }
+                if path.to_string_lossy().contains("libcollector") =>
+            {
+                Some(*lo..=*hi)
+            }
+            _ => None,
+        })
+        .expect("the collector's object line")
+}
+
+#[test]
+fn threads_free_what_they_allocate_in_order() {
+    let (dir, _) = collect("heap-threads", &[]);
+    let expt = Experiment::open(&dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of(&expt);
+    let mut per_thread: HashMap<u32, usize> = HashMap::new();
+    for e in &events {
+        if e.event.op == HeapOp::Malloc && callers.caller(&e.event) == "work" {
+            *per_thread.entry(e.tid).or_default() += 1;
+        }
+    }
+    assert_eq!(per_thread.len(), 4, "{per_thread:?}");
+    assert!(per_thread.values().all(|&n| n == 500), "{per_thread:?}");
+    // The blocks threads free are reused by others: the order pairs each
+    // free with the allocation it frees (unfreed() asserts no block is
+    // allocated twice without a free in between).
+    let left = unfreed(&events);
+    assert_eq!(
+        left.iter().filter(|e| callers.caller(e) == "work").count(),
+        4
+    );
+}
+
+#[test]
+fn a_fork_child_traces_its_own_heap() {
+    let (dir, stdout) = collect("heap-fork", &["fork"]);
+    assert_eq!(stdout.trim(), "done");
+    let child = Experiment::open(dir.join("_f1.er")).expect("the child's experiment");
+    let events = child.heap_events().expect("heap events");
+    let callers = Callers::of(&child);
+    let leaks = unfreed(&events)
+        .into_iter()
+        .filter(|e| callers.functions(e).iter().any(|f| f == "leaky"))
+        .count();
+    assert_eq!(leaks, 10, "the child's own leaky() calls");
+}
+
+#[test]
+fn without_heaptrace_nothing_is_traced() {
+    let dir = scratch_dir("heap-off");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-A", "off", "-o", "t.er"])
+        .arg(heap_known())
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    assert!(!dir.join("t.er/heap").exists());
+}
