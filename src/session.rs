@@ -847,6 +847,29 @@ impl Session {
                 line += "  [disabled]";
             }
             println!("{line}");
+            if bp.addresses().len() > 1 {
+                self.print_locations(bp);
+            }
+        }
+    }
+
+    /// One line per location of a breakpoint with several (a function's
+    /// inlined copies), numbered as gdb's `info breakpoints` does.
+    fn print_locations(&self, bp: &debugger::breakpoints::Breakpoint) {
+        for (n, &address) in bp.addresses().iter().enumerate() {
+            let found = self.dbg.objects().symbolize(address);
+            let mut line = format!("    ({}.{}) 0x{address:016x}", bp.id(), n + 1);
+            if let Some(function) = &found.function {
+                line += &format!(" in {function}");
+            }
+            if let Some(location) = &found.location {
+                line += &format!(
+                    " at line {} in file \"{}\"",
+                    location.line,
+                    location.file.display()
+                );
+            }
+            println!("{line}");
         }
     }
 
@@ -1720,7 +1743,7 @@ impl EvalContext for SessionEval<'_> {
         let address = object.file_address(frame.lookup_pc);
         let mut names: Vec<String> = object
             .file
-            .locals_at(address)
+            .frame_locals_at(address, frame.inline_depth)
             .into_iter()
             .chain(object.file.parameters_at(address, frame.inline_depth))
             .map(|v| v.name().to_string())

@@ -195,8 +195,22 @@ impl Debugger {
 
     /// `step` / `next`: to the beginning of another source line.
     pub fn step_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
+        let tid = self.current_tid;
+        let pc = self.current_regs(tid)?.rip;
+        if kind == StepKind::Into && self.enter_skipped_inline_call(tid, pc) {
+            // gdb's `step` into an inlined call that starts here: the
+            // program does not move, the call's frame appears.
+            self.selected_frame = 0;
+            return Ok(self.step_stop(tid));
+        }
         let outcome = self.step_to_line(kind, conditions);
-        self.settle(outcome)
+        let stop = self.settle(outcome)?;
+        if stop.reason == StopReason::Step {
+            if let Ok(pc) = self.current_regs(stop.tid).map(|r| r.rip) {
+                self.skip_inlined_calls_at(stop.tid, pc);
+            }
+        }
+        Ok(stop)
     }
 
     fn step_to_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {

@@ -8,6 +8,7 @@ use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 use super::demangle::{demangle, without_parameters};
 use super::dwarf::{die_string, CuData};
 use super::lines::LineTable;
+use super::names::function_name_matches;
 use super::{FunctionInfo, InlineFrame, ObjectFile, SourceLocation, Symbol, R};
 
 type Die<'a> = gimli::DebuggingInformationEntry<'a, 'a, R>;
@@ -285,8 +286,58 @@ fn index_cu(
     map: &mut HashMap<String, Vec<(DebugInfoOffset, UnitOffset)>>,
 ) -> gimli::Result<()> {
     let unit = &cu.unit;
-    // Qualified names of declarations, for definitions referring to them.
-    let mut declared: HashMap<UnitOffset, String> = HashMap::new();
+    let qualified = qualified_function_names(dwarf, unit)?;
+    // The name gdb gives a function DIE: its own qualified name, else that
+    // of the declaration or abstract instance it refers to.
+    let dwarf_name = |offset: UnitOffset| {
+        let mut offset = offset;
+        for _ in 0..8 {
+            if let Some(name) = qualified.get(&offset) {
+                return Some(name.clone());
+            }
+            let entry = unit.entry(offset).ok()?;
+            offset = [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
+                .iter()
+                .find_map(|&at| match entry.attr_value(at) {
+                    Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                    _ => None,
+                })?;
+        }
+        None
+    };
+    let mut entries = unit.entries();
+    while let Some((_, entry)) = entries.next_dfs()? {
+        let concrete = match entry.tag() {
+            // Every inlined copy is a location of its function, as in gdb.
+            gimli::DW_TAG_inlined_subroutine => true,
+            gimli::DW_TAG_subprogram => {
+                entry.attr_value(gimli::DW_AT_declaration)?.is_none()
+                    && (entry.attr_value(gimli::DW_AT_low_pc)?.is_some()
+                        || entry.attr_value(gimli::DW_AT_ranges)?.is_some())
+            }
+            _ => false,
+        };
+        if !concrete {
+            continue;
+        }
+        let mut keys: Vec<String> = dwarf_name(entry.offset()).into_iter().collect();
+        let (display, linkage) = function_name(dwarf, unit, entry.offset());
+        keys.push(without_parameters(&display).to_string());
+        keys.push(display);
+        keys.extend(linkage);
+        index_under(map, keys, (cu.offset, entry.offset()));
+    }
+    Ok(())
+}
+
+/// The qualified DWARF name of every named subprogram DIE of a unit
+/// (declarations and abstract instances too): the names of the enclosing
+/// namespaces and types joined by `::`, as gdb spells them.
+fn qualified_function_names(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+) -> gimli::Result<HashMap<UnitOffset, String>> {
+    let mut names = HashMap::new();
     let mut scopes: Vec<(isize, String)> = Vec::new();
     let mut depth = 0isize;
     let mut entries = unit.entries();
@@ -295,78 +346,24 @@ fn index_cu(
         while scopes.last().is_some_and(|(d, _)| *d >= depth) {
             scopes.pop();
         }
-        let name = die_string(dwarf, unit, entry, gimli::DW_AT_name);
-        let qualified = |name: &str| {
-            let mut q: Vec<&str> = scopes.iter().map(|(_, s)| s.as_str()).collect();
-            q.push(name);
-            q.join("::")
+        let Some(name) = die_string(dwarf, unit, entry, gimli::DW_AT_name) else {
+            continue;
         };
         match entry.tag() {
             gimli::DW_TAG_namespace
             | gimli::DW_TAG_structure_type
             | gimli::DW_TAG_class_type
-            | gimli::DW_TAG_union_type => {
-                if let Some(n) = &name {
-                    let q = qualified(n);
-                    scopes.push((depth, n.clone()));
-                    let _ = q;
-                }
-            }
-            // gdb only finds inlined copies of functions declared inline.
-            gimli::DW_TAG_inlined_subroutine if declared_inline(unit, entry) => {
-                let (display, linkage) = function_name(dwarf, unit, entry.offset());
-                let mut keys = vec![without_parameters(&display).to_string(), display];
-                keys.extend(linkage);
-                index_under(map, keys, (cu.offset, entry.offset()));
-            }
+            | gimli::DW_TAG_union_type
+            | gimli::DW_TAG_enumeration_type => scopes.push((depth, name)),
             gimli::DW_TAG_subprogram => {
-                let is_declaration = entry.attr_value(gimli::DW_AT_declaration)?.is_some();
-                if is_declaration {
-                    if let Some(n) = &name {
-                        declared.insert(entry.offset(), qualified(n));
-                    }
-                    continue;
-                }
-                if entry.attr_value(gimli::DW_AT_low_pc)?.is_none()
-                    && entry.attr_value(gimli::DW_AT_ranges)?.is_none()
-                {
-                    continue;
-                }
-                let mut keys = Vec::new();
-                let referenced = [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
-                    .iter()
-                    .find_map(|&at| match entry.attr_value(at) {
-                        Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                        _ => None,
-                    });
-                if let Some(q) = referenced.and_then(|o| declared.get(&o)) {
-                    keys.push(q.clone());
-                }
-                if let Some(n) = &name {
-                    keys.push(qualified(n));
-                }
-                let (display, linkage) = function_name(dwarf, unit, entry.offset());
-                keys.push(without_parameters(&display).to_string());
-                keys.push(display);
-                keys.extend(linkage);
-                index_under(map, keys, (cu.offset, entry.offset()));
+                let mut parts: Vec<&str> = scopes.iter().map(|(_, s)| s.as_str()).collect();
+                parts.push(&name);
+                names.insert(entry.offset(), parts.join("::"));
             }
             _ => {}
         }
     }
-    Ok(())
-}
-
-fn declared_inline(unit: &gimli::Unit<R>, entry: &Die) -> bool {
-    matches!(
-        attr_through_origin(unit, entry.offset(), gimli::DW_AT_inline),
-        Some((
-            _,
-            AttributeValue::Inline(
-                gimli::DW_INL_declared_inlined | gimli::DW_INL_declared_not_inlined
-            )
-        ))
-    )
+    Ok(names)
 }
 
 /// gdb's amd64 prologue analysis: after `[endbr64] push %rbp; mov
@@ -455,7 +452,12 @@ impl ObjectFile {
         let entry = cu.unit.entry(offset).ok()?;
         let (low_pc, high_pc) = entry_range(&data.dwarf, &cu.unit, &entry)?;
         let (name, linkage_name) = function_name(&data.dwarf, &cu.unit, offset);
-        let breakpoint_address = self.breakpoint_address(Some(cu), low_pc, high_pc);
+        // gdb breaks at an inlined copy's entry: a prologue is the real
+        // function's, long before.
+        let breakpoint_address = match entry.tag() {
+            gimli::DW_TAG_inlined_subroutine => low_pc,
+            _ => self.breakpoint_address(Some(cu), low_pc, high_pc),
+        };
         Some(FunctionInfo {
             name,
             linkage_name,
@@ -586,12 +588,21 @@ impl ObjectFile {
         let (Some(index), Some(data)) = (self.die_name_index(), self.dwarf.as_ref()) else {
             return Vec::new();
         };
-        index
-            .map
-            .get(name)
-            .into_iter()
-            .flatten()
-            .filter_map(|&(cu_offset, die)| {
+        let mut dies: Vec<(DebugInfoOffset, UnitOffset)> = match index.map.get(name) {
+            Some(exact) => exact.clone(),
+            // gdb's wild matching: a suffix of the components, generic
+            // arguments left out (`Counter::feed`).
+            None => index
+                .map
+                .iter()
+                .filter(|(key, _)| function_name_matches(name, key))
+                .flat_map(|(_, dies)| dies.iter().copied())
+                .collect(),
+        };
+        dies.sort_by_key(|&(cu, die)| (cu.0, die.0));
+        dies.dedup();
+        dies.into_iter()
+            .filter_map(|(cu_offset, die)| {
                 let cu = data.cu_at(cu_offset)?;
                 self.function_from_die(&cu, die)
             })
@@ -671,6 +682,40 @@ impl ObjectFile {
             None => return self.symbol_frame(addr),
         }
         frames
+    }
+
+    /// How many of the innermost inlined calls at `addr` start there
+    /// (`addr - 1` is outside their block), innermost first, stopping at
+    /// the first that does not: gdb shows a stop at such an address in the
+    /// caller ("not yet entered" inlined frames). The names are those
+    /// `inline_frames_at` gives the frames.
+    pub fn inlined_calls_starting_at(&self, addr: u64) -> Vec<String> {
+        let Some(data) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(cu) = data.cu_for_address(addr) else {
+            return Vec::new();
+        };
+        let chain = scope_chain(&data.dwarf, &cu, addr);
+        let inlined: Vec<&Scope> = chain
+            .iter()
+            .rev()
+            .filter(|s| s.tag == gimli::DW_TAG_inlined_subroutine)
+            .collect();
+        let frames = self.inline_frames_at(addr);
+        let mut starting = Vec::new();
+        for (scope, frame) in inlined.iter().zip(&frames) {
+            let Ok(entry) = cu.unit.entry(scope.offset) else {
+                break;
+            };
+            let starts = die_contains(&data.dwarf, &cu.unit, &entry, addr)
+                && !die_contains(&data.dwarf, &cu.unit, &entry, addr.wrapping_sub(1));
+            if !starts || !frame.inlined {
+                break;
+            }
+            starting.push(frame.function.clone());
+        }
+        starting
     }
 
     fn symbol_frame(&self, addr: u64) -> Vec<InlineFrame> {

@@ -183,18 +183,31 @@ impl ObjectFile {
     /// Locals in scope at `addr`, innermost block first, up to the
     /// innermost function.
     pub fn locals_at(&self, addr: u64) -> Vec<Variable> {
+        self.frame_locals_at(addr, 0)
+    }
+
+    /// Locals in scope at `addr` in the function `inline_depth` levels
+    /// out (as `parameters_at` counts), innermost block first: the
+    /// blocks of functions inlined into it are not its scope.
+    pub fn frame_locals_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
         let (Some(data), Some((cu, chain, frame_base))) =
             (self.dwarf.as_ref(), self.scopes_at(addr))
         else {
             return Vec::new();
         };
         let mut out = Vec::new();
+        let mut functions_left = inline_depth;
         for scope in chain.iter().rev() {
-            for o in children_with_tag(&cu.unit, scope.offset, &[gimli::DW_TAG_variable]) {
-                out.extend(make_variable(&data.dwarf, &cu, o, frame_base));
+            if functions_left == 0 {
+                for o in children_with_tag(&cu.unit, scope.offset, &[gimli::DW_TAG_variable]) {
+                    out.extend(make_variable(&data.dwarf, &cu, o, frame_base));
+                }
             }
             if is_function_scope(scope) {
-                break;
+                if functions_left == 0 {
+                    break;
+                }
+                functions_left -= 1;
             }
         }
         out
@@ -203,12 +216,23 @@ impl ObjectFile {
     /// A variable by name: local or parameter at `addr`, then the statics
     /// of that CU, then globals anywhere.
     pub fn lookup_variable(&self, addr: Option<u64>, name: &str) -> Option<Variable> {
+        self.lookup_variable_in_frame(addr, 0, name)
+    }
+
+    /// [`ObjectFile::lookup_variable`] from the function `inline_depth`
+    /// levels out at `addr` (a frame of `where`).
+    pub fn lookup_variable_in_frame(
+        &self,
+        addr: Option<u64>,
+        inline_depth: usize,
+        name: &str,
+    ) -> Option<Variable> {
         let data = self.dwarf.as_ref()?;
         if let Some(addr) = addr {
             if let Some(v) = self
-                .locals_at(addr)
+                .frame_locals_at(addr, inline_depth)
                 .into_iter()
-                .chain(self.parameters_at(addr, 0))
+                .chain(self.parameters_at(addr, inline_depth))
                 .find(|v| v.name == name)
             {
                 return Some(v);

@@ -1,0 +1,241 @@
+//! Breakpoints and stepping on optimized real programs (Lua 5.4 at -O2,
+//! wordfreq), against gdb: where a function breakpoint lands, inlined
+//! functions' locations, names as users type them, `step` into inlined
+//! calls, and options given after the program.
+
+mod common;
+
+use common::real::{lua, lua_script, wordfreq, Opt};
+use common::*;
+
+const FIND_FWD: &str = "regex_automata::hybrid::search::find_fwd";
+
+/// rdbx's `where` after running with `setup`.
+fn rdbx_where(program: &std::path::Path, args: &[&str], setup: &[&str]) -> (Outcome, Vec<Frame>) {
+    let mut cmds: Vec<&str> = setup.to_vec();
+    cmds.extend(["run", "where"]);
+    let out = Rdbx::batch().cmds(&cmds).prog(program, args).run();
+    let frames = out.nth_where(0);
+    (out, frames)
+}
+
+/// (function, line) of the first `n` frames.
+fn top(frames: &[Frame], n: usize) -> Vec<(String, Option<u32>)> {
+    frames
+        .iter()
+        .take(n)
+        .map(|f| (f.func.clone(), f.line))
+        .collect()
+}
+
+/// The locations of breakpoint 1 in gdb's `info breakpoints` (`1.2 y 0x… in f at x.c:9`),
+/// or its single address.
+fn gdb_locations(text: &str) -> Vec<u64> {
+    let mut found: Vec<u64> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix("1.")?;
+            let at = rest.find("0x")?;
+            parse_hex(&rest[at..])
+        })
+        .collect();
+    if found.is_empty() {
+        found = text
+            .lines()
+            .filter(|l| l.starts_with("1 ") && l.contains("breakpoint"))
+            .filter_map(|l| l.find("0x").and_then(|at| parse_hex(&l[at..])))
+            .collect();
+    }
+    found.sort_unstable();
+    found
+}
+
+/// The locations rdbx's `status` lists for breakpoint 1 (`(1.2) 0x…`).
+fn rdbx_locations(out: &Outcome) -> Vec<u64> {
+    let mut found: Vec<u64> = out
+        .out_lines()
+        .iter()
+        .filter_map(|l| parse_hex(l.trim_start().strip_prefix("(1.")?.split_once(") ")?.1))
+        .collect();
+    found.sort_unstable();
+    found
+}
+
+#[test]
+fn a_function_breakpoint_at_o2_stops_in_the_function_not_in_code_inlined_into_it() {
+    let program = wordfreq();
+    let gdb_frames = gdb_bt(&program, &[], &[&format!("break {FIND_FWD}")]);
+    let (out, frames) = rdbx_where(&program, &[], &[&format!("stop in {FIND_FWD}")]);
+    assert_eq!(
+        top(&frames, 3),
+        top(&gdb_frames, 3),
+        "rdbx:\n{}\ngdb:\n{}\n{}",
+        show_frames(&frames),
+        show_frames(&gdb_frames),
+        out.transcript()
+    );
+    assert_eq!(frames[0].func, FIND_FWD);
+    assert!(!frames[0].inlined, "{}", out.transcript());
+}
+
+#[test]
+fn a_condition_on_the_functions_parameters_works_at_its_hits() {
+    let program = wordfreq();
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &[&format!("break {FIND_FWD}"), "run", "print/x (long)cache"],
+    );
+    let gdb_cache = parse_gdb_values(&gdb_out);
+    let out = Rdbx::batch()
+        .cmds(&[
+            &format!("stop in {FIND_FWD} -if dfa != 0 && cache != 0"),
+            "run",
+            "print/x (long)cache",
+        ])
+        .prog(&program, &[])
+        .run();
+    out.assert_no_errors();
+    let stop = out.nth_stop(0);
+    assert_eq!(stop.func, FIND_FWD, "{}", out.transcript());
+    assert_eq!(
+        out.printed("(long)cache"),
+        gdb_cache,
+        "{}\ngdb:\n{gdb_out}",
+        out.transcript()
+    );
+}
+
+#[test]
+fn functions_that_exist_only_inlined_have_a_location_per_copy() {
+    let lua2 = lua(Opt::O2);
+    let script = lua_script("tables.lua");
+    let script = script.to_str().unwrap();
+    for function in ["arrayindex", "luaS_newlstr"] {
+        let gdb_out = gdb(
+            &lua2,
+            &[script],
+            &[
+                &format!("break {function}"),
+                "run",
+                "info breakpoints",
+                "bt",
+            ],
+        );
+        let out = Rdbx::batch()
+            .cmds(&[&format!("stop in {function}"), "run", "status", "where"])
+            .prog(&lua2, &[script])
+            .run();
+        let expected = gdb_locations(&gdb_out);
+        assert!(expected.len() > 1, "gdb:\n{gdb_out}");
+        assert_eq!(
+            rdbx_locations(&out),
+            expected,
+            "{function}\n{}\ngdb:\n{gdb_out}",
+            out.transcript()
+        );
+        let gdb_frames = parse_gdb_bt(&gdb_out);
+        assert_eq!(
+            top(&out.nth_where(0), 2),
+            top(&gdb_frames, 2),
+            "{function}\n{}\ngdb:\n{gdb_out}",
+            out.transcript()
+        );
+    }
+    // Rust: a method of the regex crate inlined into wordfreq's main.
+    let program = wordfreq();
+    let find_iter = "regex::regex::string::Regex::find_iter";
+    let gdb_frames = gdb_bt(&program, &[], &[&format!("break {find_iter}")]);
+    let (out, frames) = rdbx_where(&program, &[], &[&format!("stop in {find_iter}")]);
+    assert_eq!(frames[0].func, find_iter, "{}", out.transcript());
+    assert_eq!(frames[0].line, gdb_frames[0].line, "{}", out.transcript());
+    assert_eq!(
+        frames.get(1).map(|f| f.line),
+        gdb_frames.get(1).map(|f| f.line)
+    );
+}
+
+#[test]
+fn rust_functions_are_found_by_the_names_gdb_shows_and_by_suffixes() {
+    let program = wordfreq();
+    let full = "wordfreq::Counter<alloc::string::String>::feed<alloc::string::String, wordfreq::main::{closure_env#1}>";
+    let gdb_frames = gdb_bt(&program, &[], &[&format!("break {full}")]);
+    assert_eq!(gdb_frames[0].func, full);
+    for name in [full, "Counter::feed", "wordfreq::Counter::feed"] {
+        let (out, frames) = rdbx_where(&program, &[], &[&format!("stop in {name}"), "status"]);
+        out.assert_no_errors();
+        assert_eq!(
+            top(&frames, 2),
+            top(&gdb_frames, 2)
+                .into_iter()
+                .map(|(f, l)| (f.replace(full, "wordfreq::Counter<K>::feed"), l))
+                .collect::<Vec<_>>(),
+            "{name}\n{}",
+            out.transcript()
+        );
+    }
+    // `<X as Y>::f` unquoted; gdb's name for it is `wordfreq::{impl#0}::text`.
+    let gdb_frames = gdb_bt(&program, &[], &["break wordfreq::{impl#0}::text"]);
+    let out = Rdbx::batch()
+        .cmds(&[
+            "stop in <wordfreq::Builtin as wordfreq::Source>::text",
+            "run",
+        ])
+        .prog(&program, &[])
+        .run();
+    out.assert_no_errors();
+    let stop = out.nth_stop(0);
+    assert_eq!(stop.func, "<wordfreq::Builtin as wordfreq::Source>::text");
+    assert_eq!(stop.line, gdb_frames[0].line, "{}", out.transcript());
+}
+
+#[test]
+fn step_enters_the_inlined_calls_a_breakpoint_stopped_before() {
+    let program = wordfreq();
+    let steps = 4;
+    let mut gdb_cmds = vec![format!("break {FIND_FWD}"), "run".into()];
+    let mut rdbx_cmds = vec![format!("stop in {FIND_FWD}"), "run".into()];
+    for _ in 0..steps {
+        gdb_cmds.extend(["step".to_string(), GDB_WHERE_AM_I.to_string()]);
+        rdbx_cmds.push("step".into());
+    }
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &gdb_cmds.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let expected = parse_gdb_markers(&gdb_out);
+    assert_eq!(expected.len(), steps, "gdb:\n{gdb_out}");
+    let out = Rdbx::batch()
+        .cmds(&rdbx_cmds.iter().map(String::as_str).collect::<Vec<_>>())
+        .prog(&program, &[])
+        .run();
+    let stops: Vec<(String, u32)> = out
+        .stops()
+        .iter()
+        .skip(1)
+        .map(|s| (s.func.clone(), s.line.unwrap_or(0)))
+        .collect();
+    assert_eq!(stops, expected, "{}\ngdb:\n{gdb_out}", out.transcript());
+}
+
+#[test]
+fn rdbx_options_after_the_program_draw_a_warning() {
+    let program = prog("loop-O0");
+    let out = Rdbx::batch()
+        .arg(&program)
+        .arg("--batch")
+        .arg("-c")
+        .arg("where")
+        .stdin("")
+        .run();
+    let warning = "rdbx: warning: \"--batch\" after the program is the program's argument; rdbx's options go before it";
+    assert!(
+        out.stderr.lines().any(|l| l == warning),
+        "{}",
+        out.transcript()
+    );
+    // Plain program arguments draw nothing.
+    let out = Rdbx::batch().cmd("quit").prog(&program, &["-n", "3"]).run();
+    assert!(!out.stderr.contains("warning"), "{}", out.transcript());
+}
