@@ -239,3 +239,56 @@ fn rdbx_options_after_the_program_draw_a_warning() {
     let out = Rdbx::batch().cmd("quit").prog(&program, &["-n", "3"]).run();
     assert!(!out.stderr.contains("warning"), "{}", out.transcript());
 }
+
+#[test]
+fn rust_function_breakpoints_land_at_gdbs_address_and_line() {
+    let program = wordfreq();
+    for function in [
+        "regex_automata::meta::regex::Builder::build",
+        "regex_automata::hybrid::dfa::Lazy::cache_next_state",
+        "core::fmt::write",
+        "wordfreq::main",
+    ] {
+        let gdb_out = gdb(
+            &program,
+            &[],
+            &[&format!("break {function}"), "run", "print/x $pc"],
+        );
+        let out = Rdbx::batch()
+            .cmds(&[&format!("stop in {function}"), "run", "print $pc"])
+            .prog(&program, &[])
+            .run();
+        let stop = out.nth_stop(0);
+        let gdb_line = parse_gdb_breakpoints(&gdb_out).first().map(|b| b.1);
+        assert_eq!(
+            stop.line,
+            gdb_line,
+            "{function}\n{}\ngdb:\n{gdb_out}",
+            out.transcript()
+        );
+        assert_eq!(
+            out.printed("$pc"),
+            parse_gdb_values(&gdb_out),
+            "{function}\n{}\ngdb:\n{gdb_out}",
+            out.transcript()
+        );
+    }
+}
+
+#[test]
+fn a_function_with_a_body_also_breaks_in_its_copies_inlined_in_other_units() {
+    let program = wordfreq();
+    let function = "regex_automata::meta::wrappers::HybridEngine::try_search";
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &[&format!("break {function}"), "run", "info breakpoints"],
+    );
+    let out = Rdbx::batch()
+        .cmds(&[&format!("stop in {function}"), "run", "status"])
+        .prog(&program, &[])
+        .run();
+    let expected = gdb_locations(&gdb_out);
+    assert!(expected.len() > 2, "gdb:\n{gdb_out}");
+    assert_eq!(rdbx_locations(&out), expected, "{}", out.transcript());
+}

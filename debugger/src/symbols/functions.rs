@@ -394,7 +394,10 @@ fn llvm_prologue_end(table: &LineTable, low: u64, high: u64) -> Option<u64> {
     if row.line == 0 {
         return None;
     }
-    let first = table.rows.partition_point(|r| r.address < row.address);
+    // The rows at the start address, past a previous sequence's end.
+    let first = table.rows.partition_point(|r| {
+        r.address < row.address || (r.address == row.address && r.end_sequence)
+    });
     if let Some(next) = table.rows.get(first + 1) {
         if next.line != 0 && !next.end_sequence && next.address == low {
             return Some(low);
@@ -420,6 +423,10 @@ impl ObjectFile {
             _ => None,
         };
         if let (Some(cu), Some(table)) = (cu, table) {
+            // gdb 13 honours the producer's prologue_end flag first.
+            if let Some(end) = table.prologue_end_in(low, high) {
+                return end;
+            }
             if cu.is_llvm() {
                 if let Some(end) = llvm_prologue_end(table, low, high) {
                     return end.max(low);
@@ -533,10 +540,19 @@ impl ObjectFile {
         if found.is_empty() {
             found = self.functions_from_dwarf(name);
         } else {
-            let copies: Vec<FunctionInfo> = found
+            let mut copies: Vec<FunctionInfo> = found
                 .iter()
                 .flat_map(|f| self.inlined_copies(f.low_pc))
                 .collect();
+            // gdb finds the copies inlined in other units too; only a
+            // function with an abstract instance has copies, and only then
+            // is the whole DWARF index worth building.
+            if found
+                .iter()
+                .any(|f| self.abstract_origin_of(f.low_pc).is_some())
+            {
+                copies.extend(self.dwarf_functions(name, true));
+            }
             found.extend(copies);
         }
         found.sort_by_key(|f| f.low_pc);
@@ -548,22 +564,11 @@ impl ObjectFile {
     /// `low_pc` (gdb breaks in those too). Scans that function's CU only,
     /// and only when the function is an instance of an inline function.
     fn inlined_copies(&self, low_pc: u64) -> Vec<FunctionInfo> {
-        let Some(data) = self.dwarf.as_ref() else {
+        let (Some(data), Some(origin)) = (self.dwarf.as_ref(), self.abstract_origin_of(low_pc))
+        else {
             return Vec::new();
         };
         let Some(cu) = data.cu_for_address(low_pc) else {
-            return Vec::new();
-        };
-        let chain = scope_chain(&data.dwarf, &cu, low_pc);
-        let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
-            return Vec::new();
-        };
-        let Some(origin) = cu.unit.entry(function.offset).ok().and_then(|e| {
-            match e.attr_value(gimli::DW_AT_abstract_origin) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            }
-        }) else {
             return Vec::new();
         };
         let mut copies = Vec::new();
@@ -584,7 +589,31 @@ impl ObjectFile {
             .collect()
     }
 
+    /// The abstract instance of the function whose out-of-line body starts
+    /// at `low_pc`: it has one when it is also inlined somewhere.
+    fn abstract_origin_of(&self, low_pc: u64) -> Option<UnitOffset> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(low_pc)?;
+        let chain = scope_chain(&data.dwarf, &cu, low_pc);
+        let function = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram)?;
+        match cu
+            .unit
+            .entry(function.offset)
+            .ok()?
+            .attr_value(gimli::DW_AT_abstract_origin)
+        {
+            Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+            _ => None,
+        }
+    }
+
     fn functions_from_dwarf(&self, name: &str) -> Vec<FunctionInfo> {
+        self.dwarf_functions(name, false)
+    }
+
+    /// Functions the DWARF index knows by `name`; only inlined copies when
+    /// `inlined_only`.
+    fn dwarf_functions(&self, name: &str, inlined_only: bool) -> Vec<FunctionInfo> {
         let (Some(index), Some(data)) = (self.die_name_index(), self.dwarf.as_ref()) else {
             return Vec::new();
         };
@@ -604,6 +633,10 @@ impl ObjectFile {
         dies.into_iter()
             .filter_map(|(cu_offset, die)| {
                 let cu = data.cu_at(cu_offset)?;
+                let tag = cu.unit.entry(die).ok()?.tag();
+                if inlined_only && tag != gimli::DW_TAG_inlined_subroutine {
+                    return None;
+                }
                 self.function_from_die(&cu, die)
             })
             .collect()

@@ -14,6 +14,9 @@ pub(crate) struct LineRow {
     pub(crate) column: u32,
     pub(crate) is_stmt: bool,
     pub(crate) end_sequence: bool,
+    /// The producer says the prologue ends here (LLVM sets it; gdb breaks
+    /// at the first such row of a function).
+    pub(crate) prologue_end: bool,
 }
 
 /// A CU's rows, sequences sorted by address, each ending in an
@@ -46,6 +49,7 @@ impl LineTable {
                 },
                 is_stmt: row.is_stmt(),
                 end_sequence: row.end_sequence(),
+                prologue_end: row.prologue_end(),
             });
             if row.end_sequence() {
                 // Sequences of code discarded by the linker start at 0.
@@ -85,6 +89,16 @@ impl LineTable {
             }
         }
         Some(best)
+    }
+
+    /// The first row in `[low, high)` flagged prologue_end.
+    pub(crate) fn prologue_end_in(&self, low: u64, high: u64) -> Option<u64> {
+        let first = self.rows.partition_point(|r| r.address < low);
+        self.rows[first..]
+            .iter()
+            .take_while(|r| r.address < high)
+            .find(|r| r.prologue_end && !r.end_sequence)
+            .map(|r| r.address)
     }
 
     pub(crate) fn location(&self, index: usize) -> Option<SourceLocation> {
