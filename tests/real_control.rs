@@ -292,3 +292,92 @@ fn a_function_with_a_body_also_breaks_in_its_copies_inlined_in_other_units() {
     assert!(expected.len() > 2, "gdb:\n{gdb_out}");
     assert_eq!(rdbx_locations(&out), expected, "{}", out.transcript());
 }
+
+/// A function name without generic arguments: gdb names frames as DWARF
+/// does (`f<fn(), ()>`), rdbx as the demangler does (`f`); which is right
+/// is not what these tests are about.
+fn without_generics(name: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in name.chars() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The last component of a function name, without generic arguments:
+/// trait methods are `<str as ToOwned>::to_owned` to the demangler and
+/// `alloc::str::{impl#4}::to_owned` in DWARF.
+fn method_name(name: &str) -> String {
+    let plain = without_generics(name);
+    plain.rsplit("::").next().unwrap_or(&plain).to_string()
+}
+
+/// (function, line) of each stop.
+type Stops = Vec<(String, u32)>;
+
+/// The (function, line) of each stop of `count` `cmd`s after the first
+/// stop at `location`, in gdb and in rdbx.
+fn step_sequences(
+    program: &std::path::Path,
+    args: &[&str],
+    location: &str,
+    cmd: &str,
+    count: usize,
+) -> (Stops, Stops, String) {
+    let mut gdb_cmds = vec![format!("break {location}"), "run".into()];
+    let mut rdbx_cmds = vec![format!("stop at {location}"), "run".into()];
+    for _ in 0..count {
+        gdb_cmds.extend([cmd.to_string(), GDB_WHERE_AM_I.to_string()]);
+        rdbx_cmds.push(cmd.into());
+    }
+    let gdb_out = gdb(
+        program,
+        args,
+        &gdb_cmds.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let out = Rdbx::batch()
+        .cmds(&rdbx_cmds.iter().map(String::as_str).collect::<Vec<_>>())
+        .prog(program, args)
+        .run();
+    let rdbx: Stops = out
+        .stops()
+        .iter()
+        .skip(1)
+        .map(|s| (method_name(&s.func), s.line.unwrap_or(0)))
+        .collect();
+    let expected = parse_gdb_markers(&gdb_out)
+        .into_iter()
+        .map(|(f, l)| (method_name(&f), l))
+        .collect();
+    let context = format!("{}\ngdb:\n{gdb_out}", out.transcript());
+    (rdbx, expected, context)
+}
+
+#[test]
+fn next_and_step_in_lua_at_o2_and_o0_follow_gdbs_lines() {
+    let script = lua_script("tables.lua");
+    let script = script.to_str().unwrap();
+    for opt in [Opt::O2, Opt::O0] {
+        for cmd in ["next", "step"] {
+            let (rdbx, gdb, context) = step_sequences(&lua(opt), &[script], "lvm.c:1161", cmd, 25);
+            assert_eq!(gdb.len(), 25, "{context}");
+            assert_eq!(rdbx, gdb, "{opt:?} {cmd}\n{context}");
+        }
+    }
+}
+
+#[test]
+fn next_and_step_in_wordfreq_follow_gdbs_lines() {
+    let program = wordfreq();
+    for cmd in ["next", "step"] {
+        let (rdbx, gdb, context) = step_sequences(&program, &[], "main.rs:97", cmd, 12);
+        assert_eq!(gdb.len(), 12, "{context}");
+        assert_eq!(rdbx, gdb, "{cmd}\n{context}");
+    }
+}

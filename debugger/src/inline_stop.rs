@@ -19,6 +19,9 @@ use crate::symbols::{function_name_matches, without_generic_arguments};
 #[derive(Debug, Default)]
 pub(crate) struct InlineSkips {
     by_thread: HashMap<Tid, (u64, usize)>,
+    /// What a step decided to show where it stopped (thread, pc, frames
+    /// left out), instead of every inlined call starting there.
+    chosen: Option<(Tid, u64, usize)>,
 }
 
 impl InlineSkips {
@@ -35,6 +38,18 @@ impl InlineSkips {
         self.by_thread.remove(&tid);
     }
 
+    /// A step stops at `pc` showing `frames` fewer inlined frames.
+    pub(crate) fn choose(&mut self, tid: Tid, pc: u64, frames: usize) {
+        self.chosen = Some((tid, pc, frames));
+    }
+
+    fn take_chosen(&mut self, tid: Tid, pc: u64) -> Option<usize> {
+        match self.chosen.take() {
+            Some((t, at, frames)) if t == tid && at == pc => Some(frames),
+            _ => None,
+        }
+    }
+
     fn set(&mut self, tid: Tid, pc: u64, frames: usize) {
         if frames == 0 {
             self.by_thread.remove(&tid);
@@ -49,6 +64,10 @@ impl Debugger {
     /// leave out the inlined calls that start there, except down to one a
     /// user breakpoint at `pc` names.
     pub(crate) fn skip_inlined_calls_at(&mut self, tid: Tid, pc: u64) {
+        if let Some(frames) = self.inline_skips.take_chosen(tid, pc) {
+            self.inline_skips.set(tid, pc, frames);
+            return;
+        }
         let Some(object) = self.objects.object_at(pc) else {
             self.inline_skips.forget(tid);
             return;

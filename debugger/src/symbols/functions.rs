@@ -717,6 +717,51 @@ impl ObjectFile {
         frames
     }
 
+    /// The functions active at `addr`, outermost first: the subprogram and
+    /// each inlined call in it, as (unit, entry) offsets. Two addresses
+    /// with the same chain are in the same (inlined) frame.
+    pub fn function_scopes_at(&self, addr: u64) -> Vec<(usize, usize)> {
+        let Some(data) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(cu) = data.cu_for_address(addr) else {
+            return Vec::new();
+        };
+        scope_chain(&data.dwarf, &cu, addr)
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.tag,
+                    gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+                )
+            })
+            .map(|s| (cu.offset.0, s.offset.0))
+            .collect()
+    }
+
+    /// Where the code of the `index`-th function of `function_scopes_at`
+    /// ends: the end of its highest range.
+    pub fn function_scope_end(&self, addr: u64, index: usize) -> Option<u64> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(addr)?;
+        let scope = scope_chain(&data.dwarf, &cu, addr)
+            .into_iter()
+            .filter(|s| {
+                matches!(
+                    s.tag,
+                    gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+                )
+            })
+            .nth(index)?;
+        let entry = cu.unit.entry(scope.offset).ok()?;
+        let mut ranges = data.dwarf.die_ranges(&cu.unit, &entry).ok()?;
+        let mut end = None;
+        while let Ok(Some(range)) = ranges.next() {
+            end = end.max(Some(range.end));
+        }
+        end
+    }
+
     /// How many of the innermost inlined calls at `addr` start there
     /// (`addr - 1` is outside their block), innermost first, stopping at
     /// the first that does not: gdb shows a stop at such an address in the
