@@ -381,3 +381,113 @@ fn next_and_step_in_wordfreq_follow_gdbs_lines() {
         assert_eq!(rdbx, gdb, "{cmd}\n{context}");
     }
 }
+
+/// rdbx's `FUNCTION returns VALUE` line after `step up`.
+fn returned(out: &Outcome) -> Option<String> {
+    out.out_lines()
+        .iter()
+        .find_map(|l| l.split_once(" returns ").map(|(_, v)| v.to_string()))
+}
+
+/// gdb's `Value returned is $1 = VALUE`.
+fn gdb_returned(text: &str) -> Option<String> {
+    text.lines().find_map(|l| {
+        l.strip_prefix("Value returned is $")
+            .and_then(|rest| rest.split_once(" = "))
+            .map(|(_, v)| v.to_string())
+    })
+}
+
+#[test]
+fn step_up_out_of_rust_functions_shows_the_value_and_the_callers_line() {
+    let program = wordfreq();
+    // Result<usize, String>: 24 bytes, returned through the hidden pointer.
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &[
+            "break wordfreq::parse_minimum",
+            "run",
+            "up 3",
+            "finish",
+            GDB_WHERE_AM_I,
+        ],
+    );
+    let out = Rdbx::batch()
+        .cmds(&["stop in wordfreq::parse_minimum", "run", "up 3", "step up"])
+        .prog(&program, &[])
+        .run();
+    out.assert_no_errors();
+    let value = returned(&out).unwrap_or_else(|| panic!("no value\n{}", out.transcript()));
+    let gdb_value = gdb_returned(&gdb_out).expect("gdb's value");
+    // gdb spells the enum's type before the variant.
+    assert!(
+        gdb_value.ends_with(&format!("::{value}")),
+        "rdbx {value}, gdb {gdb_value}\n{}",
+        out.transcript()
+    );
+    let marker = parse_gdb_markers(&gdb_out);
+    let stop = out.stops().pop().expect("a stop after step up");
+    assert_eq!(
+        (stop.func.clone(), stop.line.unwrap_or(0)),
+        marker[0],
+        "{}\ngdb:\n{gdb_out}",
+        out.transcript()
+    );
+    // &str: a pair of registers.
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &["break wordfreq::{impl#0}::name", "run", "finish"],
+    );
+    let out = Rdbx::batch()
+        .cmds(&[
+            "stop in <wordfreq::Builtin as wordfreq::Source>::name",
+            "run",
+            "step up",
+        ])
+        .prog(&program, &[])
+        .run();
+    assert_eq!(
+        returned(&out),
+        gdb_returned(&gdb_out),
+        "{}",
+        out.transcript()
+    );
+}
+
+#[test]
+fn a_string_returned_in_memory_prints_as_print_shows_it_and_the_stop_is_in_the_caller() {
+    let program = wordfreq();
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &[
+            "break wordfreq::{impl#0}::text",
+            "run",
+            "finish",
+            GDB_WHERE_AM_I,
+        ],
+    );
+    let out = Rdbx::batch()
+        .cmds(&[
+            "stop in <wordfreq::Builtin as wordfreq::Source>::text",
+            "run",
+            "step up",
+            "next",
+            "print text",
+        ])
+        .prog(&program, &[])
+        .run();
+    out.assert_no_errors();
+    let value = returned(&out).unwrap_or_else(|| panic!("no value\n{}", out.transcript()));
+    assert_eq!(vec![value], out.printed("text"), "{}", out.transcript());
+    let stops = out.stops();
+    let marker = parse_gdb_markers(&gdb_out);
+    assert_eq!(
+        (method_name(&stops[1].func), stops[1].line.unwrap_or(0)),
+        (method_name(&marker[0].0), marker[0].1),
+        "{}\ngdb:\n{gdb_out}",
+        out.transcript()
+    );
+}

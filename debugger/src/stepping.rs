@@ -9,7 +9,7 @@
 
 use crate::breakpoints::Owner;
 use crate::engine::{ConditionEvaluator, Debugger, StepResume, Stop, StopReason};
-use crate::ptrace::{self, Tid};
+use crate::ptrace::Tid;
 use crate::{Error, Result};
 
 /// More single-steps than this on one `step`/`next` is a runaway loop in
@@ -443,10 +443,20 @@ impl Debugger {
         frame: usize,
         conditions: ConditionEvaluator,
     ) -> Result<(Stop, Option<String>)> {
-        match self.run_out_of_frame(frame, conditions) {
+        let outcome = match self.run_out_of_frame(frame, conditions) {
             Err(Error::Interrupted) => Ok((self.settle(Err(Error::Interrupted))?, None)),
             other => other,
+        };
+        if let Ok((stop, _)) = &outcome {
+            if matches!(stop.reason, StopReason::Finished { .. }) {
+                // Back at the return address: inlined calls starting there
+                // are not entered yet, as at any stop.
+                if let Ok(pc) = self.current_regs(stop.tid).map(|r| r.rip) {
+                    self.skip_inlined_calls_at(stop.tid, pc);
+                }
+            }
         }
+        outcome
     }
 
     fn run_out_of_frame(
@@ -487,6 +497,8 @@ impl Debugger {
         Ok((stop, Some(function)))
     }
 
+    /// What the function of `frame` (a frame before the return) returned,
+    /// read from the registers and memory now that it has.
     fn return_value(&self, frame: &crate::stack::StackFrame) -> Option<crate::value::Value> {
         if frame.inlined {
             return None;
@@ -495,10 +507,12 @@ impl Debugger {
         let function = object
             .file
             .function_at(object.file_address(frame.lookup_pc))?;
-        let regs = self.current_regs(self.current_tid).ok()?;
-        let xmm0 = ptrace::get_fpregs(self.current_tid)
-            .map(|fp| crate::regs::xmm_low(&fp, 0))
-            .unwrap_or(0);
-        object.file.return_value(function.low_pc, regs.rax, xmm0)
+        let now = self
+            .backtrace(self.current_tid, 1)
+            .ok()?
+            .into_iter()
+            .next()?;
+        let view = self.frame_view(&now).ok()?;
+        object.file.returned_value(function.low_pc, &view)
     }
 }

@@ -17,6 +17,7 @@ mod lang;
 mod lines;
 mod names;
 mod prototype;
+mod returns;
 mod types;
 mod variables;
 
