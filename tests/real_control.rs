@@ -491,3 +491,59 @@ fn a_string_returned_in_memory_prints_as_print_shows_it_and_the_stop_is_in_the_c
         out.transcript()
     );
 }
+
+/// tests/programs/step_up_threads.c, built here with gcc.
+fn step_up_threads() -> std::path::PathBuf {
+    let dir = scratch_dir("real_control_threads");
+    let program = dir.join("step_up_threads");
+    let status = std::process::Command::new("gcc")
+        .args(["-g", "-O0", "-pthread", "-o"])
+        .arg(&program)
+        .arg(sources_dir().join("step_up_threads.c"))
+        .status()
+        .expect("gcc must be installed");
+    assert!(status.success(), "building step_up_threads.c");
+    program
+}
+
+#[test]
+fn a_breakpoint_another_thread_hits_during_step_up_names_the_thread() {
+    let program = step_up_threads();
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &["break start_and_join", "run", "break worker_hit", "finish"],
+    );
+    // gdb: `Thread 2 "step_up_threads" hit Breakpoint 2, worker_hit (n=1) at ...`.
+    let gdb_thread: u32 = gdb_out
+        .lines()
+        .find_map(|l| {
+            let rest = l.strip_prefix("Thread ")?;
+            rest.contains(" hit Breakpoint ")
+                .then(|| rest.split_whitespace().next()?.parse().ok())?
+        })
+        .unwrap_or_else(|| panic!("gdb named no thread:\n{gdb_out}"));
+    let out = Rdbx::batch()
+        .cmds(&[
+            "stop in start_and_join",
+            "run",
+            "stop in worker_hit",
+            "step up",
+        ])
+        .prog(&program, &[])
+        .run();
+    out.assert_no_errors();
+    let line = out
+        .out_lines()
+        .iter()
+        .find(|l| l.starts_with("\"step up\" interrupted by breakpoint (2)"))
+        .map(|l| l.to_string())
+        .unwrap_or_else(|| panic!("no interruption\n{}", out.transcript()));
+    assert!(
+        line.contains(&format!(" in t@{gdb_thread} (lwp ")),
+        "{line}\n{}\ngdb:\n{gdb_out}",
+        out.transcript()
+    );
+    let stop = out.stops().pop().expect("a stop");
+    assert_eq!(stop.func, "worker_hit", "{}", out.transcript());
+}
