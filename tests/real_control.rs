@@ -547,3 +547,49 @@ fn a_breakpoint_another_thread_hits_during_step_up_names_the_thread() {
     let stop = out.stops().pop().expect("a stop");
     assert_eq!(stop.func, "worker_hit", "{}", out.transcript());
 }
+
+#[test]
+fn cpp_template_functions_are_named_with_spaces_and_commas_as_in_gdb() {
+    let dir = scratch_dir("real_control_templates");
+    let program = dir.join("control_templates");
+    let status = std::process::Command::new("g++")
+        .args(["-g", "-O0", "-o"])
+        .arg(&program)
+        .arg(sources_dir().join("control_templates.cpp"))
+        .status()
+        .expect("g++ must be installed");
+    assert!(status.success(), "building control_templates.cpp");
+    for name in [
+        "geo::Pair<int, char>::first",
+        "Pair<int,char>::first",
+        "geo::Pair<long, double>::first",
+        "Pair::first",
+    ] {
+        let gdb_out = gdb(
+            &program,
+            &[],
+            &[&format!("break {name}"), "run", "info breakpoints"],
+        );
+        let out = Rdbx::batch()
+            .cmds(&[&format!("stop in {name}"), "run", "status"])
+            .prog(&program, &[])
+            .run();
+        out.assert_no_errors();
+        let mut rdbx_addresses = rdbx_locations(&out);
+        if rdbx_addresses.is_empty() {
+            // One location: where the program stopped.
+            let pc = Rdbx::batch()
+                .cmds(&[&format!("stop in {name}"), "run", "print $pc"])
+                .prog(&program, &[])
+                .run()
+                .printed("$pc");
+            rdbx_addresses = pc.iter().filter_map(|v| parse_hex(v)).collect();
+        }
+        assert_eq!(
+            rdbx_addresses,
+            gdb_locations(&gdb_out),
+            "{name}\n{}\ngdb:\n{gdb_out}",
+            out.transcript()
+        );
+    }
+}
