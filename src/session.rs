@@ -652,6 +652,7 @@ impl Session {
         ) -> debugger::Result<Stop>,
     ) -> Result<Stop> {
         self.dbg.process()?;
+        let stepping_thread = self.dbg.current_thread();
         let mut stop = how(&mut self.dbg, &evaluate_condition)?;
         loop {
             if self.dbg.take_entry_reached() {
@@ -685,8 +686,14 @@ impl Session {
             if let (Some(command), StopReason::Breakpoint { ids }) = (stepping, &stop.reason) {
                 // gdb says "Breakpoint N, ..." here: the step did not end
                 // where it would have, and a finish returned no value.
+                // A breakpoint another thread hit says which (gdb: "Thread
+                // 3 hit Breakpoint 1"); the stop is in that thread now.
+                let thread = match stop.tid != stepping_thread {
+                    true => self.thread_label(stop.tid),
+                    false => String::new(),
+                };
                 println!(
-                    "\"{command}\" interrupted by {}",
+                    "\"{command}\" interrupted by {}{thread}",
                     format::breakpoint_ids(ids)
                 );
             }
@@ -845,6 +852,29 @@ impl Session {
             }
             if !bp.enabled() {
                 line += "  [disabled]";
+            }
+            println!("{line}");
+            if bp.addresses().len() > 1 {
+                self.print_locations(bp);
+            }
+        }
+    }
+
+    /// One line per location of a breakpoint with several (a function's
+    /// inlined copies), numbered as gdb's `info breakpoints` does.
+    fn print_locations(&self, bp: &debugger::breakpoints::Breakpoint) {
+        for (n, &address) in bp.addresses().iter().enumerate() {
+            let found = self.dbg.objects().symbolize(address);
+            let mut line = format!("    ({}.{}) 0x{address:016x}", bp.id(), n + 1);
+            if let Some(function) = &found.function {
+                line += &format!(" in {function}");
+            }
+            if let Some(location) = &found.location {
+                line += &format!(
+                    " at line {} in file \"{}\"",
+                    location.line,
+                    location.file.display()
+                );
             }
             println!("{line}");
         }
@@ -1019,6 +1049,16 @@ impl Session {
             }
         }
         Ok(())
+    }
+
+    /// ` in t@N (lwp TID)` for thread `tid`, as `threads` names it.
+    fn thread_label(&self, tid: debugger::ptrace::Tid) -> String {
+        self.dbg
+            .process()
+            .ok()
+            .and_then(|p| p.thread(tid))
+            .map(|t| format!(" in t@{} (lwp {tid})", t.number()))
+            .unwrap_or_else(|| format!(" in lwp {tid}"))
     }
 
     /// The thread `threads` lists as t@`number`.

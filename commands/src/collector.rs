@@ -563,7 +563,7 @@ mod tests {
             ("store group g.er", "ending in .erg"),
             ("store", "missing directory"),
             ("show things", "nothing called \"things\""),
-            ("heaptrace maybe", "expected on, off"),
+            ("heaptrace maybe", "expected on or off"),
         ] {
             let message = err(text);
             assert!(message.contains(needle), "{text:?}: {message}");

@@ -98,7 +98,10 @@ static COMMANDS: &[CommandHelp] = &[
         "set a breakpoint",
         "Stop when FUNCTION is entered or LINE is reached. -if stops only when EXPR is true \
          (the rest of the line is the expression), -count N stops at every N-th hit, \
-         -temp deletes the breakpoint after its first stop. FILE may be quoted.",
+         -temp deletes the breakpoint after its first stop. FILE may be quoted. FUNCTION is \
+         written as where shows it, generics and closures included \
+         (wordfreq::Counter<K>::feed, <X as Y>::f); a suffix such as Counter::feed finds \
+         every match, and a function inlined in several places gets a location in each.",
         "stop at hello.c:12 -if i == 3",
     ),
     entry(
@@ -207,7 +210,9 @@ static COMMANDS: &[CommandHelp] = &[
         &["s"],
         "step [N]",
         "step one source line, into calls",
-        "Run to the next source line, entering called functions; N times.",
+        "Run to the next source line, entering called functions (and inlined calls); N times. \
+         In optimized code it follows gdb's rules (see \"Breakpoints and stepping in optimized \
+         code\" in docs/commands.md).",
         "step 3",
     ),
     entry(
@@ -223,7 +228,8 @@ static COMMANDS: &[CommandHelp] = &[
         &["n"],
         "next [N]",
         "step one source line, over calls",
-        "Run to the next source line in this function, stepping over calls; N times.",
+        "Run to the next source line in this function, stepping over calls (inlined ones \
+         too); N times.",
         "next",
     ),
     entry(

@@ -293,12 +293,16 @@ impl<'a> Args<'a> {
 
     /// The location part of `stop`, `stopi`, `break` and `when`.
     fn stop_location(&self, kind: StopKind, scanner: &mut Scanner) -> Result<Location> {
+        if kind == StopKind::Gdb {
+            let first = scanner
+                .next_name()
+                .map_err(|problem| self.invalid(problem))?
+                .ok_or_else(|| self.invalid("missing location"))?;
+            return gdb_location(self.name, &first.text);
+        }
         let first = self
             .next_word(scanner)?
             .ok_or_else(|| self.invalid("missing location"))?;
-        if kind == StopKind::Gdb {
-            return gdb_location(self.name, &first.text);
-        }
         let keyword = first.text.as_str();
         if keyword != "in" && keyword != "at" {
             return Err(self.invalid(format!("expected \"in\" or \"at\", got \"{keyword}\"")));
@@ -308,10 +312,14 @@ impl<'a> Args<'a> {
             (_, StopKind::Instruction) => "address",
             _ => "line number",
         };
-        let target = self
-            .next_word(scanner)?
-            .ok_or_else(|| self.invalid(format!("missing {what}")))?
-            .text;
+        let target = match keyword {
+            "in" => scanner
+                .next_name()
+                .map_err(|problem| self.invalid(problem))?,
+            _ => self.next_word(scanner)?,
+        }
+        .ok_or_else(|| self.invalid(format!("missing {what}")))?
+        .text;
         match (keyword, kind) {
             ("in", _) => function_name(self.name, &target),
             (_, StopKind::Instruction) => Ok(Location::Address(target)),

@@ -132,6 +132,9 @@ pub struct Debugger {
     /// The program was reported stopped by job control: `cont` sends it
     /// SIGCONT as it resumes it.
     pub(crate) job_stopped: bool,
+    /// Inlined calls starting where a thread stopped, shown as not
+    /// entered yet (see inline_stop.rs).
+    pub(crate) inline_skips: crate::inline_stop::InlineSkips,
 }
 
 impl Debugger {
@@ -158,6 +161,7 @@ impl Debugger {
             entry_reached: false,
             sigint_reported: false,
             job_stopped: false,
+            inline_skips: Default::default(),
         })
     }
 

@@ -11,6 +11,7 @@ pub mod error;
 pub mod expr;
 pub mod inferior;
 pub mod inject;
+mod inline_stop;
 pub mod machine;
 pub mod maps;
 pub mod memory;

@@ -175,7 +175,12 @@ impl Debugger {
                 frames.push(make(symbolized.function.clone(), None, false, 0));
                 continue;
             }
-            let inline = self.objects.inline_frames(lookup_pc);
+            let mut inline = self.objects.inline_frames(lookup_pc);
+            let skipped = match index {
+                0 => self.inline_skips.at(tid, frame.pc),
+                _ => 0,
+            };
+            let skipped = skipped.min(inline.len().saturating_sub(1));
             if inline.is_empty() {
                 frames.push(make(
                     symbolized.function.clone(),
@@ -184,7 +189,9 @@ impl Debugger {
                     0,
                 ));
             }
-            for (depth, level) in inline.into_iter().enumerate() {
+            // Inlined calls not entered yet (inline_stop.rs) are left out;
+            // the others keep their depth in the inline chain.
+            for (depth, level) in inline.drain(..).enumerate().skip(skipped) {
                 frames.push(make(
                     Some(level.function),
                     level.location,

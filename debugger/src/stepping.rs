@@ -9,7 +9,7 @@
 
 use crate::breakpoints::Owner;
 use crate::engine::{ConditionEvaluator, Debugger, StepResume, Stop, StopReason};
-use crate::ptrace::{self, Tid};
+use crate::ptrace::Tid;
 use crate::{Error, Result};
 
 /// More single-steps than this on one `step`/`next` is a runaway loop in
@@ -22,6 +22,16 @@ pub enum StepKind {
     Into,
     /// `next`: over calls.
     Over,
+}
+
+/// Where a step landed relative to code inlined into the stepped frame.
+enum InlinedLanding {
+    /// Not in a call inlined into the frame: the line rules decide.
+    NotDeeper,
+    KeepGoing,
+    /// Stop, leaving out this many inlined frames (`None`: those that
+    /// start here, as at any stop).
+    Stop(Option<usize>),
 }
 
 /// The current source line of a thread: address range and position.
@@ -43,12 +53,6 @@ impl Debugger {
             file: range.location.file,
             line: range.location.line,
         })
-    }
-
-    fn is_statement_start(&self, pc: u64) -> bool {
-        self.objects
-            .object_at(pc)
-            .is_some_and(|o| o.file.is_statement_start(o.file_address(pc)))
     }
 
     /// Start (runtime) of the function containing `pc` and whether it has
@@ -195,8 +199,22 @@ impl Debugger {
 
     /// `step` / `next`: to the beginning of another source line.
     pub fn step_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
+        let tid = self.current_tid;
+        let pc = self.current_regs(tid)?.rip;
+        if kind == StepKind::Into && self.enter_skipped_inline_call(tid, pc) {
+            // gdb's `step` into an inlined call that starts here: the
+            // program does not move, the call's frame appears.
+            self.selected_frame = 0;
+            return Ok(self.step_stop(tid));
+        }
         let outcome = self.step_to_line(kind, conditions);
-        self.settle(outcome)
+        let stop = self.settle(outcome)?;
+        if stop.reason == StopReason::Step {
+            if let Ok(pc) = self.current_regs(stop.tid).map(|r| r.rip) {
+                self.skip_inlined_calls_at(stop.tid, pc);
+            }
+        }
+        Ok(stop)
     }
 
     fn step_to_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
@@ -207,8 +225,26 @@ impl Debugger {
             // No line information here: run until this function returns.
             return self.run_out_of_frame(0, conditions).map(|(stop, _)| stop);
         };
-        let start_line = (span.file.clone(), span.line);
         let start_function = self.function_entry(start_pc);
+        // The frame being stepped: inlined calls not entered yet are not
+        // part of it, and its line is the one shown for it.
+        let skipped = self.inline_skips.at(tid, start_pc);
+        let mut frame = self.function_chain(start_pc);
+        frame.truncate(frame.len().saturating_sub(skipped).max(1.min(frame.len())));
+        if skipped > 0 {
+            // As gdb: the line's range ends with the inlined call not
+            // entered yet (its code is not the frame's line).
+            if let Some(end) = self.objects.object_at(start_pc).and_then(|o| {
+                o.file
+                    .function_scope_end(o.file_address(start_pc), frame.len())
+                    .map(|end| o.runtime_address(end))
+            }) {
+                span.end = span.end.min(end);
+            }
+        }
+        let mut current = self
+            .inline_call_site(start_pc, skipped)
+            .unwrap_or_else(|| (span.file.clone(), span.line));
         for _ in 0..MAX_STEPS {
             let regs = self.current_regs(tid)?;
             let pc = regs.rip;
@@ -242,53 +278,145 @@ impl Debugger {
                 if let Some(stop) = self.single_step(tid, conditions)? {
                     return Ok(stop);
                 }
-                if insn.is_return {
-                    // Back in the caller, perhaps mid-line: stop, as gdb does.
-                    return Ok(self.step_stop(tid));
-                }
+                // A return lands in the caller, usually mid-line: the line
+                // rules below go on to its next statement, as gdb does.
             }
             let pc = self.current_regs(tid)?.rip;
             if pc >= span.start && pc < span.end {
                 continue;
             }
-            match self.line_span(pc) {
-                None => {
-                    // A jump into code without line information (a tail
-                    // call into a library): leave it through its return.
-                    if self
-                        .function_entry(pc)
-                        .is_some_and(|(entry, _)| entry == pc)
-                    {
-                        let sp = self.current_regs(tid)?.rsp;
-                        let return_address = self.process()?.memory().read_u64(sp)?;
-                        if let Some(stop) = self.run_to(tid, return_address, sp + 8, conditions)? {
-                            return Ok(stop);
-                        }
-                        return Ok(self.step_stop(tid));
+            match self.inlined_landing(kind, &frame, &current, pc) {
+                InlinedLanding::NotDeeper => {}
+                InlinedLanding::KeepGoing => continue,
+                InlinedLanding::Stop(skip) => {
+                    if let Some(frames) = skip {
+                        self.inline_skips.choose(tid, pc, frames);
                     }
-                }
-                Some(new_span) => {
-                    let moved_line = (new_span.file.clone(), new_span.line) != start_line;
-                    let entry = self.function_entry(pc);
-                    if entry.is_some_and(|(start, _)| start == pc) && entry != start_function {
-                        // A tail call into another function with line info.
-                        return match entry {
-                            Some((_, Some(stop_at))) => {
-                                self.enter_function(tid, pc, stop_at, conditions)
-                            }
-                            _ => Ok(self.step_stop(tid)),
-                        };
-                    }
-                    if moved_line && self.is_statement_start(pc) {
-                        return Ok(self.step_stop(tid));
-                    }
-                    span = new_span;
+                    return Ok(self.step_stop(tid));
                 }
             }
+            let Some(new_span) = self.line_span(pc) else {
+                // A jump into code without line information (a tail
+                // call into a library): leave it through its return.
+                if self
+                    .function_entry(pc)
+                    .is_some_and(|(entry, _)| entry == pc)
+                {
+                    let sp = self.current_regs(tid)?.rsp;
+                    let return_address = self.process()?.memory().read_u64(sp)?;
+                    if let Some(stop) = self.run_to(tid, return_address, sp + 8, conditions)? {
+                        return Ok(stop);
+                    }
+                    return Ok(self.step_stop(tid));
+                }
+                continue;
+            };
+            let entry = self.function_entry(pc);
+            if entry.is_some_and(|(start, _)| start == pc) && entry != start_function {
+                // A tail call into another function with line info.
+                return match entry {
+                    Some((_, Some(stop_at))) => self.enter_function(tid, pc, stop_at, conditions),
+                    _ => Ok(self.step_stop(tid)),
+                };
+            }
+            // gdb's rule: stop at the start of a statement row of another
+            // line; at the start of a non-statement row of another line in
+            // the same frame, go on as if in the old line; in the middle of
+            // a row, go on in its line.
+            if let Some((row_start, location, is_stmt)) = self.line_row_at(pc) {
+                let mut line = (location.file.clone(), location.line);
+                let chain = self.function_chain(pc);
+                if pc == row_start && line != current {
+                    if is_stmt {
+                        return Ok(self.step_stop(tid));
+                    }
+                    if chain == frame {
+                        continue;
+                    }
+                    // Another frame, not at a statement: no line to step
+                    // away from, so that a later row of this one stops.
+                    line = (std::path::PathBuf::new(), 0);
+                }
+                current = line;
+                frame = self.frame_at(pc, chain);
+            }
+            span = new_span;
         }
         Err(Error::Other(
             "step gave up after too many instructions without reaching a new line".into(),
         ))
+    }
+
+    /// The frame a thread at `pc` is in, from the functions active there
+    /// (`chain`): inlined calls starting at `pc` are not entered yet.
+    fn frame_at(&self, pc: u64, mut chain: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+        let starting = self.objects.object_at(pc).map_or(0, |o| {
+            o.file.inlined_calls_starting_at(o.file_address(pc)).len()
+        });
+        chain.truncate(chain.len().saturating_sub(starting).max(1.min(chain.len())));
+        chain
+    }
+
+    /// The functions active at `pc`, outermost first (see
+    /// `function_scopes_at`).
+    fn function_chain(&self, pc: u64) -> Vec<(usize, usize)> {
+        self.objects
+            .object_at(pc)
+            .map(|o| o.file.function_scopes_at(o.file_address(pc)))
+            .unwrap_or_default()
+    }
+
+    fn line_row_at(&self, pc: u64) -> Option<(u64, crate::symbols::SourceLocation, bool)> {
+        let object = self.objects.object_at(pc)?;
+        let (start, location, is_stmt) = object.file.line_row_at(object.file_address(pc))?;
+        Some((object.runtime_address(start), location, is_stmt))
+    }
+
+    /// The call site of the outermost of the `skipped` innermost inlined
+    /// calls at `pc`: the line shown for the frame they are inlined into.
+    fn inline_call_site(&self, pc: u64, skipped: usize) -> Option<(std::path::PathBuf, u32)> {
+        if skipped == 0 {
+            return None;
+        }
+        let frames = self.objects.inline_frames(pc);
+        let location = frames.get(skipped)?.location.as_ref()?;
+        Some((location.file.clone(), location.line))
+    }
+
+    /// gdb's handling of a step that reached code inlined into the frame
+    /// being stepped (`frame`, whose current line is `current`). At the
+    /// first instruction of the inlined calls, `step` enters the outermost
+    /// when it is called from the current line and otherwise stops at its
+    /// call site; `next` goes on through a call from the current line and
+    /// stops at a call from another. Inside inlined code `next` goes on
+    /// and `step` stops.
+    fn inlined_landing(
+        &self,
+        kind: StepKind,
+        frame: &[(usize, usize)],
+        current: &(std::path::PathBuf, u32),
+        pc: u64,
+    ) -> InlinedLanding {
+        let chain = self.function_chain(pc);
+        if frame.is_empty() || chain.len() <= frame.len() || !chain.starts_with(frame) {
+            return InlinedLanding::NotDeeper;
+        }
+        let new_calls = chain.len() - frame.len();
+        let starting = self.objects.object_at(pc).map_or(0, |o| {
+            o.file.inlined_calls_starting_at(o.file_address(pc)).len()
+        });
+        if starting < new_calls {
+            return match kind {
+                StepKind::Over => InlinedLanding::KeepGoing,
+                StepKind::Into => InlinedLanding::Stop(None),
+            };
+        }
+        let from_current_line = self.inline_call_site(pc, new_calls).as_ref() == Some(current);
+        match (kind, from_current_line) {
+            (StepKind::Into, true) => InlinedLanding::Stop(Some(new_calls - 1)),
+            (StepKind::Over, true) => InlinedLanding::KeepGoing,
+            (_, false) => InlinedLanding::Stop(Some(new_calls)),
+        }
     }
 
     /// `step` arrived at the first instruction `pc` of a function with
@@ -315,10 +443,20 @@ impl Debugger {
         frame: usize,
         conditions: ConditionEvaluator,
     ) -> Result<(Stop, Option<String>)> {
-        match self.run_out_of_frame(frame, conditions) {
+        let outcome = match self.run_out_of_frame(frame, conditions) {
             Err(Error::Interrupted) => Ok((self.settle(Err(Error::Interrupted))?, None)),
             other => other,
+        };
+        if let Ok((stop, _)) = &outcome {
+            if matches!(stop.reason, StopReason::Finished { .. }) {
+                // Back at the return address: inlined calls starting there
+                // are not entered yet, as at any stop.
+                if let Ok(pc) = self.current_regs(stop.tid).map(|r| r.rip) {
+                    self.skip_inlined_calls_at(stop.tid, pc);
+                }
+            }
         }
+        outcome
     }
 
     fn run_out_of_frame(
@@ -359,6 +497,8 @@ impl Debugger {
         Ok((stop, Some(function)))
     }
 
+    /// What the function of `frame` (a frame before the return) returned,
+    /// read from the registers and memory now that it has.
     fn return_value(&self, frame: &crate::stack::StackFrame) -> Option<crate::value::Value> {
         if frame.inlined {
             return None;
@@ -367,10 +507,12 @@ impl Debugger {
         let function = object
             .file
             .function_at(object.file_address(frame.lookup_pc))?;
-        let regs = self.current_regs(self.current_tid).ok()?;
-        let xmm0 = ptrace::get_fpregs(self.current_tid)
-            .map(|fp| crate::regs::xmm_low(&fp, 0))
-            .unwrap_or(0);
-        object.file.return_value(function.low_pc, regs.rax, xmm0)
+        let now = self
+            .backtrace(self.current_tid, 1)
+            .ok()?
+            .into_iter()
+            .next()?;
+        let view = self.frame_view(&now).ok()?;
+        object.file.returned_value(function.low_pc, &view)
     }
 }

@@ -15,7 +15,9 @@ mod eval;
 mod functions;
 mod lang;
 mod lines;
+mod names;
 mod prototype;
+mod returns;
 mod types;
 mod variables;
 
@@ -30,6 +32,7 @@ use object::{Object, ObjectKind as ElfKind, ObjectSegment};
 use crate::error::{Error, Result};
 
 pub use demangle::{demangle, without_parameters};
+pub use names::{function_name_matches, without_generic_arguments};
 pub use prototype::{CallType, Prototype, ValueClass};
 pub(crate) use types::TypeKind;
 pub use types::TypeRef;

@@ -546,7 +546,7 @@ impl ObjectFile {
         })
     }
 
-    fn types_for<'a>(
+    pub(crate) fn types_for<'a>(
         &'a self,
         cu: &'a CuData,
         frame: Option<&'a dyn FrameContext>,
