@@ -301,7 +301,11 @@ fn extend(fd: i32, offset: i64) -> Result<(), WriteError> {
     // SAFETY: plain system call on our descriptor.
     let rc = unsafe { libc::fallocate(fd, 0, offset, BLOCK_SIZE as i64) };
     if rc == 0 {
-        return Ok(());
+        // The zeros also put the block's pages in the page cache: mapping
+        // them then costs no read-ahead of the allocated-but-unwritten
+        // extent (measured: a third of the time heap tracing spent per
+        // event went to it).
+        return write_zeros(fd, offset);
     }
     let err = crate::sys::errno();
     if err != libc::EOPNOTSUPP {

@@ -550,9 +550,9 @@ static COMMANDS: &[CommandHelp] = &[
         "collector heaptrace",
         &[],
         "collector heaptrace on|off",
-        "heap tracing (not available yet)",
-        "Accepted for dbx scripts; rdbx answers that heap tracing is not available yet.",
-        "collector heaptrace off",
+        "heap tracing: every allocation and free, with its call stack",
+        "Traces malloc, calloc, realloc, reallocarray, memalign, posix_memalign, aligned_alloc, valloc, pvalloc, free and anonymous mmap/munmap in the next experiment (off by default; set before collector enable or run). Each event keeps its size, thread, call stack and an order exact across threads. Needs the collector preloaded: a process rdbx started, not one it attached to.",
+        "collector heaptrace on",
     ),
     entry(
         "collector mpitrace",
