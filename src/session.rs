@@ -4,6 +4,7 @@
 mod analyze;
 mod collector;
 mod data;
+mod heap;
 
 use crate::collector::Termination;
 use crate::format::{self, Sources};
@@ -482,6 +483,9 @@ impl Session {
             Command::Examine(spec) => self.examine(spec),
             Command::Dump { function } => self.dump(function.as_deref()),
             Command::Arguments => self.arguments(),
+            Command::ShowLeaks(view) => self.show_leaks(view),
+            Command::ShowMemUse(view) => self.show_mem_use(view),
+            Command::ShowBlock { address, json } => self.show_block(&address, json),
             Command::Assign {
                 target,
                 value,

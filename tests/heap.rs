@@ -264,3 +264,180 @@ fn without_heaptrace_nothing_is_traced() {
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
     assert!(!dir.join("t.er/heap").exists());
 }
+
+/// tests/programs/leaks.c at -O0.
+fn leaks_program() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = scratch_dir("leaks-build").join("leaks");
+        let status = Command::new("gcc")
+            .args(["-g", "-O0", "-o"])
+            .arg(&out)
+            .arg(sources_dir().join("leaks.c"))
+            .status()
+            .expect("gcc must be installed");
+        assert!(
+            status.success(),
+            "gcc failed on leaks.c (valgrind/memcheck.h comes with valgrind)"
+        );
+        out
+    })
+}
+
+/// (blocks, bytes) per class from memcheck's first LEAK SUMMARY: the
+/// one the program asks for at its checkpoint.
+fn valgrind_summary(program: &Path) -> HashMap<String, (u64, u64)> {
+    let output = Command::new("valgrind")
+        .args(["--leak-check=full", "--show-leak-kinds=all"])
+        .arg(program)
+        .output()
+        .expect("valgrind must be installed");
+    let text = String::from_utf8_lossy(&output.stderr);
+    let summary = text
+        .split("LEAK SUMMARY:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no leak summary:\n{text}"));
+    let mut classes = HashMap::new();
+    for line in summary.lines().take(6) {
+        // "==123==    definitely lost: 144 bytes in 4 blocks"
+        let Some((_, rest)) = line.split_once("==    ") else {
+            continue;
+        };
+        let Some((class, figures)) = rest.trim().split_once(": ") else {
+            continue;
+        };
+        let words: Vec<&str> = figures.split_whitespace().collect();
+        if let [bytes, "bytes", "in", blocks, "blocks"] = words.as_slice() {
+            let number = |s: &str| s.replace(',', "").parse::<u64>().expect("a number");
+            classes.insert(class.replace(' ', "_"), (number(blocks), number(bytes)));
+        }
+    }
+    classes
+}
+
+#[test]
+fn showleaks_at_a_breakpoint_agrees_with_valgrind() {
+    let program = leaks_program();
+    let expected = valgrind_summary(program);
+    let dir = scratch_dir("showleaks");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector heaptrace on",
+            "collector enable",
+            "stop in checkpoint",
+            "run",
+            "showleaks -json",
+            "showleaks",
+        ])
+        .prog(program, &[])
+        .run();
+    let json_line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON:\n{}", out.transcript()));
+    let doc: serde_json::Value = serde_json::from_str(json_line).expect("JSON");
+    for class in [
+        "definitely_lost",
+        "indirectly_lost",
+        "possibly_lost",
+        "still_reachable",
+    ] {
+        let ours = (
+            doc[class]["blocks"].as_u64().expect("blocks"),
+            doc[class]["bytes"].as_u64().expect("bytes"),
+        );
+        assert_eq!(Some(&ours), expected.get(class), "{class}: {expected:?}");
+    }
+    // The leaks are grouped by where they were made.
+    let leaks = doc["leaks"].as_array().expect("leaks");
+    let made_in = |class: &str| -> Vec<(String, u64)> {
+        leaks
+            .iter()
+            .filter(|l| l["class"] == class)
+            .map(|l| {
+                (
+                    l["stack"][0]["function"].as_str().unwrap_or("").to_string(),
+                    l["bytes_leaked"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        made_in("definitely_lost"),
+        vec![
+            ("lose_plain".to_string(), 120),
+            ("lose_list".to_string(), 24)
+        ]
+    );
+    assert_eq!(
+        made_in("possibly_lost"),
+        vec![("keep_interior".to_string(), 64)]
+    );
+    out.assert_out_contains("Actual leaks report");
+    out.assert_out_contains("lose_plain:");
+}
+
+#[test]
+fn showblock_names_the_block_and_where_it_was_made() {
+    let dir = scratch_dir("showblock");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector heaptrace on",
+            "collector enable",
+            "stop in checkpoint",
+            "run",
+            "showblock -json inside",
+            "showblock list->next",
+            "showblock 8",
+            "showmemuse -n 1",
+        ])
+        .prog(leaks_program(), &[])
+        .run();
+    let json_line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON:\n{}", out.transcript()));
+    let doc: serde_json::Value = serde_json::from_str(json_line).expect("JSON");
+    assert_eq!(doc["size"], 64);
+    assert_eq!(doc["stack"][0]["function"], "keep_interior");
+    out.assert_out_contains("size 32 bytes");
+    out.assert_out_contains("keep_reachable at line");
+    assert!(
+        out.stderr
+            .contains("showblock: 0x8 is in no heap block in use"),
+        "{}",
+        out.transcript()
+    );
+    out.assert_out_contains("160   31.0%       5      32  keep_reachable:");
+}
+
+#[test]
+fn heap_commands_without_heap_tracing_say_what_is_missing() {
+    let dir = scratch_dir("showleaks-off");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "showleaks",
+            "collector enable",
+            "stop in checkpoint",
+            "run",
+            "showleaks",
+            "showblock kept",
+        ])
+        .prog(leaks_program(), &[])
+        .run();
+    let errors = out.errors();
+    assert!(
+        errors[0].contains("showleaks: no process is stopped"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("does not trace the heap (collector heaptrace on before the run)"),
+        "{errors:?}"
+    );
+    assert_eq!(errors.len(), 3, "{errors:?}");
+}

@@ -406,6 +406,41 @@ static COMMANDS: &[CommandHelp] = &[
         "dump",
     ),
     entry(
+        "showleaks",
+        &[],
+        "showleaks [-a] [-n FRAMES] [-json]",
+        "check the stopped program for leaks (heap tracing)",
+        "A leak check at this stop, as dbx's runtime checking did: the blocks the heap-tracing \
+         experiment says are in use are classified by a scan of the process's memory (writable \
+         data outside the heap, every thread's stack and registers, then the blocks reached): \
+         definitely lost (no pointer to it), indirectly lost (pointed to only from lost blocks), \
+         possibly lost (only pointers into its middle), still reachable. Leaks are grouped by \
+         allocation stack, largest first, with FRAMES frames (default 8); -a lists the blocks \
+         still reachable too. Needs collector heaptrace on.",
+        "showleaks -n 4",
+    ),
+    entry(
+        "showmemuse",
+        &[],
+        "showmemuse [-a] [-n FRAMES] [-json]",
+        "show the heap blocks in use, by allocation stack",
+        "The blocks the heap-tracing experiment says are in use at this stop, grouped by \
+         allocation stack, largest first, with FRAMES frames of each stack (default 8); -a \
+         lists every group (else the 20 largest). Needs collector heaptrace on.",
+        "showmemuse",
+    ),
+    entry(
+        "showblock",
+        &[],
+        "showblock [-a] [-json] ADDRESS",
+        "show the heap block that holds an address",
+        "The block in use that holds ADDRESS (an expression: a pointer variable, an address): \
+         its start, size, which call made it, when (order number and time since the \
+         experiment started), in which thread, and its allocation stack. Needs collector \
+         heaptrace on.",
+        "showblock node->next",
+    ),
+    entry(
         "info args",
         &[],
         "info args",

@@ -146,6 +146,9 @@ impl<'a> Args<'a> {
                 function: self.optional_word()?,
             }),
             "info args" => self.none(Command::Arguments),
+            "showleaks" => self.heap_view().map(Command::ShowLeaks),
+            "showmemuse" => self.heap_view().map(Command::ShowMemUse),
+            "showblock" => self.show_block(),
             "assign" => self.assign(),
             "call" => Ok(Command::Call(self.expression()?)),
             // Taken by `complete_argument` before this, blanks kept.
@@ -224,6 +227,49 @@ impl<'a> Args<'a> {
 
     fn expression(&self) -> Result<String> {
         non_empty(self.text).ok_or_else(|| self.invalid("missing expression"))
+    }
+
+    /// `showleaks` / `showmemuse` `[-a] [-n FRAMES] [-json]`.
+    fn heap_view(&self) -> Result<HeapView> {
+        let mut view = HeapView {
+            frames: HEAP_VIEW_FRAMES,
+            all: false,
+            json: false,
+        };
+        let words = self.words()?;
+        let mut words = words.iter();
+        while let Some(word) = words.next() {
+            match word.text.as_str() {
+                "-a" => view.all = true,
+                "-json" | "--json" => view.json = true,
+                "-n" => {
+                    let count = words
+                        .next()
+                        .ok_or_else(|| self.invalid("-n needs a number of frames"))?;
+                    view.frames = number(self.name, &count.text, "frame count", 1)? as usize;
+                }
+                other => return Err(self.invalid(format!("unexpected argument \"{other}\""))),
+            }
+        }
+        Ok(view)
+    }
+
+    /// `showblock [-a] [-json] ADDRESS` (an expression).
+    fn show_block(&self) -> Result<Command> {
+        let mut rest = self.text.trim_start();
+        let mut json = false;
+        loop {
+            if let Some(after) = rest.strip_prefix("-a ") {
+                rest = after.trim_start();
+            } else if let Some(after) = rest.strip_prefix("-json ") {
+                json = true;
+                rest = after.trim_start();
+            } else {
+                break;
+            }
+        }
+        let address = non_empty(rest).ok_or_else(|| self.invalid("missing address"))?;
+        Ok(Command::ShowBlock { address, json })
     }
 
     /// `where [N] [t@T]`, in either order.
