@@ -16,6 +16,7 @@ pub mod model;
 pub mod report;
 mod resolve;
 pub mod session;
+mod stack_file;
 pub mod table;
 
 // Per-function totals of one experiment, for the collector's tests and tools.
@@ -34,6 +35,11 @@ pub enum Error {
     NoExperiment,
     #[error("too many experiments (at most 65535)")]
     TooMany,
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -416,29 +416,58 @@ pub fn objects(ctx: &Context) -> Report {
     listing(ctx, "load objects", Some(total_row(ctx)), rows)
 }
 
-/// The function a line or PC belongs to, for naming it.
-fn owners(ctx: &Context) -> (HashMap<LineKey, FunctionId>, HashMap<PcId, FunctionId>) {
-    let mut lines = HashMap::new();
-    let mut pcs = HashMap::new();
-    for frames in &ctx.view.stacks {
-        for f in frames {
-            let key = match f.line {
-                Some(l) => LineKey::Line(l),
-                None => LineKey::NoLine(f.function),
+/// The function each of the lines `wanted` belongs to, for naming it: the
+/// function of the first frame at that line in stack order. The walk stops
+/// once every wanted line has its owner (usually within the first stacks).
+fn line_owners(ctx: &Context, wanted: &[LineKey]) -> HashMap<LineKey, FunctionId> {
+    // Only lines need an owner: `<Function: f, ...>` names its own.
+    let index: HashMap<LineKey, usize> = wanted
+        .iter()
+        .filter(|k| matches!(k, LineKey::Line(_)))
+        .enumerate()
+        .map(|(i, &k)| (k, i))
+        .collect();
+    // Per frame id: the index of its line among the wanted ones.
+    let wanted_of_frame: Vec<Option<usize>> = ctx
+        .view
+        .all_frames()
+        .iter()
+        .map(|f| index.get(&line_key(f)).copied())
+        .collect();
+    let mut owned = vec![false; index.len()];
+    let mut owners = HashMap::new();
+    let mut frames = Vec::new();
+    for stack in 0..ctx.model.stacks.len() as StackId {
+        if owners.len() == index.len() {
+            break;
+        }
+        ctx.view.stack_frames(stack, &mut frames);
+        for &id in &frames {
+            let Some(k) = wanted_of_frame[id as usize] else {
+                continue;
             };
-            lines.entry(key).or_insert(f.function);
-            if let Some(pc) = f.pc {
-                pcs.entry(pc).or_insert(f.function);
+            if !owned[k] {
+                owned[k] = true;
+                let frame = ctx.view.frame(id);
+                owners.insert(line_key(&frame), frame.function);
             }
         }
     }
-    (lines, pcs)
+    owners
+}
+
+fn line_key(frame: &Frame) -> LineKey {
+    match frame.line {
+        Some(l) => LineKey::Line(l),
+        None => LineKey::NoLine(frame.function),
+    }
 }
 
 /// `lines`
 pub fn lines(ctx: &Context) -> Report {
-    let (owner, _) = owners(ctx);
-    let rows = line_metrics(ctx.view, ctx.weights)
+    let metrics = line_metrics(ctx.view, ctx.weights);
+    let owner = line_owners(ctx, &metrics.keys().copied().collect::<Vec<_>>());
+    let rows = metrics
         .into_iter()
         .map(|(key, value)| {
             let function = owner.get(&key).copied();
@@ -689,7 +718,12 @@ pub fn calltree(ctx: &Context) -> Report {
         }
     }
     let text = format!("Calltree\n\n{}", table.render());
-    let json = json!({"report": "calltree", "root": tree_json(ctx, &tree)});
+    // A tree of millions of nodes is gigabytes of JSON values: only when
+    // JSON will be shown.
+    let json = match ctx.settings.text_only {
+        true => Json::Null,
+        false => json!({"report": "calltree", "root": tree_json(ctx, &tree)}),
+    };
     Report { text, json }
 }
 
