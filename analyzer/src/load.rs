@@ -7,6 +7,7 @@
 
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
+use crate::stack_ids::Lookup;
 use crate::{Error, Result};
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
@@ -47,6 +48,9 @@ pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
     Ok(builder.finish())
 }
 
+/// Events whose stacks are looked up together.
+const EVENT_BATCH: usize = 32;
+
 /// One experiment's stack records, read before its events. Their PCs go
 /// into the model's arena as slots (one per distinct recorded PC, not yet
 /// symbolized); a record becomes a model stack, in place, when an event
@@ -55,7 +59,8 @@ pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
 /// symbolized.
 #[derive(Default)]
 struct RecordedStacks {
-    by_id: FxHashMap<u64, Recorded>,
+    by_id: crate::stack_ids::StackIds,
+    records: Vec<RecordSpan>,
     slots: Slots,
 }
 
@@ -65,11 +70,12 @@ impl RecordedStacks {
         let Some(status) = record.status() else {
             return;
         };
-        let std::collections::hash_map::Entry::Vacant(entry) =
-            self.by_id.entry(record.header.stack_id)
-        else {
+        let Ok(index) = u32::try_from(self.records.len()) else {
             return;
         };
+        if !self.by_id.insert(record.header.stack_id, index) {
+            return;
+        }
         let start = arena.len();
         arena.extend(
             record
@@ -77,22 +83,15 @@ impl RecordedStacks {
                 .enumerate()
                 .map(|(depth, pc)| self.slots.slot(pc, depth == 0)),
         );
-        entry.insert(Recorded::Pending(RecordSpan {
+        self.records.push(RecordSpan {
             start,
             len: arena.len() - start,
             status,
-        }));
+        });
     }
 }
 
-/// Where a recorded stack is, or what it became.
-#[derive(Debug, Clone, Copy)]
-enum Recorded {
-    /// Its slots, in the arena, not yet a stack.
-    Pending(RecordSpan),
-    Stack(StackId),
-}
-
+/// Where a recorded stack's slots are in the arena.
 #[derive(Debug, Clone, Copy)]
 struct RecordSpan {
     start: usize,
@@ -110,6 +109,8 @@ struct Slots {
     /// The model pc of each slot once looked up (as an interrupted PC for
     /// a leaf, a return address otherwise).
     model_pcs: Vec<Option<PcId>>,
+    /// Per slot: its pc is known and taken as it is (see `plain_pc`).
+    plain: Vec<bool>,
 }
 
 impl Slots {
@@ -130,11 +131,22 @@ impl Slots {
         self.model_pcs.get(slot as usize).copied().flatten()
     }
 
-    fn remember(&mut self, slot: PcId, pc: PcId) {
+    /// The pc of `slot` if it is known and its frame is taken as it is
+    /// (not a PLT stub, the collector or a signal trampoline).
+    fn plain_pc(&self, slot: PcId) -> Option<PcId> {
+        match self.plain.get(slot as usize) {
+            Some(true) => self.known(slot),
+            _ => None,
+        }
+    }
+
+    fn remember(&mut self, slot: PcId, pc: PcId, plain: bool) {
         if self.model_pcs.len() <= slot as usize {
             self.model_pcs.resize(slot as usize + 1, None);
+            self.plain.resize(slot as usize + 1, false);
         }
         self.model_pcs[slot as usize] = Some(pc);
+        self.plain[slot as usize] = plain;
     }
 }
 
@@ -222,6 +234,10 @@ impl Builder {
         let index = u16::try_from(self.model.experiments.len()).map_err(|_| Error::TooMany)?;
         let log = expt.log()?;
         let mut stacks = RecordedStacks::default();
+        // Sized from the files up front: no copy of hundreds of megabytes
+        // when a vector doubles.
+        reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
+        reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
         let stack_stats = crate::stack_file::for_each_stack(expt, |record| {
             stacks.add(record, self.stacks.arena_mut());
         })?;
@@ -247,35 +263,51 @@ impl Builder {
         let mut threads = ThreadNumbers::new(&entry);
         let (mut lost, mut impossible) = (0u64, 0u64);
         let (mut first_ns, mut last_ns) = (u64::MAX, 0u64);
-        let event_stats = expt.for_each_clock_event(|record| {
-            if !plausible.contains(record.timestamp_ns) {
-                impossible += 1;
-                return;
+        // Events go in batches: the table entries of a batch's stacks are
+        // fetched from memory together, not one cache miss after another.
+        let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
+        let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
+            for record in batch.iter() {
+                stacks.by_id.prefetch(record.stack_id);
             }
-            first_ns = first_ns.min(record.timestamp_ns);
-            last_ns = last_ns.max(record.timestamp_ns);
-            let stack = match stacks.by_id.get_mut(&record.stack_id) {
-                Some(Recorded::Stack(id)) => *id,
-                Some(recorded @ Recorded::Pending(_)) => {
-                    let id = self.intern_stack(index, &mut stacks.slots, *recorded, &mappings);
-                    *recorded = Recorded::Stack(id);
-                    id
+            for record in batch.drain(..) {
+                if !plausible.contains(record.timestamp_ns) {
+                    impossible += 1;
+                    continue;
                 }
-                None => NO_STACK,
-            };
-            if stack == NO_STACK {
-                lost += 1;
+                first_ns = first_ns.min(record.timestamp_ns);
+                last_ns = last_ns.max(record.timestamp_ns);
+                let stack = match stacks.by_id.get(record.stack_id) {
+                    Lookup::Stack(id) => id,
+                    Lookup::Record(r) => {
+                        let span = stacks.records[r as usize];
+                        let id = self.intern_stack(index, &mut stacks.slots, span, &mappings);
+                        stacks.by_id.set_stack(record.stack_id, id);
+                        id
+                    }
+                    Lookup::Missing => NO_STACK,
+                };
+                if stack == NO_STACK {
+                    lost += 1;
+                }
+                self.model.events.push(EventEntry {
+                    experiment: index,
+                    thread: threads.number(record.tid),
+                    cpu: record.cpu,
+                    time_ns: record.timestamp_ns,
+                    weight_ns: record.weight_ns,
+                    stack,
+                    sample: sample_of(&entry.samples, record.timestamp_ns),
+                });
             }
-            self.model.events.push(EventEntry {
-                experiment: index,
-                thread: threads.number(record.tid),
-                cpu: record.cpu,
-                time_ns: record.timestamp_ns,
-                weight_ns: record.weight_ns,
-                stack,
-                sample: sample_of(&entry.samples, record.timestamp_ns),
-            });
+        };
+        let event_stats = expt.for_each_clock_event(|record| {
+            batch.push(record);
+            if batch.len() == EVENT_BATCH {
+                add_batch(&mut batch);
+            }
         })?;
+        add_batch(&mut batch);
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);
         }
@@ -360,7 +392,7 @@ impl Builder {
         id
     }
 
-    /// Makes the recorded stack `recorded` (its slots in the arena) a
+    /// Makes the recorded stack at `span` (its slots in the arena) a
     /// stack of the model, symbolizing its PCs not seen before, in place.
     /// Called once per distinct recorded stack, when an event first uses
     /// it.
@@ -368,12 +400,12 @@ impl Builder {
         &mut self,
         experiment: u16,
         slots: &mut Slots,
-        recorded: Recorded,
+        span: RecordSpan,
         mappings: &[Mapping],
     ) -> StackId {
-        let Recorded::Pending(span) = recorded else {
-            return NO_STACK;
-        };
+        if self.translate_plain(slots, span) {
+            return self.stacks.push_span(span.start, span.len, span.status);
+        }
         let mut write = span.start;
         let mut after_signal_frame = false;
         for depth in 0..span.len {
@@ -406,6 +438,26 @@ impl Builder {
             .push_span(span.start, write - span.start, span.status)
     }
 
+    /// Rewrites the slots at `span` to their pcs if every one is known and
+    /// plain (the common case, a table read per frame); false, changing
+    /// nothing, if some frame needs [`Builder::intern_stack`]'s walk.
+    fn translate_plain(&mut self, slots: &Slots, span: RecordSpan) -> bool {
+        let Some(frames) = self
+            .stacks
+            .arena_mut()
+            .get_mut(span.start..span.start + span.len)
+        else {
+            return false;
+        };
+        if !frames.iter().all(|&slot| slots.plain_pc(slot).is_some()) {
+            return false;
+        }
+        for frame in frames {
+            *frame = slots.plain_pc(*frame).unwrap_or(*frame);
+        }
+        true
+    }
+
     /// The pc of `slot` looked up as an interrupted PC if it is the leaf,
     /// else as a return address (the call instruction: one byte before).
     fn slot_pc(
@@ -421,7 +473,9 @@ impl Builder {
         let (pc, leaf) = slots.pc(slot);
         let address = if leaf { pc } else { pc.saturating_sub(1) };
         let id = self.intern_pc(experiment, address, mappings);
-        slots.remember(slot, id);
+        let traits = self.pc_traits[id as usize];
+        let plain = !(traits.plt || traits.collector || traits.signal_trampoline);
+        slots.remember(slot, id, plain);
         id
     }
 
@@ -664,6 +718,20 @@ fn missing_file_consequence(file: &str) -> String {
 /// The warning for block file `file` (`profile` or `stacks`) when some of
 /// its blocks could not be read: all of them (say, another file copied over
 /// it), or some.
+/// Bytes the file `name` of `expt` has on disk (not its length: a sparse
+/// file cut to a huge length holds little); 0 when unknown.
+fn stored_bytes(expt: &Experiment, name: &str) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(expt.path().join(name))
+        .map_or(0, |m| m.blocks().saturating_mul(512).min(m.len()) as usize)
+}
+
+/// Makes room for `more` elements (if memory allows).
+fn reserve<T>(data: &mut Vec<T>, more: usize) {
+    // Failing is fine: the vector grows as it goes.
+    let _ = data.try_reserve(more);
+}
+
 fn block_file_warning(shown: &str, file: &str, stats: &experiment::BlockStats) -> Option<String> {
     if stats.damaged == 0 {
         return None;

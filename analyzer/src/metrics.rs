@@ -82,6 +82,9 @@ pub struct View {
     /// Per PC: in a hidden object, so it folds into the frame before it
     /// when that one is of the same object (one call of the object).
     folds: Vec<bool>,
+    /// Every PC shows one frame, its own id, and none folds (no inlines
+    /// shown, no object hidden): a stack's frames are its PCs.
+    one_frame_per_pc: bool,
     unknown: FrameId,
     truncated: FrameId,
 }
@@ -121,6 +124,7 @@ impl View {
             });
         }
         pc_frames.push(frames.len() as FrameId);
+        let one_frame_per_pc = frames.len() == model.pcs.len() && !folds.contains(&true);
         let unknown = frames.len() as FrameId;
         frames.push(Frame::special(UNKNOWN));
         let truncated = frames.len() as FrameId;
@@ -130,13 +134,17 @@ impl View {
             frames,
             pc_frames,
             folds,
+            one_frame_per_pc,
             unknown,
             truncated,
         }
     }
 
     pub fn frame(&self, id: FrameId) -> Frame {
-        self.frames[id as usize]
+        self.frames
+            .get(id as usize)
+            .copied()
+            .unwrap_or(Frame::special(UNKNOWN))
     }
 
     /// Every frame any stack can show, by id.
@@ -147,12 +155,50 @@ impl View {
     /// The frames of `stack`, leaf first, into `out` (cleared first). A
     /// lost stack (`NO_STACK`) is `<Unknown>`.
     pub fn stack_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
+        let mut buffer = Vec::new();
+        let frames = self.frames_of(stack, &mut buffer);
+        out.clear();
+        out.extend_from_slice(frames);
+    }
+
+    /// The frames of `stack`, leaf first: its PCs themselves when they
+    /// are its frames (no copy), else made in `buffer`.
+    pub fn frames_of<'a>(&'a self, stack: StackId, buffer: &'a mut Vec<FrameId>) -> &'a [FrameId] {
+        let complete = self
+            .stacks
+            .get(stack)
+            .filter(|s| s.status == experiment::layout::StackStatus::Complete);
+        match complete {
+            Some(s) if self.one_frame_per_pc && !s.pcs.is_empty() => s.pcs,
+            _ => {
+                self.make_frames(stack, buffer);
+                buffer
+            }
+        }
+    }
+
+    fn make_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
         out.clear();
         let Some(stack) = self.stacks.get(stack) else {
             out.push(self.unknown);
             return;
         };
-        for &pc in stack.pcs {
+        if self.one_frame_per_pc {
+            out.extend_from_slice(stack.pcs);
+        } else {
+            self.expand_pcs(stack.pcs, out);
+        }
+        if stack.status != experiment::layout::StackStatus::Complete {
+            out.push(self.truncated);
+        }
+        if out.is_empty() {
+            out.push(self.unknown);
+        }
+    }
+
+    /// The frames of `pcs`, a hidden object's consecutive frames folded.
+    fn expand_pcs(&self, pcs: &[PcId], out: &mut Vec<FrameId>) {
+        for &pc in pcs {
             let (start, end) = match self.pc_frames.get(pc as usize..pc as usize + 2) {
                 Some(&[start, end]) => (start, end),
                 _ => (self.unknown, self.unknown + 1),
@@ -167,21 +213,14 @@ impl View {
             }
             out.extend(start..end);
         }
-        if stack.status != experiment::layout::StackStatus::Complete {
-            out.push(self.truncated);
-        }
-        if out.is_empty() {
-            out.push(self.unknown);
-        }
     }
 
     /// Calls `each` with every distinct stack's frames (not the lost
     /// stack's), in stack id order.
     pub fn for_each_stack(&self, mut each: impl FnMut(StackId, &[FrameId])) {
-        let mut frames = Vec::new();
+        let mut buffer = Vec::new();
         for id in 0..self.stacks.len() as StackId {
-            self.stack_frames(id, &mut frames);
-            each(id, &frames);
+            each(id, self.frames_of(id, &mut buffer));
         }
     }
 
@@ -243,10 +282,9 @@ impl Weights {
     /// Calls `each` with the frames of every stack with selected events
     /// and their sum.
     pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], Value)) {
-        let mut frames = Vec::new();
+        let mut buffer = Vec::new();
         for (stack, value) in self.per_stack() {
-            view.stack_frames(stack, &mut frames);
-            each(&frames, value);
+            each(view.frames_of(stack, &mut buffer), value);
         }
     }
 }
@@ -314,9 +352,9 @@ impl<K: Hash + Eq + Copy> FrameKeys<K> {
     }
 
     fn of(&self, frame: FrameId) -> Option<usize> {
-        match self.of_frame[frame as usize] {
-            NO_KEY => None,
-            k => Some(k as usize),
+        match self.of_frame.get(frame as usize) {
+            None | Some(&NO_KEY) => None,
+            Some(&k) => Some(k as usize),
         }
     }
 }
@@ -447,9 +485,14 @@ pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId
     let mut callees = PairSums::new(bound);
     let mut once = OncePerStack::new(bound);
     let mut functions = Vec::new();
+    let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
     weights.for_each_stack(view, |frames, value| {
         functions.clear();
-        functions.extend(frames.iter().map(|&f| view.frame(f).function));
+        functions.extend(
+            frames
+                .iter()
+                .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
+        );
         values[TOTAL as usize].inclusive.add(value);
         if let Some(&root) = functions.last() {
             callees.add(TOTAL, root, value);

@@ -375,7 +375,11 @@ fn total_row(ctx: &Context) -> Row {
 }
 
 fn function_rows(ctx: &Context) -> Vec<Row> {
-    function_metrics(ctx.view, ctx.weights)
+    rows_of_functions(ctx, function_metrics(ctx.view, ctx.weights))
+}
+
+fn rows_of_functions(ctx: &Context, metrics: HashMap<FunctionId, ExclInclValue>) -> Vec<Row> {
+    metrics
         .into_iter()
         .filter(|(id, v)| *id != TOTAL && v.inclusive.events > 0)
         .map(|(id, value)| {
@@ -436,13 +440,12 @@ fn line_owners(ctx: &Context, wanted: &[LineKey]) -> HashMap<LineKey, FunctionId
         .collect();
     let mut owned = vec![false; index.len()];
     let mut owners = HashMap::new();
-    let mut frames = Vec::new();
+    let mut buffer = Vec::new();
     for stack in 0..ctx.model.stacks.len() as StackId {
         if owners.len() == index.len() {
             break;
         }
-        ctx.view.stack_frames(stack, &mut frames);
-        for &id in &frames {
+        for &id in ctx.view.frames_of(stack, &mut buffer) {
             let Some(k) = wanted_of_frame[id as usize] else {
                 continue;
             };
@@ -568,7 +571,11 @@ pub fn function_summary(ctx: &Context, id: FunctionId, value: ExclInclValue) -> 
 
 /// The function list's rows in its order, limit applied (no `<Total>`).
 fn listed_functions(ctx: &Context) -> Vec<Row> {
-    let mut rows = function_rows(ctx);
+    sorted_rows(ctx, function_rows(ctx))
+}
+
+/// Rows in the function list's order, limit applied.
+fn sorted_rows(ctx: &Context, mut rows: Vec<Row>) -> Vec<Row> {
     sort_rows(ctx, &mut rows);
     if let Some(limit) = ctx.settings.limit {
         rows.truncate(limit);
@@ -667,7 +674,9 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
     let mut text = String::new();
     let mut blocks = Vec::new();
     let mut all = all_callers_callees(ctx.view, ctx.weights);
-    for row in listed_functions(ctx) {
+    // A centre's own values are its function metrics: no second pass.
+    let metrics = all.iter().map(|(&f, cc)| (f, cc.value)).collect();
+    for row in sorted_rows(ctx, rows_of_functions(ctx, metrics)) {
         let center = row.function.unwrap_or(TOTAL);
         let cc = all.remove(&center).unwrap_or(CallersCallees {
             center,
