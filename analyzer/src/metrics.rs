@@ -85,6 +85,9 @@ pub struct View {
     /// Every PC shows one frame, its own id, and none folds (no inlines
     /// shown, no object hidden): a stack's frames are its PCs.
     one_frame_per_pc: bool,
+    /// Stack ids in the order aggregation walks them (see
+    /// [`StackTable::ids_in_arena_order`]).
+    walk_order: Vec<StackId>,
     unknown: FrameId,
     truncated: FrameId,
 }
@@ -135,6 +138,7 @@ impl View {
             pc_frames,
             folds,
             one_frame_per_pc,
+            walk_order: model.stacks.ids_in_arena_order(),
             unknown,
             truncated,
         }
@@ -280,11 +284,18 @@ impl Weights {
     }
 
     /// Calls `each` with the frames of every stack with selected events
-    /// and their sum.
+    /// and their sum, in the view's walk order (neighbours alike), the
+    /// lost stack last.
     pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], Value)) {
         let mut buffer = Vec::new();
-        for (stack, value) in self.per_stack() {
-            each(view.frames_of(stack, &mut buffer), value);
+        for &stack in &view.walk_order {
+            match self.sums.get(stack as usize) {
+                Some(&value) if value.events > 0 => each(view.frames_of(stack, &mut buffer), value),
+                _ => {}
+            }
+        }
+        if let Some(&lost) = self.sums.last().filter(|v| v.events > 0) {
+            each(view.frames_of(NO_STACK, &mut buffer), lost);
         }
     }
 }
@@ -649,13 +660,23 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTreeNode {
     // (parent, function) -> child: one hash per frame, where searching a
     // node's children is linear in their number.
     let mut children: FxHashMap<(u32, FunctionId), u32> = FxHashMap::default();
+    // The previous stack's frames and its path of nodes from the root:
+    // the part a stack shares with the one before (most of it, in walk
+    // order) is not looked up again.
+    let mut previous: Vec<FrameId> = Vec::new();
+    let mut path: Vec<u32> = vec![0];
     weights.for_each_stack(view, |frames, value| {
-        nodes[0].value.inclusive.add(value);
-        let mut node = 0u32;
-        for &frame in frames.iter().rev() {
+        let shared = frames
+            .iter()
+            .rev()
+            .zip(previous.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        path.truncate(shared + 1);
+        for &frame in frames.iter().rev().skip(shared) {
             let function = view.frame(frame).function;
-            let parent = node;
-            node = *children.entry((parent, function)).or_insert_with(|| {
+            let parent = path[path.len() - 1];
+            let node = *children.entry((parent, function)).or_insert_with(|| {
                 nodes.push(FlatNode {
                     function,
                     parent,
@@ -663,12 +684,31 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTreeNode {
                 });
                 nodes.len() as u32 - 1
             });
-            nodes[node as usize].value.inclusive.add(value);
+            path.push(node);
         }
-        nodes[node as usize].value.exclusive.add(value);
+        nodes[path[path.len() - 1] as usize]
+            .value
+            .exclusive
+            .add(value);
+        previous.clear();
+        previous.extend_from_slice(frames);
     });
     drop(children);
+    add_inclusive(&mut nodes);
     nest(nodes)
+}
+
+/// A node's inclusive value is what ends in it and in its descendants:
+/// summed from the last node back (children come after their parents).
+fn add_inclusive(nodes: &mut [FlatNode]) {
+    for id in (0..nodes.len()).rev() {
+        let node = &mut nodes[id];
+        node.value.inclusive.add(node.value.exclusive);
+        let (inclusive, parent) = (node.value.inclusive, node.parent as usize);
+        if id > 0 {
+            nodes[parent].value.inclusive.add(inclusive);
+        }
+    }
 }
 
 /// The nested tree of flat nodes, children sorted. A child comes after its

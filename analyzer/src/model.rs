@@ -173,6 +173,16 @@ impl StackTable {
         (0..self.spans.len() as StackId).filter_map(|id| self.get(id))
     }
 
+    /// Every stack id, in the order of the stacks' places in the arena: the
+    /// order they were recorded in, where neighbours share most of their
+    /// frames (a walk in this order reads the arena front to back and
+    /// finds the same callers again and again).
+    pub fn ids_in_arena_order(&self) -> Vec<StackId> {
+        let mut ids: Vec<StackId> = (0..self.spans.len() as StackId).collect();
+        ids.sort_unstable_by_key(|&id| self.spans[id as usize].start);
+        ids
+    }
+
     /// The arena, for the loader to write PCs in before they get a stack.
     pub(crate) fn arena_mut(&mut self) -> &mut Vec<PcId> {
         &mut self.pcs

@@ -3,7 +3,7 @@
 
 use crate::metrics::*;
 use crate::model::*;
-use crate::table::{percent, seconds, Column, Table};
+use crate::table::{percent, seconds, write_percent, write_seconds, Column, Table};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
@@ -707,26 +707,38 @@ pub fn calltree(ctx: &Context) -> Report {
     ]);
     table.group(0, 2, "Incl. Total CPU");
     table.group(2, 1, "Excl. CPU");
-    let mut stack = vec![(&tree, 0usize)];
-    let mut rows = 0usize;
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
-    // Iterative, depth-first: stacks can be thousands deep.
-    while let Some((node, depth)) = stack.pop() {
-        if rows >= limit.saturating_add(1) {
-            break;
+    // Each name once, not once per node (a tree may have millions).
+    let names: Vec<String> = (0..ctx.model.functions.len() as FunctionId)
+        .map(|f| ctx.function_name(f))
+        .collect();
+    let rows = |each: &mut dyn FnMut(&[&str])| {
+        let mut cells = [String::new(), String::new(), String::new(), String::new()];
+        let mut stack = vec![(&tree, 0usize)];
+        let mut rows = 0usize;
+        // Iterative, depth-first: stacks can be thousands deep.
+        while let Some((node, depth)) = stack.pop() {
+            if rows >= limit.saturating_add(1) {
+                break;
+            }
+            rows += 1;
+            cells.iter_mut().for_each(String::clear);
+            write_seconds(&mut cells[0], node.value.inclusive.ns);
+            write_percent(&mut cells[1], node.value.inclusive.ns, total.ns);
+            write_seconds(&mut cells[2], node.value.exclusive.ns);
+            cells[3].extend(std::iter::repeat_n("  ", depth));
+            match names.get(node.function as usize) {
+                Some(name) => cells[3].push_str(name),
+                None => cells[3].push_str(&ctx.function_name(node.function)),
+            }
+            each(&[&cells[0], &cells[1], &cells[2], &cells[3]]);
+            for child in node.children.iter().rev() {
+                stack.push((child, depth + 1));
+            }
         }
-        rows += 1;
-        table.push(vec![
-            seconds(node.value.inclusive.ns),
-            percent(node.value.inclusive.ns, total.ns),
-            seconds(node.value.exclusive.ns),
-            format!("{}{}", "  ".repeat(depth), ctx.function_name(node.function)),
-        ]);
-        for child in node.children.iter().rev() {
-            stack.push((child, depth + 1));
-        }
-    }
-    let text = format!("Calltree\n\n{}", table.render());
+    };
+    let mut text = String::from("Calltree\n\n");
+    table.render_rows_into(&mut text, rows);
     // A tree of millions of nodes is gigabytes of JSON values: only when
     // JSON will be shown.
     let json = match ctx.settings.text_only {
