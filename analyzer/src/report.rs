@@ -726,7 +726,9 @@ pub fn calltree(ctx: &Context) -> Report {
             write_seconds(&mut cells[0], node.value.inclusive.ns);
             write_percent(&mut cells[1], node.value.inclusive.ns, total.ns);
             write_seconds(&mut cells[2], node.value.exclusive.ns);
-            cells[3].extend(std::iter::repeat_n("  ", depth));
+            for _ in 0..depth {
+                cells[3].push_str("  ");
+            }
             match names.get(node.function as usize) {
                 Some(name) => cells[3].push_str(name),
                 None => cells[3].push_str(&ctx.function_name(node.function)),

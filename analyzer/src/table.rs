@@ -131,18 +131,21 @@ impl Table {
 
     fn line_into(&self, cells: &[&str], widths: &[usize], out: &mut String) {
         let start = out.len();
+        let last = self.columns.len().saturating_sub(1);
         for (i, column) in self.columns.iter().enumerate() {
             let cell = cells.get(i).copied().unwrap_or("");
             if i > 0 {
                 out.push_str("  ");
             }
-            let pad = widths[i].saturating_sub(cell.chars().count());
             if column.right {
-                push_spaces(out, pad);
+                push_spaces(out, widths[i].saturating_sub(cell.chars().count()));
                 out.push_str(cell);
             } else {
                 out.push_str(cell);
-                push_spaces(out, pad);
+                // The last column's padding would be trimmed at once.
+                if i < last {
+                    push_spaces(out, widths[i].saturating_sub(cell.chars().count()));
+                }
             }
         }
         let kept = out[start..].trim_end().len();
@@ -151,8 +154,13 @@ impl Table {
     }
 }
 
-fn push_spaces(out: &mut String, count: usize) {
-    out.extend(std::iter::repeat_n(' ', count));
+fn push_spaces(out: &mut String, mut count: usize) {
+    const SPACES: &str = "                                                                ";
+    while count > 0 {
+        let n = count.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        count -= n;
+    }
 }
 
 /// Seconds with three decimals (er_print's precision for clock data).
