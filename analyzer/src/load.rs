@@ -109,9 +109,12 @@ struct Slots {
     /// The model pc of each slot once looked up (as an interrupted PC for
     /// a leaf, a return address otherwise).
     model_pcs: Vec<Option<PcId>>,
-    /// Per slot: its pc is known and taken as it is (see `plain_pc`).
-    plain: Vec<bool>,
+    /// Per slot: its pc if known and taken as it is (see `plain_pc`),
+    /// else `NOT_PLAIN`. One table for the hot loop.
+    plain: Vec<PcId>,
 }
+
+const NOT_PLAIN: PcId = PcId::MAX;
 
 impl Slots {
     fn slot(&mut self, pc: u64, leaf: bool) -> PcId {
@@ -135,18 +138,27 @@ impl Slots {
     /// (not a PLT stub, the collector or a signal trampoline).
     fn plain_pc(&self, slot: PcId) -> Option<PcId> {
         match self.plain.get(slot as usize) {
-            Some(true) => self.known(slot),
-            _ => None,
+            Some(&NOT_PLAIN) | None => None,
+            Some(&pc) => Some(pc),
         }
+    }
+
+    /// Whether every slot of `slots` has a plain pc.
+    fn all_plain(&self, slots: &[PcId]) -> bool {
+        slots.iter().all(|&slot| {
+            self.plain
+                .get(slot as usize)
+                .is_some_and(|&pc| pc != NOT_PLAIN)
+        })
     }
 
     fn remember(&mut self, slot: PcId, pc: PcId, plain: bool) {
         if self.model_pcs.len() <= slot as usize {
             self.model_pcs.resize(slot as usize + 1, None);
-            self.plain.resize(slot as usize + 1, false);
+            self.plain.resize(slot as usize + 1, NOT_PLAIN);
         }
         self.model_pcs[slot as usize] = Some(pc);
-        self.plain[slot as usize] = plain;
+        self.plain[slot as usize] = if plain { pc } else { NOT_PLAIN };
     }
 }
 
@@ -449,7 +461,7 @@ impl Builder {
         else {
             return false;
         };
-        if !frames.iter().all(|&slot| slots.plain_pc(slot).is_some()) {
+        if !slots.all_plain(frames) {
             return false;
         }
         for frame in frames {
