@@ -10,7 +10,8 @@
 # program, so symbolization (functions, lines) is real. Each of COMMANDS
 # (default `functions callers-callees lines`) is a whole
 # `rdbx analyze -c CMD EXPT` run (load + symbolize + aggregate + print), timed
-# RUNS times (default 5); the figures are medians of wall time and peak RSS.
+# RUNS times (default 5); the figures are medians of wall time, CPU time
+# (user + system: steadier than wall time on a shared machine) and peak RSS.
 #
 # RDBX=path measures that rdbx binary instead of this tree's release build
 # (to compare builds on one experiment); WORK=dir keeps the experiment there
@@ -87,7 +88,8 @@ work, rdbx, runs, have_gprofng, events = sys.argv[1], sys.argv[2], int(sys.argv[
 synth, commands = sys.argv[6], sys.argv[7].split()
 
 def measure(argv):
-    """Wall seconds and peak RSS (MiB) of one run, its output discarded."""
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one
+    run, its output discarded."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -95,24 +97,24 @@ def measure(argv):
     err = proc.stderr.read().decode()
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{argv} failed: {err}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 def median_of(argv):
     results = [measure(argv) for _ in range(runs)]
-    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+    return tuple(statistics.median(r[i] for r in results) for i in range(3))
 
 rows = []
 for command in commands:
-    wall, rss = median_of([rdbx, "analyze", "-c", command, synth])
-    rows.append((f"rdbx analyze -c {command}", wall, rss))
+    wall, rss, cpu = median_of([rdbx, "analyze", "-c", command, synth])
+    rows.append((f"rdbx analyze -c {command}", wall, rss, cpu))
 if have_gprofng:
-    wall, rss = median_of(["gprofng", "display", "text", "-functions", os.path.join(work, "heap.er")])
-    rows.append(("gprofng display text -functions (heap)", wall, rss))
+    wall, rss, cpu = median_of(["gprofng", "display", "text", "-functions", os.path.join(work, "heap.er")])
+    rows.append(("gprofng display text -functions (heap)", wall, rss, cpu))
 
 print(f"{os.path.basename(synth)}: {events} events, median of {runs} runs")
-print(f"{'command':<42} {'wall s':>8} {'peak MiB':>9} {'vs gprofng':>10}")
+print(f"{'command':<42} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9} {'vs gprofng':>10}")
 gprofng_wall = rows[-1][1] if have_gprofng else None
-for name, wall, rss in rows:
+for name, wall, rss, cpu in rows:
     ratio = f"{gprofng_wall / wall:.1f}x" if gprofng_wall and not name.startswith("gprofng") else ""
-    print(f"{name:<42} {wall:>8.3f} {rss:>9.0f} {ratio:>10}")
+    print(f"{name:<42} {wall:>8.3f} {cpu:>8.3f} {rss:>9.0f} {ratio:>10}")
 PY
