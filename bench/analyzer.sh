@@ -2,29 +2,52 @@
 # Analyzer speed and memory on a large experiment, against gprofng's.
 #
 # rdbx: an experiment of EVENTS clock events (default 10 million) over
-# about 5,000 distinct stacks, written by analyzer/examples/synth_experiment.rs
-# through the experiment crate's writer. Its stacks are real return addresses
-# of a 400-function C program, so symbolization (functions, lines) is real.
-# Each of `functions`, `callers-callees` and `lines` is a whole
+# STACKS distinct stacks (default 5,000) of 3 to MAX_DEPTH frames (default
+# 30), shaped SHAPE (independent: every frame drawn at random, the default;
+# nested: stacks along one wandering call path, sharing their outer frames),
+# written by analyzer/examples/synth_experiment.rs through the experiment
+# crate's writer. Its stacks are real return addresses of a 400-function C
+# program, so symbolization (functions, lines) is real. Each of COMMANDS
+# (default `functions callers-callees lines`) is a whole
 # `rdbx analyze -c CMD EXPT` run (load + symbolize + aggregate + print), timed
-# RUNS times (default 5); the figures are medians of wall time and peak RSS.
+# RUNS times (default 5); the figures are medians of wall time, CPU time
+# (user + system: steadier than wall time on a shared machine) and peak RSS.
+#
+# RDBX=path measures that rdbx binary instead of this tree's release build
+# (to compare builds on one experiment); WORK=dir keeps the experiment there
+# and reuses it when it exists (it takes a while to write at 1M stacks).
 #
 # gprofng: `gprofng display text -functions` on a heap-tracing experiment of
 # bench/programs/allocs.c making the same number of allocations (one event
 # each; gprofng's clock profiling loses most ticks on this glibc, heap
-# tracing does not). Skipped when gprofng is not installed.
+# tracing does not). Skipped when gprofng is not installed or GPROFNG=0.
 #
 # usage: bash bench/analyzer.sh [EVENTS]      (RUNS=N to change the run count)
+# e.g.   STACKS=1000000 MAX_DEPTH=200 SHAPE=nested \
+#        COMMANDS="functions callers-callees calltree lines" bash bench/analyzer.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 events=${1:-10000000}
 runs=${RUNS:-5}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+stacks=${STACKS:-5000}
+max_depth=${MAX_DEPTH:-30}
+shape=${SHAPE:-independent}
+commands=${COMMANDS:-functions callers-callees lines}
+if [ -n "${WORK:-}" ]; then
+    work=$WORK
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 
-cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
 cargo build --release -q --manifest-path "$root/Cargo.toml" -p analyzer --example synth_experiment
-rdbx="$root/target/release/rdbx"
+if [ -n "${RDBX:-}" ]; then
+    rdbx=$RDBX
+else
+    cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
+    rdbx="$root/target/release/rdbx"
+fi
 synth="$root/target/release/examples/synth_experiment"
 
 # 400 small functions calling one another: a symbol and line table to look
@@ -42,23 +65,31 @@ with open(sys.argv[1], "w") as f:
     f.write("int main(int argc, char **argv)\n{\n    (void)argv;\n"
             "    printf(\"%ld\\n\", f0(argc));\n    return 0;\n}\n")
 PY
-gcc -O0 -g "$work/manyfuncs.c" -o "$work/manyfuncs"
-"$synth" --events "$events" --stacks 5000 --threads 4 "$work/manyfuncs" "$work/synth.er"
-
-have_gprofng=0
-if command -v gprofng >/dev/null; then
-    have_gprofng=1
-    gcc -O1 -g "$root/bench/programs/allocs.c" -o "$work/allocs"
-    echo "recording gprofng heap experiment ($events allocations; takes about a minute per 10M)..." >&2
-    gprofng collect app -p off -H on -O "$work/heap.er" "$work/allocs" "$events" >/dev/null 2>&1
+synth_er="$work/synth-$events-$stacks-$max_depth-$shape.er"
+if [ ! -d "$synth_er" ]; then
+    gcc -O0 -g "$work/manyfuncs.c" -o "$work/manyfuncs"
+    "$synth" --events "$events" --stacks "$stacks" --max-depth "$max_depth" --shape "$shape" \
+        --threads 4 "$work/manyfuncs" "$synth_er"
 fi
 
-python3 - "$work" "$rdbx" "$runs" "$have_gprofng" "$events" <<'PY'
+have_gprofng=0
+if [ "${GPROFNG:-1}" = 1 ] && command -v gprofng >/dev/null; then
+    have_gprofng=1
+    if [ ! -d "$work/heap.er" ]; then
+        gcc -O1 -g "$root/bench/programs/allocs.c" -o "$work/allocs"
+        echo "recording gprofng heap experiment ($events allocations; takes about a minute per 10M)..." >&2
+        gprofng collect app -p off -H on -O "$work/heap.er" "$work/allocs" "$events" >/dev/null 2>&1
+    fi
+fi
+
+python3 - "$work" "$rdbx" "$runs" "$have_gprofng" "$events" "$synth_er" "$commands" <<'PY'
 import os, statistics, subprocess, sys, time
 work, rdbx, runs, have_gprofng, events = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
+synth, commands = sys.argv[6], sys.argv[7].split()
 
 def measure(argv):
-    """Wall seconds and peak RSS (MiB) of one run, its output discarded."""
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one
+    run, its output discarded."""
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -66,25 +97,24 @@ def measure(argv):
     err = proc.stderr.read().decode()
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"{argv} failed: {err}")
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 def median_of(argv):
     results = [measure(argv) for _ in range(runs)]
-    return statistics.median(r[0] for r in results), statistics.median(r[1] for r in results)
+    return tuple(statistics.median(r[i] for r in results) for i in range(3))
 
-synth = os.path.join(work, "synth.er")
 rows = []
-for command in ["functions", "callers-callees", "lines"]:
-    wall, rss = median_of([rdbx, "analyze", "-c", command, synth])
-    rows.append((f"rdbx analyze -c {command}", wall, rss))
+for command in commands:
+    wall, rss, cpu = median_of([rdbx, "analyze", "-c", command, synth])
+    rows.append((f"rdbx analyze -c {command}", wall, rss, cpu))
 if have_gprofng:
-    wall, rss = median_of(["gprofng", "display", "text", "-functions", os.path.join(work, "heap.er")])
-    rows.append(("gprofng display text -functions (heap)", wall, rss))
+    wall, rss, cpu = median_of(["gprofng", "display", "text", "-functions", os.path.join(work, "heap.er")])
+    rows.append(("gprofng display text -functions (heap)", wall, rss, cpu))
 
-print(f"{events} events, median of {runs} runs")
-print(f"{'command':<42} {'wall s':>8} {'peak MiB':>9} {'vs gprofng':>10}")
+print(f"{os.path.basename(synth)}: {events} events, median of {runs} runs")
+print(f"{'command':<42} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9} {'vs gprofng':>10}")
 gprofng_wall = rows[-1][1] if have_gprofng else None
-for name, wall, rss in rows:
+for name, wall, rss, cpu in rows:
     ratio = f"{gprofng_wall / wall:.1f}x" if gprofng_wall and not name.startswith("gprofng") else ""
-    print(f"{name:<42} {wall:>8.3f} {rss:>9.0f} {ratio:>10}")
+    print(f"{name:<42} {wall:>8.3f} {cpu:>8.3f} {rss:>9.0f} {ratio:>10}")
 PY

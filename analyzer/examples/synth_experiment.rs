@@ -6,7 +6,16 @@
 //! recorded run; only the choice of stacks and their weights is invented.
 //!
 //! `cargo run --release -p analyzer --example synth_experiment -- \
-//!      [--events N] [--stacks N] [--threads N] BINARY OUT.er`
+//!      [--events N] [--stacks N] [--max-depth D] [--shape independent|nested] \
+//!      [--threads N] BINARY OUT.er`
+//!
+//! Stacks are 3 to D frames deep (default 30), rooted at main. With
+//! `--shape independent` (the default) every frame of every stack is drawn
+//! at random. With `--shape nested` the stacks are the moments of one
+//! wandering call path: each stack returns from a few of the previous
+//! stack's innermost calls and makes a few new ones, so stacks share their
+//! outer frames as a real program's do (its calling-context tree has a few
+//! nodes per stack, not one per frame) and depths spread evenly over 3..=D.
 
 use experiment::layout::{
     stack_id, BlockWriter, ClockEvent, StackStatus, BLOCK_SIZE, KIND_PROFILE, KIND_STACKS,
@@ -24,9 +33,18 @@ const START_NS: u64 = 1_000_000_000;
 /// One event per millisecond of thread CPU time, as the `on` resolution.
 const TICK_NS: u32 = 1_000_000;
 
+/// How the frames of the distinct stacks are chosen.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Independent,
+    Nested,
+}
+
 struct Options {
     events: u64,
     stacks: usize,
+    max_depth: usize,
+    shape: Shape,
     threads: u32,
     binary: PathBuf,
     out: PathBuf,
@@ -38,7 +56,8 @@ fn main() {
         Err(message) => {
             eprintln!("synth_experiment: {message}");
             eprintln!(
-                "usage: synth_experiment [--events N] [--stacks N] [--threads N] BINARY OUT.er"
+                "usage: synth_experiment [--events N] [--stacks N] [--max-depth D] \
+                 [--shape independent|nested] [--threads N] BINARY OUT.er"
             );
             std::process::exit(2);
         }
@@ -53,6 +72,8 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
     let mut options = Options {
         events: 10_000_000,
         stacks: 5_000,
+        max_depth: 30,
+        shape: Shape::Independent,
         threads: 4,
         binary: PathBuf::new(),
         out: PathBuf::new(),
@@ -70,6 +91,14 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
             "--events" => options.events = number("--events")?,
             "--stacks" => options.stacks = number("--stacks")? as usize,
             "--threads" => options.threads = number("--threads")?.max(1) as u32,
+            "--max-depth" => options.max_depth = number("--max-depth")?.clamp(3, 2048) as usize,
+            "--shape" => {
+                options.shape = match args.next().as_deref() {
+                    Some("independent") => Shape::Independent,
+                    Some("nested") => Shape::Nested,
+                    other => return Err(format!("--shape: independent or nested, not {other:?}")),
+                }
+            }
             _ => positional.push(PathBuf::from(arg)),
         }
     }
@@ -92,10 +121,20 @@ fn run(options: &Options) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", options.binary.display()))?;
     let (functions, main) = text_functions(&binary)?;
     let mut random = XorShift(0x9e37_79b9_7f4a_7c15);
-    let stacks = distinct_stacks(&functions, main, options.stacks, &mut random);
     std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
     write_manifest(&options.out)?;
-    let end_ns = write_blocks(&options.out, options, &stacks, &mut random)?;
+    let mut stacks_file = StacksFile::create(&options.out)?;
+    let generator = StackGenerator {
+        functions: &functions,
+        main,
+        max_depth: options.max_depth,
+    };
+    let stack_ids = match options.shape {
+        Shape::Independent => generator.independent(options.stacks, &mut random, &mut stacks_file),
+        Shape::Nested => generator.nested(options.stacks, &mut random, &mut stacks_file),
+    }?;
+    stacks_file.finish()?;
+    let end_ns = write_profile(&options.out, options, &stack_ids, &mut random)?;
     write_log(&options.out, &binary, &functions, options, end_ns)
 }
 
@@ -121,67 +160,173 @@ fn text_functions(binary: &Path) -> Result<(Vec<Function>, usize), String> {
     Ok((functions, main))
 }
 
-/// `count` distinct stacks, leaf first, each rooted at main. A caller's PC
-/// is one of a few return addresses per function (as real call sites are);
-/// leaves spread over more addresses.
-fn distinct_stacks(
-    functions: &[Function],
+/// Picks the frames of the distinct stacks; each stack is written as soon as
+/// it is made (a million stacks 200 deep would not fit in memory twice).
+struct StackGenerator<'a> {
+    functions: &'a [Function],
     main: usize,
-    count: usize,
-    random: &mut XorShift,
-) -> Vec<(u64, Vec<u64>)> {
-    let pc_in = |f: &Function, choices: u64, pick: u64| -> u64 {
-        let slot = pick % choices;
-        LOAD_BASE + f.address + 1 + slot * (f.size - 1) / choices
-    };
-    let mut seen = HashSet::new();
-    let mut stacks = Vec::with_capacity(count);
-    while stacks.len() < count {
-        let depth = 3 + random.below(28) as usize;
-        let mut pcs = Vec::with_capacity(depth);
-        let leaf = &functions[random.below(functions.len() as u64) as usize];
-        pcs.push(pc_in(leaf, 16, random.next()));
-        for _ in 1..depth - 1 {
-            let caller = &functions[random.below(functions.len() as u64) as usize];
-            pcs.push(pc_in(caller, 4, random.next()));
-        }
-        pcs.push(pc_in(&functions[main], 4, random.next()));
-        let id = stack_id(StackStatus::Complete.code(), &pcs);
-        if seen.insert(id) {
-            stacks.push((id, pcs));
-        }
-    }
-    stacks
+    max_depth: usize,
 }
 
-/// Writes `stacks` and `profile`, the threads' blocks interleaved as the
-/// collector's are; returns the last event's timestamp.
-fn write_blocks(
+impl StackGenerator<'_> {
+    /// A caller's PC is one of a few return addresses per function (as
+    /// real call sites are); leaves spread over more addresses.
+    fn pc_in(&self, function: usize, choices: u64, pick: u64) -> u64 {
+        let f = &self.functions[function];
+        let slot = pick % choices;
+        LOAD_BASE + f.address + 1 + slot * (f.size - 1) / choices
+    }
+
+    fn random_function(&self, random: &mut XorShift) -> usize {
+        random.below(self.functions.len() as u64) as usize
+    }
+
+    /// `count` stacks whose every frame is drawn at random; their ids.
+    fn independent(
+        &self,
+        count: usize,
+        random: &mut XorShift,
+        out: &mut StacksFile,
+    ) -> Result<Vec<u64>, String> {
+        let mut seen = HashSet::new();
+        let mut ids = Vec::with_capacity(count);
+        while ids.len() < count {
+            let depth = 3 + random.below(self.max_depth as u64 - 2) as usize;
+            let mut pcs = Vec::with_capacity(depth);
+            let leaf = self.random_function(random);
+            pcs.push(self.pc_in(leaf, 16, random.next()));
+            for _ in 1..depth - 1 {
+                let caller = self.random_function(random);
+                pcs.push(self.pc_in(caller, 4, random.next()));
+            }
+            pcs.push(self.pc_in(self.main, 4, random.next()));
+            let id = stack_id(StackStatus::Complete.code(), &pcs);
+            if seen.insert(id) {
+                out.push(&pcs)?;
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// `count` stacks along one wandering call path: each returns from 0
+    /// to 5 of the previous one's innermost calls and makes 1 to 4 new
+    /// ones (no drift: depths spread evenly over 3..=max_depth); their ids.
+    fn nested(
+        &self,
+        count: usize,
+        random: &mut XorShift,
+        out: &mut StacksFile,
+    ) -> Result<Vec<u64>, String> {
+        // Root first: the return address each frame's call will come back to.
+        let mut path: Vec<u64> = vec![self.pc_in(self.main, 4, random.next())];
+        let mut leaf_function = self.random_function(random);
+        let mut seen = HashSet::new();
+        let mut ids = Vec::with_capacity(count);
+        let mut pcs = Vec::with_capacity(self.max_depth);
+        while ids.len() < count {
+            let returns = random.below(6) as usize;
+            path.truncate(path.len().saturating_sub(returns).max(1));
+            for _ in 0..1 + random.below(4) {
+                // The previous leaf makes a call: it becomes a caller.
+                path.push(self.pc_in(leaf_function, 4, random.next()));
+                leaf_function = self.random_function(random);
+            }
+            // Depth = path + leaf: keep it within 3..=max_depth.
+            path.truncate(self.max_depth - 1);
+            while path.len() < 2 {
+                path.push(self.pc_in(leaf_function, 4, random.next()));
+                leaf_function = self.random_function(random);
+            }
+            pcs.clear();
+            pcs.push(self.pc_in(leaf_function, 16, random.next()));
+            pcs.extend(path.iter().rev());
+            let id = stack_id(StackStatus::Complete.code(), &pcs);
+            if seen.insert(id) {
+                out.push(&pcs)?;
+                ids.push(id);
+            }
+        }
+        Ok(ids)
+    }
+}
+
+/// The `stacks` block file, written one block at a time.
+struct StacksFile {
+    path: PathBuf,
+    file: std::io::BufWriter<std::fs::File>,
+    block: Vec<u8>,
+    claimed: bool,
+    /// Record bytes written after the header.
+    written: usize,
+    index: u32,
+}
+
+impl StacksFile {
+    fn create(dir: &Path) -> Result<StacksFile, String> {
+        let path = dir.join("stacks");
+        let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(StacksFile {
+            path,
+            file: std::io::BufWriter::new(file),
+            block: vec![0u8; BLOCK_SIZE],
+            claimed: false,
+            written: 0,
+            index: 0,
+        })
+    }
+
+    fn push(&mut self, pcs: &[u64]) -> Result<(), String> {
+        if !self.claimed {
+            self.block.fill(0);
+            BlockWriter::claim(&mut self.block, KIND_STACKS, PID, self.index, START_NS)
+                .ok_or("block too small")?;
+            self.claimed = true;
+            self.written = 0;
+        }
+        let mut writer = BlockWriter::resume(&mut self.block, self.written).ok_or("bad block")?;
+        if writer.push_stack(StackStatus::Complete, pcs) {
+            writer.commit();
+            self.written = writer.written();
+            return Ok(());
+        }
+        if self.written == 0 {
+            return Err(format!("a stack of {} frames fills no block", pcs.len()));
+        }
+        self.flush_block()?;
+        self.push(pcs)
+    }
+
+    fn flush_block(&mut self) -> Result<(), String> {
+        if !self.claimed {
+            return Ok(());
+        }
+        self.file
+            .write_all(&self.block)
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        self.claimed = false;
+        self.index += 1;
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), String> {
+        self.flush_block()?;
+        self.file
+            .flush()
+            .map_err(|e| format!("{}: {e}", self.path.display()))
+    }
+}
+
+/// Writes `profile`, the threads' blocks interleaved as the collector's
+/// are; returns the last event's timestamp.
+fn write_profile(
     dir: &Path,
     options: &Options,
-    stacks: &[(u64, Vec<u64>)],
+    stack_ids: &[u64],
     random: &mut XorShift,
 ) -> Result<u64, String> {
     let io = |e: std::io::Error| format!("{}: {e}", dir.display());
-    let mut stacks_file = std::fs::File::create(dir.join("stacks")).map_err(io)?;
     let mut block = vec![0u8; BLOCK_SIZE];
-    let mut index = 0u32;
-    let mut pending = stacks.iter().peekable();
-    while pending.peek().is_some() {
-        block.fill(0);
-        let mut writer = BlockWriter::claim(&mut block, KIND_STACKS, PID, index, START_NS)
-            .ok_or("block too small")?;
-        while let Some((_, pcs)) = pending.peek() {
-            if !writer.push_stack(StackStatus::Complete, pcs) {
-                break;
-            }
-            pending.next();
-        }
-        writer.commit();
-        stacks_file.write_all(&block).map_err(io)?;
-        index += 1;
-    }
-
     let mut profile =
         std::io::BufWriter::new(std::fs::File::create(dir.join("profile")).map_err(io)?);
     let per_block =
@@ -206,7 +351,7 @@ fn write_blocks(
                 *now += u64::from(TICK_NS) * threads;
                 writer.push_clock_event(&ClockEvent {
                     timestamp_ns: *now,
-                    stack_id: stacks[hot_index(random, stacks.len())].0,
+                    stack_id: stack_ids[hot_index(random, stack_ids.len())],
                     weight_ns: TICK_NS,
                     cpu: thread as u16 % 2,
                     reserved: 0,

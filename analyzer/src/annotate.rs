@@ -362,11 +362,14 @@ fn function_lines(
     }
     // The file most of the function's recorded lines are in.
     let mut counts: HashMap<LineId, usize> = HashMap::new();
-    for frame in ctx.view.stacks.iter().flatten() {
-        if let (true, Some(line)) = (frame.function == function, frame.line) {
-            *counts.entry(line).or_default() += 1;
+    ctx.view.for_each_stack(|_, frames| {
+        for &id in frames {
+            let frame = ctx.view.frame(id);
+            if let (true, Some(line)) = (frame.function == function, frame.line) {
+                *counts.entry(line).or_default() += 1;
+            }
         }
-    }
+    });
     let mut by_file: HashMap<&Path, usize> = HashMap::new();
     for (&line, &n) in &counts {
         *by_file
@@ -388,16 +391,18 @@ fn function_lines(
 
 /// Line numbers of `full_path` seen in frames `keep` accepts.
 fn frame_lines(ctx: &Context, keep: impl Fn(&Frame) -> bool, full_path: &Path) -> BTreeSet<u32> {
-    ctx.view
-        .stacks
-        .iter()
-        .flatten()
-        .filter(|f| keep(f))
-        .filter_map(|f| f.line)
-        .map(|l| ctx.model.line(l))
-        .filter(|l| l.full_path == full_path)
-        .map(|l| l.line)
-        .collect()
+    let mut lines = BTreeSet::new();
+    ctx.view.for_each_stack(|_, frames| {
+        let shown = frames.iter().map(|&id| ctx.view.frame(id));
+        let seen = shown
+            .filter(|f| keep(f))
+            .filter_map(|f| f.line)
+            .map(|l| ctx.model.line(l))
+            .filter(|l| l.full_path == full_path)
+            .map(|l| l.line);
+        lines.extend(seen);
+    });
+    lines
 }
 
 /// The recorded source file `query` names, or why there is none or more

@@ -11,17 +11,18 @@ use std::path::Path;
 /// Folded lines with their microseconds, merged by name path.
 fn folded(ctx: &Context) -> BTreeMap<String, u64> {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-    for (stack, value) in ctx.weights.per_stack() {
-        let names: Vec<String> = ctx
-            .view
-            .frames(stack)
+    ctx.weights.for_each_stack(ctx.view, |frames, value| {
+        let names: Vec<String> = frames
             .iter()
             .rev()
             // `;` separates frames in the format; C++ names never need it.
-            .map(|f| ctx.function_name(f.function).replace(';', ":"))
+            .map(|&f| {
+                ctx.function_name(ctx.view.frame(f).function)
+                    .replace(';', ":")
+            })
             .collect();
         *lines.entry(names.join(";")).or_default() += value.ns / 1_000;
-    }
+    });
     lines.retain(|_, us| *us > 0);
     lines
 }

@@ -49,21 +49,23 @@ pub fn clock_profile(expt: &Experiment) -> Result<ClockProfile> {
         ..ClockProfile::default()
     };
     // Once per distinct stack, not per event.
-    let reaches_main: Vec<bool> = view
-        .stacks
-        .iter()
-        .map(|frames| {
+    let mut reaches_main: Vec<bool> = Vec::with_capacity(model.stacks.len());
+    view.for_each_stack(|_, frames| {
+        reaches_main.push(
             frames
                 .iter()
-                .any(|f| model.function(f.function).name == "main")
-        })
-        .collect();
+                .any(|&f| model.function(view.frame(f).function).name == "main"),
+        )
+    });
     for event in &model.events {
         if event.stack == NO_STACK {
             profile.events_without_stack += 1;
             continue;
         }
-        match model.stacks[event.stack as usize].status {
+        let Some(stack) = model.stacks.get(event.stack) else {
+            continue;
+        };
+        match stack.status {
             StackStatus::Truncated => profile.truncated_stacks += 1,
             StackStatus::Failed => profile.failed_stacks += 1,
             StackStatus::Complete => {}

@@ -11,11 +11,14 @@ pub mod annotate;
 pub mod export;
 pub mod info;
 pub mod load;
+mod memory;
 pub mod metrics;
 pub mod model;
 pub mod report;
 mod resolve;
 pub mod session;
+mod stack_file;
+mod stack_ids;
 pub mod table;
 
 // Per-function totals of one experiment, for the collector's tests and tools.
@@ -35,6 +38,11 @@ pub enum Error {
     NoExperiment,
     #[error("too many experiments (at most 65535)")]
     TooMany,
+    #[error("{}: {source}", .path.display())]
+    Io {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -7,12 +7,13 @@
 
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
+use crate::stack_ids::Lookup;
 use crate::{Error, Result};
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
+use experiment::layout::StackStatus;
 use experiment::log::Event;
 use experiment::Experiment;
-use experiment::Stack;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +48,130 @@ pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
     Ok(builder.finish())
 }
 
+/// Events whose stacks are looked up together.
+const EVENT_BATCH: usize = 32;
+
+/// One experiment's stack records, read before its events. Their PCs go
+/// into the model's arena as slots (one per distinct recorded PC, not yet
+/// symbolized); a record becomes a model stack, in place, when an event
+/// first uses it, so that stacks, PCs and functions are numbered in the
+/// order the events use them and a record no event uses is never
+/// symbolized.
+#[derive(Default)]
+struct RecordedStacks {
+    by_id: crate::stack_ids::StackIds,
+    records: Vec<RecordSpan>,
+    slots: Slots,
+}
+
+impl RecordedStacks {
+    /// Adds a record (the first of its id) at the end of `arena`.
+    fn add(&mut self, record: experiment::layout::StackRecordRef<'_>, arena: &mut Vec<PcId>) {
+        let Some(status) = record.status() else {
+            return;
+        };
+        let Ok(index) = u32::try_from(self.records.len()) else {
+            return;
+        };
+        if !self.by_id.insert(record.header.stack_id, index) {
+            return;
+        }
+        let start = arena.len();
+        arena.extend(
+            record
+                .pcs()
+                .enumerate()
+                .map(|(depth, pc)| self.slots.slot(pc, depth == 0)),
+        );
+        self.records.push(RecordSpan {
+            start,
+            len: arena.len() - start,
+            status,
+        });
+    }
+}
+
+/// Where a recorded stack's slots are in the arena.
+#[derive(Debug, Clone, Copy)]
+struct RecordSpan {
+    start: usize,
+    len: usize,
+    status: StackStatus,
+}
+
+/// The distinct (recorded PC, is the leaf) pairs of one experiment: most
+/// frames of a million stacks are a few thousand PCs, and a slot is found
+/// with one cheap hash, symbolized later once.
+#[derive(Default)]
+struct Slots {
+    ids: FxHashMap<(u64, bool), PcId>,
+    pcs: Vec<(u64, bool)>,
+    /// The model pc of each slot once looked up (as an interrupted PC for
+    /// a leaf, a return address otherwise).
+    model_pcs: Vec<Option<PcId>>,
+    /// Per slot: its pc if known and taken as it is (see `plain_pc`),
+    /// else `NOT_PLAIN`. One table for the hot loop.
+    plain: Vec<PcId>,
+}
+
+const NOT_PLAIN: PcId = PcId::MAX;
+
+impl Slots {
+    fn slot(&mut self, pc: u64, leaf: bool) -> PcId {
+        let next = self.pcs.len() as PcId;
+        let slot = *self.ids.entry((pc, leaf)).or_insert(next);
+        if slot == next {
+            self.pcs.push((pc, leaf));
+        }
+        slot
+    }
+
+    fn pc(&self, slot: PcId) -> (u64, bool) {
+        self.pcs.get(slot as usize).copied().unwrap_or((0, false))
+    }
+
+    fn known(&self, slot: PcId) -> Option<PcId> {
+        self.model_pcs.get(slot as usize).copied().flatten()
+    }
+
+    /// The pc of `slot` if it is known and its frame is taken as it is
+    /// (not a PLT stub, the collector or a signal trampoline).
+    fn plain_pc(&self, slot: PcId) -> Option<PcId> {
+        match self.plain.get(slot as usize) {
+            Some(&NOT_PLAIN) | None => None,
+            Some(&pc) => Some(pc),
+        }
+    }
+
+    /// Whether every slot of `slots` has a plain pc.
+    fn all_plain(&self, slots: &[PcId]) -> bool {
+        slots.iter().all(|&slot| {
+            self.plain
+                .get(slot as usize)
+                .is_some_and(|&pc| pc != NOT_PLAIN)
+        })
+    }
+
+    fn remember(&mut self, slot: PcId, pc: PcId, plain: bool) {
+        if self.model_pcs.len() <= slot as usize {
+            self.model_pcs.resize(slot as usize + 1, None);
+            self.plain.resize(slot as usize + 1, NOT_PLAIN);
+        }
+        self.model_pcs[slot as usize] = Some(pc);
+        self.plain[slot as usize] = if plain { pc } else { NOT_PLAIN };
+    }
+}
+
+/// What building a stack needs to know of a pc.
+#[derive(Debug, Clone, Copy)]
+struct PcTraits {
+    plt: bool,
+    /// In the collector's library (its wrappers are not the program's).
+    collector: bool,
+    /// In `__restore_rt`: the next frame's PC is the one a signal interrupted.
+    signal_trampoline: bool,
+}
+
 /// Where an object sits in one experiment's address space.
 #[derive(Debug, Clone)]
 struct Mapping {
@@ -62,10 +187,15 @@ struct Builder {
     object_ids: HashMap<PathBuf, ObjectId>,
     /// Opened symbol files by object id (None: unreadable, already warned).
     files: HashMap<ObjectId, Option<ObjectFile>>,
+    /// The model's stacks while they are being read (see `RecordedStacks`).
+    stacks: StackTable,
     function_ids: HashMap<FunctionKey, FunctionId>,
     line_ids: HashMap<LineEntry, LineId>,
     /// (experiment, looked-up address) -> pc.
-    pc_ids: HashMap<(u16, u64), PcId>,
+    pc_ids: FxHashMap<(u16, u64), PcId>,
+    /// What stack building asks of each pc, by pc id: known once, not
+    /// recomputed for each of a hundred million frames.
+    pc_traits: Vec<PcTraits>,
     archive: Vec<ArchivedObject>,
     archives_dir: PathBuf,
     /// Mapped size of the `[vdso]` object (to check our own is the same).
@@ -93,6 +223,7 @@ impl Builder {
         if self.model.functions.is_empty() {
             self.model.functions = special_functions();
         }
+        self.model.stacks = std::sync::Arc::new(std::mem::take(&mut self.stacks));
         let origin = self.model.experiments.iter().map(|e| e.start_ns).min();
         self.model.origin_ns = origin.unwrap_or(0);
         for event in &mut self.model.events {
@@ -114,7 +245,14 @@ impl Builder {
         self.archives_dir = archives_dir.to_path_buf();
         let index = u16::try_from(self.model.experiments.len()).map_err(|_| Error::TooMany)?;
         let log = expt.log()?;
-        let (stacks, stack_stats) = expt.stacks_with_stats()?;
+        let mut stacks = RecordedStacks::default();
+        // Sized from the files up front: no copy of hundreds of megabytes
+        // when a vector doubles.
+        reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
+        reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
+        let stack_stats = crate::stack_file::for_each_stack(expt, |record| {
+            stacks.add(record, self.stacks.arena_mut());
+        })?;
         let shown = expt.path().display().to_string();
         let malformed = log
             .iter()
@@ -135,42 +273,53 @@ impl Builder {
         let mut entry = experiment_entry(expt, log);
         let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
-        // Recorded stack id -> interned stack, for this experiment. The ids
-        // are already hashes, so the cheap Fx hash suffices.
-        let mut local_stacks: FxHashMap<u64, StackId> = FxHashMap::default();
         let (mut lost, mut impossible) = (0u64, 0u64);
         let (mut first_ns, mut last_ns) = (u64::MAX, 0u64);
-        let event_stats = expt.for_each_clock_event(|record| {
-            if !plausible.contains(record.timestamp_ns) {
-                impossible += 1;
-                return;
+        // Events go in batches: the table entries of a batch's stacks are
+        // fetched from memory together, not one cache miss after another.
+        let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
+        let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
+            for record in batch.iter() {
+                stacks.by_id.prefetch(record.stack_id);
             }
-            first_ns = first_ns.min(record.timestamp_ns);
-            last_ns = last_ns.max(record.timestamp_ns);
-            let stack = match local_stacks.get(&record.stack_id) {
-                Some(&id) => id,
-                None => {
-                    let id = match stacks.get(&record.stack_id) {
-                        Some(stack) => self.intern_stack(index, stack, &mappings),
-                        None => NO_STACK,
-                    };
-                    local_stacks.insert(record.stack_id, id);
-                    id
+            for record in batch.drain(..) {
+                if !plausible.contains(record.timestamp_ns) {
+                    impossible += 1;
+                    continue;
                 }
-            };
-            if stack == NO_STACK {
-                lost += 1;
+                first_ns = first_ns.min(record.timestamp_ns);
+                last_ns = last_ns.max(record.timestamp_ns);
+                let stack = match stacks.by_id.get(record.stack_id) {
+                    Lookup::Stack(id) => id,
+                    Lookup::Record(r) => {
+                        let span = stacks.records[r as usize];
+                        let id = self.intern_stack(index, &mut stacks.slots, span, &mappings);
+                        stacks.by_id.set_stack(record.stack_id, id);
+                        id
+                    }
+                    Lookup::Missing => NO_STACK,
+                };
+                if stack == NO_STACK {
+                    lost += 1;
+                }
+                self.model.events.push(EventEntry {
+                    experiment: index,
+                    thread: threads.number(record.tid),
+                    cpu: record.cpu,
+                    time_ns: record.timestamp_ns,
+                    weight_ns: record.weight_ns,
+                    stack,
+                    sample: sample_of(&entry.samples, record.timestamp_ns),
+                });
             }
-            self.model.events.push(EventEntry {
-                experiment: index,
-                thread: threads.number(record.tid),
-                cpu: record.cpu,
-                time_ns: record.timestamp_ns,
-                weight_ns: record.weight_ns,
-                stack,
-                sample: sample_of(&entry.samples, record.timestamp_ns),
-            });
+        };
+        let event_stats = expt.for_each_clock_event(|record| {
+            batch.push(record);
+            if batch.len() == EVENT_BATCH {
+                add_batch(&mut batch);
+            }
         })?;
+        add_batch(&mut batch);
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);
         }
@@ -255,23 +404,35 @@ impl Builder {
         id
     }
 
-    /// Adds a recorded stack of experiment `experiment`, symbolizing its
-    /// PCs not seen before. Called once per distinct recorded stack.
-    fn intern_stack(&mut self, experiment: u16, stack: &Stack, mappings: &[Mapping]) -> StackId {
-        let mut pcs = Vec::with_capacity(stack.pcs.len());
+    /// Makes the recorded stack at `span` (its slots in the arena) a
+    /// stack of the model, symbolizing its PCs not seen before, in place.
+    /// Called once per distinct recorded stack, when an event first uses
+    /// it.
+    fn intern_stack(
+        &mut self,
+        experiment: u16,
+        slots: &mut Slots,
+        span: RecordSpan,
+        mappings: &[Mapping],
+    ) -> StackId {
+        if self.translate_plain(slots, span) {
+            return self.stacks.push_span(span.start, span.len, span.status);
+        }
+        let mut write = span.start;
         let mut after_signal_frame = false;
-        for (depth, &pc) in stack.pcs.iter().enumerate() {
-            // A caller's PC is a return address: look up the call
-            // instruction. The PC a signal interrupted is exact.
-            let exact = depth == 0 || after_signal_frame;
-            let address = if exact { pc } else { pc.saturating_sub(1) };
-            let id = self.intern_pc(experiment, address, mappings);
-            let entry = self.model.pc(id);
-            after_signal_frame = self.model.function(entry.function).name == "__restore_rt";
+        for depth in 0..span.len {
+            let slot = self.stacks.arena_mut()[span.start + depth];
+            let id = match after_signal_frame {
+                false => self.slot_pc(experiment, slots, slot, mappings),
+                // The PC a signal interrupted is exact.
+                true => self.intern_pc(experiment, slots.pc(slot).0, mappings),
+            };
+            let traits = self.pc_traits[id as usize];
+            after_signal_frame = traits.signal_trampoline;
             // The manual ("Function Calls Between Shared Objects"): a leaf
             // PC in a PLT stub is dropped and its time goes to the call
             // instruction that entered the stub.
-            if depth == 0 && entry.plt && stack.pcs.len() > 1 {
+            if depth == 0 && traits.plt && span.len > 1 {
                 continue;
             }
             // The collector's wrappers (pthread_create's thread start,
@@ -279,16 +440,54 @@ impl Builder {
             // straight to what the wrapper called, as in the manual's
             // "Explicit Multithreading" where created threads start at
             // `<Total>`.
-            if depth > 0 && entry.object.is_some_and(|o| self.is_collector(o)) {
+            if depth > 0 && traits.collector {
                 continue;
             }
-            pcs.push(id);
+            self.stacks.arena_mut()[write] = id;
+            write += 1;
         }
-        let id = self.model.stacks.len() as StackId;
-        self.model.stacks.push(StackEntry {
-            pcs,
-            status: stack.status,
-        });
+        self.stacks
+            .push_span(span.start, write - span.start, span.status)
+    }
+
+    /// Rewrites the slots at `span` to their pcs if every one is known and
+    /// plain (the common case, a table read per frame); false, changing
+    /// nothing, if some frame needs [`Builder::intern_stack`]'s walk.
+    fn translate_plain(&mut self, slots: &Slots, span: RecordSpan) -> bool {
+        let Some(frames) = self
+            .stacks
+            .arena_mut()
+            .get_mut(span.start..span.start + span.len)
+        else {
+            return false;
+        };
+        if !slots.all_plain(frames) {
+            return false;
+        }
+        for frame in frames {
+            *frame = slots.plain_pc(*frame).unwrap_or(*frame);
+        }
+        true
+    }
+
+    /// The pc of `slot` looked up as an interrupted PC if it is the leaf,
+    /// else as a return address (the call instruction: one byte before).
+    fn slot_pc(
+        &mut self,
+        experiment: u16,
+        slots: &mut Slots,
+        slot: PcId,
+        mappings: &[Mapping],
+    ) -> PcId {
+        if let Some(id) = slots.known(slot) {
+            return id;
+        }
+        let (pc, leaf) = slots.pc(slot);
+        let address = if leaf { pc } else { pc.saturating_sub(1) };
+        let id = self.intern_pc(experiment, address, mappings);
+        let traits = self.pc_traits[id as usize];
+        let plain = !(traits.plt || traits.collector || traits.signal_trampoline);
+        slots.remember(slot, id, plain);
         id
     }
 
@@ -300,6 +499,10 @@ impl Builder {
         if let Some(&id) = self.pc_ids.get(&(experiment, address)) {
             return id;
         }
+        self.symbolize_pc(experiment, address, mappings)
+    }
+
+    fn symbolize_pc(&mut self, experiment: u16, address: u64, mappings: &[Mapping]) -> PcId {
         let entry = match mappings.iter().find(|m| m.lo <= address && address < m.hi) {
             Some(m) => self.symbolize_in(m.object, address, address.wrapping_sub(m.base)),
             None => PcEntry {
@@ -313,6 +516,11 @@ impl Builder {
             },
         };
         let id = self.model.pcs.len() as PcId;
+        self.pc_traits.push(PcTraits {
+            plt: entry.plt,
+            collector: entry.object.is_some_and(|o| self.is_collector(o)),
+            signal_trampoline: self.model.function(entry.function).name == "__restore_rt",
+        });
         self.model.pcs.push(entry);
         self.pc_ids.insert((experiment, address), id);
         id
@@ -522,6 +730,20 @@ fn missing_file_consequence(file: &str) -> String {
 /// The warning for block file `file` (`profile` or `stacks`) when some of
 /// its blocks could not be read: all of them (say, another file copied over
 /// it), or some.
+/// Bytes the file `name` of `expt` has on disk (not its length: a sparse
+/// file cut to a huge length holds little); 0 when unknown.
+fn stored_bytes(expt: &Experiment, name: &str) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(expt.path().join(name))
+        .map_or(0, |m| m.blocks().saturating_mul(512).min(m.len()) as usize)
+}
+
+/// Makes room for `more` elements (if memory allows).
+fn reserve<T>(data: &mut Vec<T>, more: usize) {
+    // Failing is fine: the vector grows as it goes.
+    let _ = data.try_reserve(more);
+}
+
 fn block_file_warning(shown: &str, file: &str, stats: &experiment::BlockStats) -> Option<String> {
     if stats.damaged == 0 {
         return None;

@@ -6,8 +6,10 @@
 //! stacks, not of events.
 
 use crate::model::*;
+use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
+use std::sync::Arc;
 
 /// One metric value: clock time and the number of events behind it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -60,75 +62,181 @@ impl Frame {
     }
 }
 
+/// Index of a frame in its [`View`].
+pub type FrameId = u32;
+
 /// Every distinct stack of a model as shown under some settings.
+///
+/// Frames are not stored per stack (a million stacks 200 deep would be
+/// 200 million of them): each PC's frames are worked out once (its
+/// inlined functions, or its hidden object's pseudo-function) and a
+/// stack's frames are made from its PCs when asked, into a buffer the
+/// caller reuses.
 #[derive(Debug, Clone)]
 pub struct View {
-    /// Leaf first; indexed like `Model::stacks`.
-    pub stacks: Vec<Vec<Frame>>,
-    /// The frames of an event whose stack was lost.
-    pub lost: Vec<Frame>,
+    stacks: Arc<StackTable>,
+    /// Every frame a stack can show: each PC's, then the special ones.
+    frames: Vec<Frame>,
+    /// PC p shows frames `pc_frames[p]..pc_frames[p + 1]`.
+    pc_frames: Vec<FrameId>,
+    /// Per PC: in a hidden object, so it folds into the frame before it
+    /// when that one is of the same object (one call of the object).
+    folds: Vec<bool>,
+    /// Every PC shows one frame, its own id, and none folds (no inlines
+    /// shown, no object hidden): a stack's frames are its PCs.
+    one_frame_per_pc: bool,
+    /// Stack ids in the order aggregation walks them (see
+    /// [`StackTable::ids_in_arena_order`]).
+    walk_order: Vec<StackId>,
+    unknown: FrameId,
+    truncated: FrameId,
 }
 
 impl View {
     pub fn new(model: &Model, settings: &ViewSettings) -> View {
-        View {
-            stacks: model
-                .stacks
-                .iter()
-                .map(|s| frames_of(model, settings, s))
-                .collect(),
-            lost: vec![Frame::special(UNKNOWN)],
-        }
-    }
-
-    pub fn frames(&self, stack: StackId) -> &[Frame] {
-        match stack {
-            NO_STACK => &self.lost,
-            s => self
-                .stacks
-                .get(s as usize)
-                .map_or(&self.lost, Vec::as_slice),
-        }
-    }
-}
-
-fn frames_of(model: &Model, settings: &ViewSettings, stack: &StackEntry) -> Vec<Frame> {
-    let mut frames: Vec<Frame> = Vec::with_capacity(stack.pcs.len() + 1);
-    for &pc_id in &stack.pcs {
-        let pc = model.pc(pc_id);
-        if let Some(object) = pc.object.filter(|o| settings.hidden_objects.contains(o)) {
-            let hidden = model.object(object).hidden_function;
-            // Consecutive frames of a hidden object are one call of it.
-            if frames.last().is_some_and(|f| f.function == hidden) {
+        let mut frames = Vec::with_capacity(model.pcs.len() + 2);
+        let mut pc_frames = Vec::with_capacity(model.pcs.len() + 1);
+        let mut folds = Vec::with_capacity(model.pcs.len());
+        for (id, pc) in model.pcs.iter().enumerate() {
+            pc_frames.push(frames.len() as FrameId);
+            let pc_id = Some(id as PcId);
+            let hidden = pc
+                .object
+                .filter(|o| settings.hidden_objects.contains(o))
+                .map(|o| model.object(o).hidden_function);
+            folds.push(hidden.is_some());
+            if let Some(function) = hidden {
+                frames.push(Frame {
+                    function,
+                    line: None,
+                    pc: pc_id,
+                });
                 continue;
             }
+            if settings.inlines {
+                frames.extend(pc.inlined.iter().map(|step| Frame {
+                    function: step.function,
+                    line: step.line,
+                    pc: pc_id,
+                }));
+            }
             frames.push(Frame {
-                function: hidden,
-                line: None,
-                pc: Some(pc_id),
+                function: pc.function,
+                line: pc.line,
+                pc: pc_id,
             });
-            continue;
         }
-        if settings.inlines {
-            frames.extend(pc.inlined.iter().map(|step| Frame {
-                function: step.function,
-                line: step.line,
-                pc: Some(pc_id),
-            }));
-        }
-        frames.push(Frame {
-            function: pc.function,
-            line: pc.line,
-            pc: Some(pc_id),
-        });
-    }
-    if stack.status != experiment::layout::StackStatus::Complete {
-        frames.push(Frame::special(TRUNCATED));
-    }
-    if frames.is_empty() {
+        pc_frames.push(frames.len() as FrameId);
+        let one_frame_per_pc = frames.len() == model.pcs.len() && !folds.contains(&true);
+        let unknown = frames.len() as FrameId;
         frames.push(Frame::special(UNKNOWN));
+        let truncated = frames.len() as FrameId;
+        frames.push(Frame::special(TRUNCATED));
+        View {
+            stacks: Arc::clone(&model.stacks),
+            frames,
+            pc_frames,
+            folds,
+            one_frame_per_pc,
+            walk_order: model.stacks.ids_in_arena_order(),
+            unknown,
+            truncated,
+        }
     }
-    frames
+
+    pub fn frame(&self, id: FrameId) -> Frame {
+        self.frames
+            .get(id as usize)
+            .copied()
+            .unwrap_or(Frame::special(UNKNOWN))
+    }
+
+    /// Every frame any stack can show, by id.
+    pub fn all_frames(&self) -> &[Frame] {
+        &self.frames
+    }
+
+    /// The frames of `stack`, leaf first, into `out` (cleared first). A
+    /// lost stack (`NO_STACK`) is `<Unknown>`.
+    pub fn stack_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
+        let mut buffer = Vec::new();
+        let frames = self.frames_of(stack, &mut buffer);
+        out.clear();
+        out.extend_from_slice(frames);
+    }
+
+    /// The frames of `stack`, leaf first: its PCs themselves when they
+    /// are its frames (no copy), else made in `buffer`.
+    pub fn frames_of<'a>(&'a self, stack: StackId, buffer: &'a mut Vec<FrameId>) -> &'a [FrameId] {
+        let complete = self
+            .stacks
+            .get(stack)
+            .filter(|s| s.status == experiment::layout::StackStatus::Complete);
+        match complete {
+            Some(s) if self.one_frame_per_pc && !s.pcs.is_empty() => s.pcs,
+            _ => {
+                self.make_frames(stack, buffer);
+                buffer
+            }
+        }
+    }
+
+    fn make_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
+        out.clear();
+        let Some(stack) = self.stacks.get(stack) else {
+            out.push(self.unknown);
+            return;
+        };
+        if self.one_frame_per_pc {
+            out.extend_from_slice(stack.pcs);
+        } else {
+            self.expand_pcs(stack.pcs, out);
+        }
+        if stack.status != experiment::layout::StackStatus::Complete {
+            out.push(self.truncated);
+        }
+        if out.is_empty() {
+            out.push(self.unknown);
+        }
+    }
+
+    /// The frames of `pcs`, a hidden object's consecutive frames folded.
+    fn expand_pcs(&self, pcs: &[PcId], out: &mut Vec<FrameId>) {
+        for &pc in pcs {
+            let (start, end) = match self.pc_frames.get(pc as usize..pc as usize + 2) {
+                Some(&[start, end]) => (start, end),
+                _ => (self.unknown, self.unknown + 1),
+            };
+            let folds = self.folds.get(pc as usize).copied().unwrap_or(false);
+            if folds
+                && out.last().is_some_and(|&last| {
+                    self.frames[last as usize].function == self.frames[start as usize].function
+                })
+            {
+                continue;
+            }
+            out.extend(start..end);
+        }
+    }
+
+    /// Calls `each` with every distinct stack's frames (not the lost
+    /// stack's), in stack id order.
+    pub fn for_each_stack(&self, mut each: impl FnMut(StackId, &[FrameId])) {
+        let mut buffer = Vec::new();
+        for id in 0..self.stacks.len() as StackId {
+            each(id, self.frames_of(id, &mut buffer));
+        }
+    }
+
+    /// One more than the largest function id a frame shows.
+    fn function_bound(&self) -> usize {
+        self.frames
+            .iter()
+            .map(|f| f.function as usize + 1)
+            .max()
+            .unwrap_or(0)
+            .max(TOTAL as usize + 1)
+    }
 }
 
 /// Selected events summed per stack.
@@ -175,9 +283,90 @@ impl Weights {
             })
     }
 
-    fn stacks<'v>(&'v self, view: &'v View) -> impl Iterator<Item = (&'v [Frame], Value)> + 'v {
-        self.per_stack()
-            .map(move |(stack, value)| (view.frames(stack), value))
+    /// Calls `each` with the frames of every stack with selected events
+    /// and their sum, in the view's walk order (neighbours alike), the
+    /// lost stack last.
+    pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], Value)) {
+        let mut buffer = Vec::new();
+        for &stack in &view.walk_order {
+            match self.sums.get(stack as usize) {
+                Some(&value) if value.events > 0 => each(view.frames_of(stack, &mut buffer), value),
+                _ => {}
+            }
+        }
+        if let Some(&lost) = self.sums.last().filter(|v| v.events > 0) {
+            each(view.frames_of(NO_STACK, &mut buffer), lost);
+        }
+    }
+}
+
+/// Marks which items a stack has counted already, so that an item met many
+/// times in one stack (recursion) counts once: the stamp of item i is the
+/// number of the last stack that counted it. Constant time per frame,
+/// where searching the frames seen so far is quadratic in the depth.
+struct OncePerStack {
+    stamps: Vec<u32>,
+    current: u32,
+}
+
+impl OncePerStack {
+    fn new(items: usize) -> OncePerStack {
+        OncePerStack {
+            stamps: vec![0; items],
+            current: 0,
+        }
+    }
+
+    /// Starts the next stack.
+    fn next_stack(&mut self) {
+        if self.current == u32::MAX {
+            self.stamps.fill(0);
+            self.current = 0;
+        }
+        self.current += 1;
+    }
+
+    /// True the first time `item` is met in the current stack.
+    fn first(&mut self, item: usize) -> bool {
+        let fresh = self.stamps[item] != self.current;
+        self.stamps[item] = self.current;
+        fresh
+    }
+}
+
+/// The measured keys of a view's frames, each numbered densely once, so
+/// that a frame's key is an array read (not a hash) in the hot loop.
+struct FrameKeys<K> {
+    /// Per frame id: the key's index, or `NO_KEY`.
+    of_frame: Vec<u32>,
+    keys: Vec<K>,
+}
+
+const NO_KEY: u32 = u32::MAX;
+
+impl<K: Hash + Eq + Copy> FrameKeys<K> {
+    fn new(view: &View, key: impl Fn(&Frame) -> Option<K>) -> FrameKeys<K> {
+        let mut index: FxHashMap<K, u32> = FxHashMap::default();
+        let mut keys = Vec::new();
+        let of_frame = view
+            .frames
+            .iter()
+            .map(|frame| match key(frame) {
+                Some(k) => *index.entry(k).or_insert_with(|| {
+                    keys.push(k);
+                    keys.len() as u32 - 1
+                }),
+                None => NO_KEY,
+            })
+            .collect();
+        FrameKeys { of_frame, keys }
+    }
+
+    fn of(&self, frame: FrameId) -> Option<usize> {
+        match self.of_frame.get(frame as usize) {
+            None | Some(&NO_KEY) => None,
+            Some(&k) => Some(k as usize),
+        }
     }
 }
 
@@ -188,21 +377,28 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
     weights: &Weights,
     key: impl Fn(&Frame) -> Option<K>,
 ) -> HashMap<K, ExclInclValue> {
-    let mut out: HashMap<K, ExclInclValue> = HashMap::new();
-    let mut seen: Vec<K> = Vec::new();
-    for (frames, value) in weights.stacks(view) {
-        if let Some(leaf) = frames.first().and_then(&key) {
-            out.entry(leaf).or_default().exclusive.add(value);
+    let keys = FrameKeys::new(view, key);
+    let mut values = vec![ExclInclValue::default(); keys.keys.len()];
+    let mut once = OncePerStack::new(keys.keys.len());
+    weights.for_each_stack(view, |frames, value| {
+        if let Some(leaf) = frames.first().and_then(|&f| keys.of(f)) {
+            values[leaf].exclusive.add(value);
         }
-        seen.clear();
-        for k in frames.iter().filter_map(&key) {
-            if !seen.contains(&k) {
-                seen.push(k);
-                out.entry(k).or_default().inclusive.add(value);
+        once.next_stack();
+        for &frame in frames {
+            if let Some(k) = keys.of(frame) {
+                if once.first(k) {
+                    values[k].inclusive.add(value);
+                }
             }
         }
-    }
-    out
+    });
+    // Only what some selected stack holds (every such stack has events).
+    keys.keys
+        .into_iter()
+        .zip(values)
+        .filter(|(_, v)| v.inclusive.events > 0)
+        .collect()
 }
 
 /// Per function (`<Total>` included).
@@ -278,37 +474,119 @@ pub struct CallersCallees {
 /// recursive function is its own caller for the deeper calls).
 pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> CallersCallees {
     let mut acc = Attribution::default();
-    for (frames, value) in weights.stacks(view) {
+    let mut functions = Vec::new();
+    weights.for_each_stack(view, |frames, value| {
+        functions.clear();
+        functions.extend(frames.iter().map(|&f| view.frame(f).function));
         if center == TOTAL {
-            acc.add_total(frames, value);
-        } else if let Some(i) = frames.iter().position(|f| f.function == center) {
-            acc.add_occurrence(frames, i, value);
+            acc.add_total(&functions, value);
+        } else if let Some(i) = functions.iter().position(|&f| f == center) {
+            acc.add_occurrence(&functions, i, value);
         }
-    }
+    });
     acc.finish(center)
 }
 
 /// [`callers_callees`] of every function on some selected stack (and
 /// `<Total>`), in one pass over the stacks.
 pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId, CallersCallees> {
-    let mut all: HashMap<FunctionId, Attribution> = HashMap::new();
-    let mut seen: Vec<FunctionId> = Vec::new();
-    for (frames, value) in weights.stacks(view) {
-        all.entry(TOTAL).or_default().add_total(frames, value);
-        seen.clear();
+    let bound = view.function_bound();
+    let mut values = vec![ExclInclValue::default(); bound];
+    let mut callers = PairSums::new(bound);
+    let mut callees = PairSums::new(bound);
+    let mut once = OncePerStack::new(bound);
+    let mut functions = Vec::new();
+    let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
+    weights.for_each_stack(view, |frames, value| {
+        functions.clear();
+        functions.extend(
+            frames
+                .iter()
+                .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
+        );
+        values[TOTAL as usize].inclusive.add(value);
+        if let Some(&root) = functions.last() {
+            callees.add(TOTAL, root, value);
+        }
+        once.next_stack();
         // Leaf first: the first occurrence of a function is its innermost.
-        for (i, frame) in frames.iter().enumerate() {
-            if !seen.contains(&frame.function) {
-                seen.push(frame.function);
-                all.entry(frame.function)
-                    .or_default()
-                    .add_occurrence(frames, i, value);
+        for (i, &center) in functions.iter().enumerate() {
+            if !once.first(center as usize) {
+                continue;
+            }
+            let value_of_center = &mut values[center as usize];
+            value_of_center.inclusive.add(value);
+            let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
+            callers.add(center, caller, value);
+            match i.checked_sub(1).map(|j| functions[j]) {
+                Some(callee) => callees.add(center, callee, value),
+                None => value_of_center.exclusive.add(value),
             }
         }
-    }
-    all.into_iter()
-        .map(|(center, acc)| (center, acc.finish(center)))
+    });
+    let mut callers = callers.by_center();
+    let mut callees = callees.by_center();
+    (0..bound as FunctionId)
+        .filter(|&f| values[f as usize].inclusive.events > 0)
+        .map(|center| {
+            let cc = CallersCallees {
+                center,
+                value: values[center as usize],
+                callers: sorted_by_value(callers.remove(&center).unwrap_or_default()),
+                callees: sorted_by_value(callees.remove(&center).unwrap_or_default()),
+            };
+            (center, cc)
+        })
         .collect()
+}
+
+/// Values per (centre, other function): a dense matrix when there are few
+/// functions (an indexed add per frame), else a hash map.
+enum PairSums {
+    Dense { bound: usize, values: Vec<Value> },
+    Sparse(FxHashMap<(FunctionId, FunctionId), Value>),
+}
+
+/// At most this many cells (16 bytes each) in a dense [`PairSums`].
+const DENSE_PAIR_CELLS: usize = 1 << 20;
+
+impl PairSums {
+    fn new(bound: usize) -> PairSums {
+        match bound.checked_mul(bound) {
+            Some(cells) if cells <= DENSE_PAIR_CELLS => PairSums::Dense {
+                bound,
+                values: vec![Value::default(); cells],
+            },
+            _ => PairSums::Sparse(FxHashMap::default()),
+        }
+    }
+
+    fn add(&mut self, center: FunctionId, other: FunctionId, value: Value) {
+        match self {
+            PairSums::Dense { bound, values } => {
+                values[center as usize * *bound + other as usize].add(value)
+            }
+            PairSums::Sparse(map) => map.entry((center, other)).or_default().add(value),
+        }
+    }
+
+    /// The pairs with events, grouped by centre.
+    fn by_center(self) -> HashMap<FunctionId, HashMap<FunctionId, Value>> {
+        let mut out: HashMap<FunctionId, HashMap<FunctionId, Value>> = HashMap::new();
+        let pairs: Box<dyn Iterator<Item = ((FunctionId, FunctionId), Value)>> = match self {
+            PairSums::Dense { bound, values } => Box::new(
+                values
+                    .into_iter()
+                    .enumerate()
+                    .map(move |(i, v)| (((i / bound) as FunctionId, (i % bound) as FunctionId), v)),
+            ),
+            PairSums::Sparse(map) => Box::new(map.into_iter()),
+        };
+        for ((center, other), value) in pairs.filter(|(_, v)| v.events > 0) {
+            out.entry(center).or_default().insert(other, value);
+        }
+        out
+    }
 }
 
 /// Sums of one centre's callers-callees picture.
@@ -321,19 +599,19 @@ struct Attribution {
 
 impl Attribution {
     /// `<Total>` calls every stack's root.
-    fn add_total(&mut self, frames: &[Frame], value: Value) {
+    fn add_total(&mut self, functions: &[FunctionId], value: Value) {
         self.value.inclusive.add(value);
-        if let Some(root) = frames.last() {
-            self.callees.entry(root.function).or_default().add(value);
+        if let Some(&root) = functions.last() {
+            self.callees.entry(root).or_default().add(value);
         }
     }
 
-    /// The centre is `frames[i]` (its innermost occurrence).
-    fn add_occurrence(&mut self, frames: &[Frame], i: usize, value: Value) {
+    /// The centre is `functions[i]` (its innermost occurrence).
+    fn add_occurrence(&mut self, functions: &[FunctionId], i: usize, value: Value) {
         self.value.inclusive.add(value);
-        let caller = frames.get(i + 1).map_or(TOTAL, |f| f.function);
+        let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
         self.callers.entry(caller).or_default().add(value);
-        match i.checked_sub(1).map(|j| frames[j].function) {
+        match i.checked_sub(1).map(|j| functions[j]) {
             Some(callee) => self.callees.entry(callee).or_default().add(value),
             None => self.value.exclusive.add(value),
         }
@@ -364,50 +642,108 @@ pub struct CallTreeNode {
     pub children: Vec<CallTreeNode>,
 }
 
-/// The whole calling-context tree under `<Total>`.
-pub fn call_tree(view: &View, weights: &Weights) -> CallTreeNode {
-    let mut root = CallTreeNode {
-        function: TOTAL,
-        value: ExclInclValue::default(),
-        children: Vec::new(),
-    };
-    for (frames, value) in weights.stacks(view) {
-        root.value.inclusive.add(value);
-        let mut node = &mut root;
-        for frame in frames.iter().rev() {
-            let index = match node
-                .children
-                .iter()
-                .position(|c| c.function == frame.function)
-            {
-                Some(i) => i,
-                None => {
-                    node.children.push(CallTreeNode {
-                        function: frame.function,
-                        value: ExclInclValue::default(),
-                        children: Vec::new(),
-                    });
-                    node.children.len() - 1
-                }
-            };
-            node = &mut node.children[index];
-            node.value.inclusive.add(value);
-        }
-        node.value.exclusive.add(value);
-    }
-    sort_tree(&mut root);
-    root
+/// A node of the call tree while it is built: nodes in one vector, each
+/// with its parent's index.
+struct FlatNode {
+    function: FunctionId,
+    parent: u32,
+    value: ExclInclValue,
 }
 
-fn sort_tree(node: &mut CallTreeNode) {
-    node.children.sort_by(|a, b| {
+/// The whole calling-context tree under `<Total>`.
+pub fn call_tree(view: &View, weights: &Weights) -> CallTreeNode {
+    let mut nodes = vec![FlatNode {
+        function: TOTAL,
+        parent: 0,
+        value: ExclInclValue::default(),
+    }];
+    // (parent, function) -> child: one hash per frame, where searching a
+    // node's children is linear in their number.
+    let mut children: FxHashMap<(u32, FunctionId), u32> = FxHashMap::default();
+    // The previous stack's frames and its path of nodes from the root:
+    // the part a stack shares with the one before (most of it, in walk
+    // order) is not looked up again.
+    let mut previous: Vec<FrameId> = Vec::new();
+    let mut path: Vec<u32> = vec![0];
+    weights.for_each_stack(view, |frames, value| {
+        let shared = frames
+            .iter()
+            .rev()
+            .zip(previous.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        path.truncate(shared + 1);
+        for &frame in frames.iter().rev().skip(shared) {
+            let function = view.frame(frame).function;
+            let parent = path[path.len() - 1];
+            let node = *children.entry((parent, function)).or_insert_with(|| {
+                nodes.push(FlatNode {
+                    function,
+                    parent,
+                    value: ExclInclValue::default(),
+                });
+                nodes.len() as u32 - 1
+            });
+            path.push(node);
+        }
+        nodes[path[path.len() - 1] as usize]
+            .value
+            .exclusive
+            .add(value);
+        previous.clear();
+        previous.extend_from_slice(frames);
+    });
+    drop(children);
+    add_inclusive(&mut nodes);
+    nest(nodes)
+}
+
+/// A node's inclusive value is what ends in it and in its descendants:
+/// summed from the last node back (children come after their parents).
+fn add_inclusive(nodes: &mut [FlatNode]) {
+    for id in (0..nodes.len()).rev() {
+        let node = &mut nodes[id];
+        node.value.inclusive.add(node.value.exclusive);
+        let (inclusive, parent) = (node.value.inclusive, node.parent as usize);
+        if id > 0 {
+            nodes[parent].value.inclusive.add(inclusive);
+        }
+    }
+}
+
+/// The nested tree of flat nodes, children sorted. A child comes after its
+/// parent in `nodes`, so building from the last node backwards finishes
+/// every child before its parent (no recursion: stacks can be thousands
+/// deep).
+fn nest(nodes: Vec<FlatNode>) -> CallTreeNode {
+    let mut children: Vec<Vec<CallTreeNode>> = Vec::new();
+    children.resize_with(nodes.len(), Vec::new);
+    for (id, node) in nodes.iter().enumerate().skip(1).rev() {
+        let mut own = std::mem::take(&mut children[id]);
+        sort_children(&mut own);
+        children[node.parent as usize].push(CallTreeNode {
+            function: node.function,
+            value: node.value,
+            children: own,
+        });
+    }
+    let mut root_children = std::mem::take(&mut children[0]);
+    sort_children(&mut root_children);
+    CallTreeNode {
+        function: TOTAL,
+        value: nodes[0].value,
+        children: root_children,
+    }
+}
+
+fn sort_children(children: &mut [CallTreeNode]) {
+    children.sort_by(|a, b| {
         b.value
             .inclusive
             .ns
             .cmp(&a.value.inclusive.ns)
             .then(a.function.cmp(&b.function))
     });
-    node.children.iter_mut().for_each(sort_tree);
 }
 
 #[cfg(test)]

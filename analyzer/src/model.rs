@@ -6,6 +6,7 @@
 use experiment::layout::StackStatus;
 use experiment::log::{LogEvent, Sample, StartInfo};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub type ObjectId = u32;
 pub type FunctionId = u32;
@@ -114,10 +115,89 @@ pub struct PcEntry {
 }
 
 /// A distinct stack (leaf first), with the status the unwinder gave it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackEntry {
-    pub pcs: Vec<PcId>,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StackRef<'a> {
+    pub pcs: &'a [PcId],
     pub status: StackStatus,
+}
+
+/// Where one stack's PCs are in the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: usize,
+    len: u32,
+    status: StackStatus,
+}
+
+/// Every distinct stack, their PCs in one flat arena: a million stacks 200
+/// frames deep are two allocations, not a million. A stack's span need not
+/// follow the previous one's (the loader rewrites stacks in place, in the
+/// order of the file, and numbers them in the order events use them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StackTable {
+    pcs: Vec<PcId>,
+    spans: Vec<Span>,
+}
+
+impl StackTable {
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Adds a stack after the others; its id.
+    pub fn push(&mut self, pcs: &[PcId], status: StackStatus) -> StackId {
+        let start = self.pcs.len();
+        self.pcs.extend_from_slice(pcs);
+        self.push_span(start, pcs.len(), status)
+    }
+
+    /// The stack `id`; None for `NO_STACK` or an id out of range.
+    pub fn get(&self, id: StackId) -> Option<StackRef<'_>> {
+        let span = self.spans.get(id as usize)?;
+        let pcs = self
+            .pcs
+            .get(span.start..span.start + span.len as usize)
+            .unwrap_or(&[]);
+        Some(StackRef {
+            pcs,
+            status: span.status,
+        })
+    }
+
+    /// Every stack, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = StackRef<'_>> + '_ {
+        (0..self.spans.len() as StackId).filter_map(|id| self.get(id))
+    }
+
+    /// Every stack id, in the order of the stacks' places in the arena: the
+    /// order they were recorded in, where neighbours share most of their
+    /// frames (a walk in this order reads the arena front to back and
+    /// finds the same callers again and again).
+    pub fn ids_in_arena_order(&self) -> Vec<StackId> {
+        let mut ids: Vec<StackId> = (0..self.spans.len() as StackId).collect();
+        ids.sort_unstable_by_key(|&id| self.spans[id as usize].start);
+        ids
+    }
+
+    /// The arena, for the loader to write PCs in before they get a stack.
+    pub(crate) fn arena_mut(&mut self) -> &mut Vec<PcId> {
+        &mut self.pcs
+    }
+
+    /// Makes `arena[start..start + len]` (written already) the next stack.
+    pub(crate) fn push_span(&mut self, start: usize, len: usize, status: StackStatus) -> StackId {
+        let id = self.spans.len() as StackId;
+        self.spans.push(Span {
+            start,
+            len: len as u32,
+            status,
+        });
+        id
+    }
 }
 
 /// One clock event. Kept small (32 bytes): a model may hold tens of
@@ -181,7 +261,8 @@ pub struct Model {
     pub functions: Vec<FunctionEntry>,
     pub lines: Vec<LineEntry>,
     pub pcs: Vec<PcEntry>,
-    pub stacks: Vec<StackEntry>,
+    /// Shared with the views made of the model (see `metrics::View`).
+    pub stacks: Arc<StackTable>,
     pub events: Vec<EventEntry>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,

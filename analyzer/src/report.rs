@@ -3,7 +3,7 @@
 
 use crate::metrics::*;
 use crate::model::*;
-use crate::table::{percent, seconds, Column, Table};
+use crate::table::{percent, seconds, write_percent, write_seconds, Column, Table};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
@@ -375,7 +375,11 @@ fn total_row(ctx: &Context) -> Row {
 }
 
 fn function_rows(ctx: &Context) -> Vec<Row> {
-    function_metrics(ctx.view, ctx.weights)
+    rows_of_functions(ctx, function_metrics(ctx.view, ctx.weights))
+}
+
+fn rows_of_functions(ctx: &Context, metrics: HashMap<FunctionId, ExclInclValue>) -> Vec<Row> {
+    metrics
         .into_iter()
         .filter(|(id, v)| *id != TOTAL && v.inclusive.events > 0)
         .map(|(id, value)| {
@@ -416,29 +420,57 @@ pub fn objects(ctx: &Context) -> Report {
     listing(ctx, "load objects", Some(total_row(ctx)), rows)
 }
 
-/// The function a line or PC belongs to, for naming it.
-fn owners(ctx: &Context) -> (HashMap<LineKey, FunctionId>, HashMap<PcId, FunctionId>) {
-    let mut lines = HashMap::new();
-    let mut pcs = HashMap::new();
-    for frames in &ctx.view.stacks {
-        for f in frames {
-            let key = match f.line {
-                Some(l) => LineKey::Line(l),
-                None => LineKey::NoLine(f.function),
+/// The function each of the lines `wanted` belongs to, for naming it: the
+/// function of the first frame at that line in stack order. The walk stops
+/// once every wanted line has its owner (usually within the first stacks).
+fn line_owners(ctx: &Context, wanted: &[LineKey]) -> HashMap<LineKey, FunctionId> {
+    // Only lines need an owner: `<Function: f, ...>` names its own.
+    let index: HashMap<LineKey, usize> = wanted
+        .iter()
+        .filter(|k| matches!(k, LineKey::Line(_)))
+        .enumerate()
+        .map(|(i, &k)| (k, i))
+        .collect();
+    // Per frame id: the index of its line among the wanted ones.
+    let wanted_of_frame: Vec<Option<usize>> = ctx
+        .view
+        .all_frames()
+        .iter()
+        .map(|f| index.get(&line_key(f)).copied())
+        .collect();
+    let mut owned = vec![false; index.len()];
+    let mut owners = HashMap::new();
+    let mut buffer = Vec::new();
+    for stack in 0..ctx.model.stacks.len() as StackId {
+        if owners.len() == index.len() {
+            break;
+        }
+        for &id in ctx.view.frames_of(stack, &mut buffer) {
+            let Some(k) = wanted_of_frame[id as usize] else {
+                continue;
             };
-            lines.entry(key).or_insert(f.function);
-            if let Some(pc) = f.pc {
-                pcs.entry(pc).or_insert(f.function);
+            if !owned[k] {
+                owned[k] = true;
+                let frame = ctx.view.frame(id);
+                owners.insert(line_key(&frame), frame.function);
             }
         }
     }
-    (lines, pcs)
+    owners
+}
+
+fn line_key(frame: &Frame) -> LineKey {
+    match frame.line {
+        Some(l) => LineKey::Line(l),
+        None => LineKey::NoLine(frame.function),
+    }
 }
 
 /// `lines`
 pub fn lines(ctx: &Context) -> Report {
-    let (owner, _) = owners(ctx);
-    let rows = line_metrics(ctx.view, ctx.weights)
+    let metrics = line_metrics(ctx.view, ctx.weights);
+    let owner = line_owners(ctx, &metrics.keys().copied().collect::<Vec<_>>());
+    let rows = metrics
         .into_iter()
         .map(|(key, value)| {
             let function = owner.get(&key).copied();
@@ -539,7 +571,11 @@ pub fn function_summary(ctx: &Context, id: FunctionId, value: ExclInclValue) -> 
 
 /// The function list's rows in its order, limit applied (no `<Total>`).
 fn listed_functions(ctx: &Context) -> Vec<Row> {
-    let mut rows = function_rows(ctx);
+    sorted_rows(ctx, function_rows(ctx))
+}
+
+/// Rows in the function list's order, limit applied.
+fn sorted_rows(ctx: &Context, mut rows: Vec<Row>) -> Vec<Row> {
     sort_rows(ctx, &mut rows);
     if let Some(limit) = ctx.settings.limit {
         rows.truncate(limit);
@@ -638,7 +674,9 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
     let mut text = String::new();
     let mut blocks = Vec::new();
     let mut all = all_callers_callees(ctx.view, ctx.weights);
-    for row in listed_functions(ctx) {
+    // A centre's own values are its function metrics: no second pass.
+    let metrics = all.iter().map(|(&f, cc)| (f, cc.value)).collect();
+    for row in sorted_rows(ctx, rows_of_functions(ctx, metrics)) {
         let center = row.function.unwrap_or(TOTAL);
         let cc = all.remove(&center).unwrap_or(CallersCallees {
             center,
@@ -669,27 +707,46 @@ pub fn calltree(ctx: &Context) -> Report {
     ]);
     table.group(0, 2, "Incl. Total CPU");
     table.group(2, 1, "Excl. CPU");
-    let mut stack = vec![(&tree, 0usize)];
-    let mut rows = 0usize;
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
-    // Iterative, depth-first: stacks can be thousands deep.
-    while let Some((node, depth)) = stack.pop() {
-        if rows >= limit.saturating_add(1) {
-            break;
+    // Each name once, not once per node (a tree may have millions).
+    let names: Vec<String> = (0..ctx.model.functions.len() as FunctionId)
+        .map(|f| ctx.function_name(f))
+        .collect();
+    let rows = |each: &mut dyn FnMut(&[&str])| {
+        let mut cells = [String::new(), String::new(), String::new(), String::new()];
+        let mut stack = vec![(&tree, 0usize)];
+        let mut rows = 0usize;
+        // Iterative, depth-first: stacks can be thousands deep.
+        while let Some((node, depth)) = stack.pop() {
+            if rows >= limit.saturating_add(1) {
+                break;
+            }
+            rows += 1;
+            cells.iter_mut().for_each(String::clear);
+            write_seconds(&mut cells[0], node.value.inclusive.ns);
+            write_percent(&mut cells[1], node.value.inclusive.ns, total.ns);
+            write_seconds(&mut cells[2], node.value.exclusive.ns);
+            for _ in 0..depth {
+                cells[3].push_str("  ");
+            }
+            match names.get(node.function as usize) {
+                Some(name) => cells[3].push_str(name),
+                None => cells[3].push_str(&ctx.function_name(node.function)),
+            }
+            each(&[&cells[0], &cells[1], &cells[2], &cells[3]]);
+            for child in node.children.iter().rev() {
+                stack.push((child, depth + 1));
+            }
         }
-        rows += 1;
-        table.push(vec![
-            seconds(node.value.inclusive.ns),
-            percent(node.value.inclusive.ns, total.ns),
-            seconds(node.value.exclusive.ns),
-            format!("{}{}", "  ".repeat(depth), ctx.function_name(node.function)),
-        ]);
-        for child in node.children.iter().rev() {
-            stack.push((child, depth + 1));
-        }
-    }
-    let text = format!("Calltree\n\n{}", table.render());
-    let json = json!({"report": "calltree", "root": tree_json(ctx, &tree)});
+    };
+    let mut text = String::from("Calltree\n\n");
+    table.render_rows_into(&mut text, rows);
+    // A tree of millions of nodes is gigabytes of JSON values: only when
+    // JSON will be shown.
+    let json = match ctx.settings.text_only {
+        true => Json::Null,
+        false => json!({"report": "calltree", "root": tree_json(ctx, &tree)}),
+    };
     Report { text, json }
 }
 

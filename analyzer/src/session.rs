@@ -353,6 +353,12 @@ impl Analysis {
     /// The events the selections and the filter keep.
     fn weights(&self) -> Weights {
         let model = &self.model;
+        let everything = [&self.samples, &self.threads, &self.cpus]
+            .iter()
+            .all(|list| matches!(list, ListSelection::All));
+        if everything && self.filter.is_none() {
+            return Weights::new(model, |_| true);
+        }
         // `time` counts from each event's own experiment's start (a
         // descendant starts later than its founder).
         let starts: Vec<u64> = model

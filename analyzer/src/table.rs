@@ -52,21 +52,38 @@ impl Table {
 
     /// The table as text, one line per row, no trailing spaces.
     pub fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_rows_into(&mut out, |each| {
+            for row in &self.rows {
+                let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+                each(&cells);
+            }
+        });
+        out
+    }
+
+    /// Appends the table to `out` as [`Table::render`] shows it, with the
+    /// rows `rows` makes (not the table's own): it calls its argument with
+    /// each row's cells, in order. It is called twice, to measure the
+    /// columns and then to write them, so that a listing of millions of
+    /// rows is never held as cells.
+    pub fn render_rows_into(&self, out: &mut String, rows: impl Fn(&mut dyn FnMut(&[&str]))) {
         let mut widths: Vec<usize> = self
             .columns
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let cells = self.rows.iter().filter_map(|r| r.get(i));
+            .map(|c| {
                 c.header
                     .iter()
-                    .chain(cells)
-                    .map(|s| s.chars().count())
+                    .map(|h| h.chars().count())
                     .max()
                     .unwrap_or(0)
             })
             .collect();
-        let mut out = String::new();
+        rows(&mut |cells| {
+            for (width, cell) in widths.iter_mut().zip(cells) {
+                *width = (*width).max(cell.chars().count());
+            }
+        });
         if !self.groups.is_empty() {
             out.push_str(&self.group_line(&mut widths));
         }
@@ -76,17 +93,14 @@ impl Table {
             1
         };
         for line in 0..header_rows {
-            let cells: Vec<String> = self
+            let cells: Vec<&str> = self
                 .columns
                 .iter()
-                .map(|c| c.header[line].clone())
+                .map(|c| c.header[line].as_str())
                 .collect();
-            out.push_str(&self.line(&cells, &widths));
+            self.line_into(&cells, &widths, out);
         }
-        for row in &self.rows {
-            out.push_str(&self.line(row, &widths));
-        }
-        out
+        rows(&mut |cells| self.line_into(cells, &widths, out));
     }
 
     /// The group labels, each left-aligned over its columns; a label wider
@@ -115,41 +129,70 @@ impl Table {
         line
     }
 
-    fn line(&self, cells: &[String], widths: &[usize]) -> String {
-        let mut line = String::new();
+    fn line_into(&self, cells: &[&str], widths: &[usize], out: &mut String) {
+        let start = out.len();
+        let last = self.columns.len().saturating_sub(1);
         for (i, column) in self.columns.iter().enumerate() {
-            let cell = cells.get(i).map(String::as_str).unwrap_or("");
+            let cell = cells.get(i).copied().unwrap_or("");
             if i > 0 {
-                line.push_str("  ");
+                out.push_str("  ");
             }
-            let pad = widths[i].saturating_sub(cell.chars().count());
             if column.right {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
+                push_spaces(out, widths[i].saturating_sub(cell.chars().count()));
+                out.push_str(cell);
             } else {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
+                out.push_str(cell);
+                // The last column's padding would be trimmed at once.
+                if i < last {
+                    push_spaces(out, widths[i].saturating_sub(cell.chars().count()));
+                }
             }
         }
-        let mut line = line.trim_end().to_string();
-        line.push('\n');
-        line
+        let kept = out[start..].trim_end().len();
+        out.truncate(start + kept);
+        out.push('\n');
+    }
+}
+
+fn push_spaces(out: &mut String, mut count: usize) {
+    const SPACES: &str = "                                                                ";
+    while count > 0 {
+        let n = count.min(SPACES.len());
+        out.push_str(&SPACES[..n]);
+        count -= n;
     }
 }
 
 /// Seconds with three decimals (er_print's precision for clock data).
 pub fn seconds(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e9)
+    let mut out = String::new();
+    write_seconds(&mut out, ns);
+    out
+}
+
+/// [`seconds`], appended to `out`.
+pub fn write_seconds(out: &mut String, ns: u64) {
+    use std::fmt::Write;
+    let _ = write!(out, "{:.3}", ns as f64 / 1e9);
 }
 
 /// `part` as a percentage of `whole` with two decimals.
 pub fn percent(part: u64, whole: u64) -> String {
+    let mut out = String::new();
+    write_percent(&mut out, part, whole);
+    out
+}
+
+/// [`percent`], appended to `out`.
+pub fn write_percent(out: &mut String, part: u64, whole: u64) {
+    use std::fmt::Write;
     if whole == 0 {
-        return "0.00".to_string();
+        out.push_str("0.00");
+        return;
     }
     // Round half away from zero, as people expect (15.625 -> 15.63).
     let hundredths = (part as f64 * 10_000.0 / whole as f64).round();
-    format!("{:.2}", hundredths / 100.0)
+    let _ = write!(out, "{:.2}", hundredths / 100.0);
 }
 
 #[cfg(test)]

@@ -1,1 +1,229 @@
+use super::*;
+use experiment::layout::StackStatus;
 
+/// A model whose PC i is in function `functions[i]` (no objects, lines or
+/// inlining), with one event of 1 ms per entry of `events` (a stack id).
+fn model(functions: &[&str], stacks: &[(Vec<PcId>, StackStatus)], events: &[StackId]) -> Model {
+    let mut model = Model {
+        functions: special_functions(),
+        ..Model::default()
+    };
+    for name in functions {
+        let id = model.functions.len() as FunctionId;
+        let mut entry = special_functions()[0].clone();
+        entry.name = name.to_string();
+        entry.kind = FunctionKind::Normal;
+        model.functions.push(entry);
+        model.pcs.push(PcEntry {
+            object: None,
+            address: 0x1000 + u64::from(id),
+            offset: 0x1000 + u64::from(id),
+            function: id,
+            line: None,
+            inlined: Vec::new(),
+            plt: false,
+        });
+    }
+    let mut table = StackTable::default();
+    for (pcs, status) in stacks {
+        table.push(pcs, *status);
+    }
+    model.stacks = Arc::new(table);
+    model.events = events
+        .iter()
+        .map(|&stack| EventEntry {
+            experiment: 0,
+            cpu: 0,
+            thread: 1,
+            time_ns: 0,
+            weight_ns: 1_000_000,
+            stack,
+            sample: 1,
+        })
+        .collect();
+    model
+}
+
+/// The function id of the n-th function given to `model` (its PC is n).
+fn f(n: u32) -> FunctionId {
+    TRUNCATED + 1 + n
+}
+
+fn ms(events: u64) -> Value {
+    Value {
+        ns: events * 1_000_000,
+        events,
+    }
+}
+
+fn complete(pcs: Vec<PcId>) -> (Vec<PcId>, StackStatus) {
+    (pcs, StackStatus::Complete)
+}
+
+/// main (pc 0) calls rec (pc 1) 199 times over: 200 frames.
+fn deep_recursion() -> Model {
+    let mut pcs = vec![1; 199];
+    pcs.push(0);
+    model(&["main", "rec"], &[complete(pcs)], &[0, 0, 0])
+}
+
+#[test]
+fn recursion_counts_a_function_once_per_stack() {
+    let m = deep_recursion();
+    let view = View::new(&m, &ViewSettings::default());
+    let weights = Weights::new(&m, |_| true);
+    let metrics = function_metrics(&view, &weights);
+    let rec = metrics[&f(1)];
+    assert_eq!(rec.inclusive, ms(3));
+    assert_eq!(rec.exclusive, ms(3));
+    assert_eq!(metrics[&f(0)].inclusive, ms(3));
+    assert_eq!(metrics[&f(0)].exclusive, Value::default());
+    assert_eq!(metrics[&TOTAL].inclusive, ms(3));
+}
+
+#[test]
+fn recursion_is_its_own_caller_at_the_innermost_call() {
+    let m = deep_recursion();
+    let view = View::new(&m, &ViewSettings::default());
+    let weights = Weights::new(&m, |_| true);
+    let all = all_callers_callees(&view, &weights);
+    let rec = &all[&f(1)];
+    assert_eq!(rec.value.inclusive, ms(3));
+    assert_eq!(rec.value.exclusive, ms(3));
+    assert_eq!(rec.callers, vec![(f(1), ms(3))]);
+    assert!(rec.callees.is_empty());
+    let main = &all[&f(0)];
+    assert_eq!(main.callers, vec![(TOTAL, ms(3))]);
+    assert_eq!(main.callees, vec![(f(1), ms(3))]);
+    assert_eq!(all[&TOTAL].callees, vec![(f(0), ms(3))]);
+    for (&center, cc) in &all {
+        assert_eq!(*cc, callers_callees(&view, &weights, center));
+    }
+}
+
+#[test]
+fn deep_recursion_is_one_chain_in_the_call_tree() {
+    let m = deep_recursion();
+    let view = View::new(&m, &ViewSettings::default());
+    let weights = Weights::new(&m, |_| true);
+    let mut node = &call_tree(&view, &weights);
+    assert_eq!(node.value.inclusive, ms(3));
+    let mut depth = 0;
+    while let Some(child) = node.children.first() {
+        assert_eq!(node.children.len(), 1);
+        assert_eq!(child.value.inclusive, ms(3));
+        node = child;
+        depth += 1;
+    }
+    assert_eq!(depth, 200);
+    assert_eq!(node.function, f(1));
+    assert_eq!(node.value.exclusive, ms(3));
+}
+
+/// Mutual recursion a -> b -> a -> ... with a truncated stack and a lost
+/// one: the special frames count like any other.
+#[test]
+fn mutual_recursion_and_special_frames() {
+    let mut ab: Vec<PcId> = (0..150).map(|i| 1 + i % 2).collect();
+    ab.push(0);
+    let truncated = (vec![2, 1, 2, 1], StackStatus::Truncated);
+    let m = model(
+        &["main", "a", "b"],
+        &[complete(ab), truncated],
+        &[0, 1, 1, NO_STACK],
+    );
+    let view = View::new(&m, &ViewSettings::default());
+    let weights = Weights::new(&m, |_| true);
+    let metrics = function_metrics(&view, &weights);
+    assert_eq!(metrics[&f(1)].inclusive, ms(3));
+    assert_eq!(metrics[&f(2)].inclusive, ms(3));
+    assert_eq!(metrics[&f(1)].exclusive, ms(1));
+    assert_eq!(metrics[&f(2)].exclusive, ms(2));
+    assert_eq!(metrics[&TRUNCATED].inclusive, ms(2));
+    assert_eq!(metrics[&UNKNOWN].exclusive, ms(1));
+    assert_eq!(metrics[&TOTAL].inclusive, ms(4));
+    let all = all_callers_callees(&view, &weights);
+    // b's innermost call is from a, in both stacks.
+    assert_eq!(all[&f(2)].callers, vec![(f(1), ms(3))]);
+    assert_eq!(all[&TRUNCATED].callers, vec![(TOTAL, ms(2))]);
+    for (&center, cc) in &all {
+        assert_eq!(*cc, callers_callees(&view, &weights, center));
+    }
+}
+
+/// Inclusive as a search of the frames seen so far computes it.
+fn inclusive_by_search(view: &View, weights: &Weights) -> HashMap<FunctionId, Value> {
+    let mut out: HashMap<FunctionId, Value> = HashMap::new();
+    weights.for_each_stack(view, |frames, value| {
+        let mut seen = Vec::new();
+        for &frame in frames {
+            let function = view.frame(frame).function;
+            if !seen.contains(&function) {
+                seen.push(function);
+                out.entry(function).or_default().add(value);
+            }
+        }
+    });
+    out
+}
+
+#[test]
+fn inclusive_agrees_with_searching_the_stack_on_random_deep_stacks() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let names: Vec<String> = (0..12).map(|i| format!("f{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let stacks: Vec<_> = (0..300)
+        .map(|_| {
+            let depth = 1 + next(200) as usize;
+            // Few functions, deep stacks: most appear many times in each.
+            complete((0..depth).map(|_| next(12) as PcId).collect())
+        })
+        .collect();
+    let events: Vec<StackId> = (0..2000).map(|_| next(300) as StackId).collect();
+    let m = model(&names, &stacks, &events);
+    let view = View::new(&m, &ViewSettings::default());
+    let weights = Weights::new(&m, |_| true);
+    let expected = inclusive_by_search(&view, &weights);
+    let metrics = function_metrics(&view, &weights);
+    for (function, value) in &expected {
+        assert_eq!(metrics[function].inclusive, *value);
+    }
+    assert_eq!(metrics.len(), expected.len() + 1, "and <Total>");
+    let all = all_callers_callees(&view, &weights);
+    for (function, value) in &expected {
+        let cc = &all[function];
+        assert_eq!(cc.value.inclusive, *value);
+        let callers: u64 = cc.callers.iter().map(|(_, v)| v.ns).sum();
+        let callees: u64 = cc.callees.iter().map(|(_, v)| v.ns).sum();
+        assert_eq!(callers, value.ns);
+        assert_eq!(callees + cc.value.exclusive.ns, value.ns);
+    }
+}
+
+#[test]
+fn hidden_objects_fold_consecutive_frames() {
+    let mut m = model(&["main", "lib1", "lib2"], &[complete(vec![1, 2, 0])], &[0]);
+    m.objects.push(ObjectEntry {
+        path: "/lib/libx.so".into(),
+        symbols_from: None,
+        hidden_function: f(1),
+    });
+    m.pcs[1].object = Some(0);
+    m.pcs[2].object = Some(0);
+    let settings = ViewSettings {
+        hidden_objects: [0].into_iter().collect(),
+        ..ViewSettings::default()
+    };
+    let view = View::new(&m, &settings);
+    let mut frames = Vec::new();
+    view.stack_frames(0, &mut frames);
+    let functions: Vec<FunctionId> = frames.iter().map(|&id| view.frame(id).function).collect();
+    assert_eq!(functions, vec![f(1), f(0)]);
+    assert_eq!(view.frame(frames[0]).pc, Some(1));
+}
