@@ -132,6 +132,9 @@ pub struct Debugger {
     /// The program was reported stopped by job control: `cont` sends it
     /// SIGCONT as it resumes it.
     pub(crate) job_stopped: bool,
+    /// Frames below `main` are shown (`stack_past_main`): `main` then has
+    /// a caller, whose call site may give its entry values.
+    pub(crate) stack_past_main: bool,
 }
 
 impl Debugger {
@@ -148,6 +151,7 @@ impl Debugger {
             notice_sink: None,
             last_launch: None,
             call_timeout: crate::call::DEFAULT_CALL_TIMEOUT,
+            stack_past_main: false,
             disassembler: Disassembler::new()?,
             pump: Pump::new()?,
             step_resume: None,
@@ -220,6 +224,12 @@ impl Debugger {
     /// The frame `up`/`down`/`frame` selected (0 is the innermost).
     pub fn selected_frame_number(&self) -> usize {
         self.selected_frame
+    }
+
+    /// Whether frames below `main` count as its callers (gdb's
+    /// `backtrace past-main`).
+    pub fn set_stack_past_main(&mut self, past_main: bool) {
+        self.stack_past_main = past_main;
     }
 
     pub fn select_frame(&mut self, number: usize) {

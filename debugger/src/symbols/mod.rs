@@ -7,6 +7,7 @@
 //! address-to-CU index, each CU's line program and the DWARF name index are
 //! each built on first use and kept.
 
+mod call_sites;
 mod debugfile;
 mod demangle;
 mod dwarf;
@@ -29,6 +30,7 @@ use object::{Object, ObjectKind as ElfKind, ObjectSegment};
 
 use crate::error::{Error, Result};
 
+pub use call_sites::{CallSite, CallTarget};
 pub use demangle::{demangle, without_parameters};
 pub use prototype::{CallType, Prototype, ValueClass};
 pub(crate) use types::TypeKind;

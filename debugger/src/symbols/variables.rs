@@ -96,7 +96,7 @@ fn make_variable(
 }
 
 /// Direct children of a DIE with one of the given tags.
-fn children_with_tag(
+pub(crate) fn children_with_tag(
     unit: &gimli::Unit<R>,
     parent: UnitOffset,
     tags: &[gimli::DwTag],
@@ -113,6 +113,136 @@ fn children_with_tag(
         }
     }
     out
+}
+
+/// The DIE a DW_AT_abstract_origin of `offset` refers to (in the same unit).
+fn abstract_origin(unit: &gimli::Unit<R>, offset: UnitOffset) -> Option<UnitOffset> {
+    match unit
+        .entry(offset)
+        .ok()?
+        .attr_value(gimli::DW_AT_abstract_origin)
+    {
+        Ok(Some(AttributeValue::UnitRef(origin))) => Some(origin),
+        _ => None,
+    }
+}
+
+/// Whether a DIE says where its code is (low_pc or ranges).
+fn has_code(unit: &gimli::Unit<R>, offset: UnitOffset) -> bool {
+    unit.entry(offset).is_ok_and(|entry| {
+        [gimli::DW_AT_low_pc, gimli::DW_AT_ranges]
+            .iter()
+            .any(|at| matches!(entry.attr_value(*at), Ok(Some(_))))
+    })
+}
+
+/// The DIEs with `tag` that gdb puts in the block of `scope`, in its
+/// order: the scope's own, those of a lexical block without code among
+/// them (gdb takes its children as the parent's), then those of the
+/// abstract origin that the concrete DIE does not repeat (a variable
+/// optimized away entirely is still listed, optimized out).
+fn block_members(unit: &gimli::Unit<R>, scope: UnitOffset, tag: gimli::DwTag) -> Vec<UnitOffset> {
+    let mut members = Vec::new();
+    let mut repeated = Vec::new();
+    let kinds = [tag, gimli::DW_TAG_lexical_block, gimli::DW_TAG_label];
+    for child in children_with_tag(unit, scope, &kinds) {
+        if let Some(origin) = abstract_origin(unit, child) {
+            repeated.push(origin);
+        }
+        collect_member(unit, child, tag, &mut members);
+    }
+    if let Some(origin) = abstract_origin(unit, scope) {
+        // Children that refer to the origin are repeated whatever their tag.
+        for child in children_with_tag(unit, scope, &[gimli::DW_TAG_inlined_subroutine]) {
+            repeated.extend(abstract_origin(unit, child));
+        }
+        for child in children_with_tag(unit, origin, &kinds) {
+            if !repeated.contains(&child) {
+                collect_member(unit, child, tag, &mut members);
+            }
+        }
+    }
+    members
+}
+
+/// A child of a block: a member itself, or a lexical block without code
+/// whose members are the block's.
+fn collect_member(
+    unit: &gimli::Unit<R>,
+    child: UnitOffset,
+    tag: gimli::DwTag,
+    members: &mut Vec<UnitOffset>,
+) {
+    let Ok(entry) = unit.entry(child) else {
+        return;
+    };
+    // A label whose code is gone is, for gdb, a local optimized out.
+    let lost_label = entry.tag() == gimli::DW_TAG_label
+        && tag == gimli::DW_TAG_variable
+        && !has_code(unit, child);
+    if entry.tag() == tag || lost_label {
+        members.push(child);
+    } else if entry.tag() == gimli::DW_TAG_lexical_block && !has_code(unit, child) {
+        members.extend(block_members(unit, child, tag));
+    }
+}
+
+/// gdb keeps a lexical block's symbols in a hash table (a function's in a
+/// list) and lists them in its order: bucket by bucket, in the order they
+/// were added within one. Listing them so keeps `info locals` as gdb's.
+fn in_gdb_hash_order(variables: &mut [Variable]) {
+    let buckets = variables.len() as u32 / 5 + 1;
+    variables.sort_by_key(|v| gdb_name_hash(&v.name) % buckets);
+}
+
+/// One step of gdb's symbol hash (SYMBOL_HASH_NEXT).
+fn hash_next(hash: u32, c: u8) -> u32 {
+    hash.wrapping_mul(67)
+        .wrapping_add(u32::from(c.to_ascii_lowercase()))
+        .wrapping_sub(113)
+}
+
+/// gdb's hash of a whole name, spaces skipped, up to a parenthesis.
+fn gdb_whole_name_hash(name: &str) -> u32 {
+    name.bytes()
+        .take_while(|c| *c != b'(')
+        .filter(|c| *c != b' ')
+        .fold(0, hash_next)
+}
+
+/// gdb's default hash of a symbol's search name (default_search_name_hash),
+/// which stops at Ada's encoding marks.
+fn gdb_name_hash(name: &str) -> u32 {
+    let bytes = name.as_bytes();
+    let mut at = 0;
+    if bytes.first() == Some(&b'_') {
+        if !name.starts_with("_ada_") {
+            return gdb_whole_name_hash(name);
+        }
+        at = 5;
+    }
+    let mut hash = 0u32;
+    while let Some(&c) = bytes.get(at) {
+        match c {
+            b'$' | b'.' | b'X' if at == 0 => return gdb_whole_name_hash(name),
+            b'$' | b'.' | b'X' => return hash,
+            b' ' | b'(' => return gdb_whole_name_hash(name),
+            b'_' if at != 0 && bytes.get(at + 1) == Some(&b'_') => {
+                let next = bytes.get(at + 2).copied().unwrap_or(0);
+                if !next.is_ascii_lowercase() && next != b'O' {
+                    return hash;
+                }
+                hash = 0;
+                at += 2;
+                continue;
+            }
+            b'T' if &bytes[at..] == b"TKB" => return hash,
+            _ => {}
+        }
+        hash = hash_next(hash, c);
+        at += 1;
+    }
+    hash
 }
 
 /// Variables at file scope: children of the CU and of namespaces (not of
@@ -174,7 +304,7 @@ impl ObjectFile {
         else {
             return Vec::new();
         };
-        children_with_tag(&cu.unit, function.offset, &[gimli::DW_TAG_formal_parameter])
+        block_members(&cu.unit, function.offset, gimli::DW_TAG_formal_parameter)
             .into_iter()
             .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
             .collect()
@@ -183,21 +313,49 @@ impl ObjectFile {
     /// Locals in scope at `addr`, innermost block first, up to the
     /// innermost function.
     pub fn locals_at(&self, addr: u64) -> Vec<Variable> {
+        self.frame_locals_at(addr, 0)
+    }
+
+    /// Locals in scope at `addr` in the function at `inline_depth` (as
+    /// `parameters_at` counts), innermost block first: the blocks between
+    /// that function and the call inlined into it.
+    pub fn frame_locals_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
         let (Some(data), Some((cu, chain, frame_base))) =
             (self.dwarf.as_ref(), self.scopes_at(addr))
         else {
             return Vec::new();
         };
         let mut out = Vec::new();
+        let mut functions_passed = 0;
         for scope in chain.iter().rev() {
-            for o in children_with_tag(&cu.unit, scope.offset, &[gimli::DW_TAG_variable]) {
-                out.extend(make_variable(&data.dwarf, &cu, o, frame_base));
+            if functions_passed == inline_depth {
+                let mut block: Vec<Variable> =
+                    block_members(&cu.unit, scope.offset, gimli::DW_TAG_variable)
+                        .into_iter()
+                        .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
+                        .collect();
+                if !is_function_scope(scope) {
+                    in_gdb_hash_order(&mut block);
+                }
+                out.extend(block);
             }
             if is_function_scope(scope) {
-                break;
+                if functions_passed == inline_depth {
+                    break;
+                }
+                functions_passed += 1;
             }
         }
         out
+    }
+
+    /// A local or parameter named `name` of the function at `inline_depth`
+    /// at `addr`: locals first (innermost block first), as C scopes them.
+    pub fn frame_variable(&self, addr: u64, inline_depth: usize, name: &str) -> Option<Variable> {
+        self.frame_locals_at(addr, inline_depth)
+            .into_iter()
+            .chain(self.parameters_at(addr, inline_depth))
+            .find(|v| v.name == name)
     }
 
     /// A variable by name: local or parameter at `addr`, then the statics
@@ -246,76 +404,6 @@ impl ObjectFile {
             }
         }
         declaration
-    }
-
-    /// The registers a call passed, as the call site in the caller
-    /// describes them (DW_TAG_call_site_parameter): (DWARF register, value)
-    /// for the call that returns to `return_address` (a file address), the
-    /// values computed in `caller`, the calling frame.
-    pub fn call_site_values(
-        &self,
-        return_address: u64,
-        caller: &dyn FrameContext,
-    ) -> Vec<(u16, u64)> {
-        let (Some(data), Some((cu, chain, frame_base))) = (
-            self.dwarf.as_ref(),
-            self.scopes_at(return_address.wrapping_sub(1)),
-        ) else {
-            return Vec::new();
-        };
-        let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
-            return Vec::new();
-        };
-        let Some(site) = find_call_site(&data.dwarf, &cu.unit, function.offset, return_address)
-        else {
-            return Vec::new();
-        };
-        let context = EvalContext {
-            dwarf: &data.dwarf,
-            unit: &cu.unit,
-            frame: caller,
-            frame_base: frame_base.as_ref(),
-        };
-        let mut values = Vec::new();
-        for param in children_with_tag(
-            &cu.unit,
-            site,
-            &[
-                gimli::DW_TAG_call_site_parameter,
-                gimli::DW_TAG_GNU_call_site_parameter,
-            ],
-        ) {
-            let Ok(entry) = cu.unit.entry(param) else {
-                continue;
-            };
-            let register = match entry.attr_value(gimli::DW_AT_location) {
-                Ok(Some(AttributeValue::Exprloc(e))) => super::eval::entry_register(e),
-                _ => None,
-            };
-            let value_attr = [gimli::DW_AT_call_value, gimli::DW_AT_GNU_call_site_value]
-                .into_iter()
-                .find_map(|at| entry.attr_value(at).ok().flatten());
-            let (Some(register), Some(value_attr)) = (register, value_attr) else {
-                continue;
-            };
-            // DW_AT_call_value is a value, not a location: an "address"
-            // result is the value itself.
-            let value = match context.place_of(&value_attr) {
-                Ok(Place::Memory(v)) => Some(v),
-                Ok(Place::Register(r)) => caller.register(r),
-                Ok(Place::Bytes(b)) if !b.is_empty() => {
-                    let mut raw = [0u8; 8];
-                    let n = b.len().min(8);
-                    raw[..n].copy_from_slice(&b[..n]);
-                    Some(u64::from_le_bytes(raw))
-                }
-                _ => None,
-            };
-            if let Some(value) = value {
-                values.push((register, value));
-            }
-        }
-        values
     }
 
     /// `'FILE'::name`: a global or file static of the CU compiled from
@@ -650,44 +738,6 @@ impl ObjectFile {
         let bytes = &register.to_le_bytes()[..size];
         Some(types.decode(Some(return_type), bytes, 0))
     }
-}
-
-/// The DW_TAG_call_site (or GNU_call_site) under `function` whose return
-/// address is `return_address`.
-fn find_call_site(
-    dwarf: &gimli::Dwarf<R>,
-    unit: &gimli::Unit<R>,
-    function: UnitOffset,
-    return_address: u64,
-) -> Option<UnitOffset> {
-    let mut entries = unit.entries_at_offset(function).ok()?;
-    let mut depth = 0isize;
-    let mut first = true;
-    while let Ok(Some((delta, entry))) = entries.next_dfs() {
-        depth += delta;
-        if !first && depth <= 0 {
-            return None;
-        }
-        first = false;
-        let pc_attr = match entry.tag() {
-            gimli::DW_TAG_call_site => gimli::DW_AT_call_return_pc,
-            gimli::DW_TAG_GNU_call_site => gimli::DW_AT_low_pc,
-            _ => continue,
-        };
-        let Ok(Some(attr)) = entry.attr_value(pc_attr) else {
-            continue;
-        };
-        if dwarf.attr_address(unit, attr).ok().flatten() != Some(return_address) {
-            continue;
-        }
-        // Only direct calls, as gdb: an indirect call's target is not
-        // known to be the frame's function.
-        let direct = [gimli::DW_AT_call_origin, gimli::DW_AT_abstract_origin]
-            .into_iter()
-            .any(|at| matches!(entry.attr_value(at), Ok(Some(_))));
-        return direct.then(|| entry.offset());
-    }
-    None
 }
 
 /// DWARF's number for the fs segment base on x86-64: the thread pointer.
