@@ -305,3 +305,164 @@ fn wordfreq_frames_agree_with_gdb() {
         .iter()
         .any(|f| f.function.contains("Counter") && f.function.contains("feed")));
 }
+
+/// The registers every frame up to `main` shows, from `print $REG` after
+/// `frame N`, in each debugger: per frame, per register, the value.
+fn registers_by_frame(
+    stop: &Stop,
+    registers: &[&str],
+) -> (Vec<Vec<String>>, Vec<Vec<String>>, String) {
+    let (ours, _, _) = list_both(stop);
+    let args: Vec<&str> = stop.args.iter().map(String::as_str).collect();
+    let mut rcmds = stop.rdbx.clone();
+    let mut gcmds = strings(&["unset environment LINES", "unset environment COLUMNS"]);
+    gcmds.extend(stop.gdb.iter().cloned());
+    for n in 0..ours.len() {
+        rcmds.push(format!("frame {}", n + 1));
+        gcmds.push(format!("frame {n}"));
+        for r in registers {
+            rcmds.push(format!("print ${r}"));
+            gcmds.push(format!("print ${r}"));
+        }
+    }
+    let o = Rdbx::batch()
+        .cmds(&strs(&rcmds))
+        .prog(&stop.program, &args)
+        .run();
+    o.assert_stderr_well_formed();
+    let gout = gdb(&stop.program, &args, &strs(&gcmds));
+    let theirs: Vec<String> = parse_gdb_values(&gout)
+        .iter()
+        .map(|v| register_value(v))
+        .collect();
+    let ours: Vec<String> = o
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix('$')?.split_once(" = "))
+        .filter(|(name, _)| registers.contains(name))
+        .map(|(_, v)| register_value(v))
+        .collect();
+    let by_frame = |values: Vec<String>| {
+        values
+            .chunks(registers.len())
+            .map(<[String]>::to_vec)
+            .collect::<Vec<_>>()
+    };
+    (by_frame(ours), by_frame(theirs), o.transcript())
+}
+
+/// A register's value without gdb's type prefix and symbol suffix:
+/// `(void (*)()) 0x5555 <luaH_set>` -> `0x5555`.
+fn register_value(text: &str) -> String {
+    let text = text.trim();
+    let text = match text.strip_prefix('(') {
+        Some(rest) if text.contains(") ") => rest.split_once(") ").map_or(text, |(_, v)| v),
+        _ => text,
+    };
+    without_symbol_names(text)
+}
+
+#[test]
+fn registers_are_the_selected_frames_as_in_gdb() {
+    // $pc and $sp after `frame N`, rip and the callee-saved registers
+    // the unwinder recovers, in every frame (tail-call frames too).
+    let registers = [
+        "pc", "sp", "rip", "rsp", "rbx", "rbp", "r12", "r13", "r14", "r15",
+    ];
+    let stop = lua_stop(Opt::O2, "luaH_newkey", 520);
+    let (ours, theirs, transcript) = registers_by_frame(&stop, &registers);
+    assert!(ours.len() > 10, "{transcript}");
+    assert_eq!(ours.len(), theirs.len(), "{transcript}");
+    for (n, (our, their)) in ours.iter().zip(&theirs).enumerate() {
+        for ((register, o), t) in registers.iter().zip(our).zip(their) {
+            assert_eq!(o, t, "frame {n}: ${register}\n{transcript}");
+        }
+    }
+    // Not the innermost frame's pc in an outer frame.
+    assert_ne!(ours[0][0], ours[2][0]);
+}
+
+/// `print NAME` of every argument and local in every frame up to `main`:
+/// the value `where` and `info locals` showed, and gdb's `print`.
+fn assert_print_agrees(what: &str, stop: &Stop) {
+    let listed = assert_frames_agree(what, stop);
+    let args: Vec<&str> = stop.args.iter().map(String::as_str).collect();
+    let mut rcmds = stop.rdbx.clone();
+    let mut gcmds = strings(&["unset environment LINES", "unset environment COLUMNS"]);
+    gcmds.extend(stop.gdb.iter().cloned());
+    let mut printed = Vec::new();
+    for (n, frame) in listed.iter().enumerate() {
+        rcmds.push(format!("frame {}", n + 1));
+        gcmds.push(format!("frame {n}"));
+        // A name listed twice (shadowed) prints the innermost one only.
+        for (name, value) in &frame.values {
+            if frame
+                .values
+                .iter()
+                .filter(|(other, _)| other == name)
+                .count()
+                == 1
+            {
+                rcmds.push(format!("print {name}"));
+                gcmds.push("echo @@print\\n".to_string());
+                gcmds.push(format!("print {name}"));
+                printed.push((n, name.clone(), value.clone()));
+            }
+        }
+    }
+    let o = Rdbx::batch()
+        .cmds(&strs(&rcmds))
+        .prog(&stop.program, &args)
+        .run();
+    let gout = gdb(&stop.program, &args, &strs(&gcmds));
+    // What each print gave: a value, or None for an error (a label is no
+    // variable to print).
+    let theirs: Vec<Option<String>> = gout
+        .split("@@print\n")
+        .skip(1)
+        .map(|answer| parse_gdb_values(answer.lines().next().unwrap_or("")).pop())
+        .collect();
+    assert_eq!(theirs.len(), printed.len(), "{what}: gdb\n{gout}");
+    let printed: Vec<_> = printed
+        .into_iter()
+        .zip(&theirs)
+        .filter(|(_, value)| value.is_some())
+        .map(|(p, _)| p)
+        .collect();
+    let theirs: Vec<String> = theirs.into_iter().flatten().collect();
+    let names: Vec<&str> = printed.iter().map(|(_, name, _)| name.as_str()).collect();
+    let ours: Vec<String> = o
+        .stdout
+        .lines()
+        .filter_map(|l| l.split_once(" = "))
+        .filter(|(name, _)| names.contains(name))
+        .map(|(_, v)| v.to_string())
+        .collect();
+    assert_eq!(ours.len(), printed.len(), "{what}:\n{}", o.transcript());
+    let mut differences = Vec::new();
+    for (((n, name, listed), our), their) in printed.iter().zip(&ours).zip(&theirs) {
+        let (our, their) = (
+            normalize(&register_value(our)),
+            normalize(&register_value(their)),
+        );
+        if our != their || our != normalize(listed) {
+            differences.push(format!(
+                "frame {n}: print {name}: rdbx {our:?} (listed {listed:?}) gdb {their:?}"
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "{what}:\n{}\n\nrdbx:\n{}",
+        differences.join("\n"),
+        o.transcript()
+    );
+}
+
+#[test]
+fn print_shows_what_where_shows_in_every_frame() {
+    // Entry values (luaH_newkey's value, reached by a tail call) and
+    // values gdb cannot know print as `where` shows them, in every frame.
+    assert_print_agrees("-O2 luaH_newkey", &lua_stop(Opt::O2, "luaH_newkey", 0));
+    assert_print_agrees("-O2 luaH_newkey", &lua_stop(Opt::O2, "luaH_newkey", 520));
+}

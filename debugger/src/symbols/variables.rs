@@ -25,6 +25,8 @@ pub struct Variable {
     const_value: Option<AttributeValue<R>>,
     /// DW_AT_frame_base of the enclosing subprogram (locals only).
     pub(crate) frame_base: Option<AttributeValue<R>>,
+    /// A label whose code is gone: listed among locals, no variable.
+    lost_label: bool,
 }
 
 impl Variable {
@@ -92,6 +94,7 @@ fn make_variable(
         location: entry.attr_value(gimli::DW_AT_location).ok().flatten(),
         const_value: attr_through_origin(unit, offset, gimli::DW_AT_const_value).map(|(_, v)| v),
         frame_base,
+        lost_label: entry.tag() == gimli::DW_TAG_label,
     })
 }
 
@@ -355,7 +358,7 @@ impl ObjectFile {
         self.frame_locals_at(addr, inline_depth)
             .into_iter()
             .chain(self.parameters_at(addr, inline_depth))
-            .find(|v| v.name == name)
+            .find(|v| v.name == name && !v.lost_label)
     }
 
     /// A variable by name: local or parameter at `addr`, then the statics
@@ -367,7 +370,7 @@ impl ObjectFile {
                 .locals_at(addr)
                 .into_iter()
                 .chain(self.parameters_at(addr, 0))
-                .find(|v| v.name == name)
+                .find(|v| v.name == name && !v.lost_label)
             {
                 return Some(v);
             }
