@@ -411,7 +411,7 @@ impl Debugger {
     /// Parameters of `frame` with their values, for `where` and `info args`.
     pub fn frame_arguments(&self, frame: &StackFrame) -> Vec<(String, Value)> {
         self.frame_values(frame, "", |file, address| {
-            file.parameters_at(address, frame.inline_depth)
+            file.shown_parameters_at(address, frame.inline_depth)
         })
     }
 

@@ -83,6 +83,9 @@ fn make_variable(
         .into_owned();
     let type_offset = match attr_through_origin(unit, offset, gimli::DW_AT_type) {
         Some((_, AttributeValue::UnitRef(o))) => Some(o),
+        // rustc refers to types by section offset (DW_FORM_ref_addr), also
+        // within the unit.
+        Some((_, AttributeValue::DebugInfoRef(o))) => o.to_unit_offset(&unit.header),
         _ => type_ref(&entry),
     };
     Some(Variable {
@@ -310,6 +313,46 @@ impl ObjectFile {
         block_members(&cu.unit, function.offset, gimli::DW_TAG_formal_parameter)
             .into_iter()
             .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
+            .collect()
+    }
+
+    /// What gdb shows for the parameters of the function at `inline_depth`
+    /// at `addr`: each parameter, unless the function's own block has a
+    /// local of the same name, which gdb's lookup of the name finds first
+    /// (inlined code keeps a parameter's value in such a local).
+    pub fn shown_parameters_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
+        let (Some(data), Some((cu, chain, frame_base))) =
+            (self.dwarf.as_ref(), self.scopes_at(addr))
+        else {
+            return Vec::new();
+        };
+        let Some(function) = chain
+            .iter()
+            .rev()
+            .filter(|s| is_function_scope(s))
+            .nth(inline_depth)
+        else {
+            return Vec::new();
+        };
+        let make = |o| make_variable(&data.dwarf, &cu, o, frame_base);
+        let locals: Vec<Variable> =
+            block_members(&cu.unit, function.offset, gimli::DW_TAG_variable)
+                .into_iter()
+                .filter_map(make)
+                .filter(|v| !v.lost_label)
+                .collect();
+        block_members(&cu.unit, function.offset, gimli::DW_TAG_formal_parameter)
+            .into_iter()
+            .filter_map(make)
+            .map(
+                |param| match locals.iter().find(|local| local.name == param.name) {
+                    Some(local) => Variable {
+                        parameter: true,
+                        ..local.clone()
+                    },
+                    None => param,
+                },
+            )
             .collect()
     }
 
@@ -647,10 +690,14 @@ impl ObjectFile {
         // A variable with no location here still has its type: `p.x` of
         // an optimized-out struct is `<optimized out>`, `sizeof` works.
         let place = match place {
-            Place::OptimizedOut if no_location && var.type_offset.is_some() => Place::Pieces {
-                bytes: vec![0; size],
-                known: vec![0; size],
-            },
+            // (A value of no size, a closure capturing nothing say, would
+            // read as complete: gdb has it optimized out.)
+            Place::OptimizedOut if no_location && var.type_offset.is_some() && size > 0 => {
+                Place::Pieces {
+                    bytes: vec![0; size],
+                    known: vec![0; size],
+                }
+            }
             place => place,
         };
         let address = match place {
@@ -684,12 +731,22 @@ impl ObjectFile {
         }
         match read_place(&place, size, frame)? {
             Ok(contents) => {
-                let value = types.decode_known(
-                    var.type_offset,
-                    &contents.bytes,
-                    contents.known.as_deref(),
-                    0,
-                );
+                // Nothing of it is known: the whole value is optimized out
+                // (a Rust enum would otherwise read its tag from zeros).
+                let nothing_known = contents
+                    .known
+                    .as_ref()
+                    .is_some_and(|known| known.iter().all(|k| *k == 0));
+                let value = if nothing_known {
+                    Value::OptimizedOut
+                } else {
+                    types.decode_known(
+                        var.type_offset,
+                        &contents.bytes,
+                        contents.known.as_deref(),
+                        0,
+                    )
+                };
                 let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
                 Ok(Value::Typed(Box::new(Typed {
                     absent_type_name: Typed::absent_name(&value, &ty),
