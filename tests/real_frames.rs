@@ -543,3 +543,30 @@ fn print_shows_what_where_shows_in_every_frame() {
     assert_print_agrees("-O2 luaH_newkey", &lua_stop(Opt::O2, "luaH_newkey", 0));
     assert_print_agrees("-O2 luaH_newkey", &lua_stop(Opt::O2, "luaH_newkey", 520));
 }
+
+#[test]
+fn a_breakpoint_on_a_function_stops_in_it_not_in_calls_inlined_at_its_start() {
+    // find_fwd's first instruction is also the first of two calls inlined
+    // into it (Input::is_done, Input::get_span): gdb shows the stop in
+    // find_fwd, at the line of the call, and `step` enters is_done.
+    let function = "regex_automata::hybrid::search::find_fwd";
+    let frames = assert_frames_agree(
+        "wordfreq find_fwd",
+        &wordfreq_stop(&format!("stop in {function}"), &format!("break {function}")),
+    );
+    assert_eq!(frames[0].function, function);
+    let o = Rdbx::batch()
+        .cmds(&[&format!("stop in {function}"), "run", "step"])
+        .prog(&wordfreq(), &[])
+        .run();
+    o.assert_no_errors();
+    let stops: Vec<&str> = o
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("stopped in"))
+        .collect();
+    assert_eq!(stops.len(), 2, "{}", o.transcript());
+    let at_call = format!("stopped in {function} at line 18");
+    assert!(stops[0].starts_with(&at_call), "{}", o.transcript());
+    assert!(stops[1].contains("Input::is_done"), "{}", o.transcript());
+}

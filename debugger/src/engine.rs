@@ -135,6 +135,10 @@ pub struct Debugger {
     /// Frames below `main` are shown (`stack_past_main`): `main` then has
     /// a caller, whose call site may give its entry values.
     pub(crate) stack_past_main: bool,
+    /// Inlined calls that start where a thread stopped at a breakpoint on
+    /// the function they are inlined into: hidden, as gdb hides them, so
+    /// the stop is in that function.
+    pub(crate) hidden_inline: Option<crate::stack::HiddenInline>,
 }
 
 impl Debugger {
@@ -152,6 +156,7 @@ impl Debugger {
             last_launch: None,
             call_timeout: crate::call::DEFAULT_CALL_TIMEOUT,
             stack_past_main: false,
+            hidden_inline: None,
             disassembler: Disassembler::new()?,
             pump: Pump::new()?,
             step_resume: None,

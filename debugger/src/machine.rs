@@ -47,8 +47,11 @@ impl Debugger {
     pub fn cont(&mut self, conditions: ConditionEvaluator) -> Result<Stop> {
         self.process()?;
         self.selected_frame = 0;
+        self.hidden_inline = None;
         let outcome = self.run_until_stop(conditions);
-        self.settle(outcome)
+        let stop = self.settle(outcome)?;
+        self.hide_inlined_calls_at(&stop);
+        Ok(stop)
     }
 
     /// Turns a Ctrl-C that ended an operation into the stop it is: every

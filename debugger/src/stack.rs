@@ -45,6 +45,35 @@ pub struct StackFrame {
     pub thread: Tid,
 }
 
+/// Inlined calls hidden at a breakpoint stop: the thread, its pc, and how
+/// many of its innermost frames are hidden while it stays there.
+#[derive(Debug, Clone, Copy)]
+pub struct HiddenInline {
+    thread: Tid,
+    pc: u64,
+    count: usize,
+}
+
+/// Whether a frame's function is the one a breakpoint names (`find_fwd`,
+/// `search::find_fwd`, with or without generic arguments).
+fn names_function(spec: &str, function: &str) -> bool {
+    let plain = |name: &str| {
+        let mut out = String::new();
+        let mut depth = 0;
+        for c in name.chars() {
+            match c {
+                '<' => depth += 1,
+                '>' if depth > 0 => depth -= 1,
+                _ if depth == 0 => out.push(c),
+                _ => {}
+            }
+        }
+        out
+    };
+    let (spec, function) = (plain(spec), plain(function));
+    function == spec || function.ends_with(&format!("::{spec}"))
+}
+
 /// What the frames of one activation are made from.
 struct FrameSeed {
     pc: u64,
@@ -199,6 +228,9 @@ impl Debugger {
                 thread: tid,
             };
             self.push_frames(&seed, &mut frames);
+            if index == 0 {
+                frames.drain(..self.hidden_inline_count(tid, frame.pc, frames.len()));
+            }
             if let Some(caller) = physical.get(index + 1) {
                 let caller_is_trampoline = caller.kind == FrameKind::SignalHandlerCaller;
                 if !is_trampoline && !caller_is_trampoline {
@@ -213,6 +245,67 @@ impl Debugger {
         }
         frames.truncate(limit);
         Ok(frames)
+    }
+
+    /// How many of the innermost `available` frames of thread `tid`, at
+    /// `pc`, are hidden.
+    fn hidden_inline_count(&self, tid: Tid, pc: u64, available: usize) -> usize {
+        match self.hidden_inline {
+            Some(hidden) if hidden.thread == tid && hidden.pc == pc => {
+                hidden.count.min(available.saturating_sub(1))
+            }
+            _ => 0,
+        }
+    }
+
+    /// After a stop at breakpoints on functions: the inlined calls whose
+    /// code starts at the pc and that are not the functions the
+    /// breakpoints name are hidden, as gdb hides them — the stop is at
+    /// the call, in the function the breakpoint is on. A `step` goes
+    /// into them.
+    pub(crate) fn hide_inlined_calls_at(&mut self, stop: &crate::engine::Stop) {
+        self.hidden_inline = None;
+        let crate::engine::StopReason::Breakpoint { ids } = &stop.reason else {
+            return;
+        };
+        let functions: Vec<String> = ids
+            .iter()
+            .filter_map(|id| match self.breakpoints.user(*id)?.location() {
+                crate::breakpoints::LocationSpec::Function(name) => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        // A breakpoint on a line or an address stops in the innermost
+        // function there, as gdb's does.
+        if functions.is_empty() || functions.len() < ids.len() {
+            return;
+        }
+        let Ok(pc) = self.process().and_then(|p| p.regs(stop.tid)).map(|r| r.rip) else {
+            return;
+        };
+        let Some(object) = self.objects.object_at(pc) else {
+            return;
+        };
+        let starts = object
+            .file
+            .inlined_calls_starting_at(object.file_address(pc));
+        let inline = self.objects.inline_frames(pc);
+        let count = inline
+            .iter()
+            .zip(&starts)
+            .take_while(|(frame, starts_here)| {
+                **starts_here
+                    && frame.inlined
+                    && !functions.iter().any(|f| names_function(f, &frame.function))
+            })
+            .count();
+        if count > 0 {
+            self.hidden_inline = Some(HiddenInline {
+                thread: stop.tid,
+                pc,
+                count,
+            });
+        }
     }
 
     /// The frames of one activation: the function's and, innermost first,

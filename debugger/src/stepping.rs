@@ -88,6 +88,7 @@ impl Debugger {
     ) -> Result<Stop> {
         let tid = self.current_tid;
         self.selected_frame = 0;
+        self.hidden_inline = None;
         let regs = self.current_regs(tid)?;
         if over_calls {
             if let Some(insn) = self.instruction_at(regs.rip) {
@@ -202,6 +203,7 @@ impl Debugger {
     fn step_to_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
         let tid = self.current_tid;
         self.selected_frame = 0;
+        self.hidden_inline = None;
         let start_pc = self.current_regs(tid)?.rip;
         let Some(mut span) = self.line_span(start_pc) else {
             // No line information here: run until this function returns.
@@ -344,6 +346,7 @@ impl Debugger {
             .cfa
             .ok_or_else(|| Error::Unwind("cannot find the frame's return address".into()))?;
         self.selected_frame = 0;
+        self.hidden_inline = None;
         if let Some(stop) = self.run_to(tid, caller.pc, cfa, conditions)? {
             return Ok((stop, None));
         }

@@ -223,6 +223,36 @@ impl ObjectFile {
         subprogram_entry(&data.dwarf, &cu.unit, function)
     }
 
+    /// For each inlined call active at `addr` (a file address), innermost
+    /// first, whether `addr` is where one of its pieces of code starts: a
+    /// stop there is at the call, not yet in the inlined function.
+    pub fn inlined_calls_starting_at(&self, addr: u64) -> Vec<bool> {
+        let Some(data) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(cu) = data.cu_for_address(addr) else {
+            return Vec::new();
+        };
+        scope_chain(&data.dwarf, &cu, addr)
+            .iter()
+            .rev()
+            .filter(|s| s.tag == gimli::DW_TAG_inlined_subroutine)
+            .map(|scope| {
+                let Ok(entry) = cu.unit.entry(scope.offset) else {
+                    return false;
+                };
+                let Ok(mut ranges) = data.dwarf.die_ranges(&cu.unit, &entry) else {
+                    return false;
+                };
+                let mut starts_here = false;
+                while let Ok(Some(range)) = ranges.next() {
+                    starts_here |= range.begin == addr;
+                }
+                starts_here
+            })
+            .collect()
+    }
+
     /// The call site whose return address is `return_pc` (a file
     /// address), in the function containing the call.
     pub fn call_site_returning_to(&self, return_pc: u64) -> Option<CallSite> {
