@@ -570,3 +570,72 @@ fn a_breakpoint_on_a_function_stops_in_it_not_in_calls_inlined_at_its_start() {
     assert!(stops[0].starts_with(&at_call), "{}", o.transcript());
     assert!(stops[1].contains("Input::is_done"), "{}", o.transcript());
 }
+
+/// Tail calls of each kind: a chain of two (top jumps to middle, which
+/// jumps to leaf), an ambiguous one (pick jumps to via_a or via_b, both of
+/// which jump to leaf: gdb shows neither), and functions that reach
+/// themselves by tail calls (even and odd: the chains from even to leaf
+/// share their last call, from even; no entry value of even is trusted).
+const TAIL_CALLS_C: &str = r#"#include <stdio.h>
+volatile int sink;
+__attribute__((noinline)) int leaf(int x) { sink = x; return x * 2; }
+__attribute__((noinline)) int middle(int x) { sink = x + 1; return leaf(x + 3); }
+__attribute__((noinline)) int top(int x) { sink = x + 2; return middle(x * 5); }
+__attribute__((noinline)) int via_a(int x) { sink = 1; return leaf(x); }
+__attribute__((noinline)) int via_b(int x) { sink = 2; return leaf(x + 1); }
+__attribute__((noinline)) int pick(int x) { if (x & 1) return via_a(x); return via_b(x * 3); }
+int odd(int n);
+__attribute__((noinline)) int even(int n) { if (n <= 0) return leaf(n + 40); sink = n; return odd(n - 1); }
+__attribute__((noinline)) int odd(int n) { if (n <= 0) return 0; sink = n; return even(n - 1); }
+int main(int argc, char **argv) {
+    int r = top(argc + 6);
+    r += pick(argc + 1);
+    r += even(argc + 3);
+    printf("%d %s\n", r, argv[0] ? "ok" : "");
+    return 0;
+}
+"#;
+
+/// TAIL_CALLS_C built at -O2 with DWARF `version` (4: DW_TAG_GNU_call_site
+/// and DW_AT_GNU_tail_call; 5: DW_TAG_call_site and DW_AT_call_tail_call).
+fn tail_calls_program(version: u32) -> PathBuf {
+    let dir = scratch_dir(&format!("tail-calls-dwarf{version}"));
+    let source = dir.join("tail.c");
+    write_file(&source, TAIL_CALLS_C);
+    let program = dir.join("tail");
+    let status = std::process::Command::new("gcc")
+        .args(["-O2", "-g", &format!("-gdwarf-{version}"), "-o"])
+        .arg(&program)
+        .arg(&source)
+        .status()
+        .expect("gcc must be installed");
+    assert!(status.success(), "gcc failed on tail.c");
+    program
+}
+
+#[test]
+fn tail_call_chains_of_dwarf_4_and_5_are_rebuilt_as_gdb_does() {
+    for version in [4, 5] {
+        let program = tail_calls_program(version);
+        let stop = |skip: u32| Stop {
+            program: program.clone(),
+            args: Vec::new(),
+            rdbx: strings(&[&format!("stop in leaf -count {}", skip + 1), "run"]),
+            gdb: strings(&["break leaf", &format!("ignore 1 {skip}"), "run"]),
+            outermost: "main",
+            aggregates: true,
+        };
+        let what = format!("DWARF {version}");
+        let chain = assert_frames_agree(&format!("{what}, top"), &stop(0));
+        let names: Vec<&str> = chain.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(names, ["leaf", "middle", "top", "main"], "{what}");
+        assert!(chain[1].line.contains("[tail call]") && chain[2].line.contains("[tail call]"));
+        // Two chains from pick to leaf share no call: no frame is shown.
+        let ambiguous = assert_frames_agree(&format!("{what}, pick"), &stop(1));
+        let names: Vec<&str> = ambiguous.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(names, ["leaf", "main"], "{what}");
+        let mutual = assert_frames_agree(&format!("{what}, even"), &stop(2));
+        let names: Vec<&str> = mutual.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(names, ["leaf", "even", "main"], "{what}");
+    }
+}
