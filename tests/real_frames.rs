@@ -639,3 +639,111 @@ fn tail_call_chains_of_dwarf_4_and_5_are_rebuilt_as_gdb_does() {
         assert_eq!(names, ["leaf", "even", "main"], "{what}");
     }
 }
+
+/// A recursion that passes a value down: each frame's `acc` is an entry
+/// value computed from its caller's, which is one too, down to main.
+const DEEP_ENTRY_VALUES_C: &str = r#"#include <stdio.h>
+volatile int sink;
+__attribute__((noipa)) int down(int n, int acc) {
+    if (n == 0) { printf("%d\n", acc); return 0; }
+    sink = acc;
+    int r = down(n - 1, acc + n);
+    sink = r;
+    return r + n;
+}
+int main(void) { return down(300, 0) & 1; }
+"#;
+
+/// `NAME=VALUE` pairs of a gdb frame line, `NAME=NAME@entry=VALUE` read
+/// as VALUE (the value is the same; gdb says where it came from). The
+/// `NAME@entry=VALUE` gdb adds after a value it cannot read is left out:
+/// rdbx shows the value, not the entry value beside it.
+fn gdb_frame_arguments(line: &str) -> Vec<(String, String)> {
+    let Some(open) = line.find(" (") else {
+        return Vec::new();
+    };
+    let Some(close) = line.rfind(") at ") else {
+        return Vec::new();
+    };
+    let mut pairs = Vec::new();
+    let (mut depth, mut start) = (0, open + 2);
+    let text = &line[..close];
+    for (i, c) in text.char_indices().skip(open + 2) {
+        match c {
+            '(' | '<' | '{' => depth += 1,
+            ')' | '>' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                pairs.push(text[start..i].trim().to_string());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pairs.push(text[start..].trim().to_string());
+    pairs
+        .iter()
+        .filter_map(|pair| {
+            let (name, value) = pair.split_once('=')?;
+            if name.ends_with("@entry") {
+                return None;
+            }
+            let value = value
+                .strip_prefix(&format!("{name}@entry="))
+                .unwrap_or(value);
+            Some((name.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn entry_values_nested_deeper_than_gdb_goes_are_errors_as_in_gdb() {
+    let dir = scratch_dir("deep-entry-values");
+    let source = dir.join("deep.c");
+    write_file(&source, DEEP_ENTRY_VALUES_C);
+    let program = dir.join("deep");
+    let status = std::process::Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .status()
+        .expect("gcc must be installed");
+    assert!(status.success(), "gcc failed on deep.c");
+    let gout = gdb(
+        &program,
+        &[],
+        &[
+            "unset environment LINES",
+            "unset environment COLUMNS",
+            "break printf",
+            "run",
+            "bt",
+        ],
+    );
+    let theirs: Vec<Vec<(String, String)>> = gout
+        .lines()
+        .filter(|l| l.starts_with('#') && l.contains(" down ("))
+        .map(gdb_frame_arguments)
+        .collect();
+    let o = Rdbx::batch()
+        .cmds(&["stop in printf", "run", "where"])
+        .prog(&program, &[])
+        .run();
+    o.assert_no_errors();
+    let ours: Vec<Vec<(String, String)>> = o
+        .stdout
+        .lines()
+        .filter(|l| l.contains("] down("))
+        .map(|l| {
+            let args = &l[l.find('(').unwrap_or(0) + 1..l.rfind("), line").unwrap_or(l.len())];
+            args.split(", ")
+                .filter_map(|pair| pair.split_once(" = "))
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(ours.len(), 301, "{}", o.transcript());
+    assert_eq!(ours, theirs, "{}", o.transcript());
+    // The innermost frames are too deep for gdb: it says so, and so do we.
+    assert!(ours[0][1].1.contains("Loop detected"), "{:?}", ours[0]);
+    assert!(ours[300][1].1 == "0", "{:?}", ours[300]);
+}

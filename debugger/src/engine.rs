@@ -139,6 +139,11 @@ pub struct Debugger {
     /// the function they are inlined into: hidden, as gdb hides them, so
     /// the stop is in that function.
     pub(crate) hidden_inline: Option<crate::stack::HiddenInline>,
+    /// The current thread's whole stack while it stays where it is.
+    pub(crate) stack_cache: std::cell::RefCell<Option<crate::stack::CachedStack>>,
+    /// Functions (by entry) found to reach, or not, themselves by tail
+    /// calls, while the stop lasts.
+    pub(crate) tail_call_loops: std::cell::RefCell<std::collections::HashMap<u64, bool>>,
 }
 
 impl Debugger {
@@ -157,6 +162,8 @@ impl Debugger {
             call_timeout: crate::call::DEFAULT_CALL_TIMEOUT,
             stack_past_main: false,
             hidden_inline: None,
+            stack_cache: std::cell::RefCell::new(None),
+            tail_call_loops: Default::default(),
             disassembler: Disassembler::new()?,
             pump: Pump::new()?,
             step_resume: None,
@@ -654,6 +661,7 @@ impl Debugger {
     /// our breakpoints are refused: the int3 would be lost, or the saved
     /// instruction would no longer be the program's.
     pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<()> {
+        self.forget_stack();
         if let Some(site) = self.breakpoints.site_overlapping(address, bytes.len()) {
             return Err(Error::Other(format!(
                 "cannot write {} byte(s) at 0x{address:x}: a breakpoint is at 0x{site:x} \

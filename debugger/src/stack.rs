@@ -141,7 +141,16 @@ impl FrameContext for FrameView<'_> {
 
 /// The frames of one stack, computed once for all the entry values
 /// looked up while one frame is read.
-type SharedStack = std::rc::Rc<std::cell::OnceCell<Vec<StackFrame>>>;
+type SharedStack = std::rc::Rc<std::cell::OnceCell<std::rc::Rc<Vec<StackFrame>>>>;
+
+/// The whole stack of a thread, kept while the thread's registers are
+/// the same: reading every frame's entry values asks for it once per
+/// frame, and a deep recursion would otherwise unwind it again each time.
+pub(crate) struct CachedStack {
+    thread: Tid,
+    registers: [Option<u64>; unwind::REGISTER_COUNT],
+    frames: std::rc::Rc<Vec<StackFrame>>,
+}
 
 /// A [`FrameView`] that also answers DW_OP_entry_value from the caller's
 /// call site, looked up on first use.
@@ -150,8 +159,18 @@ pub struct FrameReader<'a> {
     dbg: &'a Debugger,
     frame: StackFrame,
     stack: SharedStack,
-    entry_values: std::cell::OnceCell<Vec<(u16, u64)>>,
+    /// How many entry values were looked up, each in the caller of the
+    /// last, to get to this frame.
+    nesting: usize,
+    /// Where the frame is in the stack, when known.
+    position: Option<usize>,
+    entry_values: std::cell::OnceCell<Vec<(u16, std::result::Result<u64, String>)>>,
 }
+
+/// Entry values looked up one inside another at most (each in the caller
+/// of the frame of the last): gdb's bound on nested DWARF evaluations,
+/// which a deep recursion passing a value down reaches.
+const MAX_ENTRY_VALUE_NESTING: usize = 256;
 
 impl FrameContext for FrameReader<'_> {
     fn read_memory(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
@@ -174,12 +193,23 @@ impl FrameContext for FrameReader<'_> {
         self.view.library_tls_block()
     }
 
-    fn entry_value(&self, dwarf_regno: u16) -> Option<u64> {
+    fn entry_value(&self, dwarf_regno: u16) -> std::result::Result<Option<u64>, String> {
+        if self.nesting >= MAX_ENTRY_VALUE_NESTING {
+            // gdb's words, so the two show the same.
+            return Err(format!(
+                "error reading variable: DWARF-2 expression error: Loop detected ({}).",
+                self.nesting + 1
+            ));
+        }
         self.entry_values
-            .get_or_init(|| self.dbg.call_site_values(&self.frame, &self.stack))
+            .get_or_init(|| {
+                self.dbg
+                    .call_site_values(&self.frame, &self.stack, self.nesting + 1, self.position)
+            })
             .iter()
             .find(|(r, _)| *r == dwarf_regno)
-            .map(|(_, v)| *v)
+            .map(|(_, v)| v.clone())
+            .transpose()
     }
 }
 
@@ -265,6 +295,7 @@ impl Debugger {
     /// into them.
     pub(crate) fn hide_inlined_calls_at(&mut self, stop: &crate::engine::Stop) {
         self.hidden_inline = None;
+        self.forget_stack();
         let crate::engine::StopReason::Breakpoint { ids } = &stop.reason else {
             return;
         };
@@ -392,17 +423,54 @@ impl Debugger {
     /// A view of `frame` for reading its variables, entry values
     /// (DW_OP_entry_value) included.
     pub fn frame_view(&self, frame: &StackFrame) -> Result<FrameReader<'_>> {
-        self.frame_reader(frame, SharedStack::default())
+        self.frame_reader(frame, SharedStack::default(), 0)
     }
 
-    fn frame_reader(&self, frame: &StackFrame, stack: SharedStack) -> Result<FrameReader<'_>> {
+    fn frame_reader(
+        &self,
+        frame: &StackFrame,
+        stack: SharedStack,
+        nesting: usize,
+    ) -> Result<FrameReader<'_>> {
         Ok(FrameReader {
             view: self.plain_view(frame)?,
             dbg: self,
             frame: frame.clone(),
             stack,
+            nesting,
+            position: None,
             entry_values: std::cell::OnceCell::new(),
         })
+    }
+
+    /// The whole stack of `thread`, unwound once while it stays where it is.
+    fn whole_stack(&self, thread: Tid) -> std::rc::Rc<Vec<StackFrame>> {
+        let registers = self
+            .process()
+            .and_then(|p| p.regs(thread))
+            .map(|r| regs::to_dwarf_array(&r))
+            .ok();
+        if let (Some(registers), Some(cached)) = (registers, self.stack_cache.borrow().as_ref()) {
+            if cached.thread == thread && cached.registers == registers {
+                return cached.frames.clone();
+            }
+        }
+        let frames = std::rc::Rc::new(self.backtrace(thread, MAX_FRAMES).unwrap_or_default());
+        if let Some(registers) = registers {
+            *self.stack_cache.borrow_mut() = Some(CachedStack {
+                thread,
+                registers,
+                frames: frames.clone(),
+            });
+        }
+        frames
+    }
+
+    /// Forgets the stack kept for entry values: memory changed, or what
+    /// the frames show did.
+    pub(crate) fn forget_stack(&self) {
+        *self.stack_cache.borrow_mut() = None;
+        self.tail_call_loops.borrow_mut().clear();
     }
 
     /// The registers the caller of `frame` passed, from its call site's
@@ -412,16 +480,27 @@ impl Debugger {
     /// site must call this very function, which must not be able to reach
     /// itself by tail calls (the call site could describe another
     /// activation). Otherwise nothing is known.
-    fn call_site_values(&self, frame: &StackFrame, stack: &SharedStack) -> Vec<(u16, u64)> {
-        let frames =
-            stack.get_or_init(|| self.backtrace(frame.thread, MAX_FRAMES).unwrap_or_default());
-        let Some(at) = frames.iter().position(|f| same_frame(f, frame)) else {
+    fn call_site_values(
+        &self,
+        frame: &StackFrame,
+        stack: &SharedStack,
+        nesting: usize,
+        hint: Option<usize>,
+    ) -> Vec<(u16, std::result::Result<u64, String>)> {
+        let frames = stack.get_or_init(|| self.whole_stack(frame.thread));
+        // A caller's reader is made for the frame after the callee's.
+        let at = match hint {
+            Some(at) if frames.get(at).is_some_and(|f| same_frame(f, frame)) => Some(at),
+            _ => frames.iter().position(|f| same_frame(f, frame)),
+        };
+        let Some(at) = at else {
             return Vec::new();
         };
         let Some(function) = frames[at..].iter().position(|f| !f.inlined).map(|i| at + i) else {
             return Vec::new();
         };
-        let (function, Some(caller)) = (&frames[function], frames.get(function + 1)) else {
+        let caller_at = function + 1;
+        let (function, Some(caller)) = (&frames[function], frames.get(caller_at)) else {
             return Vec::new();
         };
         // gdb's stack ends at main: main has no caller to ask.
@@ -444,9 +523,10 @@ impl Debugger {
         else {
             return Vec::new();
         };
-        let Ok(reader) = self.frame_reader(caller, stack.clone()) else {
+        let Ok(mut reader) = self.frame_reader(caller, stack.clone(), nesting) else {
             return Vec::new();
         };
+        reader.position = Some(caller_at);
         let targets = match site.target() {
             crate::symbols::CallTarget::Computed => object
                 .file

@@ -205,6 +205,15 @@ impl Debugger {
     /// no entry value of it, since the caller's call site may describe
     /// another activation.
     pub(crate) fn may_tail_call_itself(&self, entry: u64) -> bool {
+        if let Some(known) = self.tail_call_loops.borrow().get(&entry) {
+            return *known;
+        }
+        let found = self.search_tail_call_loop(entry);
+        self.tail_call_loops.borrow_mut().insert(entry, found);
+        found
+    }
+
+    fn search_tail_call_loop(&self, entry: u64) -> bool {
         let mut seen = std::collections::HashSet::new();
         let mut todo = vec![entry];
         while let Some(function) = todo.pop() {

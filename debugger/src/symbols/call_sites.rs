@@ -14,10 +14,16 @@ use super::{FrameContext, ObjectFile, R};
 #[derive(Debug, Clone)]
 pub struct CallSite {
     cu: DebugInfoOffset,
-    die: UnitOffset,
     return_pc: u64,
     tail_call: bool,
     target: CallTarget,
+    /// DW_AT_call_target (or the GNU one), for an indirect call.
+    target_expression: Option<AttributeValue<R>>,
+    /// The registers the call passed: DW_TAG_call_site_parameter's
+    /// register and its DW_AT_call_value.
+    parameters: Vec<(u16, AttributeValue<R>)>,
+    /// DW_AT_frame_base of the calling function, for those expressions.
+    frame_base: Option<AttributeValue<R>>,
 }
 
 /// What a call site calls.
@@ -134,6 +140,10 @@ fn origin_target(dwarf: &gimli::Dwarf<R>, unit: &gimli::Unit<R>, offset: UnitOff
 fn call_sites_under(dwarf: &gimli::Dwarf<R>, cu: &CuData, function: UnitOffset) -> Vec<CallSite> {
     let unit = &cu.unit;
     let mut sites = Vec::new();
+    let frame_base = unit
+        .entry(function)
+        .ok()
+        .and_then(|e| e.attr_value(gimli::DW_AT_frame_base).ok().flatten());
     let Ok(mut entries) = unit.entries_at_offset(function) else {
         return sites;
     };
@@ -156,16 +166,43 @@ fn call_sites_under(dwarf: &gimli::Dwarf<R>, cu: &CuData, function: UnitOffset) 
         };
         sites.push(CallSite {
             cu: cu.offset,
-            die: entry.offset(),
             return_pc,
             tail_call: flag(
                 entry,
                 &[gimli::DW_AT_call_tail_call, gimli::DW_AT_GNU_tail_call],
             ),
             target: site_target(dwarf, unit, entry),
+            target_expression: [gimli::DW_AT_call_target, gimli::DW_AT_GNU_call_site_target]
+                .into_iter()
+                .find_map(|at| entry.attr_value(at).ok().flatten()),
+            parameters: site_parameters(unit, entry.offset()),
+            frame_base,
         });
     }
     sites
+}
+
+/// The registers a call site's DW_TAG_call_site_parameter children say
+/// the call passed, with the expressions of their values.
+fn site_parameters(unit: &gimli::Unit<R>, site: UnitOffset) -> Vec<(u16, AttributeValue<R>)> {
+    let kinds = [
+        gimli::DW_TAG_call_site_parameter,
+        gimli::DW_TAG_GNU_call_site_parameter,
+    ];
+    super::variables::children_with_tag(unit, site, &kinds)
+        .into_iter()
+        .filter_map(|param| {
+            let entry = unit.entry(param).ok()?;
+            let register = match entry.attr_value(gimli::DW_AT_location).ok()?? {
+                AttributeValue::Exprloc(e) => super::eval::entry_register(e)?,
+                _ => return None,
+            };
+            let value = [gimli::DW_AT_call_value, gimli::DW_AT_GNU_call_site_value]
+                .into_iter()
+                .find_map(|at| entry.attr_value(at).ok().flatten())?;
+            Some((register, value))
+        })
+        .collect()
 }
 
 /// The entry of a subprogram DIE: DW_AT_entry_pc, else its first range.
@@ -203,16 +240,31 @@ fn place_value(place: Place, frame: &dyn FrameContext) -> Option<u64> {
     }
 }
 
+/// The call sites of one function, shared.
+pub(crate) type Sites = std::sync::Arc<Vec<CallSite>>;
+
 impl ObjectFile {
     /// The outermost function at `addr` (a file address): its CU and DIE.
     fn subprogram_at(&self, addr: u64) -> Option<(std::sync::Arc<CuData>, UnitOffset)> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(addr)?;
-        let function = scope_chain(&data.dwarf, &cu, addr)
-            .into_iter()
-            .find(|s| s.tag == gimli::DW_TAG_subprogram)?
-            .offset;
+        let function = cu.subprograms(&data.dwarf).containing(addr)?;
         Some((cu, function))
+    }
+
+    /// Every call site of `function`, read once.
+    fn sites_of(&self, cu: &CuData, function: UnitOffset) -> Sites {
+        let mut known = self
+            .call_sites
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        known
+            .entry((cu.offset, function))
+            .or_insert_with(|| match self.dwarf.as_ref() {
+                Some(data) => std::sync::Arc::new(call_sites_under(&data.dwarf, cu, function)),
+                None => Sites::default(),
+            })
+            .clone()
     }
 
     /// The entry (file address) of the function DWARF describes at `addr`,
@@ -256,11 +308,11 @@ impl ObjectFile {
     /// The call site whose return address is `return_pc` (a file
     /// address), in the function containing the call.
     pub fn call_site_returning_to(&self, return_pc: u64) -> Option<CallSite> {
-        let data = self.dwarf.as_ref()?;
         let (cu, function) = self.subprogram_at(return_pc.wrapping_sub(1))?;
-        call_sites_under(&data.dwarf, &cu, function)
-            .into_iter()
+        self.sites_of(&cu, function)
+            .iter()
             .find(|site| site.return_pc == return_pc)
+            .cloned()
     }
 
     /// The tail calls of the function that starts at `entry` (a file
@@ -271,9 +323,8 @@ impl ObjectFile {
         if subprogram_entry(&data.dwarf, &cu.unit, function) != Some(entry) {
             return None;
         }
-        let mut sites = call_sites_under(&data.dwarf, &cu, function);
-        sites.retain(CallSite::is_tail_call);
-        Some(sites)
+        let sites = self.sites_of(&cu, function);
+        Some(sites.iter().filter(|s| s.is_tail_call()).cloned().collect())
     }
 
     /// The evaluation context of the function containing `site`, with
@@ -282,78 +333,50 @@ impl ObjectFile {
         &self,
         site: &CallSite,
         caller: &dyn FrameContext,
-        f: impl FnOnce(&EvalContext, &gimli::Unit<R>) -> T,
+        f: impl FnOnce(&EvalContext) -> T,
     ) -> Option<T> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_at(site.cu)?;
-        let (_, function) = self.subprogram_at(site.return_pc.wrapping_sub(1))?;
-        let frame_base = cu
-            .unit
-            .entry(function)
-            .ok()
-            .and_then(|e| e.attr_value(gimli::DW_AT_frame_base).ok().flatten());
         let context = EvalContext {
             dwarf: &data.dwarf,
             unit: &cu.unit,
             frame: caller,
-            frame_base: frame_base.as_ref(),
+            frame_base: site.frame_base.as_ref(),
         };
-        Some(f(&context, &cu.unit))
+        Some(f(&context))
     }
 
     /// An indirect call's target (runtime address) computed in `caller`,
     /// the frame that made the call.
     pub fn computed_call_target(&self, site: &CallSite, caller: &dyn FrameContext) -> Option<u64> {
-        self.with_site_context(site, caller, |context, unit| {
-            let entry = unit.entry(site.die).ok()?;
-            let attr = [gimli::DW_AT_call_target, gimli::DW_AT_GNU_call_site_target]
-                .into_iter()
-                .find_map(|at| entry.attr_value(at).ok().flatten())?;
-            place_value(context.place_of(&attr).ok()?, caller)
+        let attr = site.target_expression.as_ref()?;
+        self.with_site_context(site, caller, |context| {
+            place_value(context.place_of(attr).ok()?, caller)
         })
         .flatten()
     }
 
     /// The registers a call passed, as its DW_TAG_call_site_parameter
-    /// children describe them: (DWARF register, value), the values
-    /// computed in `caller`, the frame that made the call.
+    /// children describe them: (DWARF register, value or why it cannot be
+    /// computed), the values computed in `caller`, the frame that made the
+    /// call. A value DWARF does not give is left out.
     pub fn call_site_parameters(
         &self,
         site: &CallSite,
         caller: &dyn FrameContext,
-    ) -> Vec<(u16, u64)> {
-        self.with_site_context(site, caller, |context, unit| {
-            let mut values = Vec::new();
-            for param in super::variables::children_with_tag(
-                unit,
-                site.die,
-                &[
-                    gimli::DW_TAG_call_site_parameter,
-                    gimli::DW_TAG_GNU_call_site_parameter,
-                ],
-            ) {
-                let Ok(entry) = unit.entry(param) else {
-                    continue;
-                };
-                let register = match entry.attr_value(gimli::DW_AT_location) {
-                    Ok(Some(AttributeValue::Exprloc(e))) => super::eval::entry_register(e),
-                    _ => None,
-                };
-                let value_attr = [gimli::DW_AT_call_value, gimli::DW_AT_GNU_call_site_value]
-                    .into_iter()
-                    .find_map(|at| entry.attr_value(at).ok().flatten());
-                let (Some(register), Some(value_attr)) = (register, value_attr) else {
-                    continue;
-                };
-                let value = context
-                    .place_of(&value_attr)
-                    .ok()
-                    .and_then(|place| place_value(place, caller));
-                if let Some(value) = value {
-                    values.push((register, value));
-                }
-            }
-            values
+    ) -> Vec<(u16, std::result::Result<u64, String>)> {
+        self.with_site_context(site, caller, |context| {
+            site.parameters
+                .iter()
+                .filter_map(|(register, value_attr)| {
+                    let value = match context.place_of(value_attr) {
+                        Ok(Place::Unavailable(why)) => Err(why),
+                        Ok(place) => Ok(place_value(place, caller)?),
+                        Err(e) => Err(e.to_string()),
+                    };
+                    Some((*register, value))
+                })
+                .collect()
         })
         .unwrap_or_default()
     }

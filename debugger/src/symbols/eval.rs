@@ -147,9 +147,13 @@ impl EvalContext<'_> {
                 // A register's value at function entry: what the caller's
                 // call site says it passed, else gone.
                 EvaluationResult::RequiresEntryValue(expr) => {
-                    let value = entry_register(expr).and_then(|r| self.frame.entry_value(r));
-                    let Some(value) = value else {
+                    let Some(register) = entry_register(expr) else {
                         return Ok(Place::OptimizedOut);
+                    };
+                    let value = match self.frame.entry_value(register) {
+                        Ok(Some(value)) => value,
+                        Ok(None) => return Ok(Place::OptimizedOut),
+                        Err(why) => return Ok(Place::Unavailable(why)),
                     };
                     eval.resume_with_entry_value(gimli::Value::Generic(value))
                         .map_err(err)?
