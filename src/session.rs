@@ -1716,7 +1716,7 @@ impl EvalContext for SessionEval<'_> {
         let address = object.file_address(frame.lookup_pc);
         let mut names: Vec<String> = object
             .file
-            .locals_at(address)
+            .frame_locals_at(address, frame.inline_depth)
             .into_iter()
             .chain(object.file.parameters_at(address, frame.inline_depth))
             .map(|v| v.name().to_string())

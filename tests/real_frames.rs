@@ -317,6 +317,33 @@ fn lua_o2_newkey_shows_the_tail_call_frame_gdb_shows() {
     assert_eq!(frames[0].function, "luaH_newkey");
     assert_eq!(frames[1].function, "luaH_finishset");
     assert!(frames[1].line.contains("[tail call]"), "{}", frames[1].line);
+    // up and down go through it like any frame.
+    let stop = lua_stop(Opt::O2, "luaH_newkey", 0);
+    let mut cmds = stop.rdbx.clone();
+    cmds.extend(strings(&["up", "print $pc", "up", "down", "down"]));
+    let args: Vec<&str> = stop.args.iter().map(String::as_str).collect();
+    let o = Rdbx::batch()
+        .cmds(&strs(&cmds))
+        .prog(&stop.program, &args)
+        .run();
+    o.assert_no_errors();
+    let selected: Vec<String> = o
+        .stdout
+        .lines()
+        .filter_map(rdbx_frame_line)
+        .map(|(function, _)| function)
+        .collect();
+    assert_eq!(
+        selected,
+        [
+            "luaH_finishset",
+            "luaV_finishset",
+            "luaH_finishset",
+            "luaH_newkey"
+        ],
+        "{}",
+        o.transcript()
+    );
 }
 
 #[test]

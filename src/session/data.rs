@@ -385,7 +385,7 @@ impl Session {
         let address = object.file_address(frame.lookup_pc);
         let mut locals = object
             .file
-            .locals_at(address)
+            .frame_locals_at(address, frame.inline_depth)
             .into_iter()
             .chain(object.file.parameters_at(address, frame.inline_depth));
         let names = identifiers(expr);
@@ -588,7 +588,7 @@ impl Session {
                 Some(
                     object
                         .file
-                        .locals_at(address)
+                        .frame_locals_at(address, frame.inline_depth)
                         .iter()
                         .chain(
                             object
