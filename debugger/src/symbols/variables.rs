@@ -197,8 +197,14 @@ fn collect_member(
 /// list) and lists them in its order: bucket by bucket, in the order they
 /// were added within one. Listing them so keeps `info locals` as gdb's.
 fn in_gdb_hash_order(variables: &mut [Variable]) {
-    let buckets = variables.len() as u32 / 5 + 1;
-    variables.sort_by_key(|v| gdb_name_hash(&v.name) % buckets);
+    let count = variables.len();
+    variables.sort_by_key(|v| gdb_bucket(&v.name, count));
+}
+
+/// The bucket of gdb's hash table of `count` symbols that `name` is in.
+fn gdb_bucket(name: &str, count: usize) -> u32 {
+    let buckets = u32::try_from(count / 5 + 1).unwrap_or(u32::MAX);
+    gdb_name_hash(name) % buckets
 }
 
 /// One step of gdb's symbol hash (SYMBOL_HASH_NEXT).
@@ -817,4 +823,42 @@ fn constant_bytes(value: &AttributeValue<R>, size: usize) -> Vec<u8> {
     };
     bytes.resize(size, 0);
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{gdb_bucket, gdb_name_hash};
+
+    /// Names in the order gdb's `info locals` lists a lexical block of them.
+    fn gdb_order(names: &[&str]) -> Vec<String> {
+        let mut sorted: Vec<&str> = names.to_vec();
+        sorted.sort_by_key(|n| gdb_bucket(n, names.len()));
+        sorted.into_iter().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn lexical_blocks_list_their_locals_in_gdbs_hash_order() {
+        // As gdb 13 lists them in Lua 5.4's rehash (ltable.c) and in a
+        // block of luaV_execute: bucket by bucket, declaration order within.
+        assert_eq!(
+            gdb_order(&["asize", "na", "nums", "i", "totaluse"]),
+            ["i", "asize", "na", "nums", "totaluse"]
+        );
+        assert_eq!(
+            gdb_order(&["ra", "slot", "rb", "rc", "key"]),
+            ["slot", "rb", "key", "ra", "rc"]
+        );
+        // Fewer than five symbols share one bucket: declaration order.
+        assert_eq!(gdb_order(&["n", "ci"]), ["n", "ci"]);
+    }
+
+    #[test]
+    fn the_hash_stops_where_gdb_stops() {
+        // Ada's encodings end the hashed part; a leading underscore hashes
+        // the whole name.
+        assert_eq!(gdb_name_hash("abc"), gdb_name_hash("abc.x"));
+        assert_eq!(gdb_name_hash("abcX"), gdb_name_hash("abc"));
+        assert_ne!(gdb_name_hash("_abc"), gdb_name_hash("abc"));
+        assert_eq!(gdb_name_hash("ABC"), gdb_name_hash("abc"));
+    }
 }
