@@ -774,3 +774,24 @@ fn entry_values_nested_deeper_than_gdb_goes_are_errors_as_in_gdb() {
     assert!(ours[0][1].1.contains("Loop detected"), "{:?}", ours[0]);
     assert!(ours[300][1].1 == "0", "{:?}", ours[300]);
 }
+
+#[test]
+fn zz_explore() {
+    let mut failures = Vec::new();
+    for (r, g) in [
+        ("stop in wordfreq::parse_minimum", "break wordfreq::parse_minimum"),
+        ("stop at src/main.rs:63", "break src/main.rs:63"),
+        ("stop at src/main.rs:71", "break src/main.rs:71"),
+        ("stop in regex_automata::hybrid::dfa::Lazy::next_state", "break regex_automata::hybrid::dfa::Lazy::next_state"),
+        ("stop in regex_automata::hybrid::dfa::Lazy::add_state", "break regex_automata::hybrid::dfa::Lazy::add_state"),
+        ("stop in alloc::str::<impl str>::to_uppercase", "break alloc::str::<impl str>::to_uppercase"),
+    ] {
+        let stop = wordfreq_stop(r, g);
+        let res = std::panic::catch_unwind(|| assert_frames_agree(r, &stop));
+        if let Err(e) = res {
+            let msg = e.downcast_ref::<String>().cloned().unwrap_or_default();
+            failures.push(msg.split("\n\nrdbx:").next().unwrap_or("").to_string());
+        }
+    }
+    panic!("FAILURES:\n{}", failures.join("\n---\n"));
+}

@@ -129,6 +129,8 @@ fn abstract_origin(unit: &gimli::Unit<R>, offset: UnitOffset) -> Option<UnitOffs
         .attr_value(gimli::DW_AT_abstract_origin)
     {
         Ok(Some(AttributeValue::UnitRef(origin))) => Some(origin),
+        // By section offset (rustc), when it is in this unit.
+        Ok(Some(AttributeValue::DebugInfoRef(origin))) => origin.to_unit_offset(&unit.header),
         _ => None,
     }
 }
