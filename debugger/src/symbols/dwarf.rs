@@ -234,6 +234,21 @@ impl DwarfData {
     }
 
     /// All CU offsets, in .debug_info order.
+    /// The unit a .debug_info offset is in (a reference by section offset,
+    /// DW_FORM_ref_addr, may point into another unit).
+    pub(crate) fn unit_containing(&self, offset: DebugInfoOffset) -> Option<Arc<CuData>> {
+        let mut units = self.dwarf.units();
+        while let Ok(Some(header)) = units.next() {
+            let UnitSectionOffset::DebugInfoOffset(start) = header.offset() else {
+                continue;
+            };
+            if offset.0 >= start.0 && offset.0 < start.0 + header.length_including_self() {
+                return self.cu_at(start);
+            }
+        }
+        None
+    }
+
     pub(crate) fn all_cu_offsets(&self) -> Vec<DebugInfoOffset> {
         let mut out = Vec::new();
         let mut units = self.dwarf.units();

@@ -2,7 +2,7 @@
 
 use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 
-use super::dwarf::CuData;
+use super::dwarf::{CuData, DwarfData};
 use super::eval::{expression_at, read_place, EvalContext, Place};
 use super::functions::{attr_through_origin, scope_chain, Scope};
 use super::types::{find_named_type, TypeRef, Types};
@@ -21,6 +21,9 @@ pub struct Variable {
     pub(crate) cu: DebugInfoOffset,
     die: UnitOffset,
     type_offset: Option<UnitOffset>,
+    /// The unit `type_offset` is in: the variable's, or that of the
+    /// abstract instance it comes from.
+    type_cu: DebugInfoOffset,
     pub(crate) location: Option<AttributeValue<R>>,
     const_value: Option<AttributeValue<R>>,
     /// DW_AT_frame_base of the enclosing subprogram (locals only).
@@ -58,35 +61,76 @@ impl Variable {
     }
 }
 
-fn type_ref(entry: &gimli::DebuggingInformationEntry<R>) -> Option<UnitOffset> {
-    match entry.attr_value(gimli::DW_AT_type).ok()?? {
-        AttributeValue::UnitRef(o) => Some(o),
+/// A DIE anywhere in .debug_info: its unit and its offset there.
+type DieRef = (std::sync::Arc<CuData>, UnitOffset);
+
+/// Where a reference of a DIE of `cu` points: in `cu`, or by section
+/// offset (DW_FORM_ref_addr) in another unit, as rustc's inlined generics
+/// refer to their abstract instances.
+fn follow_ref(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    value: AttributeValue<R>,
+) -> Option<DieRef> {
+    match value {
+        AttributeValue::UnitRef(o) => Some((cu.clone(), o)),
+        AttributeValue::DebugInfoRef(o) => match o.to_unit_offset(&cu.unit.header) {
+            Some(local) => Some((cu.clone(), local)),
+            None => {
+                let other = data.unit_containing(o)?;
+                let local = o.to_unit_offset(&other.unit.header)?;
+                Some((other, local))
+            }
+        },
         _ => None,
     }
+}
+
+/// A DIE's attribute, looked up through DW_AT_abstract_origin and
+/// DW_AT_specification, in whatever unit they lead to; with the unit it
+/// was found in.
+fn attr_across_units(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    offset: UnitOffset,
+    name: gimli::DwAt,
+) -> Option<(std::sync::Arc<CuData>, AttributeValue<R>)> {
+    let (mut cu, mut offset) = (cu.clone(), offset);
+    for _ in 0..8 {
+        let entry = cu.unit.entry(offset).ok()?;
+        if let Some(value) = entry.attr_value(name).ok()? {
+            return Some((cu, value));
+        }
+        let next = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .iter()
+            .find_map(|&at| entry.attr_value(at).ok().flatten())?;
+        (cu, offset) = follow_ref(data, &cu, next)?;
+    }
+    None
 }
 
 /// Build a Variable from a DW_TAG_variable / DW_TAG_formal_parameter DIE,
 /// taking name and type from its abstract origin when it has one.
 fn make_variable(
-    dwarf: &gimli::Dwarf<R>,
-    cu: &CuData,
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
     offset: UnitOffset,
     frame_base: Option<AttributeValue<R>>,
 ) -> Option<Variable> {
     let unit = &cu.unit;
     let entry = unit.entry(offset).ok()?;
-    let (_, name_attr) = attr_through_origin(unit, offset, gimli::DW_AT_name)?;
-    let name = dwarf
-        .attr_string(unit, name_attr)
+    let (name_cu, name_attr) = attr_across_units(data, cu, offset, gimli::DW_AT_name)?;
+    let name = data
+        .dwarf
+        .attr_string(&name_cu.unit, name_attr)
         .ok()?
         .to_string_lossy()
         .into_owned();
-    let type_offset = match attr_through_origin(unit, offset, gimli::DW_AT_type) {
-        Some((_, AttributeValue::UnitRef(o))) => Some(o),
-        // rustc refers to types by section offset (DW_FORM_ref_addr), also
-        // within the unit.
-        Some((_, AttributeValue::DebugInfoRef(o))) => o.to_unit_offset(&unit.header),
-        _ => type_ref(&entry),
+    let type_ref = attr_across_units(data, cu, offset, gimli::DW_AT_type)
+        .and_then(|(found_in, value)| follow_ref(data, &found_in, value));
+    let (type_cu, type_offset) = match type_ref {
+        Some((type_cu, type_offset)) => (type_cu.offset, Some(type_offset)),
+        None => (cu.offset, None),
     };
     Some(Variable {
         name,
@@ -94,8 +138,9 @@ fn make_variable(
         cu: cu.offset,
         die: offset,
         type_offset,
+        type_cu,
         location: entry.attr_value(gimli::DW_AT_location).ok().flatten(),
-        const_value: attr_through_origin(unit, offset, gimli::DW_AT_const_value).map(|(_, v)| v),
+        const_value: attr_across_units(data, cu, offset, gimli::DW_AT_const_value).map(|(_, v)| v),
         frame_base,
         lost_label: entry.tag() == gimli::DW_TAG_label,
     })
@@ -121,18 +166,20 @@ pub(crate) fn children_with_tag(
     out
 }
 
-/// The DIE a DW_AT_abstract_origin of `offset` refers to (in the same unit).
-fn abstract_origin(unit: &gimli::Unit<R>, offset: UnitOffset) -> Option<UnitOffset> {
-    match unit
+/// The DIE a DW_AT_abstract_origin of `offset` refers to, in this unit
+/// or another.
+fn abstract_origin(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    offset: UnitOffset,
+) -> Option<DieRef> {
+    let value = cu
+        .unit
         .entry(offset)
         .ok()?
         .attr_value(gimli::DW_AT_abstract_origin)
-    {
-        Ok(Some(AttributeValue::UnitRef(origin))) => Some(origin),
-        // By section offset (rustc), when it is in this unit.
-        Ok(Some(AttributeValue::DebugInfoRef(origin))) => origin.to_unit_offset(&unit.header),
-        _ => None,
-    }
+        .ok()??;
+    follow_ref(data, cu, value)
 }
 
 /// Whether a DIE says where its code is (low_pc or ranges).
@@ -144,29 +191,39 @@ fn has_code(unit: &gimli::Unit<R>, offset: UnitOffset) -> bool {
     })
 }
 
+/// Whether two references name the same DIE.
+fn same_die(a: &DieRef, b: &DieRef) -> bool {
+    a.0.offset == b.0.offset && a.1 == b.1
+}
+
 /// The DIEs with `tag` that gdb puts in the block of `scope`, in its
 /// order: the scope's own, those of a lexical block without code among
 /// them (gdb takes its children as the parent's), then those of the
 /// abstract origin that the concrete DIE does not repeat (a variable
-/// optimized away entirely is still listed, optimized out).
-fn block_members(unit: &gimli::Unit<R>, scope: UnitOffset, tag: gimli::DwTag) -> Vec<UnitOffset> {
+/// optimized away entirely is still listed, optimized out). The abstract
+/// origin may be in another unit.
+fn block_members(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    scope: UnitOffset,
+    tag: gimli::DwTag,
+) -> Vec<DieRef> {
     let mut members = Vec::new();
     let mut repeated = Vec::new();
     let kinds = [tag, gimli::DW_TAG_lexical_block, gimli::DW_TAG_label];
-    for child in children_with_tag(unit, scope, &kinds) {
-        if let Some(origin) = abstract_origin(unit, child) {
-            repeated.push(origin);
-        }
-        collect_member(unit, child, tag, &mut members);
+    for child in children_with_tag(&cu.unit, scope, &kinds) {
+        repeated.extend(abstract_origin(data, cu, child));
+        collect_member(data, cu, child, tag, &mut members);
     }
-    if let Some(origin) = abstract_origin(unit, scope) {
+    if let Some((origin_cu, origin)) = abstract_origin(data, cu, scope) {
         // Children that refer to the origin are repeated whatever their tag.
-        for child in children_with_tag(unit, scope, &[gimli::DW_TAG_inlined_subroutine]) {
-            repeated.extend(abstract_origin(unit, child));
+        for child in children_with_tag(&cu.unit, scope, &[gimli::DW_TAG_inlined_subroutine]) {
+            repeated.extend(abstract_origin(data, cu, child));
         }
-        for child in children_with_tag(unit, origin, &kinds) {
-            if !repeated.contains(&child) {
-                collect_member(unit, child, tag, &mut members);
+        for child in children_with_tag(&origin_cu.unit, origin, &kinds) {
+            let child_ref = (origin_cu.clone(), child);
+            if !repeated.iter().any(|r| same_die(r, &child_ref)) {
+                collect_member(data, &origin_cu, child, tag, &mut members);
             }
         }
     }
@@ -176,22 +233,23 @@ fn block_members(unit: &gimli::Unit<R>, scope: UnitOffset, tag: gimli::DwTag) ->
 /// A child of a block: a member itself, or a lexical block without code
 /// whose members are the block's.
 fn collect_member(
-    unit: &gimli::Unit<R>,
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
     child: UnitOffset,
     tag: gimli::DwTag,
-    members: &mut Vec<UnitOffset>,
+    members: &mut Vec<DieRef>,
 ) {
-    let Ok(entry) = unit.entry(child) else {
+    let Ok(entry) = cu.unit.entry(child) else {
         return;
     };
     // A label whose code is gone is, for gdb, a local optimized out.
     let lost_label = entry.tag() == gimli::DW_TAG_label
         && tag == gimli::DW_TAG_variable
-        && !has_code(unit, child);
+        && !has_code(&cu.unit, child);
     if entry.tag() == tag || lost_label {
-        members.push(child);
-    } else if entry.tag() == gimli::DW_TAG_lexical_block && !has_code(unit, child) {
-        members.extend(block_members(unit, child, tag));
+        members.push((cu.clone(), child));
+    } else if entry.tag() == gimli::DW_TAG_lexical_block && !has_code(&cu.unit, child) {
+        members.extend(block_members(data, cu, child, tag));
     }
 }
 
@@ -318,9 +376,9 @@ impl ObjectFile {
         else {
             return Vec::new();
         };
-        block_members(&cu.unit, function.offset, gimli::DW_TAG_formal_parameter)
+        block_members(data, &cu, function.offset, gimli::DW_TAG_formal_parameter)
             .into_iter()
-            .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
+            .filter_map(|(member_cu, o)| make_variable(data, &member_cu, o, frame_base))
             .collect()
     }
 
@@ -342,14 +400,14 @@ impl ObjectFile {
         else {
             return Vec::new();
         };
-        let make = |o| make_variable(&data.dwarf, &cu, o, frame_base);
+        let make = |(member_cu, o): DieRef| make_variable(data, &member_cu, o, frame_base);
         let locals: Vec<Variable> =
-            block_members(&cu.unit, function.offset, gimli::DW_TAG_variable)
+            block_members(data, &cu, function.offset, gimli::DW_TAG_variable)
                 .into_iter()
                 .filter_map(make)
                 .filter(|v| !v.lost_label)
                 .collect();
-        block_members(&cu.unit, function.offset, gimli::DW_TAG_formal_parameter)
+        block_members(data, &cu, function.offset, gimli::DW_TAG_formal_parameter)
             .into_iter()
             .filter_map(make)
             .map(
@@ -384,9 +442,9 @@ impl ObjectFile {
         for scope in chain.iter().rev() {
             if functions_passed == inline_depth {
                 let mut block: Vec<Variable> =
-                    block_members(&cu.unit, scope.offset, gimli::DW_TAG_variable)
+                    block_members(data, &cu, scope.offset, gimli::DW_TAG_variable)
                         .into_iter()
-                        .filter_map(|o| make_variable(&data.dwarf, &cu, o, frame_base))
+                        .filter_map(|(member_cu, o)| make_variable(data, &member_cu, o, frame_base))
                         .collect();
                 if !is_function_scope(scope) {
                     in_gdb_hash_order(&mut block);
@@ -553,9 +611,10 @@ impl ObjectFile {
             let mut tree = cu.unit.entries_tree(None).ok()?;
             file_scope_variables(tree.root().ok()?, &mut candidates);
         }
+        let arc_cu = data.cu_at(cu.offset)?;
         let mut declaration = None;
         for offset in candidates {
-            let Some(v) = make_variable(&data.dwarf, cu, offset, None) else {
+            let Some(v) = make_variable(data, &arc_cu, offset, None) else {
                 continue;
             };
             if !qualified && v.name != name {
@@ -619,7 +678,7 @@ impl ObjectFile {
 
     /// The gdb-style name of a variable's type (for `whatis`).
     pub fn variable_type_name(&self, var: &Variable) -> String {
-        let Some(cu) = self.dwarf.as_ref().and_then(|d| d.cu_at(var.cu)) else {
+        let Some(cu) = self.dwarf.as_ref().and_then(|d| d.cu_at(var.type_cu)) else {
             return String::new();
         };
         let none = |_| None;
@@ -631,7 +690,7 @@ impl ObjectFile {
     /// A variable's type, for `ptype` and `whatis` without a process.
     pub fn variable_type(&self, var: &Variable) -> Option<TypeRef> {
         let data = self.dwarf.as_ref()?;
-        let cu = data.cu_at(var.cu)?;
+        let cu = data.cu_at(var.type_cu)?;
         Some(TypeRef::new(data.dwarf.clone(), cu, var.type_offset))
     }
 
@@ -654,10 +713,14 @@ impl ObjectFile {
         let cu = data
             .cu_at(var.cu)
             .ok_or_else(|| Error::Dwarf("variable's unit is gone".into()))?;
+        // The type may be in another unit (an abstract instance's).
+        let type_cu = data
+            .cu_at(var.type_cu)
+            .ok_or_else(|| Error::Dwarf("variable's unit is gone".into()))?;
         let bias = frame.load_bias();
         let symbolizer = |runtime: u64| self.symbol_at(runtime.wrapping_sub(bias)).map(|s| s.name);
         let types = self
-            .types_for(&cu, Some(frame), &symbolizer)
+            .types_for(&type_cu, Some(frame), &symbolizer)
             .ok_or_else(|| Error::Dwarf("no types".into()))?;
         let size = var
             .type_offset
@@ -720,12 +783,12 @@ impl ObjectFile {
             let target = die
                 .to_unit_offset(&cu.unit.header)
                 .filter(|_| depth < SYNTHETIC_DEPTH)
-                .and_then(|o| make_variable(&data.dwarf, &cu, o, var.frame_base));
+                .and_then(|o| make_variable(data, &cu, o, var.frame_base));
             let object = match target {
                 Some(target) => self.read_variable_at_depth(&target, frame, depth + 1)?,
                 None => Value::Unavailable("synthetic pointer target".into()),
             };
-            let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
+            let ty = TypeRef::new(data.dwarf.clone(), type_cu.clone(), var.type_offset);
             return Ok(Value::Typed(Box::new(Typed {
                 value: Value::Unavailable("synthetic pointer".into()),
                 absent_type_name: Some(ty.name()),
@@ -755,7 +818,7 @@ impl ObjectFile {
                         0,
                     )
                 };
-                let ty = TypeRef::new(data.dwarf.clone(), cu.clone(), var.type_offset);
+                let ty = TypeRef::new(data.dwarf.clone(), type_cu.clone(), var.type_offset);
                 Ok(Value::Typed(Box::new(Typed {
                     absent_type_name: Typed::absent_name(&value, &ty),
                     value,
