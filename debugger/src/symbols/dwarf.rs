@@ -100,6 +100,8 @@ pub(crate) struct DwarfData {
     context: OnceLock<Option<addr2line::Context<R>>>,
     cu_ranges: OnceLock<Vec<CuRange>>,
     units: Mutex<HashMap<DebugInfoOffset, Arc<CuData>>>,
+    /// Where each unit starts and ends in .debug_info, in order.
+    unit_extents: OnceLock<Vec<(usize, usize)>>,
 }
 
 impl DwarfData {
@@ -122,6 +124,7 @@ impl DwarfData {
             context: OnceLock::new(),
             cu_ranges: OnceLock::new(),
             units: Mutex::new(HashMap::new()),
+            unit_extents: OnceLock::new(),
         })
     }
 
@@ -237,16 +240,20 @@ impl DwarfData {
     /// The unit a .debug_info offset is in (a reference by section offset,
     /// DW_FORM_ref_addr, may point into another unit).
     pub(crate) fn unit_containing(&self, offset: DebugInfoOffset) -> Option<Arc<CuData>> {
-        let mut units = self.dwarf.units();
-        while let Ok(Some(header)) = units.next() {
-            let UnitSectionOffset::DebugInfoOffset(start) = header.offset() else {
-                continue;
-            };
-            if offset.0 >= start.0 && offset.0 < start.0 + header.length_including_self() {
-                return self.cu_at(start);
+        let extents = self.unit_extents.get_or_init(|| {
+            let mut extents = Vec::new();
+            let mut units = self.dwarf.units();
+            while let Ok(Some(header)) = units.next() {
+                if let UnitSectionOffset::DebugInfoOffset(start) = header.offset() {
+                    extents.push((start.0, start.0 + header.length_including_self()));
+                }
             }
-        }
-        None
+            extents.sort_unstable();
+            extents
+        });
+        let after = extents.partition_point(|(start, _)| *start <= offset.0);
+        let (start, end) = *extents.get(after.checked_sub(1)?)?;
+        (offset.0 < end).then(|| self.cu_at(DebugInfoOffset(start)))?
     }
 
     pub(crate) fn all_cu_offsets(&self) -> Vec<DebugInfoOffset> {
