@@ -816,3 +816,37 @@ fn entry_values_nested_deeper_than_gdb_goes_are_errors_as_in_gdb() {
     assert!(ours[0][1].1.contains("Loop detected"), "{:?}", ours[0]);
     assert!(ours[300][1].1 == "0", "{:?}", ours[300]);
 }
+
+#[test]
+fn next_and_step_at_inlined_calls_stop_where_gdbs_do() {
+    // From find_fwd's breakpoint: `next` steps over the inlined calls of
+    // its lines and stops at the next line's calls (shown in find_fwd);
+    // `step` enters the inlined call there without running, then the one
+    // inside it.
+    let function = "regex_automata::hybrid::search::find_fwd";
+    let moves = ["next", "next", "step", "step", "next"];
+    let mut gcmds = vec![format!("break {function}"), "run".to_string()];
+    for m in moves {
+        gcmds.push(m.to_string());
+        gcmds.push(GDB_WHERE_AM_I.to_string());
+    }
+    let theirs: Vec<(String, u32)> = parse_gdb_markers(&gdb(&wordfreq(), &[], &strs(&gcmds)))
+        .into_iter()
+        .map(|(f, line)| (plain_name(&f), line))
+        .collect();
+    let mut rcmds = vec![format!("stop in {function}"), "run".to_string()];
+    rcmds.extend(moves.iter().map(|m| m.to_string()));
+    let o = Rdbx::batch()
+        .cmds(&strs(&rcmds))
+        .prog(&wordfreq(), &[])
+        .run();
+    o.assert_no_errors();
+    let ours: Vec<(String, u32)> = o
+        .stops()
+        .into_iter()
+        .skip(1)
+        .map(|s| (plain_name(&s.func), s.line.unwrap_or(0)))
+        .collect();
+    assert_eq!(theirs.len(), moves.len(), "gdb stopped {theirs:?}");
+    assert_eq!(ours, theirs, "{}", o.transcript());
+}

@@ -288,29 +288,72 @@ impl Debugger {
         }
     }
 
-    /// After a stop at breakpoints on functions: the inlined calls whose
-    /// code starts at the pc and that are not the functions the
-    /// breakpoints name are hidden, as gdb hides them — the stop is at
-    /// the call, in the function the breakpoint is on. A `step` goes
-    /// into them.
+    /// The runtime ranges of the outermost inlined call hidden at thread
+    /// `tid`'s pc, if any: `next` steps over it, as gdb's does, since the
+    /// stop shows the function it is inlined into.
+    pub(crate) fn hidden_inlined_call(&self, tid: Tid, pc: u64) -> Vec<(u64, u64)> {
+        let count = match self.hidden_inline {
+            Some(hidden) if hidden.thread == tid && hidden.pc == pc => hidden.count,
+            _ => return Vec::new(),
+        };
+        let Some(object) = self.objects.object_at(pc) else {
+            return Vec::new();
+        };
+        object
+            .file
+            .inlined_call_ranges(object.file_address(pc), count - 1)
+            .into_iter()
+            .map(|(begin, end)| (object.runtime_address(begin), object.runtime_address(end)))
+            .collect()
+    }
+
+    /// `step` at calls inlined where the thread stopped, hidden: the
+    /// outermost of them is entered without running, as gdb does.
+    pub(crate) fn step_into_hidden_call(&mut self) -> Option<crate::engine::Stop> {
+        let tid = self.current_tid;
+        let pc = self.process().ok()?.regs(tid).ok()?.rip;
+        let hidden = self
+            .hidden_inline
+            .filter(|h| h.thread == tid && h.pc == pc)?;
+        self.hidden_inline = (hidden.count > 1).then_some(HiddenInline {
+            count: hidden.count - 1,
+            ..hidden
+        });
+        self.selected_frame = 0;
+        self.forget_stack();
+        Some(crate::engine::Stop {
+            tid,
+            reason: crate::engine::StopReason::Step,
+        })
+    }
+
+    /// After a stop at breakpoints on functions, or at the end of a step:
+    /// the inlined calls whose code starts at the pc (and that are not the
+    /// functions the breakpoints name) are hidden, as gdb hides them — the
+    /// stop is at the call, in the function they are inlined into. A
+    /// `step` goes into them; a `next` over them.
     pub(crate) fn hide_inlined_calls_at(&mut self, stop: &crate::engine::Stop) {
         self.hidden_inline = None;
         self.forget_stack();
-        let crate::engine::StopReason::Breakpoint { ids } = &stop.reason else {
-            return;
+        let functions: Vec<String> = match &stop.reason {
+            crate::engine::StopReason::Step => Vec::new(),
+            crate::engine::StopReason::Breakpoint { ids } => {
+                let functions: Vec<String> = ids
+                    .iter()
+                    .filter_map(|id| match self.breakpoints.user(*id)?.location() {
+                        crate::breakpoints::LocationSpec::Function(name) => Some(name.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                // A breakpoint on a line or an address stops in the
+                // innermost function there, as gdb's does.
+                if functions.is_empty() || functions.len() < ids.len() {
+                    return;
+                }
+                functions
+            }
+            _ => return,
         };
-        let functions: Vec<String> = ids
-            .iter()
-            .filter_map(|id| match self.breakpoints.user(*id)?.location() {
-                crate::breakpoints::LocationSpec::Function(name) => Some(name.clone()),
-                _ => None,
-            })
-            .collect();
-        // A breakpoint on a line or an address stops in the innermost
-        // function there, as gdb's does.
-        if functions.is_empty() || functions.len() < ids.len() {
-            return;
-        }
         let Ok(pc) = self.process().and_then(|p| p.regs(stop.tid)).map(|r| r.rip) else {
             return;
         };

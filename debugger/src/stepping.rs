@@ -196,20 +196,34 @@ impl Debugger {
 
     /// `step` / `next`: to the beginning of another source line.
     pub fn step_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
+        if kind == StepKind::Into {
+            // At a call inlined here (hidden): `step` enters it where it is.
+            if let Some(stop) = self.step_into_hidden_call() {
+                return Ok(stop);
+            }
+        }
         let outcome = self.step_to_line(kind, conditions);
-        self.settle(outcome)
+        let stop = self.settle(outcome)?;
+        self.hide_inlined_calls_at(&stop);
+        Ok(stop)
     }
 
     fn step_to_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
         let tid = self.current_tid;
         self.selected_frame = 0;
-        self.hidden_inline = None;
         let start_pc = self.current_regs(tid)?.rip;
+        // Stopped at a call inlined at the pc (hidden, see stack.rs): `next`
+        // steps over the whole inlined call first.
+        let mut hidden_call = match kind {
+            StepKind::Over => self.hidden_inlined_call(tid, start_pc),
+            StepKind::Into => Vec::new(),
+        };
+        self.hidden_inline = None;
         let Some(mut span) = self.line_span(start_pc) else {
             // No line information here: run until this function returns.
             return self.run_out_of_frame(0, conditions).map(|(stop, _)| stop);
         };
-        let start_line = (span.file.clone(), span.line);
+        let mut start_line = (span.file.clone(), span.line);
         let start_function = self.function_entry(start_pc);
         for _ in 0..MAX_STEPS {
             let regs = self.current_regs(tid)?;
@@ -250,6 +264,21 @@ impl Debugger {
                 }
             }
             let pc = self.current_regs(tid)?.rip;
+            if !hidden_call.is_empty() {
+                if hidden_call
+                    .iter()
+                    .any(|(start, end)| (*start..*end).contains(&pc))
+                {
+                    continue;
+                }
+                // Out of the inlined call: a `next` from the line it was on.
+                hidden_call.clear();
+                if let Some(new_span) = self.line_span(pc) {
+                    start_line = (new_span.file.clone(), new_span.line);
+                    span = new_span;
+                }
+                continue;
+            }
             if pc >= span.start && pc < span.end {
                 continue;
             }

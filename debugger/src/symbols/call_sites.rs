@@ -305,6 +305,35 @@ impl ObjectFile {
             .collect()
     }
 
+    /// The address ranges (file addresses) of the inlined call active at
+    /// `addr` that is `depth` calls out from the innermost (0).
+    pub fn inlined_call_ranges(&self, addr: u64, depth: usize) -> Vec<(u64, u64)> {
+        let Some(data) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(cu) = data.cu_for_address(addr) else {
+            return Vec::new();
+        };
+        let chain = scope_chain(&data.dwarf, &cu, addr);
+        let Some(scope) = chain
+            .iter()
+            .rev()
+            .filter(|s| s.tag == gimli::DW_TAG_inlined_subroutine)
+            .nth(depth)
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if let Ok(entry) = cu.unit.entry(scope.offset) {
+            if let Ok(mut ranges) = data.dwarf.die_ranges(&cu.unit, &entry) {
+                while let Ok(Some(range)) = ranges.next() {
+                    out.push((range.begin, range.end));
+                }
+            }
+        }
+        out
+    }
+
     /// The call site whose return address is `return_pc` (a file
     /// address), in the function containing the call.
     pub fn call_site_returning_to(&self, return_pc: u64) -> Option<CallSite> {
