@@ -638,6 +638,21 @@ fn a_breakpoint_on_a_function_stops_in_it_not_in_calls_inlined_at_its_start() {
     let at_call = format!("stopped in {function} at line 18");
     assert!(stops[0].starts_with(&at_call), "{}", o.transcript());
     assert!(stops[1].contains("Input::is_done"), "{}", o.transcript());
+    // A condition is evaluated in that frame too: `dfa` is find_fwd's.
+    let o = Rdbx::batch()
+        .cmds(&[
+            &format!("stop in {function} -if dfa != 0 && cache != 0"),
+            "run",
+        ])
+        .prog(&wordfreq(), &[])
+        .run();
+    o.assert_no_errors();
+    assert!(
+        o.stdout.lines().any(|l| l.starts_with(&at_call)),
+        "{}",
+        o.transcript()
+    );
+    assert!(!o.stdout.contains("condition"), "{}", o.transcript());
 }
 
 /// Tail calls of each kind: a chain of two (top jumps to middle, which

@@ -934,7 +934,12 @@ impl Debugger {
         if let Some(condition) = bp.condition.clone() {
             let previous = self.current_tid;
             self.current_tid = tid;
+            // Evaluated in the frame the stop would show (gdb's).
+            let hidden = self.hidden_inline.take();
+            self.hide_inlined_calls_for_breakpoints(tid, &[id]);
             let verdict = conditions(self, &condition);
+            self.hidden_inline = hidden;
+            self.forget_stack();
             self.current_tid = previous;
             match verdict {
                 Ok(true) => {}

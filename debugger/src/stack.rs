@@ -333,28 +333,44 @@ impl Debugger {
     /// stop is at the call, in the function they are inlined into. A
     /// `step` goes into them; a `next` over them.
     pub(crate) fn hide_inlined_calls_at(&mut self, stop: &crate::engine::Stop) {
+        match &stop.reason {
+            crate::engine::StopReason::Step => self.hide_inlined_calls(stop.tid, &[]),
+            crate::engine::StopReason::Breakpoint { ids } => {
+                self.hide_inlined_calls_for_breakpoints(stop.tid, ids)
+            }
+            _ => {
+                self.hidden_inline = None;
+                self.forget_stack();
+            }
+        }
+    }
+
+    /// Hides the inlined calls at thread `tid`'s pc for a hit of the
+    /// breakpoints `ids` (their conditions are evaluated so, as gdb's are).
+    pub(crate) fn hide_inlined_calls_for_breakpoints(&mut self, tid: Tid, ids: &[u32]) {
+        let functions: Vec<String> = ids
+            .iter()
+            .filter_map(|id| match self.breakpoints.user(*id)?.location() {
+                crate::breakpoints::LocationSpec::Function(name) => Some(name.clone()),
+                _ => None,
+            })
+            .collect();
+        // A breakpoint on a line or an address stops in the innermost
+        // function there, as gdb's does.
+        if functions.is_empty() || functions.len() < ids.len() {
+            self.hidden_inline = None;
+            self.forget_stack();
+            return;
+        }
+        self.hide_inlined_calls(tid, &functions);
+    }
+
+    /// Hides the inlined calls that start at thread `tid`'s pc, up to one
+    /// of `functions` (the functions breakpoints there name).
+    fn hide_inlined_calls(&mut self, tid: Tid, functions: &[String]) {
         self.hidden_inline = None;
         self.forget_stack();
-        let functions: Vec<String> = match &stop.reason {
-            crate::engine::StopReason::Step => Vec::new(),
-            crate::engine::StopReason::Breakpoint { ids } => {
-                let functions: Vec<String> = ids
-                    .iter()
-                    .filter_map(|id| match self.breakpoints.user(*id)?.location() {
-                        crate::breakpoints::LocationSpec::Function(name) => Some(name.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                // A breakpoint on a line or an address stops in the
-                // innermost function there, as gdb's does.
-                if functions.is_empty() || functions.len() < ids.len() {
-                    return;
-                }
-                functions
-            }
-            _ => return,
-        };
-        let Ok(pc) = self.process().and_then(|p| p.regs(stop.tid)).map(|r| r.rip) else {
+        let Ok(pc) = self.process().and_then(|p| p.regs(tid)).map(|r| r.rip) else {
             return;
         };
         let Some(object) = self.objects.object_at(pc) else {
@@ -375,7 +391,7 @@ impl Debugger {
             .count();
         if count > 0 {
             self.hidden_inline = Some(HiddenInline {
-                thread: stop.tid,
+                thread: tid,
                 pc,
                 count,
             });
