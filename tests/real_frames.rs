@@ -839,7 +839,9 @@ fn next_and_step_at_inlined_calls_stop_where_gdbs_do() {
     // `step` enters the inlined call there without running, then the one
     // inside it.
     let function = "regex_automata::hybrid::search::find_fwd";
-    let moves = ["next", "next", "step", "step", "next"];
+    let moves = [
+        "next", "next", "step", "step", "next", "next", "step", "step", "step",
+    ];
     let mut gcmds = vec![format!("break {function}"), "run".to_string()];
     for m in moves {
         gcmds.push(m.to_string());

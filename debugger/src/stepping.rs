@@ -16,6 +16,9 @@ use crate::{Error, Result};
 /// code without line information; stop and tell rather than spin forever.
 const MAX_STEPS: usize = 5_000_000;
 
+/// Inlined calls one `next` runs through on one line at most.
+const MAX_INLINED_CALLS_ON_A_LINE: usize = 64;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepKind {
     /// `step`: into calls of functions with line information.
@@ -202,10 +205,33 @@ impl Debugger {
                 return Ok(stop);
             }
         }
-        let outcome = self.step_to_line(kind, conditions);
-        let stop = self.settle(outcome)?;
-        self.hide_inlined_calls_at(&stop);
-        Ok(stop)
+        let from = self.visible_line(self.current_tid);
+        for _ in 0..MAX_INLINED_CALLS_ON_A_LINE {
+            let outcome = self.step_to_line(kind, conditions);
+            let stop = self.settle(outcome)?;
+            self.hide_inlined_calls_at(&stop);
+            // Stopped at a call inlined on the line the step started from:
+            // as gdb, `step` enters it and `next` runs through it.
+            let at_call_on_same_line = stop.reason == StopReason::Step
+                && self.hidden_inline.is_some()
+                && self.visible_line(stop.tid) == from;
+            if !at_call_on_same_line {
+                return Ok(stop);
+            }
+            if kind == StepKind::Into {
+                return Ok(self.step_into_hidden_call().unwrap_or(stop));
+            }
+        }
+        Err(Error::Other(
+            "next gave up after too many inlined calls on one line".into(),
+        ))
+    }
+
+    /// The source line thread `tid` is shown at (its frame 0's).
+    fn visible_line(&self, tid: Tid) -> Option<(std::path::PathBuf, u32)> {
+        let frames = self.backtrace(tid, 1).ok()?;
+        let location = frames.first()?.location.as_ref()?;
+        Some((location.full_path.clone(), location.line))
     }
 
     fn step_to_line(&mut self, kind: StepKind, conditions: ConditionEvaluator) -> Result<Stop> {
