@@ -423,7 +423,7 @@ mod tests {
         assert_eq!(
             config,
             "expt=/tmp/x%20y.er;founder=/tmp/x%20y.er;pid=42;mode=collect;profile=10000000;depth=256;\
-             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0"
+             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0"
         );
     }
 

@@ -1136,13 +1136,8 @@ impl Session {
         } else {
             None
         };
-        let value_of = |name: &str| -> Option<u64> {
-            if let Some(unwound) = &frame_regs {
-                if let Some(n) = debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
-                    return unwound.regs[n];
-                }
-            }
-            debugger::regs::get(&regs, name)
+        let value_of = |name: &str| -> Option<Option<u64>> {
+            debugger::regs::frame_get(&regs, frame_regs.as_ref().map(|r| &r.regs), name)
         };
         let names: Vec<String> = if names.is_empty() {
             debugger::regs::GENERAL_REGISTERS
@@ -1154,7 +1149,8 @@ impl Session {
         };
         for name in names {
             match value_of(&name) {
-                Some(value) => println!("{}", format::register_line(&name, value)),
+                Some(Some(value)) => println!("{}", format::register_line(&name, value)),
+                Some(None) => println!("{name:<15}<not saved>"),
                 None => bail!("no register named \"{name}\""),
             }
         }
@@ -1499,6 +1495,7 @@ impl Session {
                     "off" => false,
                     _ => bail!("stack_past_main: \"{text}\" is not on or off"),
                 };
+                self.dbg.set_stack_past_main(self.stack_past_main);
                 let selected = self.dbg.selected_frame_number();
                 let hidden = self.dbg.is_running()
                     && self
@@ -1708,17 +1705,16 @@ impl EvalContext for SessionEval<'_> {
             return n.checked_sub(1).and_then(|i| self.history.get(i)).cloned();
         }
         let frame = self.dbg.selected_frame().ok()?;
-        let value = match debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
-            Some(n) if self.dbg.selected_frame_number() > 0 => frame.regs.regs[n]?,
-            _ => {
-                let regs = self
-                    .dbg
-                    .process()
-                    .ok()?
-                    .regs(self.dbg.current_thread())
-                    .ok()?;
-                debugger::regs::get(&regs, name)?
-            }
+        let regs = self
+            .dbg
+            .process()
+            .ok()?
+            .regs(self.dbg.current_thread())
+            .ok()?;
+        // An outer frame's registers are those unwinding recovered for it.
+        let unwound = (self.dbg.selected_frame_number() > 0).then_some(&frame.regs.regs);
+        let Some(value) = debugger::regs::frame_get(&regs, unwound, name)? else {
+            return Some(Value::Unavailable("not saved".into()));
         };
         let pointer = matches!(name, "rip" | "pc" | "rsp" | "sp" | "rbp" | "fp");
         Some(if pointer {
@@ -1764,7 +1760,7 @@ impl EvalContext for SessionEval<'_> {
         let address = object.file_address(frame.lookup_pc);
         let mut names: Vec<String> = object
             .file
-            .locals_at(address, frame.inline_depth)
+            .frame_locals_at(address, frame.inline_depth)
             .into_iter()
             .chain(object.file.parameters_at(address, frame.inline_depth))
             .map(|v| v.name().to_string())

@@ -371,14 +371,11 @@ fn write_manifest(expt: &Path, heaptrace: bool) -> Result<(), StartError> {
     } else {
         ("log,profile,stacks", "clock-profile")
     };
-    let text = format!(
-        "format={}\nversion={}.{}\nblock_size={}\nfiles={files}\nkinds={kinds}\ncreated_by=libcollector {}\n",
-        experiment::layout::FORMAT_NAME,
-        experiment::layout::FORMAT_VERSION,
-        experiment::layout::FORMAT_MINOR_VERSION,
-        experiment::layout::BLOCK_SIZE,
-        crate::VERSION,
-    );
+    let created_by = format!("libcollector {}", crate::VERSION);
+    let mut buf = [0u8; 512];
+    let len = experiment::text::write_manifest_into(&mut buf, files, kinds, &created_by)
+        .ok_or_else(|| StartError("the manifest does not fit its buffer".into()))?;
+    let text = &buf[..len];
     let tmp = expt.join("manifest.tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, expt.join("manifest")))

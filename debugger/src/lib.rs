@@ -25,6 +25,7 @@ pub mod signals;
 pub mod stack;
 pub mod stepping;
 pub mod symbols;
+mod tail_calls;
 pub mod tls;
 pub mod unwind;
 pub mod value;
