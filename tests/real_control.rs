@@ -474,7 +474,8 @@ fn a_string_returned_in_memory_prints_as_print_shows_it_and_the_stop_is_in_the_c
             "stop in <wordfreq::Builtin as wordfreq::Source>::text",
             "run",
             "step up",
-            "next",
+            "stop at main.rs:62",
+            "cont",
             "print text",
         ])
         .prog(&program, &[])
@@ -589,6 +590,49 @@ fn cpp_template_functions_are_named_with_spaces_and_commas_as_in_gdb() {
             rdbx_addresses,
             gdb_locations(&gdb_out),
             "{name}\n{}\ngdb:\n{gdb_out}",
+            out.transcript()
+        );
+    }
+}
+
+#[test]
+fn step_up_out_of_an_inlined_call_stops_in_its_caller_as_gdbs_finish() {
+    let program = wordfreq();
+    for (function, times) in [
+        ("wordfreq::parse_minimum", 3),
+        ("regex::regex::string::Regex::find_iter", 1),
+    ] {
+        let mut gdb_cmds = vec![format!("break {function}"), "run".to_string()];
+        let mut rdbx_cmds = vec![format!("stop in {function}"), "run".to_string()];
+        for _ in 0..times {
+            gdb_cmds.extend(["finish".to_string(), GDB_WHERE_AM_I.to_string()]);
+            rdbx_cmds.push("step up".into());
+        }
+        let gdb_out = gdb(
+            &program,
+            &[],
+            &gdb_cmds.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let out = Rdbx::batch()
+            .cmds(&rdbx_cmds.iter().map(String::as_str).collect::<Vec<_>>())
+            .prog(&program, &[])
+            .run();
+        out.assert_no_errors();
+        let rdbx: Stops = out
+            .stops()
+            .iter()
+            .skip(1)
+            .map(|s| (method_name(&s.func), s.line.unwrap_or(0)))
+            .collect();
+        let expected: Stops = parse_gdb_markers(&gdb_out)
+            .into_iter()
+            .map(|(f, l)| (method_name(&f), l))
+            .collect();
+        assert_eq!(expected.len(), times, "gdb:\n{gdb_out}");
+        assert_eq!(
+            rdbx,
+            expected,
+            "{function}\n{}\ngdb:\n{gdb_out}",
             out.transcript()
         );
     }

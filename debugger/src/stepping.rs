@@ -24,6 +24,16 @@ pub enum StepKind {
     Over,
 }
 
+/// What a step goes on from: the frame being stepped (its functions,
+/// outermost first), the line it steps away from, the address range it
+/// runs through without looking, the function it started in.
+struct SteppedFrame {
+    frame: Vec<(usize, usize)>,
+    current: (std::path::PathBuf, u32),
+    span: LineSpan,
+    start_function: Option<(u64, Option<u64>)>,
+}
+
 /// Where a step landed relative to code inlined into the stepped frame.
 enum InlinedLanding {
     /// Not in a call inlined into the frame: the line rules decide.
@@ -242,9 +252,36 @@ impl Debugger {
                 span.end = span.end.min(end);
             }
         }
-        let mut current = self
+        let current = self
             .inline_call_site(start_pc, skipped)
             .unwrap_or_else(|| (span.file.clone(), span.line));
+        self.step_in_frame(
+            kind,
+            conditions,
+            SteppedFrame {
+                frame,
+                current,
+                span,
+                start_function,
+            },
+        )
+    }
+
+    /// The stepping loop: single steps (over calls for `next`) in `stepped`
+    /// until gdb's rules say stop.
+    fn step_in_frame(
+        &mut self,
+        kind: StepKind,
+        conditions: ConditionEvaluator,
+        stepped: SteppedFrame,
+    ) -> Result<Stop> {
+        let tid = self.current_tid;
+        let SteppedFrame {
+            mut frame,
+            mut current,
+            mut span,
+            start_function,
+        } = stepped;
         for _ in 0..MAX_STEPS {
             let regs = self.current_regs(tid)?;
             let pc = regs.rip;
@@ -325,12 +362,12 @@ impl Debugger {
             // a row, go on in its line.
             if let Some((row_start, location, is_stmt)) = self.line_row_at(pc) {
                 let mut line = (location.file.clone(), location.line);
-                let chain = self.function_chain(pc);
+                let here = self.frame_at(pc, self.function_chain(pc));
                 if pc == row_start && line != current {
                     if is_stmt {
                         return Ok(self.step_stop(tid));
                     }
-                    if chain == frame {
+                    if here == frame {
                         continue;
                     }
                     // Another frame, not at a statement: no line to step
@@ -338,7 +375,7 @@ impl Debugger {
                     line = (std::path::PathBuf::new(), 0);
                 }
                 current = line;
-                frame = self.frame_at(pc, chain);
+                frame = here;
             }
             span = new_span;
         }
@@ -398,24 +435,27 @@ impl Debugger {
         pc: u64,
     ) -> InlinedLanding {
         let chain = self.function_chain(pc);
-        if frame.is_empty() || chain.len() <= frame.len() || !chain.starts_with(frame) {
+        // As at any stop, inlined calls starting at `pc` are not entered.
+        let effective = self.frame_at(pc, chain.clone());
+        let starting = chain.len() - effective.len();
+        if frame.is_empty() || !effective.starts_with(frame) {
             return InlinedLanding::NotDeeper;
         }
-        let new_calls = chain.len() - frame.len();
-        let starting = self.objects.object_at(pc).map_or(0, |o| {
-            o.file.inlined_calls_starting_at(o.file_address(pc)).len()
-        });
-        if starting < new_calls {
+        if effective.len() > frame.len() {
+            // Inside code inlined into the frame.
             return match kind {
                 StepKind::Over => InlinedLanding::KeepGoing,
                 StepKind::Into => InlinedLanding::Stop(None),
             };
         }
-        let from_current_line = self.inline_call_site(pc, new_calls).as_ref() == Some(current);
+        if starting == 0 {
+            return InlinedLanding::NotDeeper;
+        }
+        let from_current_line = self.inline_call_site(pc, starting).as_ref() == Some(current);
         match (kind, from_current_line) {
-            (StepKind::Into, true) => InlinedLanding::Stop(Some(new_calls - 1)),
+            (StepKind::Into, true) => InlinedLanding::Stop(Some(starting - 1)),
             (StepKind::Over, true) => InlinedLanding::KeepGoing,
-            (_, false) => InlinedLanding::Stop(Some(new_calls)),
+            (_, false) => InlinedLanding::Stop(Some(starting)),
         }
     }
 
@@ -470,6 +510,9 @@ impl Debugger {
             .get(frame)
             .ok_or_else(|| Error::Other(format!("no frame {}", frame + 1)))?
             .clone();
+        if returning.inlined && returning.physical == 0 {
+            return self.finish_inlined(&returning, conditions);
+        }
         // The physical caller: the first frame of a different physical frame.
         let caller = frames
             .iter()
@@ -492,6 +535,45 @@ impl Debugger {
             reason: StopReason::Finished {
                 function: function.clone(),
                 value,
+            },
+        };
+        Ok((stop, Some(function)))
+    }
+
+    /// gdb's `finish` out of an inlined call: `next` in the frame it is
+    /// inlined into, from no line, until the thread is back in that frame
+    /// at the start of a statement. No value: the call has no return.
+    fn finish_inlined(
+        &mut self,
+        returning: &crate::stack::StackFrame,
+        conditions: ConditionEvaluator,
+    ) -> Result<(Stop, Option<String>)> {
+        let tid = self.current_tid;
+        self.selected_frame = 0;
+        let pc = self.current_regs(tid)?.rip;
+        let mut caller = self.function_chain(pc);
+        caller.truncate(caller.len().saturating_sub(returning.inline_depth + 1));
+        let stepped = SteppedFrame {
+            frame: caller,
+            current: (std::path::PathBuf::new(), 0),
+            span: LineSpan {
+                start: pc,
+                end: pc,
+                file: std::path::PathBuf::new(),
+                line: 0,
+            },
+            start_function: self.function_entry(pc),
+        };
+        let stop = self.step_in_frame(StepKind::Over, conditions, stepped)?;
+        let function = returning.function.clone().unwrap_or_else(|| "??".into());
+        if stop.reason != StopReason::Step {
+            return Ok((stop, None));
+        }
+        let stop = Stop {
+            tid,
+            reason: StopReason::Finished {
+                function: function.clone(),
+                value: None,
             },
         };
         Ok((stop, Some(function)))
