@@ -314,8 +314,10 @@ fn without_generics(name: &str) -> String {
 /// trait methods are `<str as ToOwned>::to_owned` to the demangler and
 /// `alloc::str::{impl#4}::to_owned` in DWARF.
 fn method_name(name: &str) -> String {
+    // `f::<T>` (a turbofish) leaves `f::` once the generics are out.
     let plain = without_generics(name);
-    plain.rsplit("::").next().unwrap_or(&plain).to_string()
+    let plain = plain.trim_end_matches("::");
+    plain.rsplit("::").next().unwrap_or(plain).to_string()
 }
 
 /// (function, line) of each stop.
@@ -380,6 +382,11 @@ fn next_and_step_in_wordfreq_follow_gdbs_lines() {
         assert_eq!(gdb.len(), 12, "{context}");
         assert_eq!(rdbx, gdb, "{cmd}\n{context}");
     }
+    // `step` into std::env::args, its tail call into args_os (a jump, so
+    // the line rules stop at its entry) and the code inlined there.
+    let (rdbx, gdb, context) = step_sequences(&program, &[], "main.rs:89", "step", 30);
+    assert_eq!(gdb.len(), 30, "{context}");
+    assert_eq!(rdbx, gdb, "{context}");
 }
 
 /// rdbx's `FUNCTION returns VALUE` line after `step up`.

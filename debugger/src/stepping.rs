@@ -26,12 +26,11 @@ pub enum StepKind {
 
 /// What a step goes on from: the frame being stepped (its functions,
 /// outermost first), the line it steps away from, the address range it
-/// runs through without looking, the function it started in.
+/// runs through without looking.
 struct SteppedFrame {
     frame: Vec<(usize, usize)>,
     current: (std::path::PathBuf, u32),
     span: LineSpan,
-    start_function: Option<(u64, Option<u64>)>,
 }
 
 /// Where a step landed relative to code inlined into the stepped frame.
@@ -74,7 +73,7 @@ impl Debugger {
             let stop_at = function
                 .location
                 .is_some()
-                .then(|| object.runtime_address(function.breakpoint_address));
+                .then(|| object.runtime_address(function.step_address));
             return Some((object.runtime_address(function.low_pc), stop_at));
         }
         let symbol = object.file.symbol_at(file_pc)?;
@@ -235,7 +234,6 @@ impl Debugger {
             // No line information here: run until this function returns.
             return self.run_out_of_frame(0, conditions).map(|(stop, _)| stop);
         };
-        let start_function = self.function_entry(start_pc);
         // The frame being stepped: inlined calls not entered yet are not
         // part of it, and its line is the one shown for it.
         let skipped = self.inline_skips.at(tid, start_pc);
@@ -262,7 +260,6 @@ impl Debugger {
                 frame,
                 current,
                 span,
-                start_function,
             },
         )
     }
@@ -280,7 +277,6 @@ impl Debugger {
             mut frame,
             mut current,
             mut span,
-            start_function,
         } = stepped;
         for _ in 0..MAX_STEPS {
             let regs = self.current_regs(tid)?;
@@ -348,14 +344,8 @@ impl Debugger {
                 }
                 continue;
             };
-            let entry = self.function_entry(pc);
-            if entry.is_some_and(|(start, _)| start == pc) && entry != start_function {
-                // A tail call into another function with line info.
-                return match entry {
-                    Some((_, Some(stop_at))) => self.enter_function(tid, pc, stop_at, conditions),
-                    _ => Ok(self.step_stop(tid)),
-                };
-            }
+            // A jump into another function (a tail call) is no call for
+            // gdb: the line rules below decide, so it stops at the entry.
             // gdb's rule: stop at the start of a statement row of another
             // line; at the start of a non-statement row of another line in
             // the same frame, go on as if in the old line; in the middle of
@@ -562,7 +552,6 @@ impl Debugger {
                 file: std::path::PathBuf::new(),
                 line: 0,
             },
-            start_function: self.function_entry(pc),
         };
         let stop = self.step_in_frame(StepKind::Over, conditions, stepped)?;
         let function = returning.function.clone().unwrap_or_else(|| "??".into());
