@@ -644,3 +644,34 @@ fn step_up_out_of_an_inlined_call_stops_in_its_caller_as_gdbs_finish() {
         );
     }
 }
+
+#[test]
+fn a_breakpoint_on_an_address_stops_in_the_innermost_inlined_call_as_gdbs() {
+    let program = wordfreq();
+    // Where `break find_iter` lands: the first instruction of calls
+    // inlined into it, which only a function breakpoint leaves out.
+    let find_iter = "regex::regex::string::Regex::find_iter";
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &[&format!("break {find_iter}"), "run", "info breakpoints"],
+    );
+    let address = gdb_locations(&gdb_out)[0];
+    let gdb_frames = gdb_bt(&program, &[], &[&format!("break *0x{address:x}")]);
+    let (out, frames) = rdbx_where(&program, &[], &[&format!("stopi at 0x{address:x}")]);
+    let names = |frames: &[Frame]| -> Vec<(String, Option<u32>)> {
+        frames
+            .iter()
+            .take(3)
+            .map(|f| (method_name(&f.func), f.line))
+            .collect()
+    };
+    assert_eq!(
+        names(&frames),
+        names(&gdb_frames),
+        "{}\ngdb:\n{}",
+        out.transcript(),
+        show_frames(&gdb_frames)
+    );
+    assert!(frames[0].inlined, "{}", out.transcript());
+}

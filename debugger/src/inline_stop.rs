@@ -75,15 +75,28 @@ impl Debugger {
         let starting = object
             .file
             .inlined_calls_starting_at(object.file_address(pc));
-        let wanted: Vec<String> = self
+        let locations: Vec<&LocationSpec> = self
             .breakpoints
             .owners(pc)
             .into_iter()
             .filter_map(|owner| match owner {
-                Owner::User(id) => match &self.breakpoints.user.get(&id)?.location {
-                    LocationSpec::Function(name) => Some(name.clone()),
-                    _ => None,
-                },
+                Owner::User(id) => Some(&self.breakpoints.user.get(&id)?.location),
+                _ => None,
+            })
+            .collect();
+        // A breakpoint on an address or a line names no function: gdb
+        // shows its stop in the innermost one.
+        if locations
+            .iter()
+            .any(|l| !matches!(l, LocationSpec::Function(_)))
+        {
+            self.inline_skips.forget(tid);
+            return;
+        }
+        let wanted: Vec<&String> = locations
+            .iter()
+            .filter_map(|l| match l {
+                LocationSpec::Function(name) => Some(name),
                 _ => None,
             })
             .collect();
