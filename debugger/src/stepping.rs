@@ -4,8 +4,11 @@
 //! stopped) through the addresses of the current line. Calls are stepped
 //! over by running every thread to the return address with a temporary
 //! breakpoint, checked against the stack pointer so that recursive
-//! activations do not end the step early. Like gdb, returning into the
-//! middle of the caller's line stops there at once.
+//! activations do not end the step early. Where a step stops follows
+//! gdb's rules (`step_in_frame`): the start of a statement row of another
+//! line stops it; code inlined into the stepped function counts as a call
+//! (`inlined_landing`); frames are compared with the inlined calls that
+//! start at the pc left out, as every stop shows them.
 
 use crate::breakpoints::Owner;
 use crate::engine::{ConditionEvaluator, Debugger, StepResume, Stop, StopReason};
@@ -41,6 +44,14 @@ enum InlinedLanding {
     /// Stop, leaving out this many inlined frames (`None`: those that
     /// start here, as at any stop).
     Stop(Option<usize>),
+}
+
+/// A chain of active functions (outermost first) without its `count`
+/// innermost inlined calls; the real function always stays.
+fn without_innermost(mut chain: Vec<(usize, usize)>, count: usize) -> Vec<(usize, usize)> {
+    let keep = chain.len().saturating_sub(count).max(1).min(chain.len());
+    chain.truncate(keep);
+    chain
 }
 
 /// The current source line of a thread: address range and position.
@@ -237,8 +248,7 @@ impl Debugger {
         // The frame being stepped: inlined calls not entered yet are not
         // part of it, and its line is the one shown for it.
         let skipped = self.inline_skips.at(tid, start_pc);
-        let mut frame = self.function_chain(start_pc);
-        frame.truncate(frame.len().saturating_sub(skipped).max(1.min(frame.len())));
+        let frame = without_innermost(self.function_chain(start_pc), skipped);
         if skipped > 0 {
             // As gdb: the line's range ends with the inlined call not
             // entered yet (its code is not the frame's line).
@@ -376,12 +386,11 @@ impl Debugger {
 
     /// The frame a thread at `pc` is in, from the functions active there
     /// (`chain`): inlined calls starting at `pc` are not entered yet.
-    fn frame_at(&self, pc: u64, mut chain: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    fn frame_at(&self, pc: u64, chain: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
         let starting = self.objects.object_at(pc).map_or(0, |o| {
             o.file.inlined_calls_starting_at(o.file_address(pc)).len()
         });
-        chain.truncate(chain.len().saturating_sub(starting).max(1.min(chain.len())));
-        chain
+        without_innermost(chain, starting)
     }
 
     /// The functions active at `pc`, outermost first (see
