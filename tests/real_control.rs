@@ -332,8 +332,13 @@ fn step_sequences(
     cmd: &str,
     count: usize,
 ) -> (Stops, Stops, String) {
+    // A function name or FILE:LINE.
+    let stop = match location.contains(':') && !location.contains("::") {
+        true => format!("stop at {location}"),
+        false => format!("stop in {location}"),
+    };
     let mut gdb_cmds = vec![format!("break {location}"), "run".into()];
-    let mut rdbx_cmds = vec![format!("stop at {location}"), "run".into()];
+    let mut rdbx_cmds = vec![stop, "run".into()];
     for _ in 0..count {
         gdb_cmds.extend([cmd.to_string(), GDB_WHERE_AM_I.to_string()]);
         rdbx_cmds.push(cmd.into());
@@ -370,6 +375,14 @@ fn next_and_step_in_lua_at_o2_and_o0_follow_gdbs_lines() {
             let (rdbx, gdb, context) = step_sequences(&lua(opt), &[script], "lvm.c:1161", cmd, 25);
             assert_eq!(gdb.len(), 25, "{context}");
             assert_eq!(rdbx, gdb, "{opt:?} {cmd}\n{context}");
+        }
+    }
+    // Loops whose rows are not statements, inlined static helpers.
+    for function in ["luaH_newkey", "luaS_newlstr"] {
+        for cmd in ["next", "step"] {
+            let (rdbx, gdb, context) = step_sequences(&lua(Opt::O2), &[script], function, cmd, 40);
+            assert_eq!(gdb.len(), 40, "{context}");
+            assert_eq!(rdbx, gdb, "{function} {cmd}\n{context}");
         }
     }
 }

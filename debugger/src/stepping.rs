@@ -358,8 +358,8 @@ impl Debugger {
             // gdb: the line rules below decide, so it stops at the entry.
             // gdb's rule: stop at the start of a statement row of another
             // line; at the start of a non-statement row of another line in
-            // the same frame, go on as if in the old line; in the middle of
-            // a row, go on in its line.
+            // the same frame, go on through that row as if in the old line;
+            // in the middle of a row, go on in its line.
             if let Some((row_start, location, is_stmt)) = self.line_row_at(pc) {
                 let mut line = (location.file.clone(), location.line);
                 let here = self.frame_at(pc, self.function_chain(pc));
@@ -368,6 +368,7 @@ impl Debugger {
                         return Ok(self.step_stop(tid));
                     }
                     if here == frame {
+                        span = new_span;
                         continue;
                     }
                     // Another frame, not at a statement: no line to step
