@@ -400,6 +400,12 @@ fn next_and_step_in_wordfreq_follow_gdbs_lines() {
     let (rdbx, gdb, context) = step_sequences(&program, &[], "main.rs:89", "step", 30);
     assert_eq!(gdb.len(), 30, "{context}");
     assert_eq!(rdbx, gdb, "{context}");
+    // `next` through feed (inlined into main), out of main into the C
+    // `main` without line information, where gdb stops too.
+    let feed = "wordfreq::Counter<alloc::string::String>::feed<alloc::string::String, wordfreq::main::{closure_env#1}>";
+    let (rdbx, gdb, context) = step_sequences(&program, &[], feed, "next", 13);
+    assert_eq!(gdb.len(), 13, "{context}");
+    assert_eq!(rdbx, gdb, "{context}");
 }
 
 /// rdbx's `FUNCTION returns VALUE` line after `step up`.

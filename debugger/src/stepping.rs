@@ -352,7 +352,9 @@ impl Debugger {
                     }
                     return Ok(self.step_stop(tid));
                 }
-                continue;
+                // Anywhere else without a line (a return into a caller
+                // without line information): stop, as gdb does.
+                return Ok(self.step_stop(tid));
             };
             // A jump into another function (a tail call) is no call for
             // gdb: the line rules below decide, so it stops at the entry.
