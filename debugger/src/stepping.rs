@@ -300,7 +300,21 @@ impl Debugger {
                     if let Some(stop) = self.single_step(tid, conditions)? {
                         return Ok(stop);
                     }
-                    let callee = self.current_regs(tid)?.rip;
+                    let mut callee = self.current_regs(tid)?.rip;
+                    if let Some(target) = self.plt_target(callee) {
+                        // A call through the PLT: gdb steps on into the
+                        // function the stub jumps to (through the dynamic
+                        // linker's resolver the first time), when it has
+                        // lines.
+                        if matches!(self.function_entry(target), Some((entry, Some(_))) if entry == target)
+                        {
+                            let entry_sp = regs.rsp - 8;
+                            if let Some(stop) = self.run_to(tid, target, entry_sp, conditions)? {
+                                return Ok(stop);
+                            }
+                            callee = target;
+                        }
+                    }
                     match self.function_entry(callee) {
                         Some((_, Some(stop_at))) => {
                             return self.enter_function(tid, callee, stop_at, conditions);
@@ -339,6 +353,19 @@ impl Debugger {
                 }
             }
             let Some(new_span) = self.line_span(pc) else {
+                // A jump into a PLT stub (a tail call into a library):
+                // on into the function it calls when that has lines.
+                if let Some(target) = self.plt_target(pc) {
+                    if let Some((entry, Some(stop_at))) = self.function_entry(target) {
+                        if entry == target {
+                            let sp = self.current_regs(tid)?.rsp;
+                            if let Some(stop) = self.run_to(tid, target, sp, conditions)? {
+                                return Ok(stop);
+                            }
+                            return self.enter_function(tid, target, stop_at, conditions);
+                        }
+                    }
+                }
                 // A jump into code without line information (a tail
                 // call into a library): leave it through its return.
                 if self
@@ -385,6 +412,21 @@ impl Debugger {
         Err(Error::Other(
             "step gave up after too many instructions without reaching a new line".into(),
         ))
+    }
+
+    /// The function the PLT stub at `pc` calls (`NAME@plt`), found as the
+    /// dynamic linker finds it: the first loaded object defining NAME.
+    fn plt_target(&self, pc: u64) -> Option<u64> {
+        let object = self.objects.object_at(pc)?;
+        let stub = object.file.symbol_at(object.file_address(pc))?;
+        let name = stub.name.strip_suffix("@plt")?;
+        self.objects.list.iter().find_map(|o| {
+            o.file
+                .lookup_symbol(name)
+                .into_iter()
+                .find(|s| s.is_function && s.address != 0)
+                .map(|s| o.runtime_address(s.address))
+        })
     }
 
     /// The frame a thread at `pc` is in, from the functions active there
