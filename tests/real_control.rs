@@ -314,8 +314,10 @@ fn without_generics(name: &str) -> String {
 /// trait methods are `<str as ToOwned>::to_owned` to the demangler and
 /// `alloc::str::{impl#4}::to_owned` in DWARF.
 fn method_name(name: &str) -> String {
+    // `f::<T>` (a turbofish) leaves `f::` once the generics are out.
     let plain = without_generics(name);
-    plain.rsplit("::").next().unwrap_or(&plain).to_string()
+    let plain = plain.trim_end_matches("::");
+    plain.rsplit("::").next().unwrap_or(plain).to_string()
 }
 
 /// (function, line) of each stop.
@@ -330,8 +332,13 @@ fn step_sequences(
     cmd: &str,
     count: usize,
 ) -> (Stops, Stops, String) {
+    // A function name or FILE:LINE.
+    let stop = match location.contains(':') && !location.contains("::") {
+        true => format!("stop at {location}"),
+        false => format!("stop in {location}"),
+    };
     let mut gdb_cmds = vec![format!("break {location}"), "run".into()];
-    let mut rdbx_cmds = vec![format!("stop at {location}"), "run".into()];
+    let mut rdbx_cmds = vec![stop, "run".into()];
     for _ in 0..count {
         gdb_cmds.extend([cmd.to_string(), GDB_WHERE_AM_I.to_string()]);
         rdbx_cmds.push(cmd.into());
@@ -370,6 +377,16 @@ fn next_and_step_in_lua_at_o2_and_o0_follow_gdbs_lines() {
             assert_eq!(rdbx, gdb, "{opt:?} {cmd}\n{context}");
         }
     }
+    // Loops whose rows are not statements, inlined static helpers, calls
+    // and tail calls through the PLT into libc (stepped into where libc
+    // has line information, as gdb does).
+    for function in ["luaH_newkey", "luaS_newlstr", "luaV_finishget"] {
+        for cmd in ["next", "step"] {
+            let (rdbx, gdb, context) = step_sequences(&lua(Opt::O2), &[script], function, cmd, 40);
+            assert_eq!(gdb.len(), 40, "{context}");
+            assert_eq!(rdbx, gdb, "{function} {cmd}\n{context}");
+        }
+    }
 }
 
 #[test]
@@ -380,6 +397,17 @@ fn next_and_step_in_wordfreq_follow_gdbs_lines() {
         assert_eq!(gdb.len(), 12, "{context}");
         assert_eq!(rdbx, gdb, "{cmd}\n{context}");
     }
+    // `step` into std::env::args, its tail call into args_os (a jump, so
+    // the line rules stop at its entry) and the code inlined there.
+    let (rdbx, gdb, context) = step_sequences(&program, &[], "main.rs:89", "step", 30);
+    assert_eq!(gdb.len(), 30, "{context}");
+    assert_eq!(rdbx, gdb, "{context}");
+    // `next` through feed (inlined into main), out of main into the C
+    // `main` without line information, where gdb stops too.
+    let feed = "wordfreq::Counter<alloc::string::String>::feed<alloc::string::String, wordfreq::main::{closure_env#1}>";
+    let (rdbx, gdb, context) = step_sequences(&program, &[], feed, "next", 13);
+    assert_eq!(gdb.len(), 13, "{context}");
+    assert_eq!(rdbx, gdb, "{context}");
 }
 
 /// rdbx's `FUNCTION returns VALUE` line after `step up`.
@@ -474,7 +502,8 @@ fn a_string_returned_in_memory_prints_as_print_shows_it_and_the_stop_is_in_the_c
             "stop in <wordfreq::Builtin as wordfreq::Source>::text",
             "run",
             "step up",
-            "next",
+            "stop at main.rs:62",
+            "cont",
             "print text",
         ])
         .prog(&program, &[])
@@ -592,4 +621,78 @@ fn cpp_template_functions_are_named_with_spaces_and_commas_as_in_gdb() {
             out.transcript()
         );
     }
+}
+
+#[test]
+fn step_up_out_of_an_inlined_call_stops_in_its_caller_as_gdbs_finish() {
+    let program = wordfreq();
+    for (function, times) in [
+        ("wordfreq::parse_minimum", 3),
+        ("regex::regex::string::Regex::find_iter", 1),
+    ] {
+        let mut gdb_cmds = vec![format!("break {function}"), "run".to_string()];
+        let mut rdbx_cmds = vec![format!("stop in {function}"), "run".to_string()];
+        for _ in 0..times {
+            gdb_cmds.extend(["finish".to_string(), GDB_WHERE_AM_I.to_string()]);
+            rdbx_cmds.push("step up".into());
+        }
+        let gdb_out = gdb(
+            &program,
+            &[],
+            &gdb_cmds.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let out = Rdbx::batch()
+            .cmds(&rdbx_cmds.iter().map(String::as_str).collect::<Vec<_>>())
+            .prog(&program, &[])
+            .run();
+        out.assert_no_errors();
+        let rdbx: Stops = out
+            .stops()
+            .iter()
+            .skip(1)
+            .map(|s| (method_name(&s.func), s.line.unwrap_or(0)))
+            .collect();
+        let expected: Stops = parse_gdb_markers(&gdb_out)
+            .into_iter()
+            .map(|(f, l)| (method_name(&f), l))
+            .collect();
+        assert_eq!(expected.len(), times, "gdb:\n{gdb_out}");
+        assert_eq!(
+            rdbx,
+            expected,
+            "{function}\n{}\ngdb:\n{gdb_out}",
+            out.transcript()
+        );
+    }
+}
+
+#[test]
+fn a_breakpoint_on_an_address_stops_in_the_innermost_inlined_call_as_gdbs() {
+    let program = wordfreq();
+    // Where `break find_iter` lands: the first instruction of calls
+    // inlined into it, which only a function breakpoint leaves out.
+    let find_iter = "regex::regex::string::Regex::find_iter";
+    let gdb_out = gdb(
+        &program,
+        &[],
+        &[&format!("break {find_iter}"), "run", "info breakpoints"],
+    );
+    let address = gdb_locations(&gdb_out)[0];
+    let gdb_frames = gdb_bt(&program, &[], &[&format!("break *0x{address:x}")]);
+    let (out, frames) = rdbx_where(&program, &[], &[&format!("stopi at 0x{address:x}")]);
+    let names = |frames: &[Frame]| -> Vec<(String, Option<u32>)> {
+        frames
+            .iter()
+            .take(3)
+            .map(|f| (method_name(&f.func), f.line))
+            .collect()
+    };
+    assert_eq!(
+        names(&frames),
+        names(&gdb_frames),
+        "{}\ngdb:\n{}",
+        out.transcript(),
+        show_frames(&gdb_frames)
+    );
+    assert!(frames[0].inlined, "{}", out.transcript());
 }

@@ -85,19 +85,19 @@ impl Debugger {
                 _ => None,
             })
             .collect();
-        // A breakpoint on a line belongs to the innermost function there
-        // (gdb's location symbol): it stops inside the inlined calls.
+        // A breakpoint on an address or a line names no function: gdb
+        // shows its stop in the innermost one.
         if locations
             .iter()
             .any(|l| !matches!(l, LocationSpec::Function(_)))
         {
-            self.inline_skips.set(tid, pc, 0);
+            self.inline_skips.forget(tid);
             return;
         }
-        let wanted: Vec<String> = locations
+        let wanted: Vec<&String> = locations
             .iter()
             .filter_map(|l| match l {
-                LocationSpec::Function(name) => Some(name.clone()),
+                LocationSpec::Function(name) => Some(name),
                 _ => None,
             })
             .collect();

@@ -439,22 +439,32 @@ impl ObjectFile {
 
     /// Where gdb's `break FUNC` puts the breakpoint.
     fn breakpoint_address(&self, cu: Option<&CuData>, low: u64, high: u64) -> u64 {
+        if let (Some(cu), Some(data)) = (cu, self.dwarf.as_ref()) {
+            // gdb 13 honours the producer's prologue_end flag first.
+            if let Some(end) = cu.lines(&data.dwarf).prologue_end_in(low, high) {
+                return end;
+            }
+            if !cu.is_llvm() && cu.is_gcc() && cu.has_location_lists() {
+                // gdb trusts optimized gcc code's entry address.
+                return low;
+            }
+        }
+        self.after_prologue(cu, low, high)
+    }
+
+    /// Where gdb's `step` into a function stops (its amd64_skip_prologue,
+    /// then on to the next line when that is mid-line): no prologue_end
+    /// flag, no trust in gcc's entry address.
+    fn after_prologue(&self, cu: Option<&CuData>, low: u64, high: u64) -> u64 {
         let table = match (cu, self.dwarf.as_ref()) {
             (Some(cu), Some(data)) => Some(cu.lines(&data.dwarf)),
             _ => None,
         };
         if let (Some(cu), Some(table)) = (cu, table) {
-            // gdb 13 honours the producer's prologue_end flag first.
-            if let Some(end) = table.prologue_end_in(low, high) {
-                return end;
-            }
             if cu.is_llvm() {
                 if let Some(end) = llvm_prologue_end(table, low, high) {
                     return end.max(low);
                 }
-            } else if cu.is_gcc() && cu.has_location_lists() {
-                // gdb trusts optimized gcc code's entry address.
-                return low;
             }
         }
         let code = self.code_bytes(low, 16).unwrap_or(&[]);
@@ -482,9 +492,12 @@ impl ObjectFile {
         let (name, linkage_name) = function_name(&data.dwarf, &cu.unit, offset);
         // gdb breaks at an inlined copy's entry: a prologue is the real
         // function's, long before.
-        let breakpoint_address = match entry.tag() {
-            gimli::DW_TAG_inlined_subroutine => low_pc,
-            _ => self.breakpoint_address(Some(cu), low_pc, high_pc),
+        let (breakpoint_address, step_address) = match entry.tag() {
+            gimli::DW_TAG_inlined_subroutine => (low_pc, low_pc),
+            _ => (
+                self.breakpoint_address(Some(cu), low_pc, high_pc),
+                self.after_prologue(Some(cu), low_pc, high_pc),
+            ),
         };
         Some(FunctionInfo {
             name,
@@ -492,6 +505,7 @@ impl ObjectFile {
             low_pc,
             high_pc,
             breakpoint_address,
+            step_address,
             location: if entry.tag() == gimli::DW_TAG_subprogram {
                 self.breakpoint_location(breakpoint_address)
             } else {
@@ -538,6 +552,7 @@ impl ObjectFile {
             low_pc: sym.address,
             high_pc: high,
             breakpoint_address,
+            step_address: breakpoint_address,
             location: None,
             decl_line: None,
         })
@@ -675,8 +690,10 @@ impl ObjectFile {
         }
         let sym = self.symbol_at(addr).filter(|s| s.is_function)?;
         let high = sym.address + sym.size.max(1);
+        let breakpoint_address = self.breakpoint_address(None, sym.address, high);
         Some(FunctionInfo {
-            breakpoint_address: self.breakpoint_address(None, sym.address, high),
+            breakpoint_address,
+            step_address: breakpoint_address,
             name: sym.name.clone(),
             linkage_name: (sym.linkage_name != sym.name).then(|| sym.linkage_name.clone()),
             low_pc: sym.address,

@@ -239,36 +239,18 @@ impl ObjectFile {
             .filter(|l| l.line != 0)
     }
 
-    /// The contiguous range around `addr` whose rows have the same line.
+    /// The range of the line at `addr`, as gdb's `find_pc_line` gives it:
+    /// from the row deciding the address to the next row at a higher
+    /// address. Rows of the same line are not merged (gdb does not: a step
+    /// looks at each row's start, where inlined calls may begin).
     pub fn line_range_at(&self, addr: u64) -> Option<LineRange> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(addr)?;
         let table = cu.lines(&data.dwarf);
         let index = table.row_index(addr)?;
-        let row = table.rows[index];
-        // A row belongs to the line when the row that decides its address
-        // (the statement row among several at one address) does: a
-        // non-statement row of this line sharing its address with a
-        // statement row of another line starts that other line.
-        let same_line = |j: usize| {
-            let r = &table.rows[j];
-            !r.end_sequence
-                && table
-                    .row_index(r.address)
-                    .map(|k| &table.rows[k])
-                    .is_some_and(|d| d.line == row.line && d.file == row.file)
-        };
-        let mut first = index;
-        while first > 0 && same_line(first - 1) {
-            first -= 1;
-        }
-        let mut last = index;
-        while last + 1 < table.rows.len() && same_line(last + 1) {
-            last += 1;
-        }
         Some(LineRange {
-            start: table.rows[first].address,
-            end: table.row_end(last),
+            start: table.rows[index].address,
+            end: table.row_end(index),
             location: table.location(index)?,
         })
     }

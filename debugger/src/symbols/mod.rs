@@ -93,6 +93,9 @@ pub struct FunctionInfo {
     pub high_pc: u64,
     /// After the prologue, matching gdb's `break NAME`.
     pub breakpoint_address: u64,
+    /// Where `step` into the function stops, as gdb's (its prologue
+    /// analysis, without the line table's prologue_end flag).
+    pub step_address: u64,
     /// The source location of `breakpoint_address`.
     pub location: Option<SourceLocation>,
     /// The line of the definition (DW_AT_decl_line), in `location`'s file.
