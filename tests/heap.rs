@@ -62,8 +62,11 @@ struct Callers {
 
 impl Callers {
     fn of(expt: &Experiment) -> Callers {
+        Callers::of_program(expt, heap_known())
+    }
+
+    fn of_program(expt: &Experiment, program: &Path) -> Callers {
         let log = expt.log().expect("log");
-        let program = heap_known();
         let base = log
             .iter()
             .find_map(|e| match &e.event {
@@ -80,7 +83,11 @@ impl Callers {
 
     /// The program functions on the event's stack, leaf first.
     fn functions(&self, event: &HeapEvent) -> Vec<String> {
-        let Some(stack) = self.stacks.get(&event.stack_id) else {
+        self.functions_of(event.stack_id)
+    }
+
+    fn functions_of(&self, stack_id: u64) -> Vec<String> {
+        let Some(stack) = self.stacks.get(&stack_id) else {
             return Vec::new();
         };
         stack
@@ -95,7 +102,14 @@ impl Callers {
 
     /// The first program function on the stack.
     fn caller(&self, event: &HeapEvent) -> String {
-        self.functions(event).into_iter().next().unwrap_or_default()
+        self.caller_of(event.stack_id)
+    }
+
+    fn caller_of(&self, stack_id: u64) -> String {
+        self.functions_of(stack_id)
+            .into_iter()
+            .next()
+            .unwrap_or_default()
     }
 }
 
@@ -440,4 +454,83 @@ fn heap_commands_without_heap_tracing_say_what_is_missing() {
         "{errors:?}"
     );
     assert_eq!(errors.len(), 3, "{errors:?}");
+}
+
+/// tests/programs/heap_attach.c at -O0.
+fn heap_attach_program() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = scratch_dir("heap-attach-build").join("heap_attach");
+        let status = Command::new("gcc")
+            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
+            .arg(&out)
+            .arg(sources_dir().join("heap_attach.c"))
+            .status()
+            .expect("gcc must be installed");
+        assert!(status.success(), "gcc failed on heap_attach.c");
+        out
+    })
+}
+
+#[test]
+fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
+    use std::io::{BufRead, Read, Write};
+    let program = heap_attach_program();
+    let dir = scratch_dir("heap-attach");
+    let mut target = Command::new(program)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start heap_attach");
+    let mut stdout = std::io::BufReader::new(target.stdout.take().expect("stdout"));
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).expect("ready line");
+    assert_eq!(ready.trim(), "ready");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .arg("-p")
+        .arg(target.id().to_string())
+        .cmds(&[
+            "collector heaptrace on",
+            "collector store filename live.er",
+            "collector enable",
+            "detach",
+        ])
+        .run();
+    let transcript = out.transcript();
+    target
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("release the program");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("stdout");
+    let status = target.wait().expect("wait");
+    assert!(status.success(), "{rest}\n{transcript}");
+    assert_eq!(rest.trim(), "done", "the program's output changed");
+
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
+    let log = std::fs::read_to_string(dir.join("live.er/log")).expect("log");
+    assert!(log.contains(" heap how=got entries="), "{log}");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, program);
+    let sizes = |op: HeapOp, function: &str| count(&events, &callers, op, function);
+    assert_eq!(sizes(HeapOp::Malloc, "after_attach"), vec![200; 7]);
+    assert_eq!(sizes(HeapOp::Malloc, "churn"), vec![48; 500]);
+    assert_eq!(sizes(HeapOp::Malloc, "work"), vec![16; 200]);
+    let heap = analyzer::heap::HeapState::replay(&events);
+    assert!(
+        heap.unknown_frees >= 1,
+        "the block allocated before tracing"
+    );
+    let mut leaked: Vec<u64> = heap
+        .blocks()
+        .iter()
+        .filter(|b| ["after_attach", "work"].contains(&callers.caller_of(b.stack_id).as_str()))
+        .map(|b| b.size)
+        .collect();
+    leaked.sort();
+    assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
 }

@@ -154,7 +154,38 @@ fn home(thread: usize) -> usize {
     (thread >> 12).wrapping_mul(0x9E37_79B9_7F4A_7C15) % MAX_THREADS
 }
 
-/// The calling thread's slot, claimed on its first recorded call.
+/// Where glibc keeps a thread's kernel id in its thread control block
+/// (found at start by looking for the caller's id there; 0: unknown).
+static TCB_TID_OFFSET: AtomicUsize = AtomicUsize::new(0);
+
+/// The calling thread's kernel id as its control block holds it, when
+/// the offset is known: one load, no system call.
+fn tcb_tid(thread: usize) -> Option<i32> {
+    match TCB_TID_OFFSET.load(Ordering::Relaxed) {
+        0 => None,
+        // SAFETY: inside the calling thread's own control block, whose
+        // layout was checked at start.
+        offset => Some(unsafe { std::ptr::read_volatile((thread + offset) as *const i32) }),
+    }
+}
+
+/// Finds where the control block holds the thread id.
+fn find_tcb_tid_offset() {
+    let thread = sys::thread_pointer();
+    let tid = sys::gettid();
+    // struct pthread starts with the TCB header; its tid comes within the
+    // first few hundred bytes after it in every glibc since 2.x.
+    let found = (0x100..0x800).step_by(4).find(|offset| {
+        // SAFETY: the calling thread's control block is mapped well past
+        // 0x800 bytes (it holds its TLS and descriptors).
+        unsafe { std::ptr::read_volatile((thread + offset) as *const i32) == tid }
+    });
+    TCB_TID_OFFSET.store(found.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The calling thread's slot, claimed on its first recorded call. A slot
+/// of this thread pointer whose thread id is not the caller's is an
+/// exited thread's whose control block was reused: taken afresh.
 fn current_slot() -> Option<&'static Slot> {
     let thread = sys::thread_pointer();
     let start = home(thread);
@@ -162,7 +193,15 @@ fn current_slot() -> Option<&'static Slot> {
     for step in 0..MAX_THREADS {
         let slot = &SLOTS[(start + step) % MAX_THREADS];
         match slot.thread.load(Ordering::Acquire) {
-            t if t == thread => return Some(slot),
+            t if t == thread => {
+                if let Some(tid) = tcb_tid(thread) {
+                    if tid != slot.tid.load(Ordering::Relaxed) && take(&slot.busy) {
+                        retake(slot, tid);
+                        give_back(&slot.busy);
+                    }
+                }
+                return Some(slot);
+            }
             EMPTY => {
                 free.get_or_insert(slot);
                 break;
@@ -183,6 +222,19 @@ fn current_slot() -> Option<&'static Slot> {
         .ok()?;
     slot.tid.store(sys::gettid(), Ordering::Release);
     Some(slot)
+}
+
+/// A slot of an exited thread, for the thread now using its control
+/// block: its blocks finished, its id the new thread's.
+fn retake(slot: &Slot, tid: i32) {
+    // SAFETY: the calling thread is the slot's now, and holds `busy`.
+    let owned = unsafe { &mut *slot.owned.get() };
+    state::HEAP.retire(&mut owned.events);
+    state::STACKS.retire(&mut owned.stacks);
+    owned.stack_cache = StackCache::new();
+    let events = slot.events.swap(0, Ordering::Relaxed);
+    EVENTS_OF_GONE_THREADS.fetch_add(events, Ordering::Relaxed);
+    slot.tid.store(tid, Ordering::Release);
 }
 
 /// Holds a slot's `busy` flag; the owned state is ours meanwhile.
@@ -234,21 +286,46 @@ fn give_back(flag: &AtomicBool) {
 /// Before an experiment that traces the heap starts: finds our own text.
 /// Ordinary context.
 pub fn prepare() {
+    find_tcb_tid_offset();
     if OWN_TEXT_END.load(Ordering::Acquire) == 0 {
         if let Some((start, end)) = own_text() {
             OWN_TEXT_START.store(start, Ordering::Release);
             OWN_TEXT_END.store(end, Ordering::Release);
         }
     }
+    if state::live() {
+        crate::got::resolve_reals();
+    }
     log_allocator();
 }
 
+/// Tracing starts. In a process the collector was loaded into while
+/// running, the objects' GOT entries of the malloc family are redirected
+/// to the hooks first.
 pub fn start_tracing() {
+    if state::live() {
+        let entries = crate::got::patch_all();
+        log::write("heap", |line| {
+            line.str("how", b"got");
+            line.u64("entries", entries as u64);
+        });
+    }
     TRACING.store(true, Ordering::Release);
 }
 
 pub fn stop_tracing() {
     TRACING.store(false, Ordering::Release);
+    if state::live() {
+        crate::got::restore_all();
+    }
+}
+
+/// Objects loaded since tracing started get their entries redirected too
+/// (the watcher of a live process calls this).
+pub fn follow_new_objects() {
+    if TRACING.load(Ordering::Acquire) && state::live() {
+        crate::got::patch_all();
+    }
 }
 
 fn tracing() -> bool {
@@ -339,7 +416,6 @@ fn own_text() -> Option<(u64, u64)> {
 /// Says in the log which allocator is traced, or that the program's own
 /// malloc (defined in the executable) hides ours.
 fn log_allocator() {
-    let ours = malloc as *const c_void;
     // SAFETY: dlsym with a NUL-terminated name.
     let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) };
     let next = real::MALLOC.resolved() as *const c_void;
@@ -357,7 +433,9 @@ fn log_allocator() {
             .to_string_lossy()
             .into_owned()
     };
-    if !first.is_null() && !std::ptr::eq(first, ours) {
+    // Preloaded, ours should be the first definition (attached, the GOT
+    // entries are redirected instead).
+    if !state::live() && !first.is_null() && !own_frame(first as u64) {
         log::warning(&format!(
             "the program's own malloc (in {}) comes before rdbx's: heap tracing sees no allocation",
             name(first)
@@ -635,8 +713,7 @@ unsafe fn real_aligned(real: &Real, alignment: usize, size: usize) -> *mut c_voi
 
 /// # Safety
 /// libc's malloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+pub(crate) unsafe extern "C" fn hook_malloc(size: usize) -> *mut c_void {
     let block = real_malloc(size);
     record_allocation(HeapOp::Malloc, block, size, std::ptr::null_mut());
     block
@@ -644,8 +721,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 
 /// # Safety
 /// libc's free contract.
-#[no_mangle]
-pub unsafe extern "C" fn free(pointer: *mut c_void) {
+pub(crate) unsafe extern "C" fn hook_free(pointer: *mut c_void) {
     if !tracing() {
         return real_free(pointer);
     }
@@ -656,8 +732,7 @@ pub unsafe extern "C" fn free(pointer: *mut c_void) {
 
 /// # Safety
 /// libc's calloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
+pub(crate) unsafe extern "C" fn hook_calloc(count: usize, size: usize) -> *mut c_void {
     let block = real_calloc(count, size);
     let bytes = count.saturating_mul(size);
     record_allocation(HeapOp::Calloc, block, bytes, std::ptr::null_mut());
@@ -666,8 +741,7 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
 
 /// # Safety
 /// libc's realloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn realloc(pointer: *mut c_void, size: usize) -> *mut c_void {
+pub(crate) unsafe extern "C" fn hook_realloc(pointer: *mut c_void, size: usize) -> *mut c_void {
     if !tracing() {
         return real_realloc(pointer, size);
     }
@@ -679,8 +753,7 @@ pub unsafe extern "C" fn realloc(pointer: *mut c_void, size: usize) -> *mut c_vo
 
 /// # Safety
 /// libc's reallocarray contract.
-#[no_mangle]
-pub unsafe extern "C" fn reallocarray(
+pub(crate) unsafe extern "C" fn hook_reallocarray(
     pointer: *mut c_void,
     count: usize,
     size: usize,
@@ -708,8 +781,7 @@ fn record_reallocation(order: u64, old: *mut c_void, new: *mut c_void, size: usi
 
 /// # Safety
 /// libc's memalign contract.
-#[no_mangle]
-pub unsafe extern "C" fn memalign(alignment: usize, size: usize) -> *mut c_void {
+pub(crate) unsafe extern "C" fn hook_memalign(alignment: usize, size: usize) -> *mut c_void {
     let block = real_aligned(&real::MEMALIGN, alignment, size);
     record_allocation(HeapOp::Memalign, block, size, std::ptr::null_mut());
     block
@@ -717,8 +789,7 @@ pub unsafe extern "C" fn memalign(alignment: usize, size: usize) -> *mut c_void 
 
 /// # Safety
 /// libc's aligned_alloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_void {
+pub(crate) unsafe extern "C" fn hook_aligned_alloc(alignment: usize, size: usize) -> *mut c_void {
     let block = real_aligned(&real::ALIGNED_ALLOC, alignment, size);
     record_allocation(HeapOp::Memalign, block, size, std::ptr::null_mut());
     block
@@ -726,8 +797,7 @@ pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_
 
 /// # Safety
 /// libc's posix_memalign contract.
-#[no_mangle]
-pub unsafe extern "C" fn posix_memalign(
+pub(crate) unsafe extern "C" fn hook_posix_memalign(
     out: *mut *mut c_void,
     alignment: usize,
     size: usize,
@@ -755,8 +825,7 @@ pub unsafe extern "C" fn posix_memalign(
 
 /// # Safety
 /// libc's valloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+pub(crate) unsafe extern "C" fn hook_valloc(size: usize) -> *mut c_void {
     let block = match next(&real::VALLOC) {
         Some(f) => std::mem::transmute::<usize, MallocFn>(f)(size),
         None => __libc_valloc(size),
@@ -767,8 +836,7 @@ pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
 
 /// # Safety
 /// libc's pvalloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+pub(crate) unsafe extern "C" fn hook_pvalloc(size: usize) -> *mut c_void {
     let block = match next(&real::PVALLOC) {
         Some(f) => std::mem::transmute::<usize, MallocFn>(f)(size),
         None => __libc_pvalloc(size),
@@ -782,8 +850,7 @@ pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// libc's mmap contract.
-#[no_mangle]
-pub unsafe extern "C" fn mmap(
+pub(crate) unsafe extern "C" fn hook_mmap(
     address: *mut c_void,
     length: usize,
     prot: c_int,
@@ -801,8 +868,7 @@ pub unsafe extern "C" fn mmap(
 
 /// # Safety
 /// libc's mmap64 contract (the same as mmap's on x86-64).
-#[no_mangle]
-pub unsafe extern "C" fn mmap64(
+pub(crate) unsafe extern "C" fn hook_mmap64(
     address: *mut c_void,
     length: usize,
     prot: c_int,
@@ -810,13 +876,12 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     offset: libc::off_t,
 ) -> *mut c_void {
-    mmap(address, length, prot, flags, fd, offset)
+    hook_mmap(address, length, prot, flags, fd, offset)
 }
 
 /// # Safety
 /// libc's munmap contract.
-#[no_mangle]
-pub unsafe extern "C" fn munmap(address: *mut c_void, length: usize) -> c_int {
+pub(crate) unsafe extern "C" fn hook_munmap(address: *mut c_void, length: usize) -> c_int {
     if !tracing() {
         return sys::munmap_checked(address.cast(), length);
     }
@@ -826,4 +891,132 @@ pub unsafe extern "C" fn munmap(address: *mut c_void, length: usize) -> c_int {
         record_release(HeapOp::Munmap, order, address, length);
     }
     rc
+}
+
+// ---- the exported entry points -----------------------------------------
+// What the program's calls reach when the collector is preloaded. A
+// process the collector was loaded into while running gets the hooks'
+// addresses in its GOT instead (see got.rs), through `hooks`.
+
+/// # Safety
+/// libc's malloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    hook_malloc(size)
+}
+
+/// # Safety
+/// libc's free contract.
+#[no_mangle]
+pub unsafe extern "C" fn free(pointer: *mut c_void) {
+    hook_free(pointer)
+}
+
+/// # Safety
+/// libc's calloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
+    hook_calloc(count, size)
+}
+
+/// # Safety
+/// libc's realloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn realloc(pointer: *mut c_void, size: usize) -> *mut c_void {
+    hook_realloc(pointer, size)
+}
+
+/// # Safety
+/// libc's reallocarray contract.
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(
+    pointer: *mut c_void,
+    count: usize,
+    size: usize,
+) -> *mut c_void {
+    hook_reallocarray(pointer, count, size)
+}
+
+/// # Safety
+/// libc's memalign contract.
+#[no_mangle]
+pub unsafe extern "C" fn memalign(alignment: usize, size: usize) -> *mut c_void {
+    hook_memalign(alignment, size)
+}
+
+/// # Safety
+/// libc's aligned_alloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_void {
+    hook_aligned_alloc(alignment, size)
+}
+
+/// # Safety
+/// libc's posix_memalign contract.
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(
+    out: *mut *mut c_void,
+    alignment: usize,
+    size: usize,
+) -> c_int {
+    hook_posix_memalign(out, alignment, size)
+}
+
+/// # Safety
+/// libc's valloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    hook_valloc(size)
+}
+
+/// # Safety
+/// libc's pvalloc contract.
+#[no_mangle]
+pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    hook_pvalloc(size)
+}
+
+/// # Safety
+/// libc's mmap contract.
+#[no_mangle]
+pub unsafe extern "C" fn mmap(
+    address: *mut c_void,
+    length: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: libc::off_t,
+) -> *mut c_void {
+    hook_mmap(address, length, prot, flags, fd, offset)
+}
+
+/// # Safety
+/// libc's mmap64 contract.
+#[no_mangle]
+pub unsafe extern "C" fn mmap64(
+    address: *mut c_void,
+    length: usize,
+    prot: c_int,
+    flags: c_int,
+    fd: c_int,
+    offset: libc::off_t,
+) -> *mut c_void {
+    hook_mmap64(address, length, prot, flags, fd, offset)
+}
+
+/// # Safety
+/// libc's munmap contract.
+#[no_mangle]
+pub unsafe extern "C" fn munmap(address: *mut c_void, length: usize) -> c_int {
+    hook_munmap(address, length)
+}
+
+/// The hooks by the names the GOT entries they replace have.
+pub(crate) mod hooks {
+    pub(crate) use super::{
+        hook_aligned_alloc as aligned_alloc, hook_calloc as calloc, hook_free as free,
+        hook_malloc as malloc, hook_memalign as memalign, hook_mmap as mmap, hook_mmap64 as mmap64,
+        hook_munmap as munmap, hook_posix_memalign as posix_memalign, hook_pvalloc as pvalloc,
+        hook_realloc as realloc, hook_reallocarray as reallocarray, hook_valloc as valloc,
+    };
 }

@@ -14,6 +14,7 @@
 mod allocator;
 mod blocks;
 mod clock;
+mod got;
 mod heap;
 mod interpose;
 mod log;

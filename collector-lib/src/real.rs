@@ -45,6 +45,12 @@ impl Real {
         self.address.load(Ordering::Acquire)
     }
 
+    /// Sets the real function: in a process the collector was loaded into
+    /// while running, what the program's own calls reached.
+    pub fn set(&self, address: usize) {
+        self.address.store(address, Ordering::Release);
+    }
+
     /// The real function's address, or 0 when libc has none.
     pub fn address(&self) -> usize {
         let known = self.address.load(Ordering::Acquire);

@@ -203,7 +203,7 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
         _ => make_descendant_dir(&config.founder, &parent_expt, role)?,
     };
     let lineage = lineage_of(&config.founder, &expt);
-    let heaptrace = config.heaptrace && !live();
+    let heaptrace = config.heaptrace;
     open_files(&expt, heaptrace)?;
     config.expt = expt.clone();
     config.pid = sys::getpid() as u32;
@@ -228,12 +228,7 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
     };
     write_start_line(&config, &lineage, clock_kind.map(|(k, _)| k));
     if live() {
-        write_kinds_line(config.profile_ns > 0);
-        if config.heaptrace {
-            log::warning(
-                "heap tracing needs the collector preloaded (a program rdbx started); not in an attached process",
-            );
-        }
+        write_kinds_line(config.profile_ns > 0, heaptrace);
     }
     if heaptrace {
         heap::prepare();
@@ -292,7 +287,7 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
         register_existing_threads();
     }
     if live() {
-        start_live_parts(config.profile_ns > 0);
+        start_live_parts(config.profile_ns > 0 || heaptrace);
     }
     update_environment(&config, &control);
     *control = Some(Current { config, expt });
@@ -304,10 +299,15 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
 
 /// The `kinds` line of a live start: what cannot be collected without
 /// interposition, and how new threads are found.
-fn write_kinds_line(profiling: bool) {
+fn write_kinds_line(profiling: bool, heaptrace: bool) {
     log::write("kinds", |line| {
-        line.str("available", b"clock-profile,samples");
-        line.str("unavailable", b"heap,sync");
+        if heaptrace {
+            line.str("available", b"clock-profile,samples,heap");
+            line.str("unavailable", b"sync");
+        } else {
+            line.str("available", b"clock-profile,samples");
+            line.str("unavailable", b"heap,sync");
+        }
         line.str("how", b"attached");
         line.str("new_threads", if profiling { b"polled" } else { b"none" });
         line.u64("poll_ns", watch::POLL_NS);
@@ -423,7 +423,7 @@ fn write_start_line(config: &Config, lineage: &str, clock: Option<ClockKind>) {
         line.u64("depth", config.depth as u64);
         line.u64("sample_ns", config.sample_ns);
         line.u64("realtime_ns", realtime);
-        line.u64("heaptrace", u64::from(config.heaptrace && !live()));
+        line.u64("heaptrace", u64::from(config.heaptrace));
     });
 }
 

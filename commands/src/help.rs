@@ -586,7 +586,7 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "collector heaptrace on|off",
         "heap tracing: every allocation and free, with its call stack",
-        "Traces malloc, calloc, realloc, reallocarray, memalign, posix_memalign, aligned_alloc, valloc, pvalloc, free and anonymous mmap/munmap in the next experiment (off by default; set before collector enable or run). Each event keeps its size, thread, call stack and an order exact across threads. Needs the collector preloaded: a process rdbx started, not one it attached to.",
+        "Traces malloc, calloc, realloc, reallocarray, memalign, posix_memalign, aligned_alloc, valloc, pvalloc, free and anonymous mmap/munmap in the next experiment (off by default; set before collector enable or run). Each event keeps its size, thread, call stack and an order exact across threads. In a process rdbx attached to, the GOT entries of the malloc family are redirected from collector enable until collector disable.",
         "collector heaptrace on",
     ),
     entry(

@@ -193,11 +193,6 @@ impl Session {
             .is_none();
         if loaded_here {
             self.load_collector_into_process(pid)?;
-            if self.collector_settings.heaptrace {
-                eprintln!(
-                    "rdbx: warning: collector heaptrace: an attached process is not traced (the collector was not preloaded); clock profiling goes on"
-                );
-            }
         }
         let settings = &self.collector_settings;
         let path = collector::create_experiment(&settings.directory, &name)?;
