@@ -12,6 +12,7 @@ use experiment::heap::{HeapEvent, HeapOp};
 use experiment::log::Event;
 use experiment::{Experiment, HeapEventRecord};
 use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -533,4 +534,150 @@ fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
         .collect();
     leaked.sort();
     assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
+}
+
+/// A test program built once: `source` (in tests/programs) with `compiler`.
+fn built(source: &str, compiler: &str) -> PathBuf {
+    let stem = source.split('.').next().unwrap_or(source);
+    let out = scratch_dir(&format!("{stem}-build")).join(stem);
+    let status = Command::new(compiler)
+        .args(["-g", "-O0", "-fno-builtin", "-o"])
+        .arg(&out)
+        .arg(sources_dir().join(source))
+        .status()
+        .unwrap_or_else(|e| panic!("{compiler} must be installed: {e}"));
+    assert!(status.success(), "{compiler} failed on {source}");
+    out
+}
+
+fn collect_program(
+    name: &str,
+    program: &Path,
+    options: &[&str],
+    args: &[&str],
+) -> (PathBuf, std::process::Output) {
+    let dir = scratch_dir(name);
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .args(options)
+        .arg(program)
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    (dir.join("t.er"), output)
+}
+
+#[test]
+fn cpp_new_and_delete_arrive_through_malloc() {
+    let program = built("heap_cpp.cpp", "g++");
+    let (expt_dir, output) = collect_program("heap-cpp", &program, &[], &[]);
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    // operator new is libstdc++'s: the first frame of the program is the
+    // function that said `new`.
+    let made_in = |function: &str| {
+        events
+            .iter()
+            .filter(|e| e.event.op == HeapOp::Malloc && callers.caller(&e.event) == function)
+            .map(|e| e.event.size)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(made_in("grow_list()"), vec![48; 5]);
+    assert_eq!(made_in("churn()"), vec![48; 100]);
+    let left = unfreed(&events);
+    let leaked_by = |function: &str| {
+        left.iter()
+            .filter(|e| callers.caller(e) == function)
+            .count()
+    };
+    assert_eq!(leaked_by("grow_list()"), 5);
+    assert_eq!(leaked_by("churn()"), 0);
+}
+
+#[test]
+fn a_double_free_is_recorded_and_the_program_dies_as_it_would() {
+    let program = built("heap_bad.c", "gcc");
+    let plain = Command::new(&program).arg("double").output().expect("run");
+    let (expt_dir, output) = collect_program("heap-double", &program, &[], &["double"]);
+    assert_eq!(
+        output.status.code(),
+        Some(128 + plain.status.signal().unwrap_or(0)),
+        "{:?} vs {:?}",
+        output.status,
+        plain.status
+    );
+    let expt = Experiment::open(&expt_dir).expect("a readable experiment");
+    let events = expt.heap_events().expect("heap events");
+    let made = events
+        .iter()
+        .find(|e| e.event.op == HeapOp::Malloc && e.event.size == 40)
+        .expect("the block");
+    let frees = events
+        .iter()
+        .filter(|e| e.event.op == HeapOp::Free && e.event.address == made.event.address)
+        .count();
+    assert_eq!(frees, 2, "both frees, as the program made them");
+}
+
+#[test]
+fn the_data_limit_stops_heap_tracing_and_the_program_runs_on() {
+    let program = built("heap_bad.c", "gcc");
+    let (expt_dir, output) = collect_program("heap-limit", &program, &["-L", "1"], &["limit"]);
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    let log = std::fs::read_to_string(expt_dir.join("log")).expect("log");
+    assert!(
+        log.contains("data%20limit%20reached:%20heap%20tracing%20stopped"),
+        "{log}"
+    );
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events").len();
+    assert!(events > 10_000 && events < 800_000, "{events} events");
+}
+
+#[test]
+fn sigkill_leaves_a_readable_heap_experiment() {
+    use std::io::BufRead;
+    let program = built("heap_bad.c", "gcc");
+    let dir = scratch_dir("heap-kill");
+    let mut child = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(&program)
+        .arg("sleep")
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run rdbx collect");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("allocated line");
+    assert_eq!(line.trim(), "allocated");
+    let pid = std::fs::read_to_string(dir.join("t.er/log"))
+        .ok()
+        .and_then(|log| {
+            log.lines().find_map(|l| {
+                l.split(" start pid=")
+                    .nth(1)?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+        })
+        .expect("the program's pid");
+    // SAFETY: a signal to the program under test.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = child.wait();
+    let expt = Experiment::open(dir.join("t.er")).expect("a readable experiment");
+    let events = expt.heap_events().expect("heap events");
+    let made = events
+        .iter()
+        .filter(|e| e.event.op == HeapOp::Malloc && e.event.size == 64)
+        .count();
+    assert_eq!(made, 1000, "every event written before the kill");
 }

@@ -725,9 +725,10 @@ pub(crate) unsafe extern "C" fn hook_free(pointer: *mut c_void) {
     if !tracing() {
         return real_free(pointer);
     }
-    let order = next_order();
+    // Recorded before the call: a free glibc finds wrong (a double free)
+    // does not return.
+    record_release(HeapOp::Free, next_order(), pointer, 0);
     real_free(pointer);
-    record_release(HeapOp::Free, order, pointer, 0);
 }
 
 /// # Safety
