@@ -33,6 +33,8 @@ rdbx_ns=$(for i in $(seq "$runs"); do
     "$rdbx" collect -H on -p off -A off -o "r$i.er" -d "$work" "$work/churn" "$pairs" 2>/dev/null | per_pair
 done | median)
 events=$(sed -n 's/.* heap_totals events=\([0-9]*\).*/\1/p' "$work/r1.er/log")
+walks=$(sed -n 's/.* walks=\([0-9]*\).*/\1/p' "$work/r1.er/log")
+reused=$(sed -n 's/.* walks_reused=\([0-9]*\).*/\1/p' "$work/r1.er/log")
 rdbx_bytes=$(( $(stat -c %s "$work/r1.er/heap") + $(stat -c %s "$work/r1.er/stacks") ))
 
 if command -v heaptrack >/dev/null; then
@@ -56,9 +58,9 @@ fi
 
 per_event() { awk -v t="$1" -v b="$base" 'BEGIN {printf "%.1f", (t - b) / 2}'; }
 echo "program alone: $base ns per malloc/free pair (median of $runs)"
-echo "rdbx:      $(per_event "$rdbx_ns") ns/event, $(awk -v b="$rdbx_bytes" -v e="$events" 'BEGIN {printf "%.1f", b / e}') bytes/event ($events events)"
+echo "rdbx:      $(per_event "$rdbx_ns") ns/event, $(awk -v b="$rdbx_bytes" -v e="$events" 'BEGIN {printf "%.1f", b / e}') bytes/event ($events events; $reused of $walks stack walks reused remembered frames)"
 if [ -n "$heaptrack_ns" ]; then
-    echo "heaptrack: $(per_event "$heaptrack_ns") ns/event, $(awk -v b="$heaptrack_bytes" -v e="$events" 'BEGIN {printf "%.2f", b / e}') bytes/event"
+    echo "heaptrack: $(per_event "$heaptrack_ns") ns/event, $(awk -v b="$heaptrack_bytes" -v e="$events" 'BEGIN {printf "%.4f", b / e}') bytes/event"
     awk -v r="$rdbx_ns" -v h="$heaptrack_ns" -v b="$base" 'BEGIN {printf "rdbx/heaptrack: %.2f\n", (r - b) / (h - b)}'
 fi
 if [ -n "$gprofng_ns" ]; then

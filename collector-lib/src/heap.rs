@@ -30,7 +30,7 @@ use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
 use experiment::layout::{stack_id, stack_record_size, StackStatus};
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 extern "C" {
     fn __libc_malloc(size: usize) -> *mut c_void;
@@ -79,9 +79,6 @@ struct Owned {
     stacks: Cursor,
     delta: HeapDelta,
     stack_cache: StackCache,
-    /// The thread's walk memo and buffers, mapped at its first record
-    /// (tens of KiB: not in every slot of the static table).
-    walk: *mut WalkSpace,
 }
 
 /// Valid when all zeros, as a fresh anonymous mapping is.
@@ -91,25 +88,28 @@ struct WalkSpace {
     pcs: [u64; MAX_HEAP_DEPTH + OWN_FRAMES],
 }
 
-impl Owned {
-    /// The walk space, mapped on first use; None when no memory is left.
-    /// A mapping of ours, zeroed by the kernel, which is a valid
-    /// WalkSpace; only this slot's thread uses it.
-    fn walk_space(&mut self) -> Option<*mut WalkSpace> {
-        if self.walk.is_null() {
-            let mapped = sys::mmap_raw(
-                size_of::<WalkSpace>(),
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            if mapped == libc::MAP_FAILED.cast() {
-                return None;
-            }
-            self.walk = mapped.cast();
+impl Slot {
+    /// The walk space, mapped on the slot's first record; None when no
+    /// memory is left. A mapping of ours, zeroed by the kernel, which is a
+    /// valid WalkSpace; only the slot's thread uses it (others may read
+    /// the memo's counters, which are atomics), and it is never unmapped.
+    fn walk_space(&self) -> Option<*mut WalkSpace> {
+        let known = self.walk.load(Ordering::Acquire);
+        if !known.is_null() {
+            return Some(known);
         }
-        Some(self.walk)
+        let mapped = sys::mmap_raw(
+            size_of::<WalkSpace>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if mapped == libc::MAP_FAILED.cast() {
+            return None;
+        }
+        self.walk.store(mapped.cast(), Ordering::Release);
+        Some(mapped.cast())
     }
 }
 
@@ -123,6 +123,9 @@ struct Slot {
     busy: AtomicBool,
     /// Events recorded; written by the slot's thread only.
     events: AtomicU64,
+    /// The thread's walk memo and buffers, mapped at its first record
+    /// (tens of KiB: not in every slot of the static table).
+    walk: AtomicPtr<WalkSpace>,
     owned: UnsafeCell<Owned>,
 }
 
@@ -137,12 +140,12 @@ impl Slot {
             tid: AtomicI32::new(0),
             busy: AtomicBool::new(false),
             events: AtomicU64::new(0),
+            walk: AtomicPtr::new(std::ptr::null_mut()),
             owned: UnsafeCell::new(Owned {
                 events: Cursor::new(),
                 stacks: Cursor::new(),
                 delta: HeapDelta::block_start(0),
                 stack_cache: StackCache::new(),
-                walk: std::ptr::null_mut(),
             }),
         }
     }
@@ -500,12 +503,13 @@ fn record_allocation(op: HeapOp, address: *mut c_void, size: usize, old: *mut c_
     };
     let order = ORDER.fetch_add(1, Ordering::Relaxed);
     let tid = busy.slot.tid.load(Ordering::Relaxed);
+    let slot = busy.slot;
     let owned = busy.owned();
-    let Some(space) = owned.walk_space() else {
+    let Some(space) = slot.walk_space() else {
         UNRECORDED.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    // SAFETY: see Owned::walk_space; no other reference to it exists.
+    // SAFETY: see Slot::walk_space; no other reference to it exists.
     let space = unsafe { &mut *space };
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
     let pcs = &space.pcs[first..depth];
@@ -607,10 +611,31 @@ fn failed(err: WriteError) {
 pub fn log_totals() {
     let live: u64 = SLOTS.iter().map(|s| s.events.load(Ordering::Relaxed)).sum();
     let events = live + EVENTS_OF_GONE_THREADS.load(Ordering::Relaxed);
+    let (walks, reused) = walk_counts();
     log::write("heap_totals", |line| {
         line.u64("events", events);
+        line.u64("walks", walks);
+        line.u64("walks_reused", reused);
         line.u64("unrecorded", UNRECORDED.load(Ordering::Relaxed));
     });
+}
+
+/// Stack walks made for heap events, and how many reused remembered
+/// frames (the memo's hit rate), over the threads that have a walk space.
+fn walk_counts() -> (u64, u64) {
+    let mut totals = (0, 0);
+    for slot in SLOTS.iter() {
+        let space = slot.walk.load(Ordering::Acquire);
+        if space.is_null() {
+            continue;
+        }
+        // SAFETY: a walk space stays mapped once mapped; its counters are
+        // atomics.
+        let (walks, hits) = unsafe { (*space).memo.counts() };
+        totals.0 += walks;
+        totals.1 += hits;
+    }
+    totals
 }
 
 /// Keeps the calling thread from recording until dropped (across fork: in

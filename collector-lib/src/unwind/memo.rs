@@ -19,7 +19,7 @@
 //! Async-signal-safe, as the walk: no allocation, no locks, no panics.
 
 use std::cell::Cell;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::memory::{StackCache, StackMemory, StackReader};
 use super::table::{current_snapshot, CfaRule, RbpRule, Snapshot};
@@ -90,9 +90,11 @@ pub struct WalkMemo {
     end: UnwindStatus,
     /// The tables the walk used; other tables void the memo.
     snapshot: usize,
-    /// Walks, and walks that reused remembered frames, for the hit rate.
-    walks: u64,
-    hits: u64,
+    /// Walks, and walks that reused remembered frames, for the hit rate
+    /// (written by the memo's thread only, read by anyone: plain loads and
+    /// stores of atomics, no locked instruction).
+    walks: AtomicU64,
+    hits: AtomicU64,
 }
 
 impl WalkMemo {
@@ -102,14 +104,17 @@ impl WalkMemo {
             len: 0,
             end: UnwindStatus::Failed,
             snapshot: 0,
-            walks: 0,
-            hits: 0,
+            walks: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
         }
     }
 
     /// (walks, walks that reused remembered frames).
     pub fn counts(&self) -> (u64, u64) {
-        (self.walks, self.hits)
+        (
+            self.walks.load(Ordering::Relaxed),
+            self.hits.load(Ordering::Relaxed),
+        )
     }
 
     /// The remembered frame with these registers, as an index into `frames`.
@@ -196,7 +201,7 @@ fn walk(
     scratch: &mut [MemoFrameSlot],
     out: &mut [u64],
 ) -> Unwound {
-    memo.walks += 1;
+    bump(&memo.walks);
     let Some(snapshot) = current_snapshot() else {
         memo.len = 0;
         return Unwound {
@@ -228,7 +233,7 @@ fn walk(
     let status = loop {
         if let Some(index) = memo.find(&registers, exact) {
             if memo.holds_from(index, &reader) {
-                memo.hits += 1;
+                bump(&memo.hits);
                 return splice(memo, &fresh, index, out);
             }
         }
@@ -382,4 +387,9 @@ fn emit(memo: &WalkMemo, out: &mut [u64], end: UnwindStatus) -> Unwound {
         depth += 1;
     }
     Unwound { depth, status: end }
+}
+
+/// One more, by its only writer.
+fn bump(counter: &AtomicU64) {
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
