@@ -681,3 +681,64 @@ fn sigkill_leaves_a_readable_heap_experiment() {
         .count();
     assert_eq!(made, 1000, "every event written before the kill");
 }
+
+#[test]
+fn analyze_lists_leaks_and_allocations_by_stack() {
+    let (dir, _) = collect("heap-analyze", &[]);
+    let output = Command::new(rdbx_bin())
+        .args([
+            "analyze", "--json", "-c", "leaks", "-c", "allocs", "-c", "heap",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("run rdbx analyze");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reports: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("one JSON document");
+    let (leaks, allocs, heap) = (&reports[0], &reports[1], &reports[2]);
+
+    // The same leaks as the events say, grouped by where they were made.
+    let expt = Experiment::open(&dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let left = unfreed(&events);
+    let malloc_family = |e: &&HeapEvent| e.op != HeapOp::Mmap;
+    assert_eq!(
+        leaks["leaks"].as_u64(),
+        Some(left.iter().filter(malloc_family).count() as u64)
+    );
+    assert_eq!(
+        leaks["bytes_leaked"].as_u64(),
+        Some(left.iter().filter(malloc_family).map(|e| e.size).sum())
+    );
+    assert_eq!(heap["leaks"], leaks["leaks"]);
+    assert_eq!(heap["bytes_leaked"], leaks["bytes_leaked"]);
+    let group_of = |report: &serde_json::Value, function: &str, key: &str| -> Vec<u64> {
+        report["groups"]
+            .as_array()
+            .expect("groups")
+            .iter()
+            .filter(|g| g["stack"][0]["function"] == function)
+            .map(|g| g[key].as_u64().unwrap_or(0))
+            .collect()
+    };
+    assert_eq!(group_of(leaks, "make", "bytes_leaked"), vec![1000]);
+    assert_eq!(group_of(leaks, "make", "leaks"), vec![10]);
+    assert_eq!(group_of(leaks, "edges", "bytes_leaked"), vec![24]);
+    assert_eq!(group_of(leaks, "work", "leaks"), vec![4]);
+    // Allocations: make's two callers (leaky, churn) are two stacks.
+    let mut made = group_of(allocs, "make", "allocations");
+    made.sort();
+    assert_eq!(made, vec![10, 1000]);
+    assert_eq!(group_of(allocs, "work", "bytes_allocated"), vec![2000 * 32]);
+    let allocations: u64 = events
+        .iter()
+        .filter(|e| e.event.op.allocates() && e.event.op != HeapOp::Mmap && e.event.address != 0)
+        .count() as u64;
+    assert_eq!(allocs["allocations"].as_u64(), Some(allocations));
+    assert_eq!(heap["allocations"].as_u64(), Some(allocations));
+    assert!(heap["peak_bytes_in_use"].as_u64().unwrap_or(0) >= 4096);
+}

@@ -24,6 +24,7 @@ pub mod table;
 // Per-function totals of one experiment, for the collector's tests and tools.
 pub mod functions;
 pub mod heap;
+pub mod heap_report;
 
 pub use functions::{clock_profile, ClockProfile, FunctionTime};
 pub use load::load;

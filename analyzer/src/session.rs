@@ -154,6 +154,17 @@ impl Analysis {
             C::Source(f) => self.annotate(f, false)?,
             C::Disasm(f) => self.annotate(f, true)?,
             C::Overview => self.report(info::overview),
+            C::Leaks => self.heap_report(|model, limit| {
+                crate::heap_report::listing(model, crate::heap_report::HeapListing::Leaks, limit)
+            })?,
+            C::Allocs => self.heap_report(|model, limit| {
+                crate::heap_report::listing(
+                    model,
+                    crate::heap_report::HeapListing::Allocations,
+                    limit,
+                )
+            })?,
+            C::Heap => self.heap_report(|model, _| crate::heap_report::statistics(model))?,
             C::Statistics => {
                 let samples = self.samples.clone();
                 self.report(|ctx| info::statistics(ctx, &samples))
@@ -187,6 +198,18 @@ impl Analysis {
                 "message": text.trim_end(),
             })),
         })
+    }
+
+    /// A heap-tracing listing (text, JSON), as a report.
+    fn heap_report(
+        &self,
+        make: impl FnOnce(
+            &Model,
+            Option<usize>,
+        ) -> std::result::Result<(String, serde_json::Value), String>,
+    ) -> std::result::Result<Shown, String> {
+        let (text, json) = make(&self.model, self.settings.limit)?;
+        Ok(Shown::Report(report::Report { text, json }))
     }
 
     /// The commands that change or show a setting (and `help` and the

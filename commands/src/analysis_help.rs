@@ -157,6 +157,36 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "overview",
     ),
     entry(
+        "leaks",
+        &[],
+        "leaks",
+        "heap blocks never freed, by allocation stack",
+        "With heap tracing: the blocks not freed when the program ended (not freed yet in a \
+         program still running), grouped by allocation stack, largest first: Leaks and Bytes \
+         Leaked of each stack and in total. JSON keys: leaks, bytes_leaked, groups.",
+        "leaks",
+    ),
+    entry(
+        "allocs",
+        &[],
+        "allocs",
+        "heap allocations, by allocation stack",
+        "With heap tracing: every allocation of the malloc family grouped by allocation stack, \
+         largest first: Allocations and Bytes Allocated of each stack and in total. JSON keys: \
+         allocations, bytes_allocated, groups.",
+        "allocs",
+    ),
+    entry(
+        "heap",
+        &[],
+        "heap",
+        "heap-tracing totals, peak and sizes",
+        "With heap tracing: allocations, bytes allocated, frees (and frees of blocks allocated \
+         before tracing), leaks and bytes leaked, the peak of bytes in use and when, and the \
+         allocations by size (powers of two).",
+        "heap",
+    ),
+    entry(
         "statistics",
         &[],
         "statistics",
