@@ -25,7 +25,7 @@
 use crate::blocks::{Cursor, WriteError};
 use crate::real::{self, Real};
 use crate::unwind::{self, MemoFrameSlot, StackCache, WalkMemo, MEMO_FRAMES};
-use crate::{log, state, sys};
+use crate::{lifecycle, log, state, sys};
 use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
 use experiment::layout::{stack_id, stack_record_size, StackStatus};
 use std::cell::UnsafeCell;
@@ -42,9 +42,6 @@ extern "C" {
     fn __libc_pvalloc(size: usize) -> *mut c_void;
 }
 
-/// Whether the running experiment traces the heap (and has not stopped
-/// doing so after a write error).
-static TRACING: AtomicBool = AtomicBool::new(false);
 
 /// The next order number.
 static ORDER: AtomicU64 = AtomicU64::new(1);
@@ -313,11 +310,11 @@ pub fn start_tracing() {
             line.u64("entries", entries as u64);
         });
     }
-    TRACING.store(true, Ordering::Release);
+    lifecycle::heap_on();
 }
 
 pub fn stop_tracing() {
-    TRACING.store(false, Ordering::Release);
+    lifecycle::heap_off();
     if state::live() {
         crate::got::restore_all();
     }
@@ -326,13 +323,13 @@ pub fn stop_tracing() {
 /// Objects loaded since tracing started get their entries redirected too
 /// (the watcher of a live process calls this).
 pub fn follow_new_objects() {
-    if TRACING.load(Ordering::Acquire) && state::live() {
+    if lifecycle::heap_traced() && state::live() {
         crate::got::patch_all();
     }
 }
 
 fn tracing() -> bool {
-    TRACING.load(Ordering::Relaxed) && state::recording_heap()
+    lifecycle::recording_heap()
 }
 
 /// The calling thread exits (or a new thread takes a thread pointer an
@@ -591,7 +588,7 @@ fn write_event(owned: &mut Owned, tid: i32, event: &HeapEvent) {
 
 /// Tracing stops (the program runs on); the log says why, once.
 fn failed(err: WriteError) {
-    if !TRACING.swap(false, Ordering::AcqRel) {
+    if !lifecycle::heap_off() {
         return;
     }
     match err {

@@ -16,6 +16,7 @@ mod blocks;
 mod clock;
 mod got;
 mod heap;
+mod lifecycle;
 mod interpose;
 mod log;
 mod numbers;

@@ -8,13 +8,13 @@
 use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
-use crate::{heap, log, numbers, objects, profile, samples, sys, threads, unwind, watch};
+use crate::{heap, lifecycle, log, numbers, objects, profile, samples, sys, threads, unwind, watch};
 use experiment::layout::{SampleCause, KIND_HEAP, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub static PROFILE: BlockFile = BlockFile::new(KIND_PROFILE);
@@ -22,14 +22,7 @@ pub static STACKS: BlockFile = BlockFile::new(KIND_STACKS);
 pub static HEAP: BlockFile = BlockFile::new(KIND_HEAP);
 pub static BUDGET: Budget = Budget::new();
 
-static ACTIVE: AtomicBool = AtomicBool::new(false);
-static PAUSED: AtomicBool = AtomicBool::new(false);
-/// Clock profiling wanted and still possible (false after a write error).
-static PROFILING: AtomicBool = AtomicBool::new(false);
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
-/// Started in a live process that did not preload us (an injected
-/// dlopen): no interposition, new threads are found by `watch`.
-static LIVE: AtomicBool = AtomicBool::new(false);
 
 /// The experiment this process writes, and how it was configured.
 struct Current {
@@ -41,35 +34,30 @@ static CONTROL: Mutex<Option<Current>> = Mutex::new(None);
 
 pub const CONFIG_VAR: &str = "RDBX_COLLECTOR_CONFIG";
 
+// The life cycle's state is lifecycle.rs's; these read it for the rest
+// of the collector.
+
 pub fn active() -> bool {
-    ACTIVE.load(Ordering::Acquire)
+    lifecycle::active()
 }
 
 pub fn paused() -> bool {
-    PAUSED.load(Ordering::Acquire)
+    lifecycle::paused()
 }
 
 /// Whether a profile tick should be recorded now. Async-signal-safe.
 pub fn recording() -> bool {
-    ACTIVE.load(Ordering::Acquire)
-        && !PAUSED.load(Ordering::Acquire)
-        && PROFILING.load(Ordering::Acquire)
-}
-
-/// Whether heap events should be recorded now (the heap module adds its
-/// own flag: tracing asked for and still possible).
-pub fn recording_heap() -> bool {
-    ACTIVE.load(Ordering::Acquire) && !PAUSED.load(Ordering::Acquire)
+    lifecycle::recording_clock()
 }
 
 /// Says whether the next experiment starts in a live process without
-/// interposition (see `LIVE`).
+/// interposition (an injected dlopen).
 pub fn set_live(live: bool) {
-    LIVE.store(live, Ordering::Release);
+    lifecycle::set_live(live);
 }
 
 pub fn live() -> bool {
-    LIVE.load(Ordering::Acquire)
+    lifecycle::live()
 }
 
 pub fn depth_limit() -> usize {
@@ -78,7 +66,7 @@ pub fn depth_limit() -> usize {
 
 /// Called from the handler after a write error.
 pub fn stop_profiling() {
-    PROFILING.store(false, Ordering::Release);
+    lifecycle::clock_off();
 }
 
 // ---- stack de-duplication ---------------------------------------------
@@ -189,14 +177,28 @@ pub fn start(config: Config, role: Role) -> Result<(), StartError> {
     start_in(config, role, Context::Ordinary)
 }
 
-fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), StartError> {
+fn start_in(config: Config, role: Role, context: Context) -> Result<(), StartError> {
     // What libc allocates for the collector while it starts is not the
     // program's.
     let _held = heap::hold_current_thread();
     let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
-    if ACTIVE.load(Ordering::Acquire) {
+    if !lifecycle::begin_start() {
         return Err(StartError("an experiment is already active".into()));
     }
+    let started = start_steps(config, role, context, &mut control);
+    if started.is_err() {
+        lifecycle::abort_start();
+    }
+    started
+}
+
+/// What a start does, in the Starting phase (see lifecycle.rs).
+fn start_steps(
+    mut config: Config,
+    role: Role,
+    context: Context,
+    control: &mut std::sync::MutexGuard<'_, Option<Current>>,
+) -> Result<(), StartError> {
     let parent_expt = config.expt.clone();
     let expt = match role {
         Role::Founder => config.expt.clone(),
@@ -264,8 +266,6 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
         Context::ForkChild => objects::log_inherited(),
     }
 
-    PAUSED.store(config.paused, Ordering::Release);
-    PROFILING.store(config.profile_ns > 0, Ordering::Release);
     let period = config.sample_ns;
     profile::SAMPLE_PERIOD_NS.store(period, Ordering::Relaxed);
     profile::NEXT_SAMPLE_NS.store(
@@ -276,7 +276,7 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
         },
         Ordering::Relaxed,
     );
-    ACTIVE.store(true, Ordering::Release);
+    lifecycle::finish_start(config.paused, config.profile_ns > 0);
     samples::record(SampleCause::Start, b"");
     if config.paused {
         log::write("pause", |line| {
@@ -289,8 +289,8 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
     if live() {
         start_live_parts(config.profile_ns > 0 || heaptrace);
     }
-    update_environment(&config, &control);
-    *control = Some(Current { config, expt });
+    update_environment(&config, control);
+    **control = Some(Current { config, expt });
     if heaptrace {
         heap::start_tracing();
     }
@@ -497,7 +497,7 @@ pub fn register_current_thread(number: u32) {
 /// Registers thread `tid` of this process (dbx's number `number`) and
 /// starts its clock; `cpu_now` is its CPU time to count from.
 pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
-    if !active() || !PROFILING.load(Ordering::Acquire) {
+    if !active() || !lifecycle::clock_traced() {
         return;
     }
     let Some(slot) = threads::claim(tid) else {
@@ -646,7 +646,7 @@ unsafe fn add_environment_entry(pointer: *mut libc::c_char) {
 // ---- control while running --------------------------------------------
 
 pub fn pause(cause: &str) -> bool {
-    if !active() || PAUSED.swap(true, Ordering::AcqRel) {
+    if !lifecycle::set_paused(true) {
         return false;
     }
     samples::record(SampleCause::Pause, b"");
@@ -657,7 +657,7 @@ pub fn pause(cause: &str) -> bool {
 }
 
 pub fn resume(cause: &str) -> bool {
-    if !active() || !PAUSED.load(Ordering::Acquire) {
+    if !active() || !paused() {
         return false;
     }
     // Time used while paused is not recorded: every thread's baseline
@@ -667,7 +667,9 @@ pub fn resume(cause: &str) -> bool {
             slot.last_cpu_ns.store(now, Ordering::Relaxed);
         }
     }
-    PAUSED.store(false, Ordering::Release);
+    if !lifecycle::set_paused(false) {
+        return false;
+    }
     log::write("resume", |line| {
         line.str("cause", cause.as_bytes());
     });
@@ -678,7 +680,7 @@ pub fn resume(cause: &str) -> bool {
 /// Closes the experiment: end sample, `end` line, clocks stopped.
 pub fn stop() -> bool {
     let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
-    if !ACTIVE.load(Ordering::Acquire) {
+    if !active() {
         return false;
     }
     if let Some(slot) = threads::find(sys::gettid()) {
@@ -692,10 +694,10 @@ pub fn stop() -> bool {
         crate::interpose::restore_mask(blocked);
     }
     samples::record(SampleCause::End, b"");
+    lifecycle::begin_stop();
     watch::stop();
     heap::stop_tracing();
     heap::forget_current_thread();
-    ACTIVE.store(false, Ordering::SeqCst);
     for slot in threads::registered() {
         slot.clock.disarm();
     }
@@ -706,6 +708,7 @@ pub fn stop() -> bool {
     HEAP.close();
     log::close();
     *control = None;
+    lifecycle::finish_stop();
     true
 }
 
@@ -714,7 +717,7 @@ pub fn stop() -> bool {
 pub fn after_fork_in_child(reserved: Option<PathBuf>) {
     let blocked = crate::interpose::block_sigprof();
     numbers::restart_in_fork_child(sys::gettid());
-    ACTIVE.store(false, Ordering::Release);
+    lifecycle::reset_after_fork();
     threads::forget_all_after_fork();
     heap::forget_after_fork();
     PROFILE.close_after_fork();
