@@ -250,8 +250,13 @@ impl Builder {
         // when a vector doubles.
         reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
         reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
-        let stack_stats = crate::stack_file::for_each_stack(expt, |record| {
-            stacks.add(record, self.stacks.arena_mut());
+        let stack_stats = crate::stack_file::for_each_stack_block(expt, |records| {
+            for record in records {
+                stacks.by_id.prefetch(record.header.stack_id);
+            }
+            for record in records {
+                stacks.add(*record, self.stacks.arena_mut());
+            }
         })?;
         let shown = expt.path().display().to_string();
         let malformed = log
