@@ -283,9 +283,29 @@ impl Builder {
         // Events go in batches: the table entries of a batch's stacks are
         // fetched from memory together, not one cache miss after another.
         let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
+        let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
         let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
             for record in batch.iter() {
                 stacks.by_id.prefetch(record.stack_id);
+            }
+            // The records first used here are rewritten below: fetch them
+            // (their place, then their slots) before the walk needs them.
+            firsts.clear();
+            for record in batch.iter() {
+                if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
+                    firsts.push(r);
+                    stacks
+                        .records
+                        .get(r as usize)
+                        .map(crate::memory::prefetch_one);
+                }
+            }
+            for &r in &firsts {
+                if let Some(span) = stacks.records.get(r as usize) {
+                    let arena = self.stacks.arena_mut();
+                    let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
+                    crate::memory::prefetch(slots);
+                }
             }
             for record in batch.drain(..) {
                 if !plausible.contains(record.timestamp_ns) {
