@@ -104,7 +104,10 @@ struct RecordSpan {
 /// with one cheap hash, symbolized later once.
 #[derive(Default)]
 struct Slots {
-    ids: FxHashMap<(u64, bool), PcId>,
+    /// By recorded PC: callers' slots, and leaves' (apart, so that the key
+    /// of the hundred million lookups is one word).
+    callers: FxHashMap<u64, PcId>,
+    leaves: FxHashMap<u64, PcId>,
     pcs: Vec<(u64, bool)>,
     /// The model pc of each slot once looked up (as an interrupted PC for
     /// a leaf, a return address otherwise).
@@ -119,7 +122,12 @@ const NOT_PLAIN: PcId = PcId::MAX;
 impl Slots {
     fn slot(&mut self, pc: u64, leaf: bool) -> PcId {
         let next = self.pcs.len() as PcId;
-        let slot = *self.ids.entry((pc, leaf)).or_insert(next);
+        let ids = if leaf {
+            &mut self.leaves
+        } else {
+            &mut self.callers
+        };
+        let slot = *ids.entry(pc).or_insert(next);
         if slot == next {
             self.pcs.push((pc, leaf));
         }
