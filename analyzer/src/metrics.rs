@@ -288,7 +288,15 @@ impl Weights {
     /// lost stack last.
     pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], Value)) {
         let mut buffer = Vec::new();
-        for &stack in &view.walk_order {
+        for (i, &stack) in view.walk_order.iter().enumerate() {
+            // Walk order is not id order: fetch a later stack's sum and
+            // span while this one is walked.
+            if let Some(&ahead) = view.walk_order.get(i + PREFETCH_AHEAD) {
+                if let Some(sum) = self.sums.get(ahead as usize) {
+                    crate::memory::prefetch_one(sum);
+                }
+                view.stacks.prefetch(ahead);
+            }
             match self.sums.get(stack as usize) {
                 Some(&value) if value.events > 0 => each(view.frames_of(stack, &mut buffer), value),
                 _ => {}
@@ -299,6 +307,10 @@ impl Weights {
         }
     }
 }
+
+/// How many stacks ahead of the one walked their sums and spans are
+/// fetched.
+const PREFETCH_AHEAD: usize = 16;
 
 /// Marks which items a stack has counted already, so that an item met many
 /// times in one stack (recursion) counts once: the stamp of item i is the

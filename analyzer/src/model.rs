@@ -168,6 +168,13 @@ impl StackTable {
         })
     }
 
+    /// Starts fetching where stack `id` is (for a `get` soon).
+    pub(crate) fn prefetch(&self, id: StackId) {
+        if let Some(span) = self.spans.get(id as usize) {
+            crate::memory::prefetch_one(span);
+        }
+    }
+
     /// Every stack, in id order.
     pub fn iter(&self) -> impl Iterator<Item = StackRef<'_>> + '_ {
         (0..self.spans.len() as StackId).filter_map(|id| self.get(id))
