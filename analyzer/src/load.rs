@@ -281,6 +281,13 @@ impl Builder {
         // when a vector doubles.
         reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
         reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
+        // Neither vector grows past what was reserved (the files hold no
+        // more), so they stay put until the join below.
+        let spares = vec![
+            crate::memory::spare(self.stacks.arena_mut()),
+            crate::memory::spare(&self.model.events),
+        ];
+        let populating = crate::memory::populate_in_background(spares);
         let stack_stats = crate::stack_file::for_each_stack_block(expt, |records| {
             for record in records {
                 stacks.by_id.prefetch(record.header.stack_id);
@@ -378,6 +385,7 @@ impl Builder {
             }
         })?;
         add_batch(&mut batch);
+        drop(populating);
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);
         }
