@@ -2,8 +2,9 @@
 //! (seed 002) for functions, load objects, lines and PCs, and the call tree.
 //!
 //! Events are first summed per distinct stack (`Weights`), then each stack
-//! is walked once with its total: the cost is the number of distinct
-//! stacks, not of events.
+//! is walked once with its total: the cost is the frames of the distinct
+//! stacks (not of the events), each frame a constant-time step — array
+//! reads, a generation stamp for "once per stack", at most one hash.
 
 use crate::model::*;
 use rustc_hash::FxHashMap;
