@@ -40,6 +40,9 @@ pub struct CollectOptions {
     /// A comment for the experiment's notes (repeatable).
     #[arg(short = 'C', value_name = "COMMENT")]
     comments: Vec<String>,
+    /// Heap tracing: on or off (default): every malloc, free and anonymous mmap with its stack.
+    #[arg(short = 'H', value_name = "on|off")]
+    heaptrace: Option<String>,
     /// Follow descendants (fork, exec): on (default) or off.
     #[arg(short = 'F', value_name = "on|off")]
     follow: Option<String>,
@@ -158,6 +161,9 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
     }
     if let Some(follow) = &options.follow {
         settings.follow = on_off("-F", follow)?;
+    }
+    if let Some(heaptrace) = &options.heaptrace {
+        settings.heaptrace = on_off("-H", heaptrace)?;
     }
     if let Some(limit) = &options.limit {
         settings.limit = match limit.parse::<u64>() {

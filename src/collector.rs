@@ -36,6 +36,8 @@ pub struct Settings {
     pub pause_signal: i32,
     pub sample_signal: i32,
     pub start_paused: bool,
+    /// Heap tracing (`collector heaptrace on`, `collect -H on`).
+    pub heaptrace: bool,
 }
 
 impl Default for Settings {
@@ -57,6 +59,7 @@ impl Default for Settings {
             pause_signal: 0,
             sample_signal: 0,
             start_paused: false,
+            heaptrace: false,
         }
     }
 }
@@ -117,6 +120,7 @@ impl Settings {
             pause_signal: self.pause_signal,
             sample_signal: self.sample_signal,
             paused: self.start_paused,
+            heaptrace: self.heaptrace,
         }
         .to_config_string()
     }
@@ -153,10 +157,15 @@ impl Settings {
                 ),
             });
         }
+        if all || what == ShowWhat::HeapTrace {
+            line(format!(
+                "heaptrace: {}",
+                if self.heaptrace { "on" } else { "off" }
+            ));
+        }
         for (kind, shown) in [
             (ShowWhat::HwProfile, "hwprofile"),
             (ShowWhat::SyncTrace, "synctrace"),
-            (ShowWhat::HeapTrace, "heaptrace"),
         ] {
             if all || what == kind {
                 line(format!("{shown}: off (not available yet)"));
@@ -414,7 +423,7 @@ mod tests {
         assert_eq!(
             config,
             "expt=/tmp/x%20y.er;founder=/tmp/x%20y.er;pid=42;mode=collect;profile=10000000;depth=256;\
-             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0"
+             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0"
         );
     }
 

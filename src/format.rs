@@ -25,7 +25,13 @@ pub fn frame_line(frame: &StackFrame, args: &[(String, Value)]) -> String {
         .map(|(name, value)| format!("{name} = {value}"))
         .collect::<Vec<_>>()
         .join(", ");
-    let inlined = if frame.inlined { " [inlined]" } else { "" };
+    let inlined = if frame.inlined {
+        " [inlined]"
+    } else if frame.tail_call {
+        " [tail call]"
+    } else {
+        ""
+    };
     match &frame.location {
         Some(location) => format!(
             "{name}({args}){inlined}, line {} in \"{}\"",

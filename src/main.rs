@@ -49,6 +49,11 @@ fn main() {
         _ => {}
     }
     let options = Options::parse();
+    if let Some(option) = misplaced_option(&options.program) {
+        eprintln!(
+            "rdbx: warning: \"{option}\" after the program is the program's argument; rdbx's options go before it"
+        );
+    }
     std::process::exit(match run(options) {
         Ok(code) => code,
         Err(e) => {
@@ -56,6 +61,27 @@ fn main() {
             1
         }
     });
+}
+
+/// The first of the program's arguments that is one of rdbx's own
+/// options (`rdbx prog --batch -c where` gives both to the program, which
+/// is rarely what was meant).
+fn misplaced_option(program: &[String]) -> Option<&str> {
+    use clap::CommandFactory;
+    let command = Options::command();
+    let ours = |word: &str| {
+        let name = word.split('=').next().unwrap_or(word);
+        command.get_arguments().any(|arg| {
+            let long = arg.get_long().map(|l| format!("--{l}"));
+            let short = arg.get_short().map(|s| format!("-{s}"));
+            long.as_deref() == Some(name) || short.as_deref() == Some(name)
+        }) || ["--help", "-h", "--version", "-V"].contains(&name)
+    };
+    program
+        .get(1..)?
+        .iter()
+        .map(String::as_str)
+        .find(|w| ours(w))
 }
 
 fn run(options: Options) -> Result<i32> {

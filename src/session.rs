@@ -4,6 +4,7 @@
 mod analyze;
 mod collector;
 mod data;
+mod heap;
 
 use crate::collector::Termination;
 use crate::format::{self, Sources};
@@ -482,6 +483,9 @@ impl Session {
             Command::Examine(spec) => self.examine(spec),
             Command::Dump { function } => self.dump(function.as_deref()),
             Command::Arguments => self.arguments(),
+            Command::ShowLeaks(view) => self.show_leaks(view),
+            Command::ShowMemUse(view) => self.show_mem_use(view),
+            Command::ShowBlock { address, json } => self.show_block(&address, json),
             Command::Assign {
                 target,
                 value,
@@ -652,6 +656,7 @@ impl Session {
         ) -> debugger::Result<Stop>,
     ) -> Result<Stop> {
         self.dbg.process()?;
+        let stepping_thread = self.dbg.current_thread();
         let mut stop = how(&mut self.dbg, &evaluate_condition)?;
         loop {
             if self.dbg.take_entry_reached() {
@@ -685,8 +690,14 @@ impl Session {
             if let (Some(command), StopReason::Breakpoint { ids }) = (stepping, &stop.reason) {
                 // gdb says "Breakpoint N, ..." here: the step did not end
                 // where it would have, and a finish returned no value.
+                // A breakpoint another thread hit says which (gdb: "Thread
+                // 3 hit Breakpoint 1"); the stop is in that thread now.
+                let thread = match stop.tid != stepping_thread {
+                    true => self.thread_label(stop.tid),
+                    false => String::new(),
+                };
                 println!(
-                    "\"{command}\" interrupted by {}",
+                    "\"{command}\" interrupted by {}{thread}",
                     format::breakpoint_ids(ids)
                 );
             }
@@ -845,6 +856,29 @@ impl Session {
             }
             if !bp.enabled() {
                 line += "  [disabled]";
+            }
+            println!("{line}");
+            if bp.addresses().len() > 1 {
+                self.print_locations(bp);
+            }
+        }
+    }
+
+    /// One line per location of a breakpoint with several (a function's
+    /// inlined copies), numbered as gdb's `info breakpoints` does.
+    fn print_locations(&self, bp: &debugger::breakpoints::Breakpoint) {
+        for (n, &address) in bp.addresses().iter().enumerate() {
+            let found = self.dbg.objects().symbolize(address);
+            let mut line = format!("    ({}.{}) 0x{address:016x}", bp.id(), n + 1);
+            if let Some(function) = &found.function {
+                line += &format!(" in {function}");
+            }
+            if let Some(location) = &found.location {
+                line += &format!(
+                    " at line {} in file \"{}\"",
+                    location.line,
+                    location.file.display()
+                );
             }
             println!("{line}");
         }
@@ -1021,6 +1055,16 @@ impl Session {
         Ok(())
     }
 
+    /// ` in t@N (lwp TID)` for thread `tid`, as `threads` names it.
+    fn thread_label(&self, tid: debugger::ptrace::Tid) -> String {
+        self.dbg
+            .process()
+            .ok()
+            .and_then(|p| p.thread(tid))
+            .map(|t| format!(" in t@{} (lwp {tid})", t.number()))
+            .unwrap_or_else(|| format!(" in lwp {tid}"))
+    }
+
     /// The thread `threads` lists as t@`number`.
     fn thread_tid(&self, number: u32) -> Result<debugger::ptrace::Tid> {
         self.dbg
@@ -1092,13 +1136,8 @@ impl Session {
         } else {
             None
         };
-        let value_of = |name: &str| -> Option<u64> {
-            if let Some(unwound) = &frame_regs {
-                if let Some(n) = debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
-                    return unwound.regs[n];
-                }
-            }
-            debugger::regs::get(&regs, name)
+        let value_of = |name: &str| -> Option<Option<u64>> {
+            debugger::regs::frame_get(&regs, frame_regs.as_ref().map(|r| &r.regs), name)
         };
         let names: Vec<String> = if names.is_empty() {
             debugger::regs::GENERAL_REGISTERS
@@ -1110,7 +1149,8 @@ impl Session {
         };
         for name in names {
             match value_of(&name) {
-                Some(value) => println!("{}", format::register_line(&name, value)),
+                Some(Some(value)) => println!("{}", format::register_line(&name, value)),
+                Some(None) => println!("{name:<15}<not saved>"),
                 None => bail!("no register named \"{name}\""),
             }
         }
@@ -1455,6 +1495,7 @@ impl Session {
                     "off" => false,
                     _ => bail!("stack_past_main: \"{text}\" is not on or off"),
                 };
+                self.dbg.set_stack_past_main(self.stack_past_main);
                 let selected = self.dbg.selected_frame_number();
                 let hidden = self.dbg.is_running()
                     && self
@@ -1664,17 +1705,16 @@ impl EvalContext for SessionEval<'_> {
             return n.checked_sub(1).and_then(|i| self.history.get(i)).cloned();
         }
         let frame = self.dbg.selected_frame().ok()?;
-        let value = match debugger::regs::DWARF_NAMES.iter().position(|r| *r == name) {
-            Some(n) if self.dbg.selected_frame_number() > 0 => frame.regs.regs[n]?,
-            _ => {
-                let regs = self
-                    .dbg
-                    .process()
-                    .ok()?
-                    .regs(self.dbg.current_thread())
-                    .ok()?;
-                debugger::regs::get(&regs, name)?
-            }
+        let regs = self
+            .dbg
+            .process()
+            .ok()?
+            .regs(self.dbg.current_thread())
+            .ok()?;
+        // An outer frame's registers are those unwinding recovered for it.
+        let unwound = (self.dbg.selected_frame_number() > 0).then_some(&frame.regs.regs);
+        let Some(value) = debugger::regs::frame_get(&regs, unwound, name)? else {
+            return Some(Value::Unavailable("not saved".into()));
         };
         let pointer = matches!(name, "rip" | "pc" | "rsp" | "sp" | "rbp" | "fp");
         Some(if pointer {
@@ -1720,7 +1760,7 @@ impl EvalContext for SessionEval<'_> {
         let address = object.file_address(frame.lookup_pc);
         let mut names: Vec<String> = object
             .file
-            .locals_at(address, frame.inline_depth)
+            .frame_locals_at(address, frame.inline_depth)
             .into_iter()
             .chain(object.file.parameters_at(address, frame.inline_depth))
             .map(|v| v.name().to_string())

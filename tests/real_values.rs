@@ -215,7 +215,7 @@ fn rust_frames_show_the_arguments_and_locals_gdb_shows() {
 fn lua_frames_show_the_arguments_and_locals_gdb_shows() {
     let script = lua_script("tables.lua");
     let script = script.to_str().expect("a UTF-8 path");
-    for opt in [Opt::O0] {
+    for opt in [Opt::O0, Opt::O2] {
         let prog = lua(opt);
         // luaH_finishset's `slot` points to the static `absentkey`.
         for function in ["luaH_resize", "gmatch_aux", "luaH_newkey", "luaH_finishset"] {

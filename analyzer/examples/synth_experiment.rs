@@ -375,8 +375,13 @@ fn hot_index(random: &mut XorShift, count: usize) -> usize {
 
 fn write_manifest(dir: &Path) -> Result<(), String> {
     let mut buf = [0u8; 512];
-    let n = write_manifest_into(&mut buf, "clock-profile", "synth_experiment")
-        .ok_or("manifest too long")?;
+    let n = write_manifest_into(
+        &mut buf,
+        "log,profile,stacks",
+        "clock-profile",
+        "synth_experiment",
+    )
+    .ok_or("manifest too long")?;
     std::fs::write(dir.join("manifest"), &buf[..n]).map_err(|e| format!("{}: {e}", dir.display()))
 }
 

@@ -23,6 +23,7 @@ pub mod table;
 
 // Per-function totals of one experiment, for the collector's tests and tools.
 pub mod functions;
+pub mod heap;
 
 pub use functions::{clock_profile, ClockProfile, FunctionTime};
 pub use load::load;

@@ -283,6 +283,7 @@ struct ThreadStart {
 static EXIT_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
 
 unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
+    crate::heap::forget_current_thread();
     state::unregister_current_thread();
     numbers::forget(crate::sys::gettid());
 }
@@ -301,6 +302,9 @@ extern "C" fn start_profiled_thread(data: *mut c_void) -> *mut c_void {
     let start = unsafe { Box::from_raw(data.cast::<ThreadStart>()) };
     // Known even while no experiment is active: one may start later.
     numbers::remember(crate::sys::gettid(), start.number);
+    // The thread control block may be an exited thread's: its heap state
+    // (and thread id) are not this thread's.
+    crate::heap::forget_current_thread();
     if let Some(key) = exit_key() {
         // SAFETY: a key we created; any non-null value arms the destructor.
         unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<c_void>()) };
@@ -365,7 +369,11 @@ pub unsafe extern "C" fn fork() -> libc::pid_t {
     }
     samples::record(SampleCause::ForkBefore, b"");
     let reserved = state::reserve_fork_child_dir();
+    // The program's fork handlers may allocate: in the child, before its
+    // experiment starts, this thread's heap state is still the parent's.
+    let held = crate::heap::hold_current_thread();
     let pid = real_fork();
+    drop(held);
     match pid {
         0 => state::after_fork_in_child(reserved),
         -1 => {

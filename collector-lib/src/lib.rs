@@ -11,8 +11,11 @@
 //!
 //! What it records: see docs/experiment-format.md and docs/architecture.md.
 
+mod allocator;
 mod blocks;
 mod clock;
+mod got;
+mod heap;
 mod interpose;
 mod log;
 mod numbers;

@@ -39,6 +39,18 @@ impl Real {
         }
     }
 
+    /// The address if resolved already (0 if not): for callers that must not
+    /// call dlsym, which may call malloc.
+    pub fn resolved(&self) -> usize {
+        self.address.load(Ordering::Acquire)
+    }
+
+    /// Sets the real function: in a process the collector was loaded into
+    /// while running, what the program's own calls reached.
+    pub fn set(&self, address: usize) {
+        self.address.store(address, Ordering::Release);
+    }
+
     /// The real function's address, or 0 when libc has none.
     pub fn address(&self) -> usize {
         let known = self.address.load(Ordering::Acquire);
@@ -61,6 +73,31 @@ pub static FORK: Real = Real::new(c"fork");
 pub static DLOPEN: Real = Real::new(c"dlopen");
 pub static DLCLOSE: Real = Real::new(c"dlclose");
 
+pub static MALLOC: Real = Real::new(c"malloc");
+pub static FREE: Real = Real::new(c"free");
+pub static CALLOC: Real = Real::new(c"calloc");
+pub static REALLOC: Real = Real::new(c"realloc");
+pub static REALLOCARRAY: Real = Real::new(c"reallocarray");
+pub static MEMALIGN: Real = Real::new(c"memalign");
+pub static POSIX_MEMALIGN: Real = Real::new(c"posix_memalign");
+pub static ALIGNED_ALLOC: Real = Real::new(c"aligned_alloc");
+pub static VALLOC: Real = Real::new(c"valloc");
+pub static PVALLOC: Real = Real::new(c"pvalloc");
+
+/// The allocator's functions, resolved before heap tracing can start.
+pub const ALLOCATOR: [&Real; 10] = [
+    &MALLOC,
+    &FREE,
+    &CALLOC,
+    &REALLOC,
+    &REALLOCARRAY,
+    &MEMALIGN,
+    &POSIX_MEMALIGN,
+    &ALIGNED_ALLOC,
+    &VALLOC,
+    &PVALLOC,
+];
+
 /// Resolves every pointer now, outside any signal handler.
 pub fn resolve_all() {
     for real in [
@@ -71,7 +108,10 @@ pub fn resolve_all() {
         &FORK,
         &DLOPEN,
         &DLCLOSE,
-    ] {
+    ]
+    .into_iter()
+    .chain(ALLOCATOR)
+    {
         real.address();
     }
 }

@@ -38,6 +38,7 @@ pub fn record(cause: SampleCause, label: &[u8]) {
         line.u64("inblock", usage.ru_inblock as u64);
         line.u64("oublock", usage.ru_oublock as u64);
         line.u64("rss_kb", rss_kb);
+        line.u64("heap_order", crate::heap::order_now());
     });
 }
 

@@ -8,8 +8,8 @@
 use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
-use crate::{log, numbers, objects, profile, samples, sys, threads, unwind, watch};
-use experiment::layout::{SampleCause, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
+use crate::{heap, log, numbers, objects, profile, samples, sys, threads, unwind, watch};
+use experiment::layout::{SampleCause, KIND_HEAP, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -19,6 +19,7 @@ use std::sync::Mutex;
 
 pub static PROFILE: BlockFile = BlockFile::new(KIND_PROFILE);
 pub static STACKS: BlockFile = BlockFile::new(KIND_STACKS);
+pub static HEAP: BlockFile = BlockFile::new(KIND_HEAP);
 pub static BUDGET: Budget = Budget::new();
 
 static ACTIVE: AtomicBool = AtomicBool::new(false);
@@ -55,6 +56,12 @@ pub fn recording() -> bool {
         && PROFILING.load(Ordering::Acquire)
 }
 
+/// Whether heap events should be recorded now (the heap module adds its
+/// own flag: tracing asked for and still possible).
+pub fn recording_heap() -> bool {
+    ACTIVE.load(Ordering::Acquire) && !PAUSED.load(Ordering::Acquire)
+}
+
 /// Says whether the next experiment starts in a live process without
 /// interposition (see `LIVE`).
 pub fn set_live(live: bool) {
@@ -88,6 +95,13 @@ pub fn stack_table_insert(id: u64) -> bool {
         let Some(entry) = STACK_TABLE.get((start + probe) % STACK_TABLE_SIZE) else {
             return true;
         };
+        // A plain load first: a known stack (the common case) costs no
+        // locked instruction.
+        match entry.load(Ordering::Acquire) {
+            existing if existing == id => return false,
+            0 => {}
+            _ => continue,
+        }
         match entry.compare_exchange(0, id, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => return true,
             Err(existing) if existing == id => return false,
@@ -176,6 +190,9 @@ pub fn start(config: Config, role: Role) -> Result<(), StartError> {
 }
 
 fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), StartError> {
+    // What libc allocates for the collector while it starts is not the
+    // program's.
+    let _held = heap::hold_current_thread();
     let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
     if ACTIVE.load(Ordering::Acquire) {
         return Err(StartError("an experiment is already active".into()));
@@ -186,7 +203,8 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
         _ => make_descendant_dir(&config.founder, &parent_expt, role)?,
     };
     let lineage = lineage_of(&config.founder, &expt);
-    open_files(&expt)?;
+    let heaptrace = config.heaptrace;
+    open_files(&expt, heaptrace)?;
     config.expt = expt.clone();
     config.pid = sys::getpid() as u32;
     BUDGET.limit.store(config.limit_bytes, Ordering::Relaxed);
@@ -210,7 +228,10 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
     };
     write_start_line(&config, &lineage, clock_kind.map(|(k, _)| k));
     if live() {
-        write_kinds_line(config.profile_ns > 0);
+        write_kinds_line(config.profile_ns > 0, heaptrace);
+    }
+    if heaptrace {
+        heap::prepare();
     }
     if role != Role::Founder {
         let parent = founder_relative_or_dot(&config.founder, &parent_expt);
@@ -266,19 +287,27 @@ fn start_in(mut config: Config, role: Role, context: Context) -> Result<(), Star
         register_existing_threads();
     }
     if live() {
-        start_live_parts(config.profile_ns > 0);
+        start_live_parts(config.profile_ns > 0 || heaptrace);
     }
     update_environment(&config, &control);
     *control = Some(Current { config, expt });
+    if heaptrace {
+        heap::start_tracing();
+    }
     Ok(())
 }
 
 /// The `kinds` line of a live start: what cannot be collected without
 /// interposition, and how new threads are found.
-fn write_kinds_line(profiling: bool) {
+fn write_kinds_line(profiling: bool, heaptrace: bool) {
     log::write("kinds", |line| {
-        line.str("available", b"clock-profile,samples");
-        line.str("unavailable", b"heap,sync");
+        if heaptrace {
+            line.str("available", b"clock-profile,samples,heap");
+            line.str("unavailable", b"sync");
+        } else {
+            line.str("available", b"clock-profile,samples");
+            line.str("unavailable", b"heap,sync");
+        }
         line.str("how", b"attached");
         line.str("new_threads", if profiling { b"polled" } else { b"none" });
         line.u64("poll_ns", watch::POLL_NS);
@@ -296,7 +325,7 @@ fn start_live_parts(profiling: bool) {
     }
 }
 
-fn open_files(expt: &Path) -> Result<(), StartError> {
+fn open_files(expt: &Path, heaptrace: bool) -> Result<(), StartError> {
     let create = |name: &str, flags: i32| -> Result<i32, StartError> {
         let path = expt.join(name);
         let c_path = CString::new(path.as_os_str().as_bytes())
@@ -321,22 +350,32 @@ fn open_files(expt: &Path) -> Result<(), StartError> {
     let log_fd = create("log", libc::O_WRONLY | libc::O_APPEND)?;
     let profile_fd = create("profile", libc::O_RDWR | libc::O_TRUNC)?;
     let stacks_fd = create("stacks", libc::O_RDWR | libc::O_TRUNC)?;
-    write_manifest(expt)?;
+    let heap_fd = if heaptrace {
+        Some(create("heap", libc::O_RDWR | libc::O_TRUNC)?)
+    } else {
+        None
+    };
+    write_manifest(expt, heaptrace)?;
     log::open(log_fd);
     PROFILE.open(profile_fd);
     STACKS.open(stacks_fd);
+    if let Some(fd) = heap_fd {
+        HEAP.open(fd);
+    }
     Ok(())
 }
 
-fn write_manifest(expt: &Path) -> Result<(), StartError> {
-    let text = format!(
-        "format={}\nversion={}.{}\nblock_size={}\nfiles=log,profile,stacks\nkinds=clock-profile\ncreated_by=libcollector {}\n",
-        experiment::layout::FORMAT_NAME,
-        experiment::layout::FORMAT_VERSION,
-        experiment::layout::FORMAT_MINOR_VERSION,
-        experiment::layout::BLOCK_SIZE,
-        crate::VERSION,
-    );
+fn write_manifest(expt: &Path, heaptrace: bool) -> Result<(), StartError> {
+    let (files, kinds) = if heaptrace {
+        ("log,profile,stacks,heap", "clock-profile,heap-trace")
+    } else {
+        ("log,profile,stacks", "clock-profile")
+    };
+    let created_by = format!("libcollector {}", crate::VERSION);
+    let mut buf = [0u8; 512];
+    let len = experiment::text::write_manifest_into(&mut buf, files, kinds, &created_by)
+        .ok_or_else(|| StartError("the manifest does not fit its buffer".into()))?;
+    let text = &buf[..len];
     let tmp = expt.join("manifest.tmp");
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, expt.join("manifest")))
@@ -384,6 +423,7 @@ fn write_start_line(config: &Config, lineage: &str, clock: Option<ClockKind>) {
         line.u64("depth", config.depth as u64);
         line.u64("sample_ns", config.sample_ns);
         line.u64("realtime_ns", realtime);
+        line.u64("heaptrace", u64::from(config.heaptrace));
     });
 }
 
@@ -653,13 +693,17 @@ pub fn stop() -> bool {
     }
     samples::record(SampleCause::End, b"");
     watch::stop();
+    heap::stop_tracing();
+    heap::forget_current_thread();
     ACTIVE.store(false, Ordering::SeqCst);
     for slot in threads::registered() {
         slot.clock.disarm();
     }
+    heap::log_totals();
     log::write("end", |_| {});
     PROFILE.close();
     STACKS.close();
+    HEAP.close();
     log::close();
     *control = None;
     true
@@ -672,8 +716,10 @@ pub fn after_fork_in_child(reserved: Option<PathBuf>) {
     numbers::restart_in_fork_child(sys::gettid());
     ACTIVE.store(false, Ordering::Release);
     threads::forget_all_after_fork();
+    heap::forget_after_fork();
     PROFILE.close_after_fork();
     STACKS.close_after_fork();
+    HEAP.close_after_fork();
     log::close();
     // try_lock: a lock held by a thread of the parent stays held forever
     // here (that thread does not exist in the child); then no experiment.

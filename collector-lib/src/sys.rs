@@ -11,6 +11,14 @@ pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// CLOCK_MONOTONIC_COARSE in nanoseconds: the same clock at the kernel
+/// tick's resolution (a few ms), read without the timestamp counter, so
+/// much cheaper in a virtual machine. For events whose order is exact
+/// otherwise (heap events carry order numbers).
+pub fn monotonic_coarse_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC_COARSE)
+}
+
 /// CPU time consumed by the calling thread, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
@@ -51,6 +59,78 @@ pub fn timespec_ns(ts: &libc::timespec) -> u64 {
     (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64)
+}
+
+/// The calling thread's thread pointer (`%fs:0`, glibc's `struct pthread`
+/// address): tells threads apart without a system call or thread-local
+/// storage, which a dlopen'ed library may only get through malloc.
+pub fn thread_pointer() -> usize {
+    let pointer: usize;
+    // SAFETY: on x86-64 Linux %fs:0 holds the thread control block's own
+    // address (the TLS ABI requires it); reading it has no side effect.
+    unsafe {
+        std::arch::asm!(
+            "mov {}, qword ptr fs:[0]",
+            out(reg) pointer,
+            options(nostack, readonly, preserves_flags)
+        );
+    }
+    pointer
+}
+
+/// mmap as a raw system call: the collector's own mappings must not go
+/// through its exported `mmap` hook.
+pub fn mmap_raw(length: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut u8 {
+    mmap_at(std::ptr::null_mut(), length, prot, flags, fd, offset)
+}
+
+/// mmap with an address hint, as a raw system call; MAP_FAILED with errno
+/// set on failure, as libc's.
+pub fn mmap_at(
+    address: *mut u8,
+    length: usize,
+    prot: i32,
+    flags: i32,
+    fd: i32,
+    offset: i64,
+) -> *mut u8 {
+    // SAFETY: the kernel checks every argument; MAP_FIXED over memory the
+    // caller owns is the caller's business, as with libc's mmap.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mmap,
+            address,
+            length,
+            prot as libc::c_long,
+            flags as libc::c_long,
+            fd as libc::c_long,
+            offset,
+        )
+    };
+    // glibc's syscall() returns -1 with errno set on failure, which is
+    // MAP_FAILED.
+    result as *mut u8
+}
+
+/// munmap as a raw system call (see `mmap_raw`).
+///
+/// # Safety
+/// `[address, address + length)` must be a mapping of ours nothing uses any more.
+pub unsafe fn munmap_raw(address: *mut u8, length: usize) {
+    munmap_checked(address, length);
+}
+
+/// munmap as a raw system call, with libc's result: 0, or -1 and errno.
+///
+/// # Safety
+/// As libc's munmap.
+pub unsafe fn munmap_checked(address: *mut u8, length: usize) -> i32 {
+    let result = libc::syscall(libc::SYS_munmap, address, length);
+    if result < 0 {
+        // The raw syscall wrapper already set errno.
+        return -1;
+    }
+    0
 }
 
 pub fn gettid() -> i32 {

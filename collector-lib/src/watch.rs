@@ -26,6 +26,7 @@
 //! injected calls, and exits when the experiment it was started for ends.
 
 use crate::{log, numbers, state, sys, threads};
+use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// How often the task list is read.
@@ -117,6 +118,8 @@ fn current(generation: u64) -> bool {
 }
 
 fn watch(generation: u64, number: u32) {
+    // What libc allocates for the watcher is not the program's.
+    let _held = crate::heap::hold_current_thread();
     let me = sys::gettid();
     WATCHER_TID.store(me, Ordering::Release);
     announce(generation, me, number);
@@ -138,6 +141,9 @@ fn watch(generation: u64, number: u32) {
         if let Some(seen) = tids.get_mut(..count) {
             register_new(seen, generation);
             retire_gone(seen);
+        }
+        if objects_changed() {
+            crate::heap::follow_new_objects();
         }
         // SAFETY: valid timespec; an interruption just shortens the sleep.
         unsafe { libc::nanosleep(&sleep, std::ptr::null_mut()) };
@@ -243,4 +249,19 @@ fn retire_gone(seen: &[i32]) {
             state::retire_dead_thread(slot, tid);
         }
     }
+}
+
+/// Whether objects were loaded since the last call (glibc's count of
+/// loads, as dl_iterate_phdr reports it).
+fn objects_changed() -> bool {
+    static SEEN: AtomicU64 = AtomicU64::new(0);
+    extern "C" fn adds(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: valid info; data is our counter.
+        unsafe { *data.cast::<u64>() = (*info).dlpi_adds };
+        1
+    }
+    let mut count = 0u64;
+    // SAFETY: the callback writes our local counter only.
+    unsafe { libc::dl_iterate_phdr(Some(adds), (&mut count as *mut u64).cast()) };
+    SEEN.swap(count, Ordering::Relaxed) != count
 }

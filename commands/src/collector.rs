@@ -26,6 +26,8 @@ pub enum CollectorCommand {
     Sample(SampleSetting),
     /// `dbxsample on|off`: a sample at every stop the user sees.
     DbxSample(bool),
+    /// `heaptrace on|off`.
+    HeapTrace(bool),
     /// `limit MB` in bytes; `None` = no limit (`limit unlimited`).
     Limit(Option<u64>),
     Archive(ArchiveMode),
@@ -33,7 +35,7 @@ pub enum CollectorCommand {
     Show(ShowWhat),
     Status,
     Version,
-    /// `hwprofile`, `synctrace`, `heaptrace`, `mpitrace`: accepted, not
+    /// `hwprofile`, `synctrace`, `mpitrace`: accepted, not
     /// collected yet; the words after the kind are kept.
     NotYet {
         kind: TraceKind,
@@ -107,7 +109,6 @@ pub enum ShowWhat {
 pub enum TraceKind {
     HwProfile,
     SyncTrace,
-    HeapTrace,
     MpiTrace,
 }
 
@@ -116,7 +117,6 @@ impl TraceKind {
         match self {
             TraceKind::HwProfile => "hwprofile",
             TraceKind::SyncTrace => "synctrace",
-            TraceKind::HeapTrace => "heaptrace",
             TraceKind::MpiTrace => "mpitrace",
         }
     }
@@ -126,7 +126,6 @@ impl TraceKind {
         match self {
             TraceKind::HwProfile => "hardware-counter profiling",
             TraceKind::SyncTrace => "synchronization wait tracing",
-            TraceKind::HeapTrace => "heap tracing",
             TraceKind::MpiTrace => "MPI tracing",
         }
     }
@@ -200,7 +199,7 @@ impl Sub<'_> {
             "show" => self.show().map(CollectorCommand::Show),
             "hwprofile" => self.not_yet(TraceKind::HwProfile),
             "synctrace" => self.not_yet(TraceKind::SyncTrace),
-            "heaptrace" => self.not_yet(TraceKind::HeapTrace),
+            "heaptrace" => self.on_off().map(CollectorCommand::HeapTrace),
             _ => self.not_yet(TraceKind::MpiTrace),
         }
     }
@@ -366,7 +365,7 @@ impl Sub<'_> {
         let valid_first: &[&str] = match kind {
             TraceKind::HwProfile => &["on", "off", "list", "counter"],
             TraceKind::SyncTrace => &["on", "off", "threshold"],
-            TraceKind::HeapTrace | TraceKind::MpiTrace => &["on", "off"],
+            TraceKind::MpiTrace => &["on", "off"],
         };
         match self.rest.first() {
             None => Err(self.invalid(format!("missing {}", valid_first.join(", ")))),
@@ -564,7 +563,7 @@ mod tests {
             ("store group g.er", "ending in .erg"),
             ("store", "missing directory"),
             ("show things", "nothing called \"things\""),
-            ("heaptrace maybe", "expected on, off"),
+            ("heaptrace maybe", "expected on or off"),
         ] {
             let message = err(text);
             assert!(message.contains(needle), "{text:?}: {message}");

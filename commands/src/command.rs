@@ -145,6 +145,16 @@ pub enum Command {
     },
     /// gdb `info args`: the parameters of the selected frame.
     Arguments,
+    /// dbx `showleaks`: a leak check of the stopped process, from the
+    /// heap-tracing experiment and a scan of its memory.
+    ShowLeaks(HeapView),
+    /// dbx `showmemuse`: the blocks in use, by allocation stack.
+    ShowMemUse(HeapView),
+    /// dbx `showblock [-a] ADDRESS`: the block in use that holds ADDRESS.
+    ShowBlock {
+        address: String,
+        json: bool,
+    },
     /// `assign LVALUE = EXPR`, gdb `set var LVALUE = EXPR`.
     Assign {
         target: String,
@@ -353,3 +363,17 @@ pub struct Disposition {
     pub print: Option<bool>,
     pub pass: Option<bool>,
 }
+
+/// How `showleaks` and `showmemuse` show their stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapView {
+    /// Frames of each allocation stack shown (`-n N`).
+    pub frames: usize,
+    /// Also the blocks still reachable (`showleaks -a`); every block
+    /// (`showmemuse -a`).
+    pub all: bool,
+    pub json: bool,
+}
+
+/// Frames of an allocation stack shown by default, as dbx.
+pub const HEAP_VIEW_FRAMES: usize = 8;

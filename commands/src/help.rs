@@ -98,7 +98,10 @@ static COMMANDS: &[CommandHelp] = &[
         "set a breakpoint",
         "Stop when FUNCTION is entered or LINE is reached. -if stops only when EXPR is true \
          (the rest of the line is the expression), -count N stops at every N-th hit, \
-         -temp deletes the breakpoint after its first stop. FILE may be quoted.",
+         -temp deletes the breakpoint after its first stop. FILE may be quoted. FUNCTION is \
+         written as where shows it, generics and closures included \
+         (wordfreq::Counter<K>::feed, <X as Y>::f); a suffix such as Counter::feed finds \
+         every match, and a function inlined in several places gets a location in each.",
         "stop at hello.c:12 -if i == 3",
     ),
     entry(
@@ -207,7 +210,9 @@ static COMMANDS: &[CommandHelp] = &[
         &["s"],
         "step [N]",
         "step one source line, into calls",
-        "Run to the next source line, entering called functions; N times.",
+        "Run to the next source line, entering called functions (and inlined calls); N times. \
+         In optimized code it follows gdb's rules (see \"Breakpoints and stepping in optimized \
+         code\" in docs/commands.md).",
         "step 3",
     ),
     entry(
@@ -223,7 +228,8 @@ static COMMANDS: &[CommandHelp] = &[
         &["n"],
         "next [N]",
         "step one source line, over calls",
-        "Run to the next source line in this function, stepping over calls; N times.",
+        "Run to the next source line in this function, stepping over calls (inlined ones \
+         too); N times.",
         "next",
     ),
     entry(
@@ -400,6 +406,41 @@ static COMMANDS: &[CommandHelp] = &[
         "dump",
     ),
     entry(
+        "showleaks",
+        &[],
+        "showleaks [-a] [-n FRAMES] [-json]",
+        "check the stopped program for leaks (heap tracing)",
+        "A leak check at this stop, as dbx's runtime checking did: the blocks the heap-tracing \
+         experiment says are in use are classified by a scan of the process's memory (writable \
+         data outside the heap, every thread's stack and registers, then the blocks reached): \
+         definitely lost (no pointer to it), indirectly lost (pointed to only from lost blocks), \
+         possibly lost (only pointers into its middle), still reachable. Leaks are grouped by \
+         allocation stack, largest first, with FRAMES frames (default 8); -a lists the blocks \
+         still reachable too. Needs collector heaptrace on.",
+        "showleaks -n 4",
+    ),
+    entry(
+        "showmemuse",
+        &[],
+        "showmemuse [-a] [-n FRAMES] [-json]",
+        "show the heap blocks in use, by allocation stack",
+        "The blocks the heap-tracing experiment says are in use at this stop, grouped by \
+         allocation stack, largest first, with FRAMES frames of each stack (default 8); -a \
+         lists every group (else the 20 largest). Needs collector heaptrace on.",
+        "showmemuse",
+    ),
+    entry(
+        "showblock",
+        &[],
+        "showblock [-a] [-json] ADDRESS",
+        "show the heap block that holds an address",
+        "The block in use that holds ADDRESS (an expression: a pointer variable, an address): \
+         its start, size, which call made it, when (order number and time since the \
+         experiment started), in which thread, and its allocation stack. Needs collector \
+         heaptrace on.",
+        "showblock node->next",
+    ),
+    entry(
         "info args",
         &[],
         "info args",
@@ -544,9 +585,9 @@ static COMMANDS: &[CommandHelp] = &[
         "collector heaptrace",
         &[],
         "collector heaptrace on|off",
-        "heap tracing (not available yet)",
-        "Accepted for dbx scripts; rdbx answers that heap tracing is not available yet.",
-        "collector heaptrace off",
+        "heap tracing: every allocation and free, with its call stack",
+        "Traces malloc, calloc, realloc, reallocarray, memalign, posix_memalign, aligned_alloc, valloc, pvalloc, free and anonymous mmap/munmap in the next experiment (off by default; set before collector enable or run). Each event keeps its size, thread, call stack and an order exact across threads. In a process rdbx attached to, the GOT entries of the malloc family are redirected from collector enable until collector disable.",
+        "collector heaptrace on",
     ),
     entry(
         "collector mpitrace",

@@ -32,8 +32,8 @@ pub use collector::{
     PROFILE_ON_NS,
 };
 pub use command::{
-    BreakpointSpec, Command, CrashKind, Delivery, Disposition, ExamineSpec, ListTarget, Location,
-    PrintSpec, Redirects, Selection, SignalCommand, SignalFilter, DBXENV_SETTINGS,
+    BreakpointSpec, Command, CrashKind, Delivery, Disposition, ExamineSpec, HeapView, ListTarget,
+    Location, PrintSpec, Redirects, Selection, SignalCommand, SignalFilter, DBXENV_SETTINGS,
 };
 pub use error::ParseError;
 pub use help::{all_help, command_names, find_help, help_for, help_summary, CommandHelp};

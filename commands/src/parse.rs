@@ -146,6 +146,9 @@ impl<'a> Args<'a> {
                 function: self.optional_word()?,
             }),
             "info args" => self.none(Command::Arguments),
+            "showleaks" => self.heap_view().map(Command::ShowLeaks),
+            "showmemuse" => self.heap_view().map(Command::ShowMemUse),
+            "showblock" => self.show_block(),
             "assign" => self.assign(),
             "call" => Ok(Command::Call(self.expression()?)),
             // Taken by `complete_argument` before this, blanks kept.
@@ -226,6 +229,49 @@ impl<'a> Args<'a> {
         non_empty(self.text).ok_or_else(|| self.invalid("missing expression"))
     }
 
+    /// `showleaks` / `showmemuse` `[-a] [-n FRAMES] [-json]`.
+    fn heap_view(&self) -> Result<HeapView> {
+        let mut view = HeapView {
+            frames: HEAP_VIEW_FRAMES,
+            all: false,
+            json: false,
+        };
+        let words = self.words()?;
+        let mut words = words.iter();
+        while let Some(word) = words.next() {
+            match word.text.as_str() {
+                "-a" => view.all = true,
+                "-json" | "--json" => view.json = true,
+                "-n" => {
+                    let count = words
+                        .next()
+                        .ok_or_else(|| self.invalid("-n needs a number of frames"))?;
+                    view.frames = number(self.name, &count.text, "frame count", 1)? as usize;
+                }
+                other => return Err(self.invalid(format!("unexpected argument \"{other}\""))),
+            }
+        }
+        Ok(view)
+    }
+
+    /// `showblock [-a] [-json] ADDRESS` (an expression).
+    fn show_block(&self) -> Result<Command> {
+        let mut rest = self.text.trim_start();
+        let mut json = false;
+        loop {
+            if let Some(after) = rest.strip_prefix("-a ") {
+                rest = after.trim_start();
+            } else if let Some(after) = rest.strip_prefix("-json ") {
+                json = true;
+                rest = after.trim_start();
+            } else {
+                break;
+            }
+        }
+        let address = non_empty(rest).ok_or_else(|| self.invalid("missing address"))?;
+        Ok(Command::ShowBlock { address, json })
+    }
+
     /// `where [N] [t@T]`, in either order.
     fn where_(&self) -> Result<Command> {
         let (mut depth, mut thread) = (None, None);
@@ -293,12 +339,16 @@ impl<'a> Args<'a> {
 
     /// The location part of `stop`, `stopi`, `break` and `when`.
     fn stop_location(&self, kind: StopKind, scanner: &mut Scanner) -> Result<Location> {
+        if kind == StopKind::Gdb {
+            let first = scanner
+                .next_name()
+                .map_err(|problem| self.invalid(problem))?
+                .ok_or_else(|| self.invalid("missing location"))?;
+            return gdb_location(self.name, &first.text);
+        }
         let first = self
             .next_word(scanner)?
             .ok_or_else(|| self.invalid("missing location"))?;
-        if kind == StopKind::Gdb {
-            return gdb_location(self.name, &first.text);
-        }
         let keyword = first.text.as_str();
         if keyword != "in" && keyword != "at" {
             return Err(self.invalid(format!("expected \"in\" or \"at\", got \"{keyword}\"")));
@@ -308,10 +358,14 @@ impl<'a> Args<'a> {
             (_, StopKind::Instruction) => "address",
             _ => "line number",
         };
-        let target = self
-            .next_word(scanner)?
-            .ok_or_else(|| self.invalid(format!("missing {what}")))?
-            .text;
+        let target = match keyword {
+            "in" => scanner
+                .next_name()
+                .map_err(|problem| self.invalid(problem))?,
+            _ => self.next_word(scanner)?,
+        }
+        .ok_or_else(|| self.invalid(format!("missing {what}")))?
+        .text;
         match (keyword, kind) {
             ("in", _) => function_name(self.name, &target),
             (_, StopKind::Instruction) => Ok(Location::Address(target)),

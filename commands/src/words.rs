@@ -107,6 +107,41 @@ impl<'a> Scanner<'a> {
         }))
     }
 
+    /// The next word as a function name: blanks inside `<>`, `()`, `[]`
+    /// and `{}` belong to it (`Counter<K>::feed<String, main::{closure_env#1}>`,
+    /// `<X as Y>::f`, `f(int, char)`). A quoted name is a plain word.
+    pub fn next_name(&mut self) -> Result<Option<Word>, String> {
+        let rest = &self.text[self.pos..];
+        let start = rest.len() - rest.trim_start().len();
+        let body = &rest[start..];
+        if body.is_empty() || body.starts_with(['\'', '"']) {
+            return self.next_word();
+        }
+        let mut depth = 0usize;
+        let mut end = body.len();
+        for (i, c) in body.char_indices() {
+            match c {
+                '<' | '(' | '[' | '{' => depth += 1,
+                '>' | ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                c if c.is_whitespace() && depth == 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        if depth > 0 {
+            return Err(format!("unbalanced brackets in \"{}\"", body.trim_end()));
+        }
+        let text = body[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+        self.pos += start + end;
+        Ok(Some(Word {
+            text,
+            end: self.pos,
+            operator: false,
+        }))
+    }
+
     /// All remaining words.
     pub fn all_words(mut self) -> Result<Vec<Word>, String> {
         let mut words = Vec::new();

@@ -132,6 +132,17 @@ pub struct Debugger {
     /// The program was reported stopped by job control: `cont` sends it
     /// SIGCONT as it resumes it.
     pub(crate) job_stopped: bool,
+    /// Inlined calls starting where a thread stopped, shown as not
+    /// entered yet (see inline_stop.rs).
+    pub(crate) inline_skips: crate::inline_stop::InlineSkips,
+    /// Frames below `main` are shown (`stack_past_main`): `main` then has
+    /// a caller, whose call site may give its entry values.
+    pub(crate) stack_past_main: bool,
+    /// The current thread's whole stack while it stays where it is.
+    pub(crate) stack_cache: std::cell::RefCell<Option<crate::stack::CachedStack>>,
+    /// Functions (by entry) found to reach, or not, themselves by tail
+    /// calls, while the stop lasts.
+    pub(crate) tail_call_loops: std::cell::RefCell<std::collections::HashMap<u64, bool>>,
 }
 
 impl Debugger {
@@ -148,6 +159,9 @@ impl Debugger {
             notice_sink: None,
             last_launch: None,
             call_timeout: crate::call::DEFAULT_CALL_TIMEOUT,
+            stack_past_main: false,
+            stack_cache: std::cell::RefCell::new(None),
+            tail_call_loops: Default::default(),
             disassembler: Disassembler::new()?,
             pump: Pump::new()?,
             step_resume: None,
@@ -158,6 +172,7 @@ impl Debugger {
             entry_reached: false,
             sigint_reported: false,
             job_stopped: false,
+            inline_skips: Default::default(),
         })
     }
 
@@ -220,6 +235,12 @@ impl Debugger {
     /// The frame `up`/`down`/`frame` selected (0 is the innermost).
     pub fn selected_frame_number(&self) -> usize {
         self.selected_frame
+    }
+
+    /// Whether frames below `main` count as its callers (gdb's
+    /// `backtrace past-main`).
+    pub fn set_stack_past_main(&mut self, past_main: bool) {
+        self.stack_past_main = past_main;
     }
 
     pub fn select_frame(&mut self, number: usize) {
@@ -639,6 +660,7 @@ impl Debugger {
     /// our breakpoints are refused: the int3 would be lost, or the saved
     /// instruction would no longer be the program's.
     pub fn write_memory(&self, address: u64, bytes: &[u8]) -> Result<()> {
+        self.forget_stack();
         if let Some(site) = self.breakpoints.site_overlapping(address, bytes.len()) {
             return Err(Error::Other(format!(
                 "cannot write {} byte(s) at 0x{address:x}: a breakpoint is at 0x{site:x} \

@@ -214,6 +214,7 @@ impl Debugger {
         if !stopped {
             return Ok(());
         }
+        self.inline_skips.forget(tid);
         let mut regs = self.process()?.regs(tid)?;
         if ptrace::trace_enabled() {
             eprintln!("[rdbx trace] resume {tid} at 0x{:x}", regs.rip);
@@ -856,6 +857,10 @@ impl Debugger {
             let memory = self.process.as_ref().map(|p| p.memory());
             self.breakpoints.remove_owner(memory, pc, Owner::EntryPoint);
             self.entry_reached = true;
+        }
+        if owners.iter().any(|o| matches!(o, Owner::User(_))) {
+            // Conditions see the frames the user will see.
+            self.skip_inlined_calls_at(tid, pc);
         }
         let mut hit = Vec::new();
         for owner in &owners {

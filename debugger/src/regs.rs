@@ -62,6 +62,51 @@ fn sub_register(regs: &user_regs_struct, name: &str) -> Option<u64> {
     get(regs, &full).map(|v| v & mask)
 }
 
+/// The full register a name stands for: `rip` for `pc`, `rax` for `eax`.
+fn full_register(name: &str) -> Option<&'static str> {
+    let stem = match name {
+        "pc" => "rip",
+        "sp" => "rsp",
+        "fp" => "rbp",
+        _ => name,
+    };
+    let full = if let Some(stem) = stem.strip_suffix('d').filter(|s| s.starts_with('r')) {
+        stem.to_string()
+    } else if let Some(stem) = stem.strip_prefix('e').filter(|s| *s != "flags") {
+        format!("r{stem}")
+    } else {
+        stem.to_string()
+    };
+    DWARF_NAMES.iter().find(|n| **n == full).copied()
+}
+
+/// A register by name as one frame sees it: `regs` are the thread's,
+/// `frame` what unwinding recovered for an outer frame (DWARF numbering),
+/// which takes the place of the thread's. `Some(None)`: the register
+/// exists but this frame's value of it was not saved.
+pub fn frame_get(
+    regs: &user_regs_struct,
+    frame: Option<&[Option<u64>; 17]>,
+    name: &str,
+) -> Option<Option<u64>> {
+    let Some(frame) = frame else {
+        return get(regs, name).map(Some);
+    };
+    if let Some(full) = full_register(name) {
+        let n = DWARF_NAMES.iter().position(|r| *r == full)?;
+        if frame[n].is_none() {
+            return Some(None);
+        }
+    }
+    let mut seen = *regs;
+    for (n, value) in frame.iter().enumerate() {
+        if let Some(value) = value {
+            set(&mut seen, DWARF_NAMES[n], *value);
+        }
+    }
+    get(&seen, name).map(Some)
+}
+
 /// Writes a 64-bit register by name; false if there is no such register.
 pub fn set(regs: &mut user_regs_struct, name: &str, value: u64) -> bool {
     let slot = match name {

@@ -22,6 +22,8 @@ pub const BLOCK_PAYLOAD: usize = BLOCK_SIZE - HEADER_SIZE;
 pub const KIND_PROFILE: u16 = 1;
 /// Block kind of the `stacks` file (records are [`StackRecordHeader`] + pcs).
 pub const KIND_STACKS: u16 = 2;
+/// Block kind of the `heap` file: heap-tracing records ([`crate::heap`]).
+pub const KIND_HEAP: u16 = 3;
 /// First line of the manifest: `format=rdbx-experiment`.
 pub const FORMAT_NAME: &str = "rdbx-experiment";
 /// Major version of the format this crate writes and reads.
@@ -29,7 +31,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Minor version this crate knows and writers write (`version=1.1`: 1.1 added the `number`
 /// of `thread-start` lines and the `collector-thread` event). A reader reads a newer minor
 /// version of its major version, ignoring what it does not know.
-pub const FORMAT_MINOR_VERSION: u32 = 1;
+pub const FORMAT_MINOR_VERSION: u32 = 2;
 /// Deepest stack a record may hold.
 pub const MAX_STACK_DEPTH: usize = 2048;
 /// Default stack depth limit.

@@ -3,12 +3,14 @@
 //! tests, the analyzer). The specification is docs/experiment-format.md.
 //!
 //! - [`layout`]: block-file layouts and constants. No allocation, no panics, no I/O.
+//! - [`heap`]: heap-tracing records (delta-encoded, the same guarantees as `layout`).
 //! - [`text`]: percent-encoding, log lines ([`text::LineWriter`] allocates nothing), the
 //!   config string, the manifest.
 //! - with the default `reader` feature: [`Experiment`] (reading, also while the collector
 //!   writes), [`log`] (typed log events), [`writer`] (what the launcher writes) and
 //!   [`archive`] (`archives/`).
 
+pub mod heap;
 pub mod layout;
 pub mod text;
 
@@ -27,8 +29,8 @@ pub use archive::{ArchiveSummary, ArchivedObject};
 pub use log::{DescendantKind, Event, LogEvent, Sample, StartInfo, TerminatedHow};
 #[cfg(feature = "reader")]
 pub use reader::{
-    log_warnings, missing_stacks, BlockStats, ClockEventRecord, Experiment, Manifest, Stack,
-    Summary, Warning,
+    log_warnings, missing_stacks, BlockStats, ClockEventRecord, Experiment, HeapEventRecord,
+    Manifest, Stack, Summary, Warning,
 };
 #[cfg(feature = "reader")]
 pub use writer::{

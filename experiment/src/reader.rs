@@ -4,7 +4,8 @@
 use crate::archive::{self, ArchivedObject};
 use crate::layout::{
     self, BlockState, ClockEvent, StackRecordRef, StackStatus, BLOCK_SIZE, CLOCK_EVENT_SIZE,
-    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH,
+    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_HEAP, KIND_PROFILE, KIND_STACKS,
+    MAX_STACK_DEPTH,
 };
 use crate::log::{parse_log, Event, LogEvent, Sample};
 use crate::text::preview;
@@ -182,6 +183,13 @@ fn split_list(value: &str) -> Vec<String> {
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// One heap event with the thread that made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeapEventRecord {
+    pub tid: u32,
+    pub event: crate::heap::HeapEvent,
 }
 
 /// A clock-profiling event with the thread id of its block.
@@ -480,6 +488,36 @@ impl Experiment {
             }
             damaged
         })
+    }
+
+    /// Calls `each` with every committed heap event of the `heap` file, block by block
+    /// (each block in its thread's order; sort by `order` for the order across threads).
+    pub fn for_each_heap_event(&self, mut each: impl FnMut(HeapEventRecord)) -> Result<BlockStats> {
+        self.for_each_block("heap", KIND_HEAP, |header, records, stats| {
+            let mut count = 0u64;
+            let mut bytes = 0u64;
+            let whole = crate::heap::decode_block(header.first_timestamp_ns, records, |event| {
+                count += 1;
+                each(HeapEventRecord {
+                    tid: header.tid,
+                    event,
+                });
+            });
+            if whole {
+                bytes = records.len() as u64;
+            }
+            stats.records += count;
+            stats.record_bytes += bytes;
+            !whole
+        })
+    }
+
+    /// Every committed heap event, sorted by order number.
+    pub fn heap_events(&self) -> Result<Vec<HeapEventRecord>> {
+        let mut events = Vec::new();
+        self.for_each_heap_event(|e| events.push(e))?;
+        events.sort_by_key(|e| e.event.order);
+        Ok(events)
     }
 
     /// Every committed stack record of the `stacks` file by id (an id recorded twice is
@@ -1088,7 +1126,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "experiment format version 1.4 is newer than this rdbx reads (1.1); data it \
+                "experiment format version 1.4 is newer than this rdbx reads (1.2); data it \
                  does not know is ignored",
                 "2 log line(s) could not be read and were skipped",
                 "1 block(s) of profile end before their committed records do (still being \

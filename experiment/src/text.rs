@@ -427,6 +427,8 @@ pub struct Config {
     pub sample_signal: i32,
     /// Start paused (key `paused`, 1 | 0).
     pub paused: bool,
+    /// Trace the malloc family and anonymous mmap (key `heaptrace`, 1 | 0).
+    pub heaptrace: bool,
 }
 
 impl Default for Config {
@@ -444,6 +446,7 @@ impl Default for Config {
             pause_signal: 0,
             sample_signal: 0,
             paused: false,
+            heaptrace: false,
         }
     }
 }
@@ -491,6 +494,7 @@ impl Config {
                 "pause_signal" => out.pause_signal = parse_signal(text?).ok_or_else(bad)?,
                 "sample_signal" => out.sample_signal = parse_signal(text?).ok_or_else(bad)?,
                 "paused" => out.paused = parse_flag(text?).ok_or_else(bad)?,
+                "heaptrace" => out.heaptrace = parse_flag(text?).ok_or_else(bad)?,
                 _ => {}
             }
         }
@@ -548,6 +552,8 @@ impl Config {
         sink.i64(i64::from(self.sample_signal));
         key(sink, "paused");
         sink.u64(u64::from(self.paused));
+        key(sink, "heaptrace");
+        sink.u64(u64::from(self.heaptrace));
     }
 }
 
@@ -579,8 +585,14 @@ impl fmt::Display for Config {
 }
 
 /// Writes the manifest text into `buf` without allocating; its length, or None if it does
-/// not fit. `kinds` is e.g. `clock-profile` or empty; `created_by` e.g. `libcollector 0.1.0`.
-pub fn write_manifest_into(buf: &mut [u8], kinds: &str, created_by: &str) -> Option<usize> {
+/// not fit. `files` is e.g. `log,profile,stacks`; `kinds` e.g. `clock-profile` or empty;
+/// `created_by` e.g. `libcollector 0.1.0`.
+pub fn write_manifest_into(
+    buf: &mut [u8],
+    files: &str,
+    kinds: &str,
+    created_by: &str,
+) -> Option<usize> {
     let mut sink = ByteSink::new(buf, usize::MAX);
     sink.bytes(b"format=");
     sink.bytes(FORMAT_NAME.as_bytes());
@@ -590,7 +602,9 @@ pub fn write_manifest_into(buf: &mut [u8], kinds: &str, created_by: &str) -> Opt
     sink.u64(u64::from(FORMAT_MINOR_VERSION));
     sink.bytes(b"\nblock_size=");
     sink.u64(BLOCK_SIZE as u64);
-    sink.bytes(b"\nfiles=log,profile,stacks\nkinds=");
+    sink.bytes(b"\nfiles=");
+    sink.bytes(files.as_bytes());
+    sink.bytes(b"\nkinds=");
     sink.bytes(kinds.as_bytes());
     sink.bytes(b"\ncreated_by=");
     sink.bytes(created_by.as_bytes());
@@ -746,6 +760,7 @@ mod tests {
             pause_signal: 12,
             sample_signal: 10,
             paused: true,
+            heaptrace: true,
         };
         let s = c.to_config_string();
         assert!(s.starts_with("expt=/tmp/a%20dir%3Bx/test.1.er;founder="));
@@ -811,12 +826,18 @@ mod tests {
     #[test]
     fn manifest_text() {
         let mut buf = [0u8; 256];
-        let n = write_manifest_into(&mut buf, "clock-profile", "libcollector 0.1.0").unwrap();
+        let n = write_manifest_into(
+            &mut buf,
+            "log,profile,stacks,heap",
+            "clock-profile,heap-trace",
+            "libcollector 0.1.0",
+        )
+        .unwrap();
         assert_eq!(
             std::str::from_utf8(&buf[..n]).unwrap(),
-            "format=rdbx-experiment\nversion=1.1\nblock_size=65536\nfiles=log,profile,stacks\n\
-             kinds=clock-profile\ncreated_by=libcollector 0.1.0\n"
+            "format=rdbx-experiment\nversion=1.2\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
+             kinds=clock-profile,heap-trace\ncreated_by=libcollector 0.1.0\n"
         );
-        assert_eq!(write_manifest_into(&mut buf[..10], "", "x"), None);
+        assert_eq!(write_manifest_into(&mut buf[..10], "log", "", "x"), None);
     }
 }

@@ -39,7 +39,13 @@ impl Drop for TempDir {
 
 fn write_manifest(dir: &Path) {
     let mut buf = [0u8; 512];
-    let n = write_manifest_into(&mut buf, "clock-profile", "libcollector test").unwrap();
+    let n = write_manifest_into(
+        &mut buf,
+        "log,profile,stacks",
+        "clock-profile",
+        "libcollector test",
+    )
+    .unwrap();
     std::fs::write(dir.join("manifest"), &buf[..n]).unwrap();
 }
 

@@ -84,6 +84,11 @@ impl Session {
                 self.collector_settings.dbxsample = on;
                 Ok(())
             }
+            CollectorCommand::HeapTrace(on) => {
+                self.refuse_while_active("heaptrace")?;
+                self.collector_settings.heaptrace = on;
+                Ok(())
+            }
             CollectorCommand::Profile(setting) => {
                 self.refuse_while_active("profile")?;
                 let settings = &mut self.collector_settings;

@@ -385,7 +385,7 @@ impl Session {
         let address = object.file_address(frame.lookup_pc);
         let mut locals = object
             .file
-            .locals_at(address, frame.inline_depth)
+            .frame_locals_at(address, frame.inline_depth)
             .into_iter()
             .chain(object.file.parameters_at(address, frame.inline_depth));
         let names = identifiers(expr);
@@ -505,23 +505,7 @@ impl Session {
     /// The locals in scope at a frame's pc, innermost block first; a
     /// local that cannot be read shows why in place.
     fn frame_locals(&self, frame: &debugger::stack::StackFrame) -> Result<Vec<(String, Value)>> {
-        let Some(object) = self.dbg.objects().object_at(frame.lookup_pc) else {
-            return Ok(Vec::new());
-        };
-        let view = self.dbg.frame_view(frame)?;
-        let address = object.file_address(frame.lookup_pc);
-        Ok(object
-            .file
-            .locals_at(address, frame.inline_depth)
-            .into_iter()
-            .map(|var| {
-                let value = object
-                    .file
-                    .read_variable(&var, &view)
-                    .unwrap_or_else(|e| Value::Unavailable(format!("error: {e}")));
-                (var.name().to_string(), value)
-            })
-            .collect())
+        Ok(self.dbg.frame_locals(frame))
     }
 
     // ----- examine -----------------------------------------------------
@@ -604,7 +588,7 @@ impl Session {
                 Some(
                     object
                         .file
-                        .locals_at(address, frame.inline_depth)
+                        .frame_locals_at(address, frame.inline_depth)
                         .iter()
                         .chain(
                             object

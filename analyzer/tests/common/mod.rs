@@ -85,7 +85,13 @@ impl Synthetic {
         let dir = parent.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let mut buf = [0u8; 512];
-        let n = write_manifest_into(&mut buf, "clock-profile", "analyzer test").unwrap();
+        let n = write_manifest_into(
+            &mut buf,
+            "log,profile,stacks",
+            "clock-profile",
+            "analyzer test",
+        )
+        .unwrap();
         std::fs::write(dir.join("manifest"), &buf[..n]).unwrap();
         let mut s = Synthetic {
             dir,
@@ -484,7 +490,13 @@ impl Synthetic {
         let dir = parent.join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let mut buf = [0u8; 512];
-        let n = write_manifest_into(&mut buf, "clock-profile", "analyzer test").unwrap();
+        let n = write_manifest_into(
+            &mut buf,
+            "log,profile,stacks",
+            "clock-profile",
+            "analyzer test",
+        )
+        .unwrap();
         std::fs::write(dir.join("manifest"), &buf[..n]).unwrap();
         let mut s = Synthetic {
             dir,

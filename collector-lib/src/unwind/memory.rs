@@ -80,6 +80,18 @@ impl Default for StackCache {
     }
 }
 
+/// Memory a walk reads: the stack (and a DRAP slot).
+pub(crate) trait StackMemory {
+    /// 8 bytes at `address`, or None if that memory is not readable.
+    fn read_u64(&self, address: u64) -> Option<u64>;
+}
+
+impl StackMemory for StackReader {
+    fn read_u64(&self, address: u64) -> Option<u64> {
+        StackReader::read_u64(self, address)
+    }
+}
+
 /// Stack memory of one walk: direct reads inside `[floor, hi)` of up to two stacks (the
 /// one the walk started on, the one a signal frame leads back to).
 pub(crate) struct StackReader {

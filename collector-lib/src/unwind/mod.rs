@@ -12,6 +12,7 @@
 //! Signal frames are recognized by their return address, the signal restorer
 //! ([`set_signal_restorer`], found by [`discover_signal_restorer`]).
 
+mod memo;
 mod memory;
 mod prepare;
 mod table;
@@ -20,11 +21,12 @@ mod walk;
 #[cfg(test)]
 mod tests;
 
+pub use memo::{unwind_memoized, MemoFrameSlot, WalkMemo, MEMO_FRAMES};
 pub use memory::StackCache;
 pub use prepare::{refresh_tables, RefreshSummary, SkippedObject};
 pub use walk::{
-    discover_signal_restorer, set_signal_restorer, signal_restorer, unwind_from_signal,
-    UnwindStatus, Unwound,
+    discover_signal_restorer, set_signal_restorer, signal_restorer, unwind_from_registers,
+    unwind_from_signal, UnwindStatus, Unwound,
 };
 
 /// The default stack depth limit (frames).

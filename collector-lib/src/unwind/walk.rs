@@ -7,7 +7,7 @@
 use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::memory::{StackCache, StackReader};
+use super::memory::{StackCache, StackMemory, StackReader};
 use super::table::{current_snapshot, CfaRule, RaRule, RbpRule, Rule};
 
 /// How a walk ended; the codes are the `status` field of a stack record.
@@ -42,7 +42,7 @@ pub struct Unwound {
 }
 
 /// The address `__restore_rt` (or whatever the signal handlers return to); 0 = unknown.
-static SIGNAL_RESTORER: AtomicU64 = AtomicU64::new(0);
+pub(super) static SIGNAL_RESTORER: AtomicU64 = AtomicU64::new(0);
 
 /// Record the address signal handlers return to (the kernel's `sa_restorer`). A return
 /// address equal to it marks a signal frame, whose registers are read from the ucontext
@@ -132,12 +132,37 @@ pub unsafe fn unwind_from_signal(
     unwound
 }
 
-/// The registers the walk follows; rbp is None once no rule tells where it is.
-#[derive(Clone, Copy, Debug)]
-struct Registers {
+/// Unwind the calling thread's own stack from registers read at one instruction of the
+/// caller (`pc` that instruction, `rsp` and `rbp` their values there): how the heap hooks
+/// find who called malloc. `out[0]` receives `pc`.
+///
+/// Async-signal-safe, as [`unwind_from_signal`]; errno is preserved.
+pub fn unwind_from_registers(
     pc: u64,
     rsp: u64,
-    rbp: Option<u64>,
+    rbp: u64,
+    stack: &mut StackCache,
+    out: &mut [u64],
+) -> Unwound {
+    let registers = Registers {
+        pc,
+        rsp,
+        rbp: Some(rbp),
+    };
+    // SAFETY: errno is a thread-local int, always accessible.
+    let errno = unsafe { *libc::__errno_location() };
+    let unwound = walk(registers, stack, out);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
+    unwound
+}
+
+/// The registers the walk follows; rbp is None once no rule tells where it is.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Registers {
+    pub(super) pc: u64,
+    pub(super) rsp: u64,
+    pub(super) rbp: Option<u64>,
 }
 
 /// Byte offset of `gregs[index]` inside a `ucontext_t`.
@@ -204,7 +229,7 @@ impl Frames<'_> {
 }
 
 /// One step up: the caller's frame, or the end of the stack.
-enum Step {
+pub(super) enum Step {
     Caller {
         return_address: u64,
         cfa: u64,
@@ -281,7 +306,7 @@ fn walk(mut registers: Registers, cache: &mut StackCache, out: &mut [u64]) -> Un
 }
 
 /// Apply one row's rules to the current registers.
-fn step(rule: &Rule, registers: &Registers, reader: &StackReader) -> Option<Step> {
+pub(super) fn step(rule: &Rule, registers: &Registers, reader: &impl StackMemory) -> Option<Step> {
     let cfa = match rule.cfa {
         CfaRule::NoInfo | CfaRule::Unknown => return None,
         CfaRule::RspOffset(offset) => registers.rsp.checked_add_signed(offset.into())?,

@@ -321,6 +321,12 @@ impl DwarfData {
         &self.units
     }
 
+    /// The unit a .debug_info offset is in (a reference by section offset,
+    /// DW_FORM_ref_addr, may point into another unit).
+    pub(crate) fn unit_containing(&self, offset: DebugInfoOffset) -> Option<Arc<CuData>> {
+        self.units.cu_arc(self.units.locate(offset)?.unit)
+    }
+
     /// All CU offsets, in .debug_info order.
     pub(crate) fn all_cu_offsets(&self) -> Vec<DebugInfoOffset> {
         self.units.starts().to_vec()

@@ -147,12 +147,23 @@ impl EvalContext<'_> {
                 // A register's value at function entry: what the caller's
                 // call site says it passed, else gone.
                 EvaluationResult::RequiresEntryValue(expr) => {
-                    let value = entry_register(expr).and_then(|r| self.frame.entry_value(r));
-                    let Some(value) = value else {
+                    let Some(register) = entry_register(expr) else {
                         return Ok(Place::OptimizedOut);
+                    };
+                    let value = match self.frame.entry_value(register) {
+                        Ok(Some(value)) => value,
+                        Ok(None) => return Ok(Place::OptimizedOut),
+                        Err(why) => return Ok(Place::Unavailable(why)),
                     };
                     eval.resume_with_entry_value(gimli::Value::Generic(value))
                         .map_err(err)?
+                }
+                // DW_OP_convert, DW_OP_regval_type...: the operation's type.
+                EvaluationResult::RequiresBaseType(offset) => {
+                    let Some(value_type) = base_type(self.unit, offset) else {
+                        return Ok(Place::Unavailable("unknown base type".into()));
+                    };
+                    eval.resume_with_base_type(value_type).map_err(err)?
                 }
                 // gcc ends the expression with the TLS operation: the
                 // offset is all there is to know here; the object file
@@ -212,6 +223,24 @@ impl EvalContext<'_> {
             },
         })
     }
+}
+
+/// The value type a DW_TAG_base_type describes (its encoding and size).
+fn base_type(unit: &gimli::Unit<R>, offset: gimli::UnitOffset) -> Option<gimli::ValueType> {
+    // Offset 0 is the generic type (an address-sized integer).
+    if offset.0 == 0 {
+        return Some(gimli::ValueType::Generic);
+    }
+    let entry = unit.entry(offset).ok()?;
+    let encoding = match entry.attr_value(gimli::DW_AT_encoding).ok()?? {
+        AttributeValue::Encoding(e) => e,
+        _ => return None,
+    };
+    let size = entry
+        .attr_value(gimli::DW_AT_byte_size)
+        .ok()??
+        .udata_value()?;
+    gimli::ValueType::from_encoding(encoding, size)
 }
 
 /// The register of a DW_OP_entry_value operand that is just `DW_OP_regN`

@@ -8,6 +8,7 @@ use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 use super::demangle::{demangle, without_parameters};
 use super::dwarf::{die_string, CuData, DieRef, Units};
 use super::lines::LineTable;
+use super::names::function_name_matches;
 use super::{FunctionInfo, InlineFrame, ObjectFile, SourceLocation, Symbol, R};
 
 type Die<'a> = gimli::DebuggingInformationEntry<'a, 'a, R>;
@@ -306,8 +307,58 @@ fn index_cu(
     map: &mut HashMap<String, Vec<(DebugInfoOffset, UnitOffset)>>,
 ) -> gimli::Result<()> {
     let unit = &cu.unit;
-    // Qualified names of declarations, for definitions referring to them.
-    let mut declared: HashMap<UnitOffset, String> = HashMap::new();
+    let qualified = qualified_function_names(dwarf, unit)?;
+    // The name gdb gives a function DIE: its own qualified name, else that
+    // of the declaration or abstract instance it refers to.
+    let dwarf_name = |offset: UnitOffset| {
+        let mut offset = offset;
+        for _ in 0..8 {
+            if let Some(name) = qualified.get(&offset) {
+                return Some(name.clone());
+            }
+            let entry = unit.entry(offset).ok()?;
+            offset = [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
+                .iter()
+                .find_map(|&at| match entry.attr_value(at) {
+                    Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+                    _ => None,
+                })?;
+        }
+        None
+    };
+    let mut entries = unit.entries();
+    while let Some((_, entry)) = entries.next_dfs()? {
+        let concrete = match entry.tag() {
+            // Every inlined copy is a location of its function, as in gdb.
+            gimli::DW_TAG_inlined_subroutine => true,
+            gimli::DW_TAG_subprogram => {
+                entry.attr_value(gimli::DW_AT_declaration)?.is_none()
+                    && (entry.attr_value(gimli::DW_AT_low_pc)?.is_some()
+                        || entry.attr_value(gimli::DW_AT_ranges)?.is_some())
+            }
+            _ => false,
+        };
+        if !concrete {
+            continue;
+        }
+        let mut keys: Vec<String> = dwarf_name(entry.offset()).into_iter().collect();
+        let (display, linkage) = function_name(dwarf, unit, entry.offset());
+        keys.push(without_parameters(&display).to_string());
+        keys.push(display);
+        keys.extend(linkage);
+        index_under(map, keys, (cu.offset, entry.offset()));
+    }
+    Ok(())
+}
+
+/// The qualified DWARF name of every named subprogram DIE of a unit
+/// (declarations and abstract instances too): the names of the enclosing
+/// namespaces and types joined by `::`, as gdb spells them.
+fn qualified_function_names(
+    dwarf: &gimli::Dwarf<R>,
+    unit: &gimli::Unit<R>,
+) -> gimli::Result<HashMap<UnitOffset, String>> {
+    let mut names = HashMap::new();
     let mut scopes: Vec<(isize, String)> = Vec::new();
     let mut depth = 0isize;
     let mut entries = unit.entries();
@@ -316,78 +367,24 @@ fn index_cu(
         while scopes.last().is_some_and(|(d, _)| *d >= depth) {
             scopes.pop();
         }
-        let name = die_string(dwarf, unit, entry, gimli::DW_AT_name);
-        let qualified = |name: &str| {
-            let mut q: Vec<&str> = scopes.iter().map(|(_, s)| s.as_str()).collect();
-            q.push(name);
-            q.join("::")
+        let Some(name) = die_string(dwarf, unit, entry, gimli::DW_AT_name) else {
+            continue;
         };
         match entry.tag() {
             gimli::DW_TAG_namespace
             | gimli::DW_TAG_structure_type
             | gimli::DW_TAG_class_type
-            | gimli::DW_TAG_union_type => {
-                if let Some(n) = &name {
-                    let q = qualified(n);
-                    scopes.push((depth, n.clone()));
-                    let _ = q;
-                }
-            }
-            // gdb only finds inlined copies of functions declared inline.
-            gimli::DW_TAG_inlined_subroutine if declared_inline(unit, entry) => {
-                let (display, linkage) = function_name(dwarf, unit, entry.offset());
-                let mut keys = vec![without_parameters(&display).to_string(), display];
-                keys.extend(linkage);
-                index_under(map, keys, (cu.offset, entry.offset()));
-            }
+            | gimli::DW_TAG_union_type
+            | gimli::DW_TAG_enumeration_type => scopes.push((depth, name)),
             gimli::DW_TAG_subprogram => {
-                let is_declaration = entry.attr_value(gimli::DW_AT_declaration)?.is_some();
-                if is_declaration {
-                    if let Some(n) = &name {
-                        declared.insert(entry.offset(), qualified(n));
-                    }
-                    continue;
-                }
-                if entry.attr_value(gimli::DW_AT_low_pc)?.is_none()
-                    && entry.attr_value(gimli::DW_AT_ranges)?.is_none()
-                {
-                    continue;
-                }
-                let mut keys = Vec::new();
-                let referenced = [gimli::DW_AT_specification, gimli::DW_AT_abstract_origin]
-                    .iter()
-                    .find_map(|&at| match entry.attr_value(at) {
-                        Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                        _ => None,
-                    });
-                if let Some(q) = referenced.and_then(|o| declared.get(&o)) {
-                    keys.push(q.clone());
-                }
-                if let Some(n) = &name {
-                    keys.push(qualified(n));
-                }
-                let (display, linkage) = function_name(dwarf, unit, entry.offset());
-                keys.push(without_parameters(&display).to_string());
-                keys.push(display);
-                keys.extend(linkage);
-                index_under(map, keys, (cu.offset, entry.offset()));
+                let mut parts: Vec<&str> = scopes.iter().map(|(_, s)| s.as_str()).collect();
+                parts.push(&name);
+                names.insert(entry.offset(), parts.join("::"));
             }
             _ => {}
         }
     }
-    Ok(())
-}
-
-fn declared_inline(unit: &gimli::Unit<R>, entry: &Die) -> bool {
-    matches!(
-        attr_through_origin(unit, entry.offset(), gimli::DW_AT_inline),
-        Some((
-            _,
-            AttributeValue::Inline(
-                gimli::DW_INL_declared_inlined | gimli::DW_INL_declared_not_inlined
-            )
-        ))
-    )
+    Ok(names)
 }
 
 /// gdb's amd64 prologue analysis: after `[endbr64] push %rbp; mov
@@ -418,7 +415,10 @@ fn llvm_prologue_end(table: &LineTable, low: u64, high: u64) -> Option<u64> {
     if row.line == 0 {
         return None;
     }
-    let first = table.rows.partition_point(|r| r.address < row.address);
+    // The rows at the start address, past a previous sequence's end.
+    let first = table.rows.partition_point(|r| {
+        r.address < row.address || (r.address == row.address && r.end_sequence)
+    });
     if let Some(next) = table.rows.get(first + 1) {
         if next.line != 0 && !next.end_sequence && next.address == low {
             return Some(low);
@@ -439,6 +439,23 @@ impl ObjectFile {
 
     /// Where gdb's `break FUNC` puts the breakpoint.
     fn breakpoint_address(&self, cu: Option<&CuData>, low: u64, high: u64) -> u64 {
+        if let (Some(cu), Some(data)) = (cu, self.dwarf.as_ref()) {
+            // gdb 13 honours the producer's prologue_end flag first.
+            if let Some(end) = cu.lines(&data.dwarf).prologue_end_in(low, high) {
+                return end;
+            }
+            if !cu.is_llvm() && cu.is_gcc() && cu.has_location_lists() {
+                // gdb trusts optimized gcc code's entry address.
+                return low;
+            }
+        }
+        self.after_prologue(cu, low, high)
+    }
+
+    /// Where gdb's `step` into a function stops (its amd64_skip_prologue,
+    /// then on to the next line when that is mid-line): no prologue_end
+    /// flag, no trust in gcc's entry address.
+    fn after_prologue(&self, cu: Option<&CuData>, low: u64, high: u64) -> u64 {
         let table = match (cu, self.dwarf.as_ref()) {
             (Some(cu), Some(data)) => Some(cu.lines(&data.dwarf)),
             _ => None,
@@ -448,9 +465,6 @@ impl ObjectFile {
                 if let Some(end) = llvm_prologue_end(table, low, high) {
                     return end.max(low);
                 }
-            } else if cu.is_gcc() && cu.has_location_lists() {
-                // gdb trusts optimized gcc code's entry address.
-                return low;
             }
         }
         let code = self.code_bytes(low, 16).unwrap_or(&[]);
@@ -476,13 +490,22 @@ impl ObjectFile {
         let entry = cu.unit.entry(offset).ok()?;
         let (low_pc, high_pc) = entry_range(&data.dwarf, &cu.unit, &entry)?;
         let (name, linkage_name) = function_name(&data.dwarf, &cu.unit, offset);
-        let breakpoint_address = self.breakpoint_address(Some(cu), low_pc, high_pc);
+        // gdb breaks at an inlined copy's entry: a prologue is the real
+        // function's, long before.
+        let (breakpoint_address, step_address) = match entry.tag() {
+            gimli::DW_TAG_inlined_subroutine => (low_pc, low_pc),
+            _ => (
+                self.breakpoint_address(Some(cu), low_pc, high_pc),
+                self.after_prologue(Some(cu), low_pc, high_pc),
+            ),
+        };
         Some(FunctionInfo {
             name,
             linkage_name,
             low_pc,
             high_pc,
             breakpoint_address,
+            step_address,
             location: if entry.tag() == gimli::DW_TAG_subprogram {
                 self.breakpoint_location(breakpoint_address)
             } else {
@@ -529,6 +552,7 @@ impl ObjectFile {
             low_pc: sym.address,
             high_pc: high,
             breakpoint_address,
+            step_address: breakpoint_address,
             location: None,
             decl_line: None,
         })
@@ -552,10 +576,19 @@ impl ObjectFile {
         if found.is_empty() {
             found = self.functions_from_dwarf(name);
         } else {
-            let copies: Vec<FunctionInfo> = found
+            let mut copies: Vec<FunctionInfo> = found
                 .iter()
                 .flat_map(|f| self.inlined_copies(f.low_pc))
                 .collect();
+            // gdb finds the copies inlined in other units too; only a
+            // function with an abstract instance has copies, and only then
+            // is the whole DWARF index worth building.
+            if found
+                .iter()
+                .any(|f| self.abstract_origin_of(f.low_pc).is_some())
+            {
+                copies.extend(self.dwarf_functions(name, true));
+            }
             found.extend(copies);
         }
         found.sort_by_key(|f| f.low_pc);
@@ -567,22 +600,11 @@ impl ObjectFile {
     /// `low_pc` (gdb breaks in those too). Scans that function's CU only,
     /// and only when the function is an instance of an inline function.
     fn inlined_copies(&self, low_pc: u64) -> Vec<FunctionInfo> {
-        let Some(data) = self.dwarf.as_ref() else {
+        let (Some(data), Some(origin)) = (self.dwarf.as_ref(), self.abstract_origin_of(low_pc))
+        else {
             return Vec::new();
         };
         let Some(cu) = data.cu_for_address(low_pc) else {
-            return Vec::new();
-        };
-        let chain = scope_chain(&data.dwarf, &cu, low_pc);
-        let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
-            return Vec::new();
-        };
-        let Some(origin) = cu.unit.entry(function.offset).ok().and_then(|e| {
-            match e.attr_value(gimli::DW_AT_abstract_origin) {
-                Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
-                _ => None,
-            }
-        }) else {
             return Vec::new();
         };
         let mut copies = Vec::new();
@@ -603,17 +625,54 @@ impl ObjectFile {
             .collect()
     }
 
+    /// The abstract instance of the function whose out-of-line body starts
+    /// at `low_pc`: it has one when it is also inlined somewhere.
+    fn abstract_origin_of(&self, low_pc: u64) -> Option<UnitOffset> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(low_pc)?;
+        let chain = scope_chain(&data.dwarf, &cu, low_pc);
+        let function = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram)?;
+        match cu
+            .unit
+            .entry(function.offset)
+            .ok()?
+            .attr_value(gimli::DW_AT_abstract_origin)
+        {
+            Ok(Some(AttributeValue::UnitRef(o))) => Some(o),
+            _ => None,
+        }
+    }
+
     fn functions_from_dwarf(&self, name: &str) -> Vec<FunctionInfo> {
+        self.dwarf_functions(name, false)
+    }
+
+    /// Functions the DWARF index knows by `name`; only inlined copies when
+    /// `inlined_only`.
+    fn dwarf_functions(&self, name: &str, inlined_only: bool) -> Vec<FunctionInfo> {
         let (Some(index), Some(data)) = (self.die_name_index(), self.dwarf.as_ref()) else {
             return Vec::new();
         };
-        index
-            .map
-            .get(name)
-            .into_iter()
-            .flatten()
-            .filter_map(|&(cu_offset, die)| {
+        let mut dies: Vec<(DebugInfoOffset, UnitOffset)> = match index.map.get(name) {
+            Some(exact) => exact.clone(),
+            // gdb's wild matching: a suffix of the components, generic
+            // arguments left out (`Counter::feed`).
+            None => index
+                .map
+                .iter()
+                .filter(|(key, _)| function_name_matches(name, key))
+                .flat_map(|(_, dies)| dies.iter().copied())
+                .collect(),
+        };
+        dies.sort_by_key(|&(cu, die)| (cu.0, die.0));
+        dies.dedup();
+        dies.into_iter()
+            .filter_map(|(cu_offset, die)| {
                 let cu = data.cu_at(cu_offset)?;
+                let tag = cu.unit.entry(die).ok()?.tag();
+                if inlined_only && tag != gimli::DW_TAG_inlined_subroutine {
+                    return None;
+                }
                 self.function_from_die(&cu, die)
             })
             .collect()
@@ -631,8 +690,10 @@ impl ObjectFile {
         }
         let sym = self.symbol_at(addr).filter(|s| s.is_function)?;
         let high = sym.address + sym.size.max(1);
+        let breakpoint_address = self.breakpoint_address(None, sym.address, high);
         Some(FunctionInfo {
-            breakpoint_address: self.breakpoint_address(None, sym.address, high),
+            breakpoint_address,
+            step_address: breakpoint_address,
             name: sym.name.clone(),
             linkage_name: (sym.linkage_name != sym.name).then(|| sym.linkage_name.clone()),
             low_pc: sym.address,
@@ -692,6 +753,85 @@ impl ObjectFile {
             None => return self.symbol_frame(addr),
         }
         frames
+    }
+
+    /// The functions active at `addr`, outermost first: the subprogram and
+    /// each inlined call in it, as (unit, entry) offsets. Two addresses
+    /// with the same chain are in the same (inlined) frame.
+    pub fn function_scopes_at(&self, addr: u64) -> Vec<(usize, usize)> {
+        let Some(data) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(cu) = data.cu_for_address(addr) else {
+            return Vec::new();
+        };
+        scope_chain(&data.dwarf, &cu, addr)
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s.tag,
+                    gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+                )
+            })
+            .map(|s| (cu.offset.0, s.offset.0))
+            .collect()
+    }
+
+    /// Where the code of the `index`-th function of `function_scopes_at`
+    /// ends: the end of its highest range.
+    pub fn function_scope_end(&self, addr: u64, index: usize) -> Option<u64> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(addr)?;
+        let scope = scope_chain(&data.dwarf, &cu, addr)
+            .into_iter()
+            .filter(|s| {
+                matches!(
+                    s.tag,
+                    gimli::DW_TAG_subprogram | gimli::DW_TAG_inlined_subroutine
+                )
+            })
+            .nth(index)?;
+        let entry = cu.unit.entry(scope.offset).ok()?;
+        let mut ranges = data.dwarf.die_ranges(&cu.unit, &entry).ok()?;
+        let mut end = None;
+        while let Ok(Some(range)) = ranges.next() {
+            end = end.max(Some(range.end));
+        }
+        end
+    }
+
+    /// How many of the innermost inlined calls at `addr` start there
+    /// (`addr - 1` is outside their block), innermost first, stopping at
+    /// the first that does not: gdb shows a stop at such an address in the
+    /// caller ("not yet entered" inlined frames). The names are those
+    /// `inline_frames_at` gives the frames.
+    pub fn inlined_calls_starting_at(&self, addr: u64) -> Vec<String> {
+        let Some(data) = self.dwarf.as_ref() else {
+            return Vec::new();
+        };
+        let Some(cu) = data.cu_for_address(addr) else {
+            return Vec::new();
+        };
+        let chain = scope_chain(&data.dwarf, &cu, addr);
+        let inlined: Vec<&Scope> = chain
+            .iter()
+            .rev()
+            .filter(|s| s.tag == gimli::DW_TAG_inlined_subroutine)
+            .collect();
+        let frames = self.inline_frames_at(addr);
+        let mut starting = Vec::new();
+        for (scope, frame) in inlined.iter().zip(&frames) {
+            let Ok(entry) = cu.unit.entry(scope.offset) else {
+                break;
+            };
+            let starts = die_contains(&data.dwarf, &cu.unit, &entry, addr)
+                && !die_contains(&data.dwarf, &cu.unit, &entry, addr.wrapping_sub(1));
+            if !starts || !frame.inlined {
+                break;
+            }
+            starting.push(frame.function.clone());
+        }
+        starting
     }
 
     fn symbol_frame(&self, addr: u64) -> Vec<InlineFrame> {

@@ -14,6 +14,9 @@ pub(crate) struct LineRow {
     pub(crate) column: u32,
     pub(crate) is_stmt: bool,
     pub(crate) end_sequence: bool,
+    /// The producer says the prologue ends here (LLVM sets it; gdb breaks
+    /// at the first such row of a function).
+    pub(crate) prologue_end: bool,
 }
 
 /// A CU's rows, sequences sorted by address, each ending in an
@@ -33,8 +36,9 @@ impl LineTable {
         let mut sequences: Vec<Vec<LineRow>> = Vec::new();
         let mut current = Vec::new();
         let mut rows = program.rows();
+        let mut filter = RowFilter::default();
         while let Ok(Some((_, row))) = rows.next_row() {
-            current.push(LineRow {
+            let line_row = LineRow {
                 address: row.address(),
                 file: u32::try_from(row.file_index()).unwrap_or(u32::MAX),
                 line: row
@@ -46,7 +50,11 @@ impl LineTable {
                 },
                 is_stmt: row.is_stmt(),
                 end_sequence: row.end_sequence(),
-            });
+                prologue_end: row.prologue_end(),
+            };
+            if filter.keeps(&line_row, row.discriminator()) {
+                current.push(line_row);
+            }
             if row.end_sequence() {
                 // Sequences of code discarded by the linker start at 0.
                 if current.first().is_some_and(|r| r.address != 0) {
@@ -87,6 +95,16 @@ impl LineTable {
         Some(best)
     }
 
+    /// The first row in `[low, high)` flagged prologue_end.
+    pub(crate) fn prologue_end_in(&self, low: u64, high: u64) -> Option<u64> {
+        let first = self.rows.partition_point(|r| r.address < low);
+        self.rows[first..]
+            .iter()
+            .take_while(|r| r.address < high)
+            .find(|r| r.prologue_end && !r.end_sequence)
+            .map(|r| r.address)
+    }
+
     pub(crate) fn location(&self, index: usize) -> Option<SourceLocation> {
         let row = self.rows.get(index)?;
         let (file, full_path) = self.files.get(row.file as usize)?.clone()?;
@@ -113,6 +131,64 @@ impl LineTable {
             Some(Some((display, full))) => path_matches(display, full, query),
             _ => false,
         }
+    }
+}
+
+/// The rows gdb keeps of a sequence (its DWARF reader's rules), so that
+/// lines, their ranges and stepping agree with gdb's: a line-0 row is
+/// dropped (its code belongs to the row before); so is a non-statement row
+/// that only switches files at the address of the previous row; and a row
+/// repeating the previous row's line once that line has had a non-zero
+/// discriminator (clang and gcc split a line's code by discriminator; it
+/// stays one line).
+#[derive(Debug)]
+struct RowFilter {
+    /// File and line of the last row kept in this sequence.
+    kept_file: u32,
+    kept_line: u32,
+    /// Line register and address of the previous row, kept or not.
+    previous_line: u32,
+    previous_address: Option<u64>,
+    line_had_discriminator: bool,
+}
+
+impl Default for RowFilter {
+    fn default() -> Self {
+        // The line program's initial registers: file 1, line 1.
+        RowFilter {
+            kept_file: 1,
+            kept_line: 0,
+            previous_line: 1,
+            previous_address: None,
+            line_had_discriminator: false,
+        }
+    }
+}
+
+impl RowFilter {
+    fn keeps(&mut self, row: &LineRow, discriminator: u64) -> bool {
+        if row.end_sequence {
+            *self = RowFilter::default();
+            return true;
+        }
+        if row.line != self.previous_line {
+            self.line_had_discriminator = discriminator != 0;
+        } else {
+            self.line_had_discriminator |= discriminator != 0;
+        }
+        self.previous_line = row.line;
+        let same_address = self.previous_address == Some(row.address);
+        self.previous_address = Some(row.address);
+        let file_changed = row.file != self.kept_file;
+        if row.line == 0 || (file_changed && same_address && !row.is_stmt) {
+            return false;
+        }
+        let keep = file_changed || row.line != self.kept_line || !self.line_had_discriminator;
+        if keep {
+            self.kept_file = row.file;
+            self.kept_line = row.line;
+        }
+        keep
     }
 }
 
@@ -163,27 +239,32 @@ impl ObjectFile {
             .filter(|l| l.line != 0)
     }
 
-    /// The contiguous range around `addr` whose rows have the same line.
+    /// The range of the line at `addr`, as gdb's `find_pc_line` gives it:
+    /// from the row deciding the address to the next row at a higher
+    /// address. Rows of the same line are not merged (gdb does not: a step
+    /// looks at each row's start, where inlined calls may begin).
     pub fn line_range_at(&self, addr: u64) -> Option<LineRange> {
         let data = self.dwarf.as_ref()?;
         let cu = data.cu_for_address(addr)?;
         let table = cu.lines(&data.dwarf);
         let index = table.row_index(addr)?;
-        let row = table.rows[index];
-        let same_line = |r: &LineRow| !r.end_sequence && r.line == row.line && r.file == row.file;
-        let mut first = index;
-        while first > 0 && same_line(&table.rows[first - 1]) {
-            first -= 1;
-        }
-        let mut last = index;
-        while last + 1 < table.rows.len() && same_line(&table.rows[last + 1]) {
-            last += 1;
-        }
         Some(LineRange {
-            start: table.rows[first].address,
-            end: table.row_end(last),
+            start: table.rows[index].address,
+            end: table.row_end(index),
             location: table.location(index)?,
         })
+    }
+
+    /// gdb's line at `addr` (`find_pc_line`): the row deciding it (the
+    /// statement row among several at one address), where that row's code
+    /// starts and whether it is a statement.
+    pub fn line_row_at(&self, addr: u64) -> Option<(u64, SourceLocation, bool)> {
+        let data = self.dwarf.as_ref()?;
+        let cu = data.cu_for_address(addr)?;
+        let table = cu.lines(&data.dwarf);
+        let index = table.row_index(addr)?;
+        let row = table.rows[index];
+        Some((row.address, table.location(index)?, row.is_stmt))
     }
 
     pub fn is_statement_start(&self, addr: u64) -> bool {

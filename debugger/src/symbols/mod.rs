@@ -7,6 +7,7 @@
 //! address-to-CU index, each CU's line program and the DWARF name index are
 //! each built on first use and kept.
 
+mod call_sites;
 mod debugfile;
 mod demangle;
 mod dwarf;
@@ -15,7 +16,9 @@ mod eval;
 mod functions;
 mod lang;
 mod lines;
+mod names;
 mod prototype;
+mod returns;
 mod types;
 mod variables;
 
@@ -29,7 +32,9 @@ use object::{Object, ObjectKind as ElfKind, ObjectSegment};
 
 use crate::error::{Error, Result};
 
+pub use call_sites::{CallSite, CallTarget};
 pub use demangle::{demangle, without_parameters};
+pub use names::{function_name_matches, without_generic_arguments};
 pub use prototype::{CallType, Prototype, ValueClass};
 pub(crate) use types::TypeKind;
 pub use types::TypeRef;
@@ -88,6 +93,9 @@ pub struct FunctionInfo {
     pub high_pc: u64,
     /// After the prologue, matching gdb's `break NAME`.
     pub breakpoint_address: u64,
+    /// Where `step` into the function stops, as gdb's (its prologue
+    /// analysis, without the line table's prologue_end flag).
+    pub step_address: u64,
     /// The source location of `breakpoint_address`.
     pub location: Option<SourceLocation>,
     /// The line of the definition (DW_AT_decl_line), in `location`'s file.
@@ -132,9 +140,11 @@ pub trait FrameContext {
     /// Runtime address minus file address for this object.
     fn load_bias(&self) -> u64;
     /// What register `dwarf_regno` held when the frame's function was
-    /// entered (DW_OP_entry_value), when the caller's call site says.
-    fn entry_value(&self, _dwarf_regno: u16) -> Option<u64> {
-        None
+    /// entered (DW_OP_entry_value), when the caller's call site says:
+    /// `Ok(None)` when nothing says, an error when the value cannot be
+    /// computed (the text gdb shows in its place).
+    fn entry_value(&self, _dwarf_regno: u16) -> std::result::Result<Option<u64>, String> {
+        Ok(None)
     }
     /// Where the `__thread` block of the shared library whose load bias
     /// is [`FrameContext::load_bias`] starts in the frame's thread, or why
@@ -180,6 +190,11 @@ pub struct ObjectFile {
     /// thousands of times.
     globals_by_name:
         std::sync::Mutex<std::collections::HashMap<String, Option<variables::Variable>>>,
+    /// The call sites of each function read so far, by its unit and DIE:
+    /// entry values and tail-call frames look them up for every frame.
+    call_sites: std::sync::Mutex<
+        std::collections::HashMap<(gimli::DebugInfoOffset, gimli::UnitOffset), call_sites::Sites>,
+    >,
 }
 
 /// Map a file for the whole session. Objects are cached by the debugger and
@@ -265,6 +280,7 @@ impl ObjectFile {
             dwarf,
             function_index: OnceLock::new(),
             globals_by_name: Default::default(),
+            call_sites: Default::default(),
         })
     }
 

@@ -531,35 +531,33 @@ fn variables_in_scope() {
     // Inside the loop body both `i` (inner block) and `total` are visible.
     let in_loop = object.lines_for("t.c", 24).unwrap().addresses[0];
     let locals: Vec<String> = object
-        .locals_at(in_loop, 0)
+        .locals_at(in_loop)
         .iter()
         .map(|v| v.name().to_string())
         .collect();
     assert_eq!(locals, ["i", "total"]);
-    let n = object.lookup_variable(Some((in_loop, 0)), "n").unwrap();
+    let n = object.lookup_variable(Some(in_loop), "n").unwrap();
     assert!(n.is_parameter());
     assert_eq!(object.variable_type_name(&n), "int");
-    let counter = object
-        .lookup_variable(Some((in_loop, 0)), "counter")
-        .unwrap();
+    let counter = object.lookup_variable(Some(in_loop), "counter").unwrap();
     assert!(counter.is_global());
     let total = object.lookup_variable(None, "global_total").unwrap();
     assert!(total.is_global());
     let main = object.find_functions("main").pop().unwrap();
     let argv = object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "argv")
+        .lookup_variable(Some(main.breakpoint_address), "argv")
         .unwrap();
     assert_eq!(object.variable_type_name(&argv), "char **");
     let msg = object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "msg")
+        .lookup_variable(Some(main.breakpoint_address), "msg")
         .unwrap();
     assert_eq!(object.variable_type_name(&msg), "const char *");
     let p = object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "p")
+        .lookup_variable(Some(main.breakpoint_address), "p")
         .unwrap();
     assert_eq!(object.variable_type_name(&p), "struct point");
     assert!(object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "nosuch")
+        .lookup_variable(Some(main.breakpoint_address), "nosuch")
         .is_none());
 }
 
@@ -621,7 +619,7 @@ fn reading_variables_from_a_fake_frame() {
     };
     // `counter` is initialized data in the file: 5.
     let counter = object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "counter")
+        .lookup_variable(Some(main.breakpoint_address), "counter")
         .unwrap();
     assert_eq!(
         object.read_variable(&counter, &frame).unwrap().to_string(),
@@ -631,13 +629,13 @@ fn reading_variables_from_a_fake_frame() {
     // Locals at -O0 are at DW_OP_fbreg(N) from the CFA: find their slots
     // by writing distinct patterns and reading them back.
     let p = object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "p")
+        .lookup_variable(Some(main.breakpoint_address), "p")
         .unwrap();
     let c = object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "c")
+        .lookup_variable(Some(main.breakpoint_address), "c")
         .unwrap();
     let msg = object
-        .lookup_variable(Some((main.breakpoint_address, 0)), "msg")
+        .lookup_variable(Some(main.breakpoint_address), "msg")
         .unwrap();
     let slot = |var: &Variable| -> u64 {
         // Evaluate the location alone through a frame that records reads.
@@ -936,7 +934,7 @@ fn read_variable_matches_gdb_print_on_a_core() {
     let pc = frame.register(16).unwrap();
     for (name, want) in names.iter().zip(&printed) {
         let var = object
-            .lookup_variable(Some((pc, 0)), name)
+            .lookup_variable(Some(pc), name)
             .unwrap_or_else(|| panic!("no variable {name}"));
         let value = object.read_variable(&var, &frame).unwrap();
         // gdb prefixes non-string pointers with their type: `(T *) 0x...`.
@@ -985,7 +983,7 @@ fn optimized_variables_match_gdb_on_a_core() {
     let frame = CoreFrame::open(&core, &program);
     let pc = frame.register(16).unwrap();
     for (name, want) in names.iter().zip(&printed) {
-        let var = object.lookup_variable(Some((pc, 0)), name).unwrap();
+        let var = object.lookup_variable(Some(pc), name).unwrap();
         let value = object.read_variable(&var, &frame).unwrap();
         if *name == "b" {
             // Only DW_OP_entry_value(rsi) describes `b` here; gdb resolves

@@ -1728,7 +1728,7 @@ fn canonical_base_name(name: &str) -> String {
     words.join(" ")
 }
 
-fn member_offset(member: &Die) -> Option<u64> {
+pub(crate) fn member_offset(member: &Die) -> Option<u64> {
     match member
         .attr_value(gimli::DW_AT_data_member_location)
         .ok()??

@@ -2,7 +2,7 @@
 
 use gimli::{AttributeValue, DebugInfoOffset, UnitOffset};
 
-use super::dwarf::{CuData, DieRef, Units};
+use super::dwarf::{CuData, DieRef, DwarfData};
 use super::eval::{expression_at, read_place, EvalContext, Place};
 use super::functions::{attr_through_origin_anywhere, scope_chain, Scope};
 use super::types::{find_named_type, TypeRef, Types};
@@ -20,11 +20,14 @@ pub struct Variable {
     parameter: bool,
     pub(crate) cu: DebugInfoOffset,
     die: UnitOffset,
+    /// The variable's type, in its unit or another.
     type_offset: Option<DieRef>,
     pub(crate) location: Option<AttributeValue<R>>,
     const_value: Option<AttributeValue<R>>,
     /// DW_AT_frame_base of the enclosing subprogram (locals only).
     pub(crate) frame_base: Option<AttributeValue<R>>,
+    /// A label whose code is gone: listed among locals, no variable.
+    lost_label: bool,
 }
 
 impl Variable {
@@ -56,118 +59,259 @@ impl Variable {
     }
 }
 
+/// A DIE anywhere in .debug_info: its unit and its offset there.
+type UnitDie = (std::sync::Arc<CuData>, UnitOffset);
+
+/// Where a reference of a DIE of `cu` points: in `cu`, or by section
+/// offset (DW_FORM_ref_addr) in another unit, as rustc's inlined generics
+/// refer to their abstract instances.
+fn follow_ref(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    value: AttributeValue<R>,
+) -> Option<UnitDie> {
+    match value {
+        AttributeValue::UnitRef(o) => Some((cu.clone(), o)),
+        AttributeValue::DebugInfoRef(o) => match o.to_unit_offset(&cu.unit.header) {
+            Some(local) => Some((cu.clone(), local)),
+            None => {
+                let other = data.unit_containing(o)?;
+                let local = o.to_unit_offset(&other.unit.header)?;
+                Some((other, local))
+            }
+        },
+        _ => None,
+    }
+}
+
+/// A DIE's attribute, looked up through DW_AT_abstract_origin and
+/// DW_AT_specification, in whatever unit they lead to; with the unit it
+/// was found in.
+fn attr_across_units(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    offset: UnitOffset,
+    name: gimli::DwAt,
+) -> Option<(std::sync::Arc<CuData>, AttributeValue<R>)> {
+    let (mut cu, mut offset) = (cu.clone(), offset);
+    for _ in 0..8 {
+        let entry = cu.unit.entry(offset).ok()?;
+        if let Some(value) = entry.attr_value(name).ok()? {
+            return Some((cu, value));
+        }
+        let next = [gimli::DW_AT_abstract_origin, gimli::DW_AT_specification]
+            .iter()
+            .find_map(|&at| entry.attr_value(at).ok().flatten())?;
+        (cu, offset) = follow_ref(data, &cu, next)?;
+    }
+    None
+}
+
 /// Build a Variable from a DW_TAG_variable / DW_TAG_formal_parameter DIE,
 /// taking name and type from its abstract origin when it has one.
 fn make_variable(
-    units: &Units,
-    at: DieRef,
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    offset: UnitOffset,
     frame_base: Option<AttributeValue<R>>,
 ) -> Option<Variable> {
-    let entry = units.entry(at)?;
-    // Name, type and constant may be on an abstract origin in another unit.
-    let (named, name_attr) = attr_through_origin_anywhere(units, at, gimli::DW_AT_name)?;
-    let name = units
-        .dwarf()
-        .attr_string(units.unit_of(named)?, name_attr)
+    let unit = &cu.unit;
+    let entry = unit.entry(offset).ok()?;
+    let (name_cu, name_attr) = attr_across_units(data, cu, offset, gimli::DW_AT_name)?;
+    let name = data
+        .dwarf
+        .attr_string(&name_cu.unit, name_attr)
         .ok()?
         .to_string_lossy()
         .into_owned();
-    let type_offset = attr_through_origin_anywhere(units, at, gimli::DW_AT_type)
-        .and_then(|(typed, value)| units.reference(typed.unit, value));
+    let type_ref = attr_across_units(data, cu, offset, gimli::DW_AT_type)
+        .and_then(|(found_in, value)| follow_ref(data, &found_in, value));
+    let type_offset = type_ref.map(|(type_cu, offset)| DieRef {
+        unit: type_cu.offset,
+        offset,
+    });
     Some(Variable {
         name,
         parameter: entry.tag() == gimli::DW_TAG_formal_parameter,
-        cu: at.unit,
-        die: at.offset,
+        cu: cu.offset,
+        die: offset,
         type_offset,
         location: entry.attr_value(gimli::DW_AT_location).ok().flatten(),
-        const_value: attr_through_origin_anywhere(units, at, gimli::DW_AT_const_value)
-            .map(|(_, v)| v),
+        const_value: attr_across_units(data, cu, offset, gimli::DW_AT_const_value).map(|(_, v)| v),
         frame_base,
+        lost_label: entry.tag() == gimli::DW_TAG_label,
     })
 }
 
-/// The variables (or parameters) a scope declares, as gdb reads them: its
-/// own children with one of `tags`, then those of its abstract origin that
-/// none of its children stands for. An inlined copy omits what it does not
-/// keep (a zero-sized closure, a variable optimized away, a whole block);
-/// they still exist, `<optimized out>`, and the variables of an omitted
-/// block count as the scope's own.
-fn scope_variables(units: &Units, scope: DieRef, tags: &[gimli::DwTag]) -> Vec<DieRef> {
-    let mut own = Vec::new();
-    let mut covered = Vec::new();
-    for (at, tag) in children(units, scope) {
-        if let Some(entry) = units.entry(at) {
-            covered.extend(units.attr_ref(at, &entry, gimli::DW_AT_abstract_origin));
-        }
-        if tags.contains(&tag) {
-            own.push(at);
-        }
-    }
-    let origin = units
-        .entry(scope)
-        .and_then(|entry| units.attr_ref(scope, &entry, gimli::DW_AT_abstract_origin));
-    if let Some(origin) = origin {
-        omitted_variables(units, origin, &covered, tags, 0, &mut own);
-    }
-    own
-}
-
-/// Deepest blocks of an abstract origin searched for omitted variables.
-const MAX_OMITTED_BLOCKS: usize = 16;
-
-/// The children of `scope` with one of `tags` that `covered` does not
-/// hold, and all those of its uncovered lexical blocks: gdb reads a block
-/// without addresses as part of its parent, without asking whether a
-/// concrete block stands for a block inside it.
-fn omitted_variables(
-    units: &Units,
-    scope: DieRef,
-    covered: &[DieRef],
-    tags: &[gimli::DwTag],
-    depth: usize,
-    out: &mut Vec<DieRef>,
-) {
-    for (at, tag) in children(units, scope) {
-        if covered.contains(&at) {
-            continue;
-        }
-        if tags.contains(&tag) {
-            out.push(at);
-        } else if tag == gimli::DW_TAG_lexical_block && depth < MAX_OMITTED_BLOCKS {
-            omitted_variables(units, at, &[], tags, depth + 1, out);
-        }
-    }
-}
-
 /// Direct children of a DIE with one of the given tags.
-fn children_with_tag(units: &Units, parent: DieRef, tags: &[gimli::DwTag]) -> Vec<DieRef> {
-    children(units, parent)
-        .into_iter()
-        .filter(|(_, tag)| tags.contains(tag))
-        .map(|(at, _)| at)
-        .collect()
-}
-
-/// Direct children of a DIE, with their tags.
-fn children(units: &Units, parent: DieRef) -> Vec<(DieRef, gimli::DwTag)> {
+pub(crate) fn children_with_tag(
+    unit: &gimli::Unit<R>,
+    parent: UnitOffset,
+    tags: &[gimli::DwTag],
+) -> Vec<UnitOffset> {
     let mut out = Vec::new();
-    let Some(mut tree) = units
-        .unit_of(parent)
-        .and_then(|unit| unit.entries_tree(Some(parent.offset)).ok())
-    else {
+    let Ok(mut tree) = unit.entries_tree(Some(parent)) else {
         return out;
     };
     let Ok(root) = tree.root() else { return out };
     let mut children = root.children();
     while let Ok(Some(child)) = children.next() {
-        let at = DieRef {
-            unit: parent.unit,
-            offset: child.entry().offset(),
-        };
-        out.push((at, child.entry().tag()));
+        if tags.contains(&child.entry().tag()) {
+            out.push(child.entry().offset());
+        }
     }
     out
+}
+
+/// The DIE a DW_AT_abstract_origin of `offset` refers to, in this unit
+/// or another.
+fn abstract_origin(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    offset: UnitOffset,
+) -> Option<UnitDie> {
+    let value = cu
+        .unit
+        .entry(offset)
+        .ok()?
+        .attr_value(gimli::DW_AT_abstract_origin)
+        .ok()??;
+    follow_ref(data, cu, value)
+}
+
+/// Whether a DIE says where its code is (low_pc or ranges).
+fn has_code(unit: &gimli::Unit<R>, offset: UnitOffset) -> bool {
+    unit.entry(offset).is_ok_and(|entry| {
+        [gimli::DW_AT_low_pc, gimli::DW_AT_ranges]
+            .iter()
+            .any(|at| matches!(entry.attr_value(*at), Ok(Some(_))))
+    })
+}
+
+/// Whether two references name the same DIE.
+fn same_die(a: &UnitDie, b: &UnitDie) -> bool {
+    a.0.offset == b.0.offset && a.1 == b.1
+}
+
+/// The DIEs with `tag` that gdb puts in the block of `scope`, in its
+/// order: the scope's own, those of a lexical block without code among
+/// them (gdb takes its children as the parent's), then those of the
+/// abstract origin that the concrete DIE does not repeat (a variable
+/// optimized away entirely is still listed, optimized out). The abstract
+/// origin may be in another unit.
+fn block_members(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    scope: UnitOffset,
+    tag: gimli::DwTag,
+) -> Vec<UnitDie> {
+    let mut members = Vec::new();
+    let mut repeated = Vec::new();
+    let kinds = [tag, gimli::DW_TAG_lexical_block, gimli::DW_TAG_label];
+    for child in children_with_tag(&cu.unit, scope, &kinds) {
+        repeated.extend(abstract_origin(data, cu, child));
+        collect_member(data, cu, child, tag, &mut members);
+    }
+    if let Some((origin_cu, origin)) = abstract_origin(data, cu, scope) {
+        // Children that refer to the origin are repeated whatever their tag.
+        for child in children_with_tag(&cu.unit, scope, &[gimli::DW_TAG_inlined_subroutine]) {
+            repeated.extend(abstract_origin(data, cu, child));
+        }
+        for child in children_with_tag(&origin_cu.unit, origin, &kinds) {
+            let child_ref = (origin_cu.clone(), child);
+            if !repeated.iter().any(|r| same_die(r, &child_ref)) {
+                collect_member(data, &origin_cu, child, tag, &mut members);
+            }
+        }
+    }
+    members
+}
+
+/// A child of a block: a member itself, or a lexical block without code
+/// whose members are the block's.
+fn collect_member(
+    data: &DwarfData,
+    cu: &std::sync::Arc<CuData>,
+    child: UnitOffset,
+    tag: gimli::DwTag,
+    members: &mut Vec<UnitDie>,
+) {
+    let Ok(entry) = cu.unit.entry(child) else {
+        return;
+    };
+    // A label whose code is gone is, for gdb, a local optimized out.
+    let lost_label = entry.tag() == gimli::DW_TAG_label
+        && tag == gimli::DW_TAG_variable
+        && !has_code(&cu.unit, child);
+    if entry.tag() == tag || lost_label {
+        members.push((cu.clone(), child));
+    } else if entry.tag() == gimli::DW_TAG_lexical_block && !has_code(&cu.unit, child) {
+        members.extend(block_members(data, cu, child, tag));
+    }
+}
+
+/// gdb keeps a lexical block's symbols in a hash table (a function's in a
+/// list) and lists them in its order: bucket by bucket, in the order they
+/// were added within one. Listing them so keeps `info locals` as gdb's.
+fn in_gdb_hash_order(variables: &mut [Variable]) {
+    let count = variables.len();
+    variables.sort_by_key(|v| gdb_bucket(&v.name, count));
+}
+
+/// The bucket of gdb's hash table of `count` symbols that `name` is in.
+fn gdb_bucket(name: &str, count: usize) -> u32 {
+    let buckets = u32::try_from(count / 5 + 1).unwrap_or(u32::MAX);
+    gdb_name_hash(name) % buckets
+}
+
+/// One step of gdb's symbol hash (SYMBOL_HASH_NEXT).
+fn hash_next(hash: u32, c: u8) -> u32 {
+    hash.wrapping_mul(67)
+        .wrapping_add(u32::from(c.to_ascii_lowercase()))
+        .wrapping_sub(113)
+}
+
+/// gdb's hash of a whole name, spaces skipped, up to a parenthesis.
+fn gdb_whole_name_hash(name: &str) -> u32 {
+    name.bytes()
+        .take_while(|c| *c != b'(')
+        .filter(|c| *c != b' ')
+        .fold(0, hash_next)
+}
+
+/// gdb's default hash of a symbol's search name (default_search_name_hash),
+/// which stops at Ada's encoding marks.
+fn gdb_name_hash(name: &str) -> u32 {
+    let bytes = name.as_bytes();
+    let mut at = 0;
+    if bytes.first() == Some(&b'_') {
+        if !name.starts_with("_ada_") {
+            return gdb_whole_name_hash(name);
+        }
+        at = 5;
+    }
+    let mut hash = 0u32;
+    while let Some(&c) = bytes.get(at) {
+        match c {
+            b'$' | b'.' | b'X' if at == 0 => return gdb_whole_name_hash(name),
+            b'$' | b'.' | b'X' => return hash,
+            b' ' | b'(' => return gdb_whole_name_hash(name),
+            b'_' if at != 0 && bytes.get(at + 1) == Some(&b'_') => {
+                let next = bytes.get(at + 2).copied().unwrap_or(0);
+                if !next.is_ascii_lowercase() && next != b'O' {
+                    return hash;
+                }
+                hash = 0;
+                at += 2;
+                continue;
+            }
+            b'T' if &bytes[at..] == b"TKB" => return hash,
+            _ => {}
+        }
+        hash = hash_next(hash, c);
+        at += 1;
+    }
+    hash
 }
 
 /// Variables at file scope: children of the CU and of namespaces (not of
@@ -229,58 +373,110 @@ impl ObjectFile {
         else {
             return Vec::new();
         };
-        let function = DieRef {
-            unit: cu.offset,
-            offset: function.offset,
-        };
-        scope_variables(data.units(), function, &[gimli::DW_TAG_formal_parameter])
+        block_members(data, &cu, function.offset, gimli::DW_TAG_formal_parameter)
             .into_iter()
-            .filter_map(|at| make_variable(data.units(), at, frame_base))
+            .filter_map(|(member_cu, o)| make_variable(data, &member_cu, o, frame_base))
             .collect()
     }
 
-    /// Locals in scope at `addr`, innermost block first, of the function
-    /// `inline_depth` levels out from the innermost (as
-    /// [`ObjectFile::parameters_at`] counts them): the blocks between that
-    /// function's scope and the next inlined call inside it.
-    pub fn locals_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
+    /// What gdb shows for the parameters of the function at `inline_depth`
+    /// at `addr`: each parameter, unless the function's own block has a
+    /// local of the same name, which gdb's lookup of the name finds first
+    /// (inlined code keeps a parameter's value in such a local).
+    pub fn shown_parameters_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
+        let (Some(data), Some((cu, chain, frame_base))) =
+            (self.dwarf.as_ref(), self.scopes_at(addr))
+        else {
+            return Vec::new();
+        };
+        let Some(function) = chain
+            .iter()
+            .rev()
+            .filter(|s| is_function_scope(s))
+            .nth(inline_depth)
+        else {
+            return Vec::new();
+        };
+        let make = |(member_cu, o): UnitDie| make_variable(data, &member_cu, o, frame_base);
+        let locals: Vec<Variable> =
+            block_members(data, &cu, function.offset, gimli::DW_TAG_variable)
+                .into_iter()
+                .filter_map(make)
+                .filter(|v| !v.lost_label)
+                .collect();
+        block_members(data, &cu, function.offset, gimli::DW_TAG_formal_parameter)
+            .into_iter()
+            .filter_map(make)
+            .map(
+                |param| match locals.iter().find(|local| local.name == param.name) {
+                    Some(local) => Variable {
+                        parameter: true,
+                        ..local.clone()
+                    },
+                    None => param,
+                },
+            )
+            .collect()
+    }
+
+    /// Locals in scope at `addr`, innermost block first, up to the
+    /// innermost function.
+    pub fn locals_at(&self, addr: u64) -> Vec<Variable> {
+        self.frame_locals_at(addr, 0)
+    }
+
+    /// Locals in scope at `addr` in the function at `inline_depth` (as
+    /// `parameters_at` counts), innermost block first: the blocks between
+    /// that function and the call inlined into it.
+    pub fn frame_locals_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
         let (Some(data), Some((cu, chain, frame_base))) =
             (self.dwarf.as_ref(), self.scopes_at(addr))
         else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        let mut depth = 0;
+        let mut functions_passed = 0;
         for scope in chain.iter().rev() {
-            if depth == inline_depth {
-                let scope_at = DieRef {
-                    unit: cu.offset,
-                    offset: scope.offset,
-                };
-                for at in scope_variables(data.units(), scope_at, &[gimli::DW_TAG_variable]) {
-                    out.extend(make_variable(data.units(), at, frame_base));
+            if functions_passed == inline_depth {
+                let mut block: Vec<Variable> =
+                    block_members(data, &cu, scope.offset, gimli::DW_TAG_variable)
+                        .into_iter()
+                        .filter_map(|(member_cu, o)| make_variable(data, &member_cu, o, frame_base))
+                        .collect();
+                if !is_function_scope(scope) {
+                    in_gdb_hash_order(&mut block);
                 }
+                out.extend(block);
             }
             if is_function_scope(scope) {
-                if depth == inline_depth {
+                if functions_passed == inline_depth {
                     break;
                 }
-                depth += 1;
+                functions_passed += 1;
             }
         }
         out
     }
 
+    /// A local or parameter named `name` of the function at `inline_depth`
+    /// at `addr`: locals first (innermost block first), as C scopes them.
+    pub fn frame_variable(&self, addr: u64, inline_depth: usize, name: &str) -> Option<Variable> {
+        self.frame_locals_at(addr, inline_depth)
+            .into_iter()
+            .chain(self.parameters_at(addr, inline_depth))
+            .find(|v| v.name == name && !v.lost_label)
+    }
+
     /// A variable by name: local or parameter at `addr`, then the statics
     /// of that CU, then globals anywhere.
-    pub fn lookup_variable(&self, at: Option<(u64, usize)>, name: &str) -> Option<Variable> {
+    pub fn lookup_variable(&self, addr: Option<u64>, name: &str) -> Option<Variable> {
         let data = self.dwarf.as_ref()?;
-        if let Some((addr, inline_depth)) = at {
+        if let Some(addr) = addr {
             if let Some(v) = self
-                .locals_at(addr, inline_depth)
+                .locals_at(addr)
                 .into_iter()
-                .chain(self.parameters_at(addr, inline_depth))
-                .find(|v| v.name == name)
+                .chain(self.parameters_at(addr, 0))
+                .find(|v| v.name == name && !v.lost_label)
             {
                 return Some(v);
             }
@@ -319,80 +515,6 @@ impl ObjectFile {
         declaration
     }
 
-    /// The registers a call passed, as the call site in the caller
-    /// describes them (DW_TAG_call_site_parameter): (DWARF register, value)
-    /// for the call that returns to `return_address` (a file address), the
-    /// values computed in `caller`, the calling frame.
-    pub fn call_site_values(
-        &self,
-        return_address: u64,
-        caller: &dyn FrameContext,
-    ) -> Vec<(u16, u64)> {
-        let (Some(data), Some((cu, chain, frame_base))) = (
-            self.dwarf.as_ref(),
-            self.scopes_at(return_address.wrapping_sub(1)),
-        ) else {
-            return Vec::new();
-        };
-        let Some(function) = chain.iter().find(|s| s.tag == gimli::DW_TAG_subprogram) else {
-            return Vec::new();
-        };
-        let Some(site) = find_call_site(&data.dwarf, &cu.unit, function.offset, return_address)
-        else {
-            return Vec::new();
-        };
-        let context = EvalContext {
-            dwarf: &data.dwarf,
-            unit: &cu.unit,
-            frame: caller,
-            frame_base: frame_base.as_ref(),
-        };
-        let mut values = Vec::new();
-        let site = DieRef {
-            unit: cu.offset,
-            offset: site,
-        };
-        for param in children_with_tag(
-            data.units(),
-            site,
-            &[
-                gimli::DW_TAG_call_site_parameter,
-                gimli::DW_TAG_GNU_call_site_parameter,
-            ],
-        ) {
-            let Ok(entry) = cu.unit.entry(param.offset) else {
-                continue;
-            };
-            let register = match entry.attr_value(gimli::DW_AT_location) {
-                Ok(Some(AttributeValue::Exprloc(e))) => super::eval::entry_register(e),
-                _ => None,
-            };
-            let value_attr = [gimli::DW_AT_call_value, gimli::DW_AT_GNU_call_site_value]
-                .into_iter()
-                .find_map(|at| entry.attr_value(at).ok().flatten());
-            let (Some(register), Some(value_attr)) = (register, value_attr) else {
-                continue;
-            };
-            // DW_AT_call_value is a value, not a location: an "address"
-            // result is the value itself.
-            let value = match context.place_of(&value_attr) {
-                Ok(Place::Memory(v)) => Some(v),
-                Ok(Place::Register(r)) => caller.register(r),
-                Ok(Place::Bytes(b)) if !b.is_empty() => {
-                    let mut raw = [0u8; 8];
-                    let n = b.len().min(8);
-                    raw[..n].copy_from_slice(&b[..n]);
-                    Some(u64::from_le_bytes(raw))
-                }
-                _ => None,
-            };
-            if let Some(value) = value {
-                values.push((register, value));
-            }
-        }
-        values
-    }
-
     /// `'FILE'::name`: a global or file static of the CU compiled from
     /// FILE (matched by its name or its last path components).
     pub fn file_variable(&self, file: &str, name: &str) -> Option<Variable> {
@@ -412,7 +534,7 @@ impl ObjectFile {
     /// `FUNC::name` without a frame of FUNC: a static local of the
     /// function whose entry is `low_pc` (locals on the stack need a frame).
     pub fn static_local(&self, low_pc: u64, name: &str) -> Option<Variable> {
-        self.locals_at(low_pc, 0)
+        self.locals_at(low_pc)
             .into_iter()
             .find(|v| v.name == name && v.is_static_storage())
     }
@@ -490,13 +612,10 @@ impl ObjectFile {
             let mut tree = cu.unit.entries_tree(None).ok()?;
             file_scope_variables(tree.root().ok()?, &mut candidates);
         }
+        let arc_cu = data.cu_at(cu.offset)?;
         let mut declaration = None;
         for offset in candidates {
-            let at = DieRef {
-                unit: cu.offset,
-                offset,
-            };
-            let Some(v) = make_variable(data.units(), at, None) else {
+            let Some(v) = make_variable(data, &arc_cu, offset, None) else {
                 continue;
             };
             if !qualified && v.name != name {
@@ -546,7 +665,7 @@ impl ObjectFile {
         })
     }
 
-    fn types_for<'a>(
+    pub(crate) fn types_for<'a>(
         &'a self,
         cu: &'a CuData,
         frame: Option<&'a dyn FrameContext>,
@@ -642,7 +761,8 @@ impl ObjectFile {
         // A variable with no location here still has its type: `p.x` of
         // an optimized-out struct is `<optimized out>`, `sizeof` works.
         let place = match place {
-            // (A zero-sized one has nothing to show but that.)
+            // (A value of no size, a closure capturing nothing say, would
+            // read as complete: gdb has it optimized out.)
             Place::OptimizedOut if no_location && var.type_offset.is_some() && size > 0 => {
                 Place::Pieces {
                     bytes: vec![0; size],
@@ -663,13 +783,7 @@ impl ObjectFile {
             let target = die
                 .to_unit_offset(&cu.unit.header)
                 .filter(|_| depth < SYNTHETIC_DEPTH)
-                .and_then(|offset| {
-                    let at = DieRef {
-                        unit: cu.offset,
-                        offset,
-                    };
-                    make_variable(data.units(), at, var.frame_base)
-                });
+                .and_then(|o| make_variable(data, &cu, o, var.frame_base));
             let object = match target {
                 Some(target) => self.read_variable_at_depth(&target, frame, depth + 1)?,
                 None => Value::Unavailable("synthetic pointer target".into()),
@@ -688,12 +802,22 @@ impl ObjectFile {
         }
         match read_place(&place, size, frame)? {
             Ok(contents) => {
-                let value = types.decode_known(
-                    var.type_offset,
-                    &contents.bytes,
-                    contents.known.as_deref(),
-                    0,
-                );
+                // Nothing of it is known: the whole value is optimized out
+                // (a Rust enum would otherwise read its tag from zeros).
+                let nothing_known = contents
+                    .known
+                    .as_ref()
+                    .is_some_and(|known| known.iter().all(|k| *k == 0));
+                let value = if nothing_known {
+                    Value::OptimizedOut
+                } else {
+                    types.decode_known(
+                        var.type_offset,
+                        &contents.bytes,
+                        contents.known.as_deref(),
+                        0,
+                    )
+                };
                 let ty = TypeRef::new(data.units().clone(), &cu, var.type_offset);
                 Ok(Value::Typed(Box::new(Typed {
                     absent_type_name: Typed::absent_name(&value, &ty),
@@ -750,44 +874,6 @@ impl ObjectFile {
     }
 }
 
-/// The DW_TAG_call_site (or GNU_call_site) under `function` whose return
-/// address is `return_address`.
-fn find_call_site(
-    dwarf: &gimli::Dwarf<R>,
-    unit: &gimli::Unit<R>,
-    function: UnitOffset,
-    return_address: u64,
-) -> Option<UnitOffset> {
-    let mut entries = unit.entries_at_offset(function).ok()?;
-    let mut depth = 0isize;
-    let mut first = true;
-    while let Ok(Some((delta, entry))) = entries.next_dfs() {
-        depth += delta;
-        if !first && depth <= 0 {
-            return None;
-        }
-        first = false;
-        let pc_attr = match entry.tag() {
-            gimli::DW_TAG_call_site => gimli::DW_AT_call_return_pc,
-            gimli::DW_TAG_GNU_call_site => gimli::DW_AT_low_pc,
-            _ => continue,
-        };
-        let Ok(Some(attr)) = entry.attr_value(pc_attr) else {
-            continue;
-        };
-        if dwarf.attr_address(unit, attr).ok().flatten() != Some(return_address) {
-            continue;
-        }
-        // Only direct calls, as gdb: an indirect call's target is not
-        // known to be the frame's function.
-        let direct = [gimli::DW_AT_call_origin, gimli::DW_AT_abstract_origin]
-            .into_iter()
-            .any(|at| matches!(entry.attr_value(at), Ok(Some(_))));
-        return direct.then(|| entry.offset());
-    }
-    None
-}
-
 /// DWARF's number for the fs segment base on x86-64: the thread pointer.
 pub const FS_BASE: u16 = 58;
 
@@ -805,4 +891,42 @@ fn constant_bytes(value: &AttributeValue<R>, size: usize) -> Vec<u8> {
     };
     bytes.resize(size, 0);
     bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{gdb_bucket, gdb_name_hash};
+
+    /// Names in the order gdb's `info locals` lists a lexical block of them.
+    fn gdb_order(names: &[&str]) -> Vec<String> {
+        let mut sorted: Vec<&str> = names.to_vec();
+        sorted.sort_by_key(|n| gdb_bucket(n, names.len()));
+        sorted.into_iter().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn lexical_blocks_list_their_locals_in_gdbs_hash_order() {
+        // As gdb 13 lists them in Lua 5.4's rehash (ltable.c) and in a
+        // block of luaV_execute: bucket by bucket, declaration order within.
+        assert_eq!(
+            gdb_order(&["asize", "na", "nums", "i", "totaluse"]),
+            ["i", "asize", "na", "nums", "totaluse"]
+        );
+        assert_eq!(
+            gdb_order(&["ra", "slot", "rb", "rc", "key"]),
+            ["slot", "rb", "key", "ra", "rc"]
+        );
+        // Fewer than five symbols share one bucket: declaration order.
+        assert_eq!(gdb_order(&["n", "ci"]), ["n", "ci"]);
+    }
+
+    #[test]
+    fn the_hash_stops_where_gdb_stops() {
+        // Ada's encodings end the hashed part; a leading underscore hashes
+        // the whole name.
+        assert_eq!(gdb_name_hash("abc"), gdb_name_hash("abc.x"));
+        assert_eq!(gdb_name_hash("abcX"), gdb_name_hash("abc"));
+        assert_ne!(gdb_name_hash("_abc"), gdb_name_hash("abc"));
+        assert_eq!(gdb_name_hash("ABC"), gdb_name_hash("abc"));
+    }
 }

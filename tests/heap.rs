@@ -1,0 +1,683 @@
+//! Heap tracing against programs whose allocations are known by
+//! construction (tests/programs/heap_known.c): every call of the malloc
+//! family and of anonymous mmap is in the experiment with its size, its
+//! caller and an order that pairs each free with the allocation it frees,
+//! across threads and in a fork child; the program's output is unchanged.
+
+mod common;
+
+use common::*;
+use debugger::symbols::ObjectFile;
+use experiment::heap::{HeapEvent, HeapOp};
+use experiment::log::Event;
+use experiment::{Experiment, HeapEventRecord};
+use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// heap_known.c at -O0 without builtins (so the compiler keeps every call
+/// as written: gcc turns realloc(NULL, n) into malloc(n) and drops free(NULL)).
+fn heap_known() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = scratch_dir("heap-known-build").join("heap_known");
+        let status = Command::new("gcc")
+            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
+            .arg(&out)
+            .arg(sources_dir().join("heap_known.c"))
+            .status()
+            .expect("gcc must be installed");
+        assert!(status.success(), "gcc failed on heap_known.c");
+        out
+    })
+}
+
+/// `rdbx collect -H on` of heap_known with `args`; the experiment.
+fn collect(name: &str, args: &[&str]) -> (PathBuf, String) {
+    let dir = scratch_dir(name);
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(heap_known())
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (dir.join("t.er"), stdout)
+}
+
+/// Who called the allocator: the function of an event's first frame in
+/// the program (its leaf frame is the call in the caller).
+struct Callers {
+    base: u64,
+    program: ObjectFile,
+    stacks: HashMap<u64, experiment::Stack>,
+}
+
+impl Callers {
+    fn of(expt: &Experiment) -> Callers {
+        Callers::of_program(expt, heap_known())
+    }
+
+    fn of_program(expt: &Experiment, program: &Path) -> Callers {
+        let log = expt.log().expect("log");
+        let base = log
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Object { path, base, .. } if path == program => Some(*base),
+                _ => None,
+            })
+            .expect("the program's object line");
+        Callers {
+            base,
+            program: ObjectFile::open(program).expect("open the program"),
+            stacks: expt.stacks().expect("stacks"),
+        }
+    }
+
+    /// The program functions on the event's stack, leaf first.
+    fn functions(&self, event: &HeapEvent) -> Vec<String> {
+        self.functions_of(event.stack_id)
+    }
+
+    fn functions_of(&self, stack_id: u64) -> Vec<String> {
+        let Some(stack) = self.stacks.get(&stack_id) else {
+            return Vec::new();
+        };
+        stack
+            .pcs
+            .iter()
+            .filter_map(|&pc| {
+                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
+                self.program.symbol_at(file).map(|s| s.name)
+            })
+            .collect()
+    }
+
+    /// The first program function on the stack.
+    fn caller(&self, event: &HeapEvent) -> String {
+        self.caller_of(event.stack_id)
+    }
+
+    fn caller_of(&self, stack_id: u64) -> String {
+        self.functions_of(stack_id)
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+    }
+}
+
+fn count(events: &[HeapEventRecord], callers: &Callers, op: HeapOp, function: &str) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e.event.op == op && callers.caller(&e.event) == function)
+        .map(|e| e.event.size)
+        .collect()
+}
+
+/// Blocks not freed at the end: allocation events whose block no later
+/// free (or realloc's free) gave back, in order.
+fn unfreed(events: &[HeapEventRecord]) -> Vec<HeapEvent> {
+    let mut live: HashMap<u64, HeapEvent> = HashMap::new();
+    for record in events {
+        let e = record.event;
+        match e.op {
+            HeapOp::Free | HeapOp::Munmap => {
+                live.remove(&e.address);
+            }
+            op if op.allocates() && e.address != 0 => {
+                assert!(
+                    live.insert(e.address, e).is_none(),
+                    "{e:?} allocated a block that was never freed"
+                );
+            }
+            _ => {}
+        }
+    }
+    let mut left: Vec<HeapEvent> = live.into_values().collect();
+    left.sort_by_key(|e| e.order);
+    left
+}
+
+#[test]
+fn every_allocation_is_recorded_with_its_size_and_caller() {
+    let (dir, stdout) = collect("heap-known", &[]);
+    assert_eq!(stdout.trim(), "done", "the program's output is its own");
+    let expt = Experiment::open(&dir).expect("open");
+    assert!(expt.manifest().kinds.iter().any(|k| k == "heap-trace"));
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of(&expt);
+
+    let mut made = vec![100; 10];
+    made.extend([64; 1000]);
+    assert_eq!(count(&events, &callers, HeapOp::Malloc, "make"), made);
+    assert_eq!(count(&events, &callers, HeapOp::Calloc, "grow"), vec![1024]);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Realloc, "grow"),
+        vec![4096]
+    );
+    let mut aligned = count(&events, &callers, HeapOp::Memalign, "aligned");
+    aligned.sort();
+    assert_eq!(aligned, vec![48, 128, 200]);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Mmap, "mapped"),
+        vec![65536]
+    );
+    assert_eq!(count(&events, &callers, HeapOp::Realloc, "edges"), vec![24]);
+    assert_eq!(count(&events, &callers, HeapOp::Malloc, "edges"), vec![40]);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "work"),
+        vec![32; 2000]
+    );
+
+    // Each free gives back a block that was allocated and not yet freed;
+    // the leaks are exactly the ones the program makes.
+    let left = unfreed(&events);
+    let leaked_by = |function: &str| {
+        left.iter()
+            .filter(|e| callers.functions(e).iter().any(|f| f == function))
+            .map(|e| e.size)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(leaked_by("leaky"), vec![100; 10]);
+    assert_eq!(leaked_by("edges"), vec![24]);
+    assert_eq!(leaked_by("work"), vec![32; 4]);
+    assert!(leaked_by("churn").is_empty());
+    assert!(leaked_by("grow").is_empty());
+    assert!(leaked_by("aligned").is_empty());
+    assert!(leaked_by("mapped").is_empty());
+
+    // Order numbers are unique; the collector's own work is not traced.
+    let mut orders: Vec<u64> = events.iter().map(|e| e.event.order).collect();
+    orders.dedup();
+    assert_eq!(orders.len(), events.len());
+    // (A program call may pass through the collector's pthread_create; a
+    // call the collector makes for itself has no frame of the program.)
+    let collector = collector_range(&expt);
+    for e in events.iter().filter(|e| e.event.op.allocates()) {
+        let stack = &callers.stacks[&e.event.stack_id];
+        let through_collector = stack.pcs.iter().any(|pc| collector.contains(pc));
+        assert!(
+            !through_collector || !callers.functions(&e.event).is_empty(),
+            "{:?} was made for the collector",
+            e.event
+        );
+    }
+}
+
+/// Where libcollector.so is mapped in the traced process.
+fn collector_range(expt: &Experiment) -> std::ops::RangeInclusive<u64> {
+    expt.log()
+        .expect("log")
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Object { path, lo, hi, .. }
+                if path.to_string_lossy().contains("libcollector") =>
+            {
+                Some(*lo..=*hi)
+            }
+            _ => None,
+        })
+        .expect("the collector's object line")
+}
+
+#[test]
+fn threads_free_what_they_allocate_in_order() {
+    let (dir, _) = collect("heap-threads", &[]);
+    let expt = Experiment::open(&dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of(&expt);
+    let mut per_thread: HashMap<u32, usize> = HashMap::new();
+    for e in &events {
+        if e.event.op == HeapOp::Malloc && callers.caller(&e.event) == "work" {
+            *per_thread.entry(e.tid).or_default() += 1;
+        }
+    }
+    assert_eq!(per_thread.len(), 4, "{per_thread:?}");
+    assert!(per_thread.values().all(|&n| n == 500), "{per_thread:?}");
+    // The blocks threads free are reused by others: the order pairs each
+    // free with the allocation it frees (unfreed() asserts no block is
+    // allocated twice without a free in between).
+    let left = unfreed(&events);
+    assert_eq!(
+        left.iter().filter(|e| callers.caller(e) == "work").count(),
+        4
+    );
+}
+
+#[test]
+fn a_fork_child_traces_its_own_heap() {
+    let (dir, stdout) = collect("heap-fork", &["fork"]);
+    assert_eq!(stdout.trim(), "done");
+    let child = Experiment::open(dir.join("_f1.er")).expect("the child's experiment");
+    let events = child.heap_events().expect("heap events");
+    let callers = Callers::of(&child);
+    let leaks = unfreed(&events)
+        .into_iter()
+        .filter(|e| callers.functions(e).iter().any(|f| f == "leaky"))
+        .count();
+    assert_eq!(leaks, 10, "the child's own leaky() calls");
+}
+
+#[test]
+fn without_heaptrace_nothing_is_traced() {
+    let dir = scratch_dir("heap-off");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-A", "off", "-o", "t.er"])
+        .arg(heap_known())
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    assert!(!dir.join("t.er/heap").exists());
+}
+
+/// tests/programs/leaks.c at -O0.
+fn leaks_program() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = scratch_dir("leaks-build").join("leaks");
+        let status = Command::new("gcc")
+            .args(["-g", "-O0", "-o"])
+            .arg(&out)
+            .arg(sources_dir().join("leaks.c"))
+            .status()
+            .expect("gcc must be installed");
+        assert!(
+            status.success(),
+            "gcc failed on leaks.c (valgrind/memcheck.h comes with valgrind)"
+        );
+        out
+    })
+}
+
+/// (blocks, bytes) per class from memcheck's first LEAK SUMMARY: the
+/// one the program asks for at its checkpoint.
+fn valgrind_summary(program: &Path) -> HashMap<String, (u64, u64)> {
+    let output = Command::new("valgrind")
+        .args(["--leak-check=full", "--show-leak-kinds=all"])
+        .arg(program)
+        .output()
+        .expect("valgrind must be installed");
+    let text = String::from_utf8_lossy(&output.stderr);
+    let summary = text
+        .split("LEAK SUMMARY:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no leak summary:\n{text}"));
+    let mut classes = HashMap::new();
+    for line in summary.lines().take(6) {
+        // "==123==    definitely lost: 144 bytes in 4 blocks"
+        let Some((_, rest)) = line.split_once("==    ") else {
+            continue;
+        };
+        let Some((class, figures)) = rest.trim().split_once(": ") else {
+            continue;
+        };
+        let words: Vec<&str> = figures.split_whitespace().collect();
+        if let [bytes, "bytes", "in", blocks, "blocks"] = words.as_slice() {
+            let number = |s: &str| s.replace(',', "").parse::<u64>().expect("a number");
+            classes.insert(class.replace(' ', "_"), (number(blocks), number(bytes)));
+        }
+    }
+    classes
+}
+
+#[test]
+fn showleaks_at_a_breakpoint_agrees_with_valgrind() {
+    let program = leaks_program();
+    let expected = valgrind_summary(program);
+    let dir = scratch_dir("showleaks");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector heaptrace on",
+            "collector enable",
+            "stop in checkpoint",
+            "run",
+            "showleaks -json",
+            "showleaks",
+        ])
+        .prog(program, &[])
+        .run();
+    let json_line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON:\n{}", out.transcript()));
+    let doc: serde_json::Value = serde_json::from_str(json_line).expect("JSON");
+    for class in [
+        "definitely_lost",
+        "indirectly_lost",
+        "possibly_lost",
+        "still_reachable",
+    ] {
+        let ours = (
+            doc[class]["blocks"].as_u64().expect("blocks"),
+            doc[class]["bytes"].as_u64().expect("bytes"),
+        );
+        assert_eq!(Some(&ours), expected.get(class), "{class}: {expected:?}");
+    }
+    // The leaks are grouped by where they were made.
+    let leaks = doc["leaks"].as_array().expect("leaks");
+    let made_in = |class: &str| -> Vec<(String, u64)> {
+        leaks
+            .iter()
+            .filter(|l| l["class"] == class)
+            .map(|l| {
+                (
+                    l["stack"][0]["function"].as_str().unwrap_or("").to_string(),
+                    l["bytes_leaked"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        made_in("definitely_lost"),
+        vec![
+            ("lose_plain".to_string(), 120),
+            ("lose_list".to_string(), 24)
+        ]
+    );
+    assert_eq!(
+        made_in("possibly_lost"),
+        vec![("keep_interior".to_string(), 64)]
+    );
+    out.assert_out_contains("Actual leaks report");
+    out.assert_out_contains("lose_plain:");
+}
+
+#[test]
+fn showblock_names_the_block_and_where_it_was_made() {
+    let dir = scratch_dir("showblock");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector heaptrace on",
+            "collector enable",
+            "stop in checkpoint",
+            "run",
+            "showblock -json inside",
+            "showblock list->next",
+            "showblock 8",
+            "showmemuse -n 1",
+        ])
+        .prog(leaks_program(), &[])
+        .run();
+    let json_line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON:\n{}", out.transcript()));
+    let doc: serde_json::Value = serde_json::from_str(json_line).expect("JSON");
+    assert_eq!(doc["size"], 64);
+    assert_eq!(doc["stack"][0]["function"], "keep_interior");
+    out.assert_out_contains("size 32 bytes");
+    out.assert_out_contains("keep_reachable at line");
+    assert!(
+        out.stderr
+            .contains("showblock: 0x8 is in no heap block in use"),
+        "{}",
+        out.transcript()
+    );
+    out.assert_out_contains("160   31.0%       5      32  keep_reachable:");
+}
+
+#[test]
+fn heap_commands_without_heap_tracing_say_what_is_missing() {
+    let dir = scratch_dir("showleaks-off");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "showleaks",
+            "collector enable",
+            "stop in checkpoint",
+            "run",
+            "showleaks",
+            "showblock kept",
+        ])
+        .prog(leaks_program(), &[])
+        .run();
+    let errors = out.errors();
+    assert!(
+        errors[0].contains("showleaks: no process is stopped"),
+        "{errors:?}"
+    );
+    assert!(
+        errors[1].contains("does not trace the heap (collector heaptrace on before the run)"),
+        "{errors:?}"
+    );
+    assert_eq!(errors.len(), 3, "{errors:?}");
+}
+
+/// tests/programs/heap_attach.c at -O0.
+fn heap_attach_program() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = scratch_dir("heap-attach-build").join("heap_attach");
+        let status = Command::new("gcc")
+            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
+            .arg(&out)
+            .arg(sources_dir().join("heap_attach.c"))
+            .status()
+            .expect("gcc must be installed");
+        assert!(status.success(), "gcc failed on heap_attach.c");
+        out
+    })
+}
+
+#[test]
+fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
+    use std::io::{BufRead, Read, Write};
+    let program = heap_attach_program();
+    let dir = scratch_dir("heap-attach");
+    let mut target = Command::new(program)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start heap_attach");
+    let mut stdout = std::io::BufReader::new(target.stdout.take().expect("stdout"));
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).expect("ready line");
+    assert_eq!(ready.trim(), "ready");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .arg("-p")
+        .arg(target.id().to_string())
+        .cmds(&[
+            "collector heaptrace on",
+            "collector store filename live.er",
+            "collector enable",
+            "detach",
+        ])
+        .run();
+    let transcript = out.transcript();
+    target
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("release the program");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("stdout");
+    let status = target.wait().expect("wait");
+    assert!(status.success(), "{rest}\n{transcript}");
+    assert_eq!(rest.trim(), "done", "the program's output changed");
+
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
+    let log = std::fs::read_to_string(dir.join("live.er/log")).expect("log");
+    assert!(log.contains(" heap how=got entries="), "{log}");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, program);
+    let sizes = |op: HeapOp, function: &str| count(&events, &callers, op, function);
+    assert_eq!(sizes(HeapOp::Malloc, "after_attach"), vec![200; 7]);
+    assert_eq!(sizes(HeapOp::Malloc, "churn"), vec![48; 500]);
+    assert_eq!(sizes(HeapOp::Malloc, "work"), vec![16; 200]);
+    let heap = analyzer::heap::HeapState::replay(&events);
+    assert!(
+        heap.unknown_frees >= 1,
+        "the block allocated before tracing"
+    );
+    let mut leaked: Vec<u64> = heap
+        .blocks()
+        .iter()
+        .filter(|b| ["after_attach", "work"].contains(&callers.caller_of(b.stack_id).as_str()))
+        .map(|b| b.size)
+        .collect();
+    leaked.sort();
+    assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
+}
+
+/// A test program built once: `source` (in tests/programs) with `compiler`.
+fn built(source: &str, compiler: &str) -> PathBuf {
+    let stem = source.split('.').next().unwrap_or(source);
+    let out = scratch_dir(&format!("{stem}-build")).join(stem);
+    let status = Command::new(compiler)
+        .args(["-g", "-O0", "-fno-builtin", "-o"])
+        .arg(&out)
+        .arg(sources_dir().join(source))
+        .status()
+        .unwrap_or_else(|e| panic!("{compiler} must be installed: {e}"));
+    assert!(status.success(), "{compiler} failed on {source}");
+    out
+}
+
+fn collect_program(
+    name: &str,
+    program: &Path,
+    options: &[&str],
+    args: &[&str],
+) -> (PathBuf, std::process::Output) {
+    let dir = scratch_dir(name);
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .args(options)
+        .arg(program)
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    (dir.join("t.er"), output)
+}
+
+#[test]
+fn cpp_new_and_delete_arrive_through_malloc() {
+    let program = built("heap_cpp.cpp", "g++");
+    let (expt_dir, output) = collect_program("heap-cpp", &program, &[], &[]);
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    // operator new is libstdc++'s: the first frame of the program is the
+    // function that said `new`.
+    let made_in = |function: &str| {
+        events
+            .iter()
+            .filter(|e| e.event.op == HeapOp::Malloc && callers.caller(&e.event) == function)
+            .map(|e| e.event.size)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(made_in("grow_list()"), vec![48; 5]);
+    assert_eq!(made_in("churn()"), vec![48; 100]);
+    let left = unfreed(&events);
+    let leaked_by = |function: &str| {
+        left.iter()
+            .filter(|e| callers.caller(e) == function)
+            .count()
+    };
+    assert_eq!(leaked_by("grow_list()"), 5);
+    assert_eq!(leaked_by("churn()"), 0);
+}
+
+#[test]
+fn a_double_free_is_recorded_and_the_program_dies_as_it_would() {
+    let program = built("heap_bad.c", "gcc");
+    let plain = Command::new(&program).arg("double").output().expect("run");
+    let (expt_dir, output) = collect_program("heap-double", &program, &[], &["double"]);
+    assert_eq!(
+        output.status.code(),
+        Some(128 + plain.status.signal().unwrap_or(0)),
+        "{:?} vs {:?}",
+        output.status,
+        plain.status
+    );
+    let expt = Experiment::open(&expt_dir).expect("a readable experiment");
+    let events = expt.heap_events().expect("heap events");
+    let made = events
+        .iter()
+        .find(|e| e.event.op == HeapOp::Malloc && e.event.size == 40)
+        .expect("the block");
+    let frees = events
+        .iter()
+        .filter(|e| e.event.op == HeapOp::Free && e.event.address == made.event.address)
+        .count();
+    assert_eq!(frees, 2, "both frees, as the program made them");
+}
+
+#[test]
+fn the_data_limit_stops_heap_tracing_and_the_program_runs_on() {
+    let program = built("heap_bad.c", "gcc");
+    let (expt_dir, output) = collect_program("heap-limit", &program, &["-L", "1"], &["limit"]);
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    let log = std::fs::read_to_string(expt_dir.join("log")).expect("log");
+    assert!(
+        log.contains("data%20limit%20reached:%20heap%20tracing%20stopped"),
+        "{log}"
+    );
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events").len();
+    assert!(events > 10_000 && events < 800_000, "{events} events");
+}
+
+#[test]
+fn sigkill_leaves_a_readable_heap_experiment() {
+    use std::io::BufRead;
+    let program = built("heap_bad.c", "gcc");
+    let dir = scratch_dir("heap-kill");
+    let mut child = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(&program)
+        .arg("sleep")
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("run rdbx collect");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("allocated line");
+    assert_eq!(line.trim(), "allocated");
+    let pid = std::fs::read_to_string(dir.join("t.er/log"))
+        .ok()
+        .and_then(|log| {
+            log.lines().find_map(|l| {
+                l.split(" start pid=")
+                    .nth(1)?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+        })
+        .expect("the program's pid");
+    // SAFETY: a signal to the program under test.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = child.wait();
+    let expt = Experiment::open(dir.join("t.er")).expect("a readable experiment");
+    let events = expt.heap_events().expect("heap events");
+    let made = events
+        .iter()
+        .filter(|e| e.event.op == HeapOp::Malloc && e.event.size == 64)
+        .count();
+    assert_eq!(made, 1000, "every event written before the kill");
+}
