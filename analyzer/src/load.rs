@@ -11,7 +11,7 @@ use crate::stack_ids::Lookup;
 use crate::{Error, Result};
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
-use experiment::layout::StackStatus;
+use experiment::layout::{StackRecordRef, StackStatus};
 use experiment::log::Event;
 use experiment::Experiment;
 use rustc_hash::FxHashMap;
@@ -65,30 +65,53 @@ struct RecordedStacks {
 }
 
 impl RecordedStacks {
-    /// Adds a record (the first of its id) at the end of `arena`.
-    fn add(&mut self, record: experiment::layout::StackRecordRef<'_>, arena: &mut Vec<PcId>) {
-        let Some(status) = record.status() else {
-            return;
-        };
-        let Ok(index) = u32::try_from(self.records.len()) else {
-            return;
-        };
+    /// Adds a record (the first of its id) at the end of `arena`; its span
+    /// if added. `previous` is the record before it in the same block, with
+    /// its span, if that one was added: the outer frames the two share
+    /// (most of them, in recording order) take its slots without a hash.
+    fn add(
+        &mut self,
+        record: StackRecordRef<'_>,
+        previous: Option<(StackRecordRef<'_>, RecordSpan)>,
+        arena: &mut Vec<PcId>,
+    ) -> Option<RecordSpan> {
+        let status = record.status()?;
+        let index = u32::try_from(self.records.len()).ok()?;
         if !self.by_id.insert(record.header.stack_id, index) {
-            return;
+            return None;
         }
+        let depth = usize::from(record.header.depth);
+        let shared = previous.map_or(0, |(before, span)| {
+            // Neither leaf is shared: a leaf's slot is not a caller's.
+            let most = depth.min(span.len).saturating_sub(1);
+            shared_outer_frames(record, before).min(most)
+        });
         let start = arena.len();
-        arena.extend(
-            record
-                .pcs()
-                .enumerate()
-                .map(|(depth, pc)| self.slots.slot(pc, depth == 0)),
-        );
-        self.records.push(RecordSpan {
+        let own = record.pcs().take(depth - shared).enumerate();
+        arena.extend(own.map(|(depth, pc)| self.slots.slot(pc, depth == 0)));
+        if let Some((_, span)) = previous {
+            let end = span.start + span.len;
+            arena.extend_from_within(end - shared..end);
+        }
+        let span = RecordSpan {
             start,
             len: arena.len() - start,
             status,
-        });
+        };
+        self.records.push(span);
+        Some(span)
     }
+}
+
+/// How many outermost PCs (from the root) two records have in common.
+fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
+    let (a_depth, b_depth) = (usize::from(a.header.depth), usize::from(b.header.depth));
+    // Aligned at the root end: the run of equal pairs that ends there.
+    let a_pcs = a.pcs().skip(a_depth.saturating_sub(b_depth));
+    let b_pcs = b.pcs().skip(b_depth.saturating_sub(a_depth));
+    a_pcs
+        .zip(b_pcs)
+        .fold(0, |run, (x, y)| if x == y { run + 1 } else { 0 })
 }
 
 /// Where a recorded stack's slots are in the arena.
@@ -104,7 +127,10 @@ struct RecordSpan {
 /// with one cheap hash, symbolized later once.
 #[derive(Default)]
 struct Slots {
-    ids: FxHashMap<(u64, bool), PcId>,
+    /// By recorded PC: callers' slots, and leaves' (apart, so that the key
+    /// of the hundred million lookups is one word).
+    callers: FxHashMap<u64, PcId>,
+    leaves: FxHashMap<u64, PcId>,
     pcs: Vec<(u64, bool)>,
     /// The model pc of each slot once looked up (as an interrupted PC for
     /// a leaf, a return address otherwise).
@@ -119,7 +145,12 @@ const NOT_PLAIN: PcId = PcId::MAX;
 impl Slots {
     fn slot(&mut self, pc: u64, leaf: bool) -> PcId {
         let next = self.pcs.len() as PcId;
-        let slot = *self.ids.entry((pc, leaf)).or_insert(next);
+        let ids = if leaf {
+            &mut self.leaves
+        } else {
+            &mut self.callers
+        };
+        let slot = *ids.entry(pc).or_insert(next);
         if slot == next {
             self.pcs.push((pc, leaf));
         }
@@ -250,8 +281,22 @@ impl Builder {
         // when a vector doubles.
         reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
         reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
-        let stack_stats = crate::stack_file::for_each_stack(expt, |record| {
-            stacks.add(record, self.stacks.arena_mut());
+        // Neither vector grows past what was reserved (the files hold no
+        // more), so they stay put until the join below.
+        let spares = vec![
+            crate::memory::spare(self.stacks.arena_mut()),
+            crate::memory::spare(&self.model.events),
+        ];
+        let populating = crate::memory::populate_in_background(spares);
+        let stack_stats = crate::stack_file::for_each_stack_block(expt, |records| {
+            for record in records {
+                stacks.by_id.prefetch(record.header.stack_id);
+            }
+            let mut previous = None;
+            for &record in records {
+                let added = stacks.add(record, previous, self.stacks.arena_mut());
+                previous = added.map(|span| (record, span));
+            }
         })?;
         let shown = expt.path().display().to_string();
         let malformed = log
@@ -278,9 +323,29 @@ impl Builder {
         // Events go in batches: the table entries of a batch's stacks are
         // fetched from memory together, not one cache miss after another.
         let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
+        let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
         let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
             for record in batch.iter() {
                 stacks.by_id.prefetch(record.stack_id);
+            }
+            // The records first used here are rewritten below: fetch them
+            // (their place, then their slots) before the walk needs them.
+            firsts.clear();
+            for record in batch.iter() {
+                if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
+                    firsts.push(r);
+                    stacks
+                        .records
+                        .get(r as usize)
+                        .map(crate::memory::prefetch_one);
+                }
+            }
+            for &r in &firsts {
+                if let Some(span) = stacks.records.get(r as usize) {
+                    let arena = self.stacks.arena_mut();
+                    let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
+                    crate::memory::prefetch(slots);
+                }
             }
             for record in batch.drain(..) {
                 if !plausible.contains(record.timestamp_ns) {
@@ -320,6 +385,7 @@ impl Builder {
             }
         })?;
         add_batch(&mut batch);
+        drop(populating);
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);
         }
@@ -941,5 +1007,62 @@ fn sample_of(samples: &[experiment::log::Sample], timestamp_ns: u64) -> u32 {
     match samples.get(index) {
         Some(s) => s.number as u32,
         None => samples.last().map_or(1, |s| s.number as u32 + 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(pcs: &[u64], buffer: &mut Vec<u8>) -> usize {
+        let start = buffer.len();
+        buffer.resize(start + 16 + 8 * pcs.len(), 0);
+        let size = experiment::layout::write_stack_record(
+            &mut buffer[start..],
+            StackStatus::Complete,
+            pcs,
+        );
+        assert_eq!(size, Some(16 + 8 * pcs.len()));
+        start
+    }
+
+    #[test]
+    fn records_share_outer_frames_with_the_one_before() {
+        let mut bytes = Vec::new();
+        let at = [
+            record(&[0x10, 0x20, 0x30, 0x40], &mut bytes),
+            record(&[0x11, 0x30, 0x40], &mut bytes),
+            // Its leaf is the first record's caller: a slot of its own.
+            record(&[0x30, 0x40], &mut bytes),
+            record(&[0x50], &mut bytes),
+        ];
+        let parse = |i: usize| StackRecordRef::parse(&bytes[at[i]..]).expect("a record");
+        assert_eq!(shared_outer_frames(parse(1), parse(0)), 2);
+        assert_eq!(shared_outer_frames(parse(3), parse(2)), 0);
+        let mut stacks = RecordedStacks::default();
+        let mut arena = Vec::new();
+        let mut previous = None;
+        for i in 0..at.len() {
+            let added = stacks.add(parse(i), previous, &mut arena);
+            previous = added.map(|span| (parse(i), span));
+        }
+        let slots: Vec<(u64, bool)> = arena.iter().map(|&s| stacks.slots.pc(s)).collect();
+        let caller = |pc| (pc, false);
+        let leaf = |pc| (pc, true);
+        assert_eq!(
+            slots,
+            vec![
+                leaf(0x10),
+                caller(0x20),
+                caller(0x30),
+                caller(0x40),
+                leaf(0x11),
+                caller(0x30),
+                caller(0x40),
+                leaf(0x30),
+                caller(0x40),
+                leaf(0x50),
+            ]
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Large tables in huge pages.
+//! Large tables in huge pages, and fetching what will be read soon.
 
 /// Asks the kernel to back `data`'s buffer with transparent huge pages
 /// (where it is set to `madvise`): a table of hundreds of megabytes read in
@@ -22,4 +22,96 @@ pub(crate) fn advise_huge_pages<T>(data: &Vec<T>) {
             );
         }
     }
+}
+
+/// Starts fetching the cache lines of `data` (at most the first 16): many
+/// fetches started together take the time of one, where reads one after
+/// another wait for each.
+pub(crate) fn prefetch<T>(data: &[T]) {
+    const LINE: usize = 64;
+    let bytes = std::mem::size_of_val(data).min(16 * LINE);
+    let start = data.as_ptr().cast::<i8>();
+    for offset in (0..bytes).step_by(LINE) {
+        prefetch_line(start.wrapping_add(offset));
+    }
+}
+
+/// Starts fetching the cache line of `value`.
+pub(crate) fn prefetch_one<T>(value: &T) {
+    prefetch_line((value as *const T).cast::<i8>());
+}
+
+fn prefetch_line(address: *const i8) {
+    // SAFETY: SSE is part of x86_64; a prefetch only hints the cache and
+    // never faults, whatever the address.
+    #[cfg(target_arch = "x86_64")]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = address;
+}
+
+/// Linux's MADV_POPULATE_WRITE (5.14): fault pages in, writable, as a
+/// write would (the libc crate does not name it yet).
+const MADV_POPULATE_WRITE: libc::c_int = 23;
+
+/// A thread faulting memory in; dropping it waits for the thread.
+pub(crate) struct Populating(Option<std::thread::JoinHandle<()>>);
+
+impl Drop for Populating {
+    fn drop(&mut self) {
+        if let Some(thread) = self.0.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Faults in the spare capacity of the vectors `spares` describes (start
+/// address and length in bytes, from [`spare`]) on another thread, front to
+/// back: the kernel zeroes the pages there while this thread fills them,
+/// instead of stopping it at every new page (a fifth of loading a big
+/// experiment). Keep the vectors where they are until the result is
+/// dropped.
+pub(crate) fn populate_in_background(spares: Vec<(usize, usize)>) -> Populating {
+    const CHUNK: usize = 2 << 20;
+    let page = 4096;
+    let worth = spares.iter().map(|&(_, len)| len).sum::<usize>() >= 64 * CHUNK;
+    if !worth {
+        return Populating(None);
+    }
+    let populate = move || {
+        for (start, len) in spares {
+            let first = start.next_multiple_of(page);
+            let end = start + len;
+            for chunk in (first..end).step_by(CHUNK) {
+                let size = CHUNK.min(end - chunk);
+                // SAFETY: the range is spare capacity of a live vector the
+                // caller keeps in place until the join. Even were it moved,
+                // populating changes no byte of a page already there and
+                // gives a new page the zeros it would get at its first
+                // write; an unmapped range or a kernel without the advice
+                // makes madvise fail, and the thread stops.
+                let failed = unsafe {
+                    libc::madvise(chunk as *mut libc::c_void, size, MADV_POPULATE_WRITE) != 0
+                };
+                if failed {
+                    return;
+                }
+            }
+        }
+    };
+    Populating(
+        std::thread::Builder::new()
+            .name("populate".into())
+            .spawn(populate)
+            .ok(),
+    )
+}
+
+/// The spare capacity of `data`: its address and length in bytes.
+pub(crate) fn spare<T>(data: &Vec<T>) -> (usize, usize) {
+    let size = std::mem::size_of::<T>();
+    let start = data.as_ptr() as usize + data.len() * size;
+    (start, (data.capacity() - data.len()) * size)
 }

@@ -130,9 +130,9 @@ struct Span {
 }
 
 /// Every distinct stack, their PCs in one flat arena: a million stacks 200
-/// frames deep are two allocations, not a million. A stack's span need not
-/// follow the previous one's (the loader rewrites stacks in place, in the
-/// order of the file, and numbers them in the order events use them).
+/// frames deep are two allocations, not a million. Stack ids need not
+/// follow the arena's order: the loader writes stacks in the order of the
+/// file and numbers them in the order events first use them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StackTable {
     pcs: Vec<PcId>,
@@ -166,6 +166,13 @@ impl StackTable {
             pcs,
             status: span.status,
         })
+    }
+
+    /// Starts fetching where stack `id` is (for a `get` soon).
+    pub(crate) fn prefetch(&self, id: StackId) {
+        if let Some(span) = self.spans.get(id as usize) {
+            crate::memory::prefetch_one(span);
+        }
     }
 
     /// Every stack, in id order.

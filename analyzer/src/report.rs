@@ -446,7 +446,7 @@ fn line_owners(ctx: &Context, wanted: &[LineKey]) -> HashMap<LineKey, FunctionId
             break;
         }
         for &id in ctx.view.frames_of(stack, &mut buffer) {
-            let Some(k) = wanted_of_frame[id as usize] else {
+            let Some(k) = wanted_of_frame.get(id as usize).copied().flatten() else {
                 continue;
             };
             if !owned[k] {

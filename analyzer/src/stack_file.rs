@@ -16,11 +16,13 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
-/// Calls `each` with every committed stack record of `expt`'s `stacks` file,
-/// in file order (an id recorded twice comes twice: callers keep one).
-pub(crate) fn for_each_stack(
+/// Calls `each` with the committed stack records of each block of `expt`'s
+/// `stacks` file, in file order (an id recorded twice comes twice: callers
+/// keep one). A block's records come together so that the caller can fetch
+/// what it needs for all of them at once.
+pub(crate) fn for_each_stack_block(
     expt: &Experiment,
-    mut each: impl FnMut(StackRecordRef<'_>),
+    mut each: impl FnMut(&[StackRecordRef<'_>]),
 ) -> Result<BlockStats> {
     let path = expt.path().join("stacks");
     let mut stats = BlockStats::default();
@@ -57,7 +59,8 @@ pub(crate) fn for_each_stack(
             BlockState::BadHeader(_) | BlockState::Garbage => stats.damaged += 1,
             BlockState::Used(used) => {
                 stats.used += 1;
-                let damaged = each_record(used.records, &mut stats, &mut each);
+                let (records, damaged) = block_records(used.records, &mut stats);
+                each(&records);
                 // A record cut by the end of the file is expected while writing.
                 if used.clamped || (damaged && !used.cut) {
                     stats.damaged += 1;
@@ -74,29 +77,29 @@ pub(crate) fn for_each_stack(
     Ok(stats)
 }
 
-/// The records of one block; true when its bytes do not parse as whole
+/// The records of one block, and whether its bytes do not parse as whole
 /// records.
-fn each_record(
-    mut rest: &[u8],
+fn block_records<'a>(
+    mut rest: &'a [u8],
     stats: &mut BlockStats,
-    each: &mut impl FnMut(StackRecordRef<'_>),
-) -> bool {
+) -> (Vec<StackRecordRef<'a>>, bool) {
+    let mut records = Vec::new();
     while !rest.is_empty() {
         let Some(record) = StackRecordRef::parse(rest) else {
-            return true;
+            return (records, true);
         };
         let sane = record.header.stack_id != 0
             && usize::from(record.header.depth) <= MAX_STACK_DEPTH
             && record.status().is_some();
         if !sane {
-            return true;
+            return (records, true);
         }
-        each(record);
+        records.push(record);
         stats.records += 1;
         stats.record_bytes += record.size() as u64;
         rest = rest.get(record.size()..).unwrap_or(&[]);
     }
-    false
+    (records, false)
 }
 
 fn open_regular(path: &Path) -> Result<Option<File>> {

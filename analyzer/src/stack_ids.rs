@@ -76,17 +76,7 @@ impl StackIds {
         if self.slots.is_empty() {
             return;
         }
-        let slot = &self.slots[(id as usize) & (self.slots.len() - 1)];
-        // SAFETY: SSE is part of x86_64; a prefetch only hints the cache
-        // (of an address inside the table, which is valid anyway).
-        #[cfg(target_arch = "x86_64")]
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                (slot as *const Slot).cast::<i8>(),
-            )
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = slot;
+        crate::memory::prefetch_one(&self.slots[(id as usize) & (self.slots.len() - 1)]);
     }
 
     /// Records that `id`'s record became model stack `stack`.
