@@ -8,13 +8,16 @@
 #include <time.h>
 
 void *volatile sink;
+/* Read after each recursive call: keeps the compiler from turning the
+ * recursion into a loop (the stacks must really be deep). */
+volatile long salt = 1;
 
 __attribute__((noinline)) static void use(void *p) { sink = p; }
 
 __attribute__((noinline)) static long descend(int levels, size_t size)
 {
     if (levels > 0)
-        return descend(levels - 1, size) + 1;
+        return descend(levels - 1, size) + salt;
     void *p = malloc(size);
     use(p);
     free(p);

@@ -122,6 +122,11 @@ impl StackReader {
         }
     }
 
+    /// The part of the walk's own stack known to be mapped: `[lo, hi)`.
+    pub fn own_window(&self) -> (u64, u64) {
+        (self.windows[0].lo, self.windows[0].hi)
+    }
+
     /// Read 8 bytes at `address`, or None if that memory is not readable.
     ///
     /// Async-signal-safe: a plain load inside a window known to be mapped, otherwise one
