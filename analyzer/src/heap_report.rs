@@ -87,15 +87,13 @@ pub fn listing(
     let heap = load(model)?;
     let mut groups: HashMap<Vec<ShownFrame>, Group> = HashMap::new();
     for expt in &heap.experiments {
+        // Summed per recorded stack first: each stack is shown (looked
+        // up) once, however many events it has.
+        let mut by_stack: HashMap<u64, (u64, u64)> = HashMap::new();
         let mut add = |stack_id: u64, bytes: u64| {
-            let frames = expt.shown_stack(stack_id);
-            let group = groups.entry(frames.clone()).or_insert(Group {
-                frames,
-                count: 0,
-                bytes: 0,
-            });
-            group.count += 1;
-            group.bytes += bytes;
+            let sums = by_stack.entry(stack_id).or_default();
+            sums.0 += 1;
+            sums.1 += bytes;
         };
         match what {
             HeapListing::Leaks => {
@@ -111,6 +109,16 @@ pub fn listing(
                     }
                 }
             }
+        }
+        for (stack_id, (count, bytes)) in by_stack {
+            let frames = expt.shown_stack(stack_id);
+            let group = groups.entry(frames.clone()).or_insert(Group {
+                frames,
+                count: 0,
+                bytes: 0,
+            });
+            group.count += count;
+            group.bytes += bytes;
         }
     }
     let mut groups: Vec<Group> = groups.into_values().collect();
@@ -318,6 +326,8 @@ struct Symbolizer {
     /// Where libcollector.so is.
     collector: Vec<(u64, u64)>,
     files: std::cell::RefCell<HashMap<PathBuf, Option<ObjectFile>>>,
+    /// Each PC looked up once.
+    frames: std::cell::RefCell<HashMap<u64, ShownFrame>>,
 }
 
 impl Symbolizer {
@@ -358,6 +368,7 @@ impl Symbolizer {
             mappings,
             collector,
             files: Default::default(),
+            frames: Default::default(),
         }
     }
 
@@ -368,6 +379,15 @@ impl Symbolizer {
     }
 
     fn frame(&self, pc: u64) -> ShownFrame {
+        if let Some(known) = self.frames.borrow().get(&pc) {
+            return known.clone();
+        }
+        let frame = self.look_up(pc);
+        self.frames.borrow_mut().insert(pc, frame.clone());
+        frame
+    }
+
+    fn look_up(&self, pc: u64) -> ShownFrame {
         let unknown = || ShownFrame {
             function: format!("0x{pc:x}"),
             file: None,
