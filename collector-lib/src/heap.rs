@@ -27,7 +27,7 @@ use crate::real::{self, Real};
 use crate::unwind::{self, MemoFrameSlot, StackCache, WalkMemo, MEMO_FRAMES};
 use crate::{lifecycle, log, state, sys};
 use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
-use experiment::layout::{stack_id, stack_record_size, StackStatus};
+use experiment::layout::StackStatus;
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
@@ -41,7 +41,6 @@ extern "C" {
     fn __libc_valloc(size: usize) -> *mut c_void;
     fn __libc_pvalloc(size: usize) -> *mut c_void;
 }
-
 
 /// The next order number.
 static ORDER: AtomicU64 = AtomicU64::new(1);
@@ -510,21 +509,11 @@ fn record_allocation(op: HeapOp, address: *mut c_void, size: usize, old: *mut c_
     let space = unsafe { &mut *space };
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
     let pcs = &space.pcs[first..depth];
-    let id = stack_id(status.code(), pcs);
     let timestamp = sys::monotonic_coarse_ns();
-    if state::stack_table_insert(id) {
-        let written = state::STACKS.append(
-            &mut owned.stacks,
-            &state::BUDGET,
-            tid,
-            timestamp,
-            stack_record_size(pcs.len()),
-            |w| w.push_stack(status, pcs),
-        );
-        if let Err(err) = written {
-            return failed(err);
-        }
-    }
+    let id = match state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs) {
+        Ok(id) => id,
+        Err(err) => return failed(err),
+    };
     let event = HeapEvent {
         op,
         order,

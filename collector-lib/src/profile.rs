@@ -9,10 +9,7 @@
 use crate::blocks::WriteError;
 use crate::clock::{self, PROFILE_TAG};
 use crate::{log, samples, state, sys, threads, unwind};
-use experiment::layout::{
-    stack_id, stack_record_size, ClockEvent, SampleCause, StackStatus, CLOCK_EVENT_SIZE,
-    CPU_UNKNOWN,
-};
+use experiment::layout::{ClockEvent, SampleCause, StackStatus, CLOCK_EVENT_SIZE, CPU_UNKNOWN};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
@@ -171,22 +168,11 @@ fn profile_tick(context: *mut c_void) {
     let unwound = unsafe { unwind::unwind_from_signal(context, &mut owned.stack_cache, out) };
     let pcs = out.get(..unwound.depth).unwrap_or(&[]);
     let status = status_of(unwound.status);
-    let id = stack_id(status as u16, pcs);
     let tid = slot.tid();
-    if state::stack_table_insert(id) {
-        let result = state::STACKS.append(
-            &mut owned.stacks,
-            &state::BUDGET,
-            tid,
-            timestamp,
-            stack_record_size(pcs.len()),
-            |w| w.push_stack(status, pcs),
-        );
-        if let Err(err) = result {
-            write_failed(err);
-            return;
-        }
-    }
+    let id = match state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs) {
+        Ok(id) => id,
+        Err(err) => return write_failed(err),
+    };
     slot.last_stack.store(id, Ordering::Relaxed);
     write_event(owned, tid, timestamp, id, weight);
 }

@@ -8,7 +8,9 @@
 use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
-use crate::{heap, lifecycle, log, numbers, objects, profile, samples, sys, threads, unwind, watch};
+use crate::{
+    heap, lifecycle, log, numbers, objects, profile, samples, sys, threads, unwind, watch,
+};
 use experiment::layout::{SampleCause, KIND_HEAP, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -97,6 +99,29 @@ pub fn stack_table_insert(id: u64) -> bool {
         }
     }
     true
+}
+
+/// The id of a stack, its record written to `cursor`'s block of the
+/// `stacks` file the first time it is seen. Async-signal-safe.
+pub fn record_stack(
+    cursor: &mut crate::blocks::Cursor,
+    tid: i32,
+    timestamp_ns: u64,
+    status: experiment::layout::StackStatus,
+    pcs: &[u64],
+) -> Result<u64, crate::blocks::WriteError> {
+    let id = experiment::layout::stack_id(status.code(), pcs);
+    if stack_table_insert(id) {
+        STACKS.append(
+            cursor,
+            &BUDGET,
+            tid,
+            timestamp_ns,
+            experiment::layout::stack_record_size(pcs.len()),
+            |w| w.push_stack(status, pcs),
+        )?;
+    }
+    Ok(id)
 }
 
 fn clear_stack_table() {

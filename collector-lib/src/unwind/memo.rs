@@ -425,7 +425,11 @@ fn bump(counter: &AtomicU64) {
 }
 
 /// The rule for `pc`, from the thread's cache or the tables.
-fn cached_rule(rules: &mut [(u64, Rule); RULE_CACHE], snapshot: &Snapshot, pc: u64) -> Option<Rule> {
+fn cached_rule(
+    rules: &mut [(u64, Rule); RULE_CACHE],
+    snapshot: &Snapshot,
+    pc: u64,
+) -> Option<Rule> {
     let slot = &mut rules[((pc ^ (pc >> 9)) as usize) % RULE_CACHE];
     if slot.0 == pc.wrapping_add(1) {
         return Some(slot.1);

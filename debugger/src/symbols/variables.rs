@@ -356,24 +356,39 @@ impl ObjectFile {
         Some((cu, chain, frame_base))
     }
 
+    /// The scope of the function `inline_depth` levels out at `addr` (0:
+    /// the innermost, inlined or not), its unit and the real function's
+    /// frame base.
+    fn function_scope_at(
+        &self,
+        addr: u64,
+        inline_depth: usize,
+    ) -> Option<(
+        std::sync::Arc<CuData>,
+        UnitOffset,
+        Option<AttributeValue<R>>,
+    )> {
+        let (cu, chain, frame_base) = self.scopes_at(addr)?;
+        let function = chain
+            .iter()
+            .rev()
+            .filter(|s| is_function_scope(s))
+            .nth(inline_depth)?
+            .offset;
+        Some((cu, function, frame_base))
+    }
+
     /// Parameters of a function active at `addr`: `inline_depth` 0 is the
     /// innermost (inlined or not), 1 the function it is inlined into, and
     /// so on, as `inline_frames_at` lists them.
     pub fn parameters_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
-        let (Some(data), Some((cu, chain, frame_base))) =
-            (self.dwarf.as_ref(), self.scopes_at(addr))
-        else {
+        let (Some(data), Some((cu, function, frame_base))) = (
+            self.dwarf.as_ref(),
+            self.function_scope_at(addr, inline_depth),
+        ) else {
             return Vec::new();
         };
-        let Some(function) = chain
-            .iter()
-            .rev()
-            .filter(|s| is_function_scope(s))
-            .nth(inline_depth)
-        else {
-            return Vec::new();
-        };
-        block_members(data, &cu, function.offset, gimli::DW_TAG_formal_parameter)
+        block_members(data, &cu, function, gimli::DW_TAG_formal_parameter)
             .into_iter()
             .filter_map(|(member_cu, o)| make_variable(data, &member_cu, o, frame_base))
             .collect()
@@ -384,27 +399,19 @@ impl ObjectFile {
     /// local of the same name, which gdb's lookup of the name finds first
     /// (inlined code keeps a parameter's value in such a local).
     pub fn shown_parameters_at(&self, addr: u64, inline_depth: usize) -> Vec<Variable> {
-        let (Some(data), Some((cu, chain, frame_base))) =
-            (self.dwarf.as_ref(), self.scopes_at(addr))
-        else {
-            return Vec::new();
-        };
-        let Some(function) = chain
-            .iter()
-            .rev()
-            .filter(|s| is_function_scope(s))
-            .nth(inline_depth)
-        else {
+        let (Some(data), Some((cu, function, frame_base))) = (
+            self.dwarf.as_ref(),
+            self.function_scope_at(addr, inline_depth),
+        ) else {
             return Vec::new();
         };
         let make = |(member_cu, o): UnitDie| make_variable(data, &member_cu, o, frame_base);
-        let locals: Vec<Variable> =
-            block_members(data, &cu, function.offset, gimli::DW_TAG_variable)
-                .into_iter()
-                .filter_map(make)
-                .filter(|v| !v.lost_label)
-                .collect();
-        block_members(data, &cu, function.offset, gimli::DW_TAG_formal_parameter)
+        let locals: Vec<Variable> = block_members(data, &cu, function, gimli::DW_TAG_variable)
+            .into_iter()
+            .filter_map(make)
+            .filter(|v| !v.lost_label)
+            .collect();
+        block_members(data, &cu, function, gimli::DW_TAG_formal_parameter)
             .into_iter()
             .filter_map(make)
             .map(
