@@ -22,7 +22,7 @@
 
 use crate::metrics::{exclusive_inclusive, ExclInclValue, Frame, Value};
 use crate::model::*;
-use crate::report::{Context, MetricColumn, MetricKind, Report, SortKey};
+use crate::report::{Context, MetricColumn, MetricKind, MetricName, Report, SortKey};
 use crate::table::{seconds, Column, Table};
 use debugger::disasm::{Disassembler, Instruction};
 use debugger::symbols::ObjectFile;
@@ -542,17 +542,25 @@ fn instruction_values(
 }
 
 /// How the metric columns of an annotated listing look: the visible
-/// exclusive and inclusive Total CPU metrics (seconds, and events when
-/// asked for), and which one decides hotness (the sort metric).
+/// exclusive and inclusive metrics (with events when asked for), and which
+/// one decides hotness (the sort metric).
 struct MetricLayout {
-    kinds: Vec<(MetricKind, bool)>,
-    hot_kind: MetricKind,
+    columns: Vec<(MetricName, MetricKind, bool)>,
+    hot: (MetricName, MetricKind),
+}
+
+impl MetricLayout {
+    /// The number that decides whether a line is hot.
+    fn hot_value(&self, value: &ExclInclValue) -> u64 {
+        pick(value, self.hot.1).get(self.hot.0)
+    }
 }
 
 fn metric_layout(ctx: &Context) -> MetricLayout {
-    let mut kinds: Vec<(MetricKind, bool)> = Vec::new();
+    let mut columns: Vec<(MetricName, MetricKind, bool)> = Vec::new();
     for column in &ctx.settings.columns {
-        if let MetricColumn::TotalCpu {
+        if let MetricColumn::Metric {
+            metric,
             kind,
             value,
             percent,
@@ -560,25 +568,24 @@ fn metric_layout(ctx: &Context) -> MetricLayout {
         } = *column
         {
             let visible = value || percent || count;
-            if kind != MetricKind::Attributed && visible && !kinds.iter().any(|k| k.0 == kind) {
-                kinds.push((kind, count));
+            let known = columns.iter().any(|c| (c.0, c.1) == (metric, kind));
+            if kind != MetricKind::Attributed && visible && !known {
+                columns.push((metric, kind, count));
             }
         }
     }
-    if kinds.is_empty() {
-        kinds = vec![
-            (MetricKind::Exclusive, false),
-            (MetricKind::Inclusive, false),
+    if columns.is_empty() {
+        columns = vec![
+            (MetricName::TotalCpu, MetricKind::Exclusive, false),
+            (MetricName::TotalCpu, MetricKind::Inclusive, false),
         ];
     }
-    let hot_kind = match ctx.settings.sort {
-        SortKey::Metric(MetricKind::Exclusive)
-        | SortKey::Name
-        | SortKey::Size
-        | SortKey::Address => MetricKind::Exclusive,
-        SortKey::Metric(_) => MetricKind::Inclusive,
+    let hot = match ctx.settings.sort {
+        SortKey::Metric(metric, MetricKind::Exclusive) => (metric, MetricKind::Exclusive),
+        SortKey::Metric(metric, _) => (metric, MetricKind::Inclusive),
+        SortKey::Name | SortKey::Size | SortKey::Address => (columns[0].0, MetricKind::Exclusive),
     };
-    MetricLayout { kinds, hot_kind }
+    MetricLayout { columns, hot }
 }
 
 fn pick(value: &ExclInclValue, kind: MetricKind) -> Value {
@@ -592,13 +599,35 @@ fn is_hot(value: u64, hottest: u64) -> bool {
     value > 0 && u128::from(value) * 100 >= u128::from(hottest) * HOT_PERCENT
 }
 
-fn value_json(value: Value, total: Value) -> Json {
-    json!({
-        "seconds": value.ns as f64 / 1e9,
-        "ns": value.ns,
-        "percent": if total.ns == 0 { 0.0 } else { value.ns as f64 * 100.0 / total.ns as f64 },
-        "events": value.events,
-    })
+/// The JSON of a line's (or instruction's) values: the clock's under
+/// `exclusive` and `inclusive`, each heap metric under its own key.
+fn values_json(ctx: &Context, value: Option<ExclInclValue>) -> serde_json::Map<String, Json> {
+    let total = ctx.total();
+    let mut map = serde_json::Map::new();
+    map.insert(
+        "exclusive".into(),
+        json!(value.map(|v| crate::report::value_json(v.exclusive, total))),
+    );
+    map.insert(
+        "inclusive".into(),
+        json!(value.map(|v| crate::report::value_json(v.inclusive, total))),
+    );
+    if ctx.has_heap() {
+        let v = value.unwrap_or_default();
+        map.extend(crate::report::heap_json(&[
+            ("exclusive", v.exclusive),
+            ("inclusive", v.inclusive),
+        ]));
+    }
+    map
+}
+
+/// `json` with the values of `value` added.
+fn with_values(ctx: &Context, mut json: Json, value: Option<ExclInclValue>) -> Json {
+    if let Some(map) = json.as_object_mut() {
+        map.extend(values_json(ctx, value));
+    }
+    json
 }
 
 /// One row of an annotated listing: metrics (None: blank, for lines
@@ -611,13 +640,18 @@ struct Row {
 
 fn render(layout: &MetricLayout, rows: &[Row]) -> String {
     let mut columns = vec![Column::text("")];
-    for (kind, count) in &layout.kinds {
-        let label = match kind {
-            MetricKind::Exclusive => "Excl. Total",
-            _ => "Incl. Total",
+    for &(metric, kind, count) in &layout.columns {
+        let kind_label = match kind {
+            MetricKind::Exclusive => "Excl.",
+            _ => "Incl.",
         };
-        columns.push(Column::number(label, "CPU sec."));
-        if *count {
+        match metric {
+            MetricName::TotalCpu => {
+                columns.push(Column::number(&format!("{kind_label} Total"), "CPU sec."))
+            }
+            m => columns.push(Column::number(kind_label, m.title())),
+        }
+        if count {
             columns.push(Column::number("", "events"));
         }
     }
@@ -625,11 +659,22 @@ fn render(layout: &MetricLayout, rows: &[Row]) -> String {
     let mut table = Table::new(columns);
     for row in rows {
         let mut cells = vec![if row.hot { "##" } else { "" }.to_string()];
-        for (kind, count) in &layout.kinds {
-            let value = row.value.map(|v| pick(&v, *kind));
-            cells.push(value.map(|v| seconds(v.ns)).unwrap_or_default());
-            if *count {
-                cells.push(value.map(|v| v.events.to_string()).unwrap_or_default());
+        for &(metric, kind, count) in &layout.columns {
+            let value = row.value.map(|v| pick(&v, kind));
+            cells.push(
+                value
+                    .map(|v| match metric {
+                        MetricName::TotalCpu => seconds(v.ns),
+                        m => v.get(m).to_string(),
+                    })
+                    .unwrap_or_default(),
+            );
+            if count {
+                cells.push(
+                    value
+                        .map(|v| v.count(metric).to_string())
+                        .unwrap_or_default(),
+                );
             }
         }
         cells.push(row.text.clone());
@@ -713,7 +758,7 @@ fn source_listing(
     });
     let hottest = values
         .values()
-        .map(|v| pick(v, layout.hot_kind).ns)
+        .map(|v| layout.hot_value(v))
         .max()
         .unwrap_or(0);
     let found = find_source(paths, &listing.source);
@@ -742,7 +787,6 @@ fn source_listing(
     let mut rows = Vec::new();
     let mut lines_json = Vec::new();
     let mut functions_json = Vec::new();
-    let total = ctx.total();
     let function_values = match listing.starts.is_empty() {
         true => HashMap::new(),
         false => crate::metrics::function_metrics(ctx.view, ctx.weights),
@@ -757,12 +801,11 @@ fn source_listing(
                 value: Some(value),
                 text: format!("{:width$}  <Function: {name}>", ""),
             });
-            functions_json.push(json!({
-                "function": name,
-                "line": line,
-                "exclusive": value_json(value.exclusive, total),
-                "inclusive": value_json(value.inclusive, total),
-            }));
+            functions_json.push(with_values(
+                ctx,
+                json!({"function": name, "line": line}),
+                Some(value),
+            ));
         }
         let value = value_of(line);
         let line_text = text
@@ -772,19 +815,17 @@ fn source_listing(
         if text.is_none() && value.is_none() {
             continue;
         }
-        let hot = value.is_some_and(|v| is_hot(pick(&v, layout.hot_kind).ns, hottest));
+        let hot = value.is_some_and(|v| is_hot(layout.hot_value(&v), hottest));
         rows.push(Row {
             hot,
             value,
             text: format!("{line:>width$}. {}", line_text.unwrap_or("")),
         });
-        lines_json.push(json!({
-            "line": line,
-            "text": line_text,
-            "exclusive": value.map(|v| value_json(v.exclusive, total)),
-            "inclusive": value.map(|v| value_json(v.inclusive, total)),
-            "hot": hot,
-        }));
+        lines_json.push(with_values(
+            ctx,
+            json!({"line": line, "text": line_text, "hot": hot}),
+            value,
+        ));
     }
     let no_line = no_line_values(ctx, &listing.no_line);
     let mut no_line_json = Vec::new();
@@ -795,11 +836,7 @@ fn source_listing(
             value: Some(*value),
             text: format!("<Function: {name}, instructions without line numbers>"),
         });
-        no_line_json.push(json!({
-            "function": name,
-            "exclusive": value_json(value.exclusive, total),
-            "inclusive": value_json(value.inclusive, total),
-        }));
+        no_line_json.push(with_values(ctx, json!({"function": name}), Some(*value)));
     }
     let table = render(&layout, &rows);
     let Some(found) = found.filter(|_| text.is_some()) else {
@@ -870,11 +907,10 @@ struct DisasmInput<'a> {
 
 fn disasm_listing(ctx: &Context, paths: &SourcePaths, input: &DisasmInput) -> Report {
     let layout = metric_layout(ctx);
-    let total = ctx.total();
     let hottest = input
         .values
         .values()
-        .map(|v| pick(v, layout.hot_kind).ns)
+        .map(|v| layout.hot_value(v))
         .max()
         .unwrap_or(0);
     let locations: Vec<Option<LineEntry>> = input
@@ -933,7 +969,7 @@ fn disasm_listing(ctx: &Context, paths: &SourcePaths, input: &DisasmInput) -> Re
         }
         previous = location;
         let value = input.values.get(&index).copied().unwrap_or_default();
-        let hot = is_hot(pick(&value, layout.hot_kind).ns, hottest);
+        let hot = is_hot(layout.hot_value(&value), hottest);
         let code = instruction_text(input.file, insn);
         let line = location.map_or("?".to_string(), |l| l.line.to_string());
         rows.push(Row {
@@ -941,16 +977,18 @@ fn disasm_listing(ctx: &Context, paths: &SourcePaths, input: &DisasmInput) -> Re
             value: Some(value),
             text: format!("[{line:>width$}] {:>x}:  {code}", insn.address),
         });
-        json_rows.push(json!({
-            "kind": "instruction",
-            "address": insn.address,
-            "line": location.map(|l| l.line),
-            "bytes": insn.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-            "text": code,
-            "exclusive": value_json(value.exclusive, total),
-            "inclusive": value_json(value.inclusive, total),
-            "hot": hot,
-        }));
+        json_rows.push(with_values(
+            ctx,
+            json!({
+                "kind": "instruction",
+                "address": insn.address,
+                "line": location.map(|l| l.line),
+                "bytes": insn.bytes.iter().map(|b| format!("{b:02x}")).collect::<String>(),
+                "text": code,
+                "hot": hot,
+            }),
+            Some(value),
+        ));
     }
     let mut text = format!("Disassembly of {}\n", input.function);
     if let Some(first) = locations.iter().flatten().next() {

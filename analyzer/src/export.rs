@@ -1,15 +1,19 @@
 //! Exports of the current selection for other tools: folded stacks
-//! (`collapsed`, one `root;...;leaf microseconds` line per distinct stack,
-//! the format of Brendan Gregg's flamegraph.pl and inferno) and a flame graph
-//! SVG drawn by the inferno crate.
+//! (`collapsed`, one `root;...;leaf VALUE` line per distinct stack, the
+//! format of Brendan Gregg's flamegraph.pl and inferno) and a flame graph
+//! SVG drawn by the inferno crate. The value is the sort metric's (or the
+//! first shown metric's): microseconds of CPU time, or a heap metric's
+//! count or bytes, so there is a flame graph for each metric.
 
-use crate::report::Context;
+use crate::metrics::Value;
+use crate::report::{Context, MetricName};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-/// Folded lines with their microseconds, merged by name path.
+/// Folded lines with their values, merged by name path.
 fn folded(ctx: &Context) -> BTreeMap<String, u64> {
+    let metric = ctx.sort_metric();
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     ctx.weights.for_each_stack(ctx.view, |frames, value| {
         let names: Vec<String> = frames
@@ -21,10 +25,28 @@ fn folded(ctx: &Context) -> BTreeMap<String, u64> {
                     .replace(';', ":")
             })
             .collect();
-        *lines.entry(names.join(";")).or_default() += value.ns / 1_000;
+        *lines.entry(names.join(";")).or_default() += exported(metric, value);
     });
-    lines.retain(|_, us| *us > 0);
+    lines.retain(|_, v| *v > 0);
     lines
+}
+
+/// A stack's number for `metric`: whole microseconds for CPU time.
+fn exported(metric: MetricName, value: Value) -> u64 {
+    match metric {
+        MetricName::TotalCpu => value.ns / 1_000,
+        m => value.get(m),
+    }
+}
+
+/// What the numbers of the export count.
+fn unit(metric: MetricName) -> &'static str {
+    match metric {
+        MetricName::TotalCpu => "us",
+        MetricName::BytesAllocated | MetricName::BytesLeaked => "bytes",
+        MetricName::Leaks => "leaks",
+        _ => "allocations",
+    }
 }
 
 fn create(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, String> {
@@ -37,8 +59,8 @@ fn create(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, String> {
 pub fn collapsed(ctx: &Context, path: &Path) -> Result<usize, String> {
     let lines = folded(ctx);
     let mut out = create(path)?;
-    for (stack, us) in &lines {
-        writeln!(out, "{stack} {us}").map_err(|e| format!("{}: {e}", path.display()))?;
+    for (stack, value) in &lines {
+        writeln!(out, "{stack} {value}").map_err(|e| format!("{}: {e}", path.display()))?;
     }
     out.flush()
         .map_err(|e| format!("{}: {e}", path.display()))?;
@@ -50,18 +72,19 @@ pub fn collapsed(ctx: &Context, path: &Path) -> Result<usize, String> {
 pub fn flamegraph(ctx: &Context, path: &Path) -> Result<usize, String> {
     let lines: Vec<String> = folded(ctx)
         .into_iter()
-        .map(|(stack, us)| format!("{stack} {us}"))
+        .map(|(stack, value)| format!("{stack} {value}"))
         .collect();
     if lines.is_empty() {
         return Err("no events selected: nothing to draw".to_string());
     }
+    let metric = ctx.sort_metric();
     let title = match ctx.model.experiments.first() {
-        Some(e) => format!("rdbx: {}", e.path.display()),
-        None => "rdbx".to_string(),
+        Some(e) => format!("rdbx: {} ({})", e.path.display(), metric.title()),
+        None => format!("rdbx ({})", metric.title()),
     };
     let mut options = inferno::flamegraph::Options::default();
     options.title = title;
-    options.count_name = "us".to_string();
+    options.count_name = unit(metric).to_string();
     let out = create(path)?;
     inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
         .map_err(|e| format!("cannot draw {}: {e}", path.display()))?;

@@ -11,6 +11,7 @@ use crate::stack_ids::Lookup;
 use crate::{Error, Result};
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
+use experiment::heap::HeapOp;
 use experiment::layout::{StackRecordRef, StackStatus};
 use experiment::log::Event;
 use experiment::Experiment;
@@ -112,6 +113,42 @@ fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
     a_pcs
         .zip(b_pcs)
         .fold(0, |run, (x, y)| if x == y { run + 1 } else { 0 })
+}
+
+/// One experiment's allocations while they are read, and when each
+/// block was made and given back: blocks of different threads interleave
+/// in the file, their order numbers say in which order the calls took
+/// effect.
+#[derive(Default)]
+struct HeapLoad {
+    entries: Vec<HeapEntry>,
+    /// (order number, address, the entry made there or `FREED`).
+    timeline: Vec<(u64, u64, u32)>,
+}
+
+/// A free in [`HeapLoad::timeline`].
+const FREED: u32 = u32::MAX;
+
+impl HeapLoad {
+    /// The entries, those whose block was never freed marked leaked.
+    fn finish(mut self) -> Vec<HeapEntry> {
+        self.timeline.sort_unstable_by_key(|&(order, _, _)| order);
+        let mut live: FxHashMap<u64, u32> = FxHashMap::default();
+        for &(_, address, what) in &self.timeline {
+            match what {
+                FREED => {
+                    live.remove(&address);
+                }
+                entry => {
+                    live.insert(address, entry);
+                }
+            }
+        }
+        for entry in live.into_values() {
+            self.entries[entry as usize].leaked = true;
+        }
+        self.entries
+    }
 }
 
 /// Where a recorded stack's slots are in the arena.
@@ -260,6 +297,9 @@ impl Builder {
         for event in &mut self.model.events {
             event.time_ns = event.time_ns.saturating_sub(self.model.origin_ns);
         }
+        for entry in &mut self.model.heap {
+            entry.time_ns = entry.time_ns.saturating_sub(self.model.origin_ns);
+        }
         self.model
     }
 
@@ -386,6 +426,53 @@ impl Builder {
         })?;
         add_batch(&mut batch);
         drop(populating);
+        if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
+            let mut heap = HeapLoad::default();
+            let heap_stats = expt.for_each_heap_event(|record| {
+                let e = record.event;
+                if !plausible.contains(e.timestamp_ns) {
+                    impossible += 1;
+                    return;
+                }
+                first_ns = first_ns.min(e.timestamp_ns);
+                last_ns = last_ns.max(e.timestamp_ns);
+                if e.op == HeapOp::Free && e.address != 0 {
+                    heap.timeline.push((e.order, e.address, FREED));
+                    return;
+                }
+                if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
+                    return;
+                }
+                let stack = match stacks.by_id.get(e.stack_id) {
+                    Lookup::Stack(id) => id,
+                    Lookup::Record(r) => {
+                        let span = stacks.records[r as usize];
+                        let id = self.intern_stack(index, &mut stacks.slots, span, &mappings);
+                        stacks.by_id.set_stack(e.stack_id, id);
+                        id
+                    }
+                    Lookup::Missing => NO_STACK,
+                };
+                if stack == NO_STACK {
+                    lost += 1;
+                }
+                let at = heap.entries.len() as u32;
+                heap.timeline.push((e.order, e.address, at));
+                heap.entries.push(HeapEntry {
+                    experiment: index,
+                    leaked: false,
+                    thread: threads.number(record.tid),
+                    time_ns: e.timestamp_ns,
+                    bytes: e.size,
+                    stack,
+                    sample: sample_of(&entry.samples, e.timestamp_ns),
+                });
+            })?;
+            if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
+                self.warn(warning);
+            }
+            self.model.heap.extend(heap.finish());
+        }
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);
         }

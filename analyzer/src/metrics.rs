@@ -7,26 +7,88 @@
 //! reads, a generation stamp for "once per stack", at most one hash.
 
 use crate::model::*;
+use commands::MetricName;
 use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
 use std::sync::Arc;
 
-/// One metric value: clock time and the number of events behind it.
+/// The metric values of one item (or stack, or call edge): each data kind
+/// its own fields, summed together in one pass.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Value {
+    /// Clock profiling: CPU time.
     pub ns: u64,
+    /// Clock profiling: the events behind `ns`.
     pub events: u64,
+    /// Heap tracing: allocations made.
+    pub allocations: u64,
+    pub bytes_allocated: u64,
+    /// Heap tracing: allocations never freed.
+    pub leaks: u64,
+    pub bytes_leaked: u64,
 }
 
 impl Value {
     fn add(&mut self, other: Value) {
         self.ns += other.ns;
         self.events += other.events;
+        self.allocations += other.allocations;
+        self.bytes_allocated += other.bytes_allocated;
+        self.leaks += other.leaks;
+        self.bytes_leaked += other.bytes_leaked;
     }
 
     pub fn seconds(&self) -> f64 {
         self.ns as f64 / 1e9
+    }
+
+    /// Nothing recorded: no event of any kind.
+    pub fn is_empty(&self) -> bool {
+        self.events == 0 && self.allocations == 0
+    }
+
+    /// The number `metric` shows (nanoseconds for CPU time); 0 for a
+    /// metric that is not computed from events.
+    pub fn get(&self, metric: MetricName) -> u64 {
+        match metric {
+            MetricName::TotalCpu => self.ns,
+            MetricName::Allocations => self.allocations,
+            MetricName::BytesAllocated => self.bytes_allocated,
+            MetricName::Leaks => self.leaks,
+            MetricName::BytesLeaked => self.bytes_leaked,
+            MetricName::Name | MetricName::Size | MetricName::Address => 0,
+        }
+    }
+
+    /// The events behind `metric`'s number (`+` in a metric spec).
+    pub fn count(&self, metric: MetricName) -> u64 {
+        match metric {
+            MetricName::Allocations | MetricName::BytesAllocated => self.allocations,
+            MetricName::Leaks | MetricName::BytesLeaked => self.leaks,
+            _ => self.events,
+        }
+    }
+
+    /// A clock event's value.
+    fn of_event(event: &EventEntry) -> Value {
+        Value {
+            ns: u64::from(event.weight_ns),
+            events: 1,
+            ..Value::default()
+        }
+    }
+
+    /// An allocation's value.
+    fn of_allocation(entry: &HeapEntry) -> Value {
+        let leaked = u64::from(entry.leaked);
+        Value {
+            allocations: 1,
+            bytes_allocated: entry.bytes,
+            leaks: leaked,
+            bytes_leaked: leaked * entry.bytes,
+            ..Value::default()
+        }
     }
 }
 
@@ -251,22 +313,25 @@ pub struct Weights {
 }
 
 impl Weights {
-    /// Sums the events `keep` accepts.
+    /// Sums the events and allocations `keep` accepts (an allocation is
+    /// asked as an event: [`HeapEntry::as_event`]).
     pub fn new(model: &Model, keep: impl Fn(&EventEntry) -> bool) -> Weights {
         let lost_slot = model.stacks.len();
         let mut sums = vec![Value::default(); lost_slot + 1];
         let mut total = Value::default();
-        for event in model.events.iter().filter(|e| keep(e)) {
-            let value = Value {
-                ns: u64::from(event.weight_ns),
-                events: 1,
-            };
-            let slot = match event.stack {
+        let mut add = |stack: StackId, value: Value| {
+            let slot = match stack {
                 NO_STACK => lost_slot,
                 stack => (stack as usize).min(lost_slot),
             };
             sums[slot].add(value);
             total.add(value);
+        };
+        for event in model.events.iter().filter(|e| keep(e)) {
+            add(event.stack, Value::of_event(event));
+        }
+        for entry in model.heap.iter().filter(|e| keep(&e.as_event())) {
+            add(entry.stack, Value::of_allocation(entry));
         }
         Weights { sums, total }
     }
@@ -277,7 +342,7 @@ impl Weights {
         self.sums
             .iter()
             .enumerate()
-            .filter(|(_, v)| v.events > 0)
+            .filter(|(_, v)| !v.is_empty())
             .map(move |(i, &v)| match i == lost_slot {
                 true => (NO_STACK, v),
                 false => (i as StackId, v),
@@ -299,11 +364,13 @@ impl Weights {
                 view.stacks.prefetch(ahead);
             }
             match self.sums.get(stack as usize) {
-                Some(&value) if value.events > 0 => each(view.frames_of(stack, &mut buffer), value),
+                Some(&value) if !value.is_empty() => {
+                    each(view.frames_of(stack, &mut buffer), value)
+                }
                 _ => {}
             }
         }
-        if let Some(&lost) = self.sums.last().filter(|v| v.events > 0) {
+        if let Some(&lost) = self.sums.last().filter(|v| !v.is_empty()) {
             each(view.frames_of(NO_STACK, &mut buffer), lost);
         }
     }
@@ -410,7 +477,7 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
     keys.keys
         .into_iter()
         .zip(values)
-        .filter(|(_, v)| v.inclusive.events > 0)
+        .filter(|(_, v)| !v.inclusive.is_empty())
         .collect()
 }
 
@@ -540,7 +607,7 @@ pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId
     let mut callers = callers.by_center();
     let mut callees = callees.by_center();
     (0..bound as FunctionId)
-        .filter(|&f| values[f as usize].inclusive.events > 0)
+        .filter(|&f| !values[f as usize].inclusive.is_empty())
         .map(|center| {
             let cc = CallersCallees {
                 center,
@@ -595,7 +662,7 @@ impl PairSums {
             ),
             PairSums::Sparse(map) => Box::new(map.into_iter()),
         };
-        for ((center, other), value) in pairs.filter(|(_, v)| v.events > 0) {
+        for ((center, other), value) in pairs.filter(|(_, v)| !v.is_empty()) {
             out.entry(center).or_default().insert(other, value);
         }
         out

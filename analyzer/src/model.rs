@@ -228,6 +228,46 @@ pub struct EventEntry {
 
 pub const NO_STACK: StackId = StackId::MAX;
 
+/// One allocation of heap tracing (the malloc family; mappings are not
+/// heap blocks): what the heap metrics count (the manual's "Heap Tracing
+/// Data": Allocations, Bytes Allocated, Leaks, Bytes Leaked). Kept small:
+/// a model may hold tens of millions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapEntry {
+    pub experiment: u16,
+    /// Not freed when the experiment ends: a leak (at a stop of a live
+    /// program, a block not freed yet).
+    pub leaked: bool,
+    /// dbx's thread number within its experiment, as for clock events.
+    pub thread: u32,
+    /// Nanoseconds since the earliest experiment start of the model.
+    pub time_ns: u64,
+    /// Bytes asked for.
+    pub bytes: u64,
+    /// The allocation's stack; `NO_STACK` when its record was lost.
+    pub stack: StackId,
+    /// The sample (of its experiment) the allocation falls in, from 1.
+    pub sample: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<HeapEntry>() == 32);
+
+impl HeapEntry {
+    /// The entry as a clock event with no weight and no CPU, for the
+    /// selections and filters written for events.
+    pub fn as_event(&self) -> EventEntry {
+        EventEntry {
+            experiment: self.experiment,
+            cpu: experiment::layout::CPU_UNKNOWN,
+            thread: self.thread,
+            time_ns: self.time_ns,
+            weight_ns: 0,
+            stack: self.stack,
+            sample: self.sample,
+        }
+    }
+}
+
 const _: () = assert!(std::mem::size_of::<EventEntry>() == 32);
 
 /// A thread of one experiment.
@@ -271,6 +311,9 @@ pub struct Model {
     /// Shared with the views made of the model (see `metrics::View`).
     pub stacks: Arc<StackTable>,
     pub events: Vec<EventEntry>,
+    /// Heap-tracing allocations, in order of their experiments and then
+    /// of their order numbers.
+    pub heap: Vec<HeapEntry>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).

@@ -7,12 +7,14 @@ use crate::table::{percent, seconds, write_percent, write_seconds, Column, Table
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 
-pub use commands::{MetricKind, NameStyle};
+pub use commands::{MetricKind, MetricName, NameStyle};
 
 /// One column of a listing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetricColumn {
-    TotalCpu {
+    /// A metric computed from events (CPU time, allocations, ...).
+    Metric {
+        metric: MetricName,
         kind: MetricKind,
         value: bool,
         percent: bool,
@@ -25,7 +27,7 @@ pub enum MetricColumn {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortKey {
-    Metric(MetricKind),
+    Metric(MetricName, MetricKind),
     Name,
     /// Function size, largest first.
     Size,
@@ -48,7 +50,8 @@ pub struct ReportSettings {
 
 impl Default for ReportSettings {
     fn default() -> Self {
-        let cpu = |kind| MetricColumn::TotalCpu {
+        let cpu = |kind| MetricColumn::Metric {
+            metric: MetricName::TotalCpu,
             kind,
             value: true,
             percent: true,
@@ -60,7 +63,7 @@ impl Default for ReportSettings {
                 cpu(MetricKind::Inclusive),
                 MetricColumn::Name,
             ],
-            sort: SortKey::Metric(MetricKind::Exclusive),
+            sort: SortKey::Metric(MetricName::TotalCpu, MetricKind::Exclusive),
             limit: None,
             names: NameStyle::Long,
             text_only: false,
@@ -86,6 +89,28 @@ pub struct Context<'a> {
 impl Context<'_> {
     pub fn total(&self) -> Value {
         self.weights.total
+    }
+
+    /// The model holds heap tracing: rows carry its metrics in JSON.
+    pub fn has_heap(&self) -> bool {
+        !self.model.heap.is_empty()
+    }
+
+    /// The metric the listings are sorted by, or (sorted by a static
+    /// metric) the first shown: what a flame graph draws.
+    pub fn sort_metric(&self) -> MetricName {
+        match self.settings.sort {
+            SortKey::Metric(metric, _) => metric,
+            _ => self
+                .settings
+                .columns
+                .iter()
+                .find_map(|c| match c {
+                    MetricColumn::Metric { metric, .. } => Some(*metric),
+                    _ => None,
+                })
+                .unwrap_or(MetricName::TotalCpu),
+        }
     }
 
     /// The name of a function in the chosen style.
@@ -171,13 +196,78 @@ fn pick(value: &ExclInclValue, kind: MetricKind) -> Value {
     }
 }
 
-fn value_json(value: Value, total: Value) -> Json {
+pub(crate) fn value_json(value: Value, total: Value) -> Json {
     json!({
         "seconds": value.ns as f64 / 1e9,
         "ns": value.ns,
         "percent": if total.ns == 0 { 0.0 } else { value.ns as f64 * 100.0 / total.ns as f64 },
         "events": value.events,
     })
+}
+
+/// The heap metrics of a row under their own keys (`bytes_leaked`, ...),
+/// each with the row's kinds: `{"leaks": {"exclusive": 3, "inclusive": 5}}`.
+pub(crate) fn heap_json(kinds: &[(&str, Value)]) -> serde_json::Map<String, Json> {
+    HEAP_METRICS
+        .iter()
+        .map(|&metric| {
+            let values = kinds
+                .iter()
+                .map(|&(kind, value)| (kind.to_string(), json!(value.get(metric))))
+                .collect::<serde_json::Map<_, _>>();
+            (metric.json_key().to_string(), Json::Object(values))
+        })
+        .collect()
+}
+
+const HEAP_METRICS: [MetricName; 4] = [
+    MetricName::Allocations,
+    MetricName::BytesAllocated,
+    MetricName::Leaks,
+    MetricName::BytesLeaked,
+];
+
+/// Sub-headings of a metric's value and percent columns.
+fn value_heading(metric: MetricName) -> &'static str {
+    match metric {
+        MetricName::TotalCpu => "sec.",
+        MetricName::BytesAllocated | MetricName::BytesLeaked => "bytes",
+        _ => "count",
+    }
+}
+
+/// `value`'s number for `metric`, as shown (seconds for CPU time).
+fn write_metric(out: &mut String, metric: MetricName, value: Value) {
+    use std::fmt::Write;
+    match metric {
+        MetricName::TotalCpu => write_seconds(out, value.ns),
+        _ => {
+            let _ = write!(out, "{}", value.get(metric));
+        }
+    }
+}
+
+fn metric_text(metric: MetricName, value: Value) -> String {
+    let mut out = String::new();
+    write_metric(&mut out, metric, value);
+    out
+}
+
+/// The metrics a listing without per-column choice shows (callers-callees,
+/// calltree): those of the metric spec, in order, each once.
+fn shown_metrics(ctx: &Context) -> Vec<MetricName> {
+    let mut metrics = Vec::new();
+    for column in ctx.metric_columns() {
+        if let MetricColumn::Metric { metric, .. } = *column {
+            if !metrics.contains(&metric) {
+                metrics.push(metric);
+            }
+        }
+    }
+    if metrics.is_empty() {
+        metrics.push(MetricName::TotalCpu);
+    }
+    metrics
 }
 
 /// Builds the table of a metric listing; `attributed_as` tells which value
@@ -187,7 +277,8 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
     let mut groups = Vec::new();
     for column in ctx.metric_columns() {
         match *column {
-            MetricColumn::TotalCpu {
+            MetricColumn::Metric {
+                metric,
                 kind,
                 value,
                 percent,
@@ -198,7 +289,7 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                 }
                 let first = columns.len();
                 if value {
-                    columns.push(Column::number("sec.", ""));
+                    columns.push(Column::number(value_heading(metric), ""));
                 }
                 if percent {
                     columns.push(Column::number("%", ""));
@@ -206,7 +297,7 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                 if count {
                     columns.push(Column::number("events", ""));
                 }
-                let label = format!("{} Total CPU", kind_label(kind));
+                let label = format!("{} {}", kind_label(kind), metric.title());
                 groups.push((first, columns.len() - first, label));
             }
             MetricColumn::Size => columns.push(Column::number("Size", "")),
@@ -225,7 +316,8 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
         let mut cells = Vec::new();
         for column in ctx.metric_columns() {
             match *column {
-                MetricColumn::TotalCpu {
+                MetricColumn::Metric {
+                    metric,
                     kind,
                     value,
                     percent: pct,
@@ -238,13 +330,13 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                     };
                     let v = pick(&row.value, kind);
                     if value {
-                        cells.push(seconds(v.ns));
+                        cells.push(metric_text(metric, v));
                     }
                     if pct {
-                        cells.push(percent(v.ns, total.ns));
+                        cells.push(percent(v.get(metric), total.get(metric)));
                     }
                     if count {
-                        cells.push(v.events.to_string());
+                        cells.push(v.count(metric).to_string());
                     }
                 }
                 MetricColumn::Size => cells.push(
@@ -278,10 +370,10 @@ fn sort_rows(ctx: &Context, rows: &mut [Row]) {
             };
             rows.sort_by(|a, b| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)))
         }
-        SortKey::Metric(kind) => rows.sort_by(|a, b| {
+        SortKey::Metric(metric, kind) => rows.sort_by(|a, b| {
             pick(&b.value, kind)
-                .ns
-                .cmp(&pick(&a.value, kind).ns)
+                .get(metric)
+                .cmp(&pick(&a.value, kind).get(metric))
                 .then_with(|| a.name.cmp(&b.name))
         }),
     }
@@ -292,7 +384,10 @@ fn sort_description(ctx: &Context) -> String {
         SortKey::Name => "Name".to_string(),
         SortKey::Size => "Size".to_string(),
         SortKey::Address => "PC Address".to_string(),
-        SortKey::Metric(kind) => format!("{} Total CPU Time", kind_label(kind)),
+        SortKey::Metric(MetricName::TotalCpu, kind) => {
+            format!("{} Total CPU Time", kind_label(kind))
+        }
+        SortKey::Metric(metric, kind) => format!("{} {}", kind_label(kind), metric.title()),
     }
 }
 
@@ -301,9 +396,7 @@ fn sort_spec(ctx: &Context) -> String {
         SortKey::Name => "name".into(),
         SortKey::Size => "size".into(),
         SortKey::Address => "address".into(),
-        SortKey::Metric(MetricKind::Exclusive) => "e.totalcpu".into(),
-        SortKey::Metric(MetricKind::Inclusive) => "i.totalcpu".into(),
-        SortKey::Metric(MetricKind::Attributed) => "a.totalcpu".into(),
+        SortKey::Metric(metric, kind) => format!("{}.{}", kind.letter(), metric.name()),
     }
 }
 
@@ -321,10 +414,16 @@ fn listing(ctx: &Context, what: &str, total: Option<Row>, mut rows: Vec<Row>) ->
         sort_description(ctx),
         table.render()
     );
+    let mut total = value_json(ctx.total(), ctx.total());
+    if let (true, Json::Object(map)) = (ctx.has_heap(), &mut total) {
+        for metric in HEAP_METRICS {
+            map.insert(metric.json_key().into(), json!(ctx.total().get(metric)));
+        }
+    }
     let json = json!({
         "report": what,
         "sort": sort_spec(ctx),
-        "total": value_json(ctx.total(), ctx.total()),
+        "total": total,
         "rows": rows.iter().map(|r| r.json.clone()).collect::<Vec<_>>(),
     });
     Report { text, json }
@@ -344,6 +443,12 @@ fn row_json(ctx: &Context, name: &str, value: &ExclInclValue, extra: Json) -> Js
         "exclusive": value_json(value.exclusive, ctx.total()),
         "inclusive": value_json(value.inclusive, ctx.total()),
     });
+    if let (true, Some(map)) = (ctx.has_heap(), object.as_object_mut()) {
+        map.extend(heap_json(&[
+            ("exclusive", value.exclusive),
+            ("inclusive", value.inclusive),
+        ]));
+    }
     if let (Some(map), Json::Object(extra)) = (object.as_object_mut(), extra) {
         map.extend(extra);
     }
@@ -381,7 +486,7 @@ fn function_rows(ctx: &Context) -> Vec<Row> {
 fn rows_of_functions(ctx: &Context, metrics: HashMap<FunctionId, ExclInclValue>) -> Vec<Row> {
     metrics
         .into_iter()
-        .filter(|(id, v)| *id != TOTAL && v.inclusive.events > 0)
+        .filter(|(id, v)| *id != TOTAL && !v.inclusive.is_empty())
         .map(|(id, value)| {
             let name = ctx.function_name(id);
             Row {
@@ -521,7 +626,7 @@ pub fn function_summary(ctx: &Context, id: FunctionId, value: ExclInclValue) -> 
     let total = ctx.total();
     let object = f.object.map(|o| ctx.model.object(o));
     let mut text = format!("{}\n", ctx.function_name(id));
-    let mut field = |label: &str, v: String| text.push_str(&format!("\t{label:<24} {v}\n"));
+    let mut field = |label: &str, v: String| text.push_str(&format!("\t{label:<26} {v}\n"));
     field(
         "Exclusive Total CPU Time:",
         format!(
@@ -538,6 +643,17 @@ pub fn function_summary(ctx: &Context, id: FunctionId, value: ExclInclValue) -> 
             percent(value.inclusive.ns, total.ns)
         ),
     );
+    if ctx.has_heap() {
+        for metric in HEAP_METRICS {
+            for (kind, v) in [
+                ("Exclusive", value.exclusive),
+                ("Inclusive", value.inclusive),
+            ] {
+                let label = format!("{kind} {}:", metric.title());
+                field(&label, v.get(metric).to_string());
+            }
+        }
+    }
     field("Size:", f.size.to_string());
     field("PC Address:", format!("0x{:x}", f.address));
     field(
@@ -607,21 +723,33 @@ pub fn callers_callees_of(ctx: &Context, center: FunctionId) -> Report {
 
 fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
     let center = cc.center;
+    let metrics = shown_metrics(ctx);
+    let order = ctx.sort_metric();
     // Equal values are listed by the names shown, as in the function list.
     for list in [&mut cc.callers, &mut cc.callees] {
         list.sort_by_cached_key(|&(id, value)| {
-            (std::cmp::Reverse(value.ns), ctx.function_name(id))
+            (std::cmp::Reverse(value.get(order)), ctx.function_name(id))
         });
     }
     let total = ctx.total();
-    let mut table = Table::new(vec![
-        Column::number("sec.", ""),
-        Column::number("%", ""),
-        Column::text("Name"),
-    ]);
-    table.group(0, 2, "Attr. Total CPU");
+    let mut columns = Vec::new();
+    for &metric in &metrics {
+        columns.push(Column::number(value_heading(metric), ""));
+        columns.push(Column::number("%", ""));
+    }
+    columns.push(Column::text("Name"));
+    let mut table = Table::new(columns);
+    for (i, metric) in metrics.iter().enumerate() {
+        table.group(2 * i, 2, &format!("Attr. {}", metric.title()));
+    }
     let mut push = |value: Value, name: String| {
-        table.push(vec![seconds(value.ns), percent(value.ns, total.ns), name]);
+        let mut cells = Vec::new();
+        for &metric in &metrics {
+            cells.push(metric_text(metric, value));
+            cells.push(percent(value.get(metric), total.get(metric)));
+        }
+        cells.push(name);
+        table.push(cells);
     };
     for &(id, value) in &cc.callers {
         push(value, format!(" {}", ctx.function_name(id)));
@@ -634,30 +762,49 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
         push(value, format!(" {}", ctx.function_name(id)));
     }
     let name = ctx.function_name(center);
+    let summary: Vec<String> = metrics
+        .iter()
+        .map(|&m| {
+            let (inclusive, exclusive) = (cc.value.inclusive, cc.value.exclusive);
+            let unit = if m == MetricName::TotalCpu { " s" } else { "" };
+            let what = match m {
+                MetricName::TotalCpu => String::new(),
+                m => format!(" {}", m.title()),
+            };
+            format!(
+                "inclusive{what} {}{unit} ({}%), exclusive{what} {}{unit} ({}%)",
+                metric_text(m, inclusive),
+                percent(inclusive.get(m), total.get(m)),
+                metric_text(m, exclusive),
+                percent(exclusive.get(m), total.get(m)),
+            )
+        })
+        .collect();
     let text = format!(
-        "Callers and callees of {name}: inclusive {} s ({}%), exclusive {} s ({}%)\n\n{}",
-        seconds(cc.value.inclusive.ns),
-        percent(cc.value.inclusive.ns, total.ns),
-        seconds(cc.value.exclusive.ns),
-        percent(cc.value.exclusive.ns, total.ns),
+        "Callers and callees of {name}: {}\n\n{}",
+        summary.join("; "),
         table.render()
     );
-    let list = |items: &[(FunctionId, Value)]| -> Vec<Json> {
-        items
-            .iter()
-            .map(|&(id, v)| {
-                json!({"name": ctx.function_name(id), "function_id": id,
-                                   "attributed": value_json(v, total)})
-            })
-            .collect()
-    };
     if ctx.settings.text_only {
         return Report {
             text,
             json: Json::Null,
         };
     }
-    let json = json!({
+    let list = |items: &[(FunctionId, Value)]| -> Vec<Json> {
+        items
+            .iter()
+            .map(|&(id, v)| {
+                let mut item = json!({"name": ctx.function_name(id), "function_id": id,
+                                      "attributed": value_json(v, total)});
+                if let (true, Some(map)) = (ctx.has_heap(), item.as_object_mut()) {
+                    map.extend(heap_json(&[("attributed", v)]));
+                }
+                item
+            })
+            .collect()
+    };
+    let mut json = json!({
         "report": "callers-callees",
         "function": name,
         "function_id": center,
@@ -666,6 +813,12 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
         "callers": list(&cc.callers),
         "callees": list(&cc.callees),
     });
+    if let (true, Some(map)) = (ctx.has_heap(), json.as_object_mut()) {
+        map.extend(heap_json(&[
+            ("exclusive", cc.value.exclusive),
+            ("inclusive", cc.value.inclusive),
+        ]));
+    }
     Report { text, json }
 }
 
@@ -695,25 +848,43 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
     }
 }
 
-/// `calltree`: the calling-context tree, children by inclusive value.
+/// `calltree`: the calling-context tree, children by inclusive value of
+/// the sort metric.
 pub fn calltree(ctx: &Context) -> Report {
-    let tree = call_tree(ctx.view, ctx.weights);
+    let mut tree = call_tree(ctx.view, ctx.weights);
+    let order = ctx.sort_metric();
+    if order != MetricName::TotalCpu {
+        sort_tree(&mut tree, order);
+    }
+    let metrics = shown_metrics(ctx);
     let total = ctx.total();
-    let mut table = Table::new(vec![
-        Column::number("sec.", ""),
-        Column::number("%", ""),
-        Column::number("sec.", ""),
-        Column::text("Name"),
-    ]);
-    table.group(0, 2, "Incl. Total CPU");
-    table.group(2, 1, "Excl. CPU");
+    // Per metric: inclusive value and percent, exclusive value.
+    let mut columns = Vec::new();
+    for &metric in &metrics {
+        let heading = value_heading(metric);
+        columns.extend([
+            Column::number(heading, ""),
+            Column::number("%", ""),
+            Column::number(heading, ""),
+        ]);
+    }
+    columns.push(Column::text("Name"));
+    let mut table = Table::new(columns);
+    for (i, metric) in metrics.iter().enumerate() {
+        let excl = match metric {
+            MetricName::TotalCpu => "Excl. CPU".to_string(),
+            m => format!("Excl. {}", m.title()),
+        };
+        table.group(3 * i, 2, &format!("Incl. {}", metric.title()));
+        table.group(3 * i + 2, 1, &excl);
+    }
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
     // Each name once, not once per node (a tree may have millions).
     let names: Vec<String> = (0..ctx.model.functions.len() as FunctionId)
         .map(|f| ctx.function_name(f))
         .collect();
     let rows = |each: &mut dyn FnMut(&[&str])| {
-        let mut cells = [String::new(), String::new(), String::new(), String::new()];
+        let mut cells = vec![String::new(); 3 * metrics.len() + 1];
         let mut stack = vec![(&tree, 0usize)];
         let mut rows = 0usize;
         // Iterative, depth-first: stacks can be thousands deep.
@@ -723,17 +894,26 @@ pub fn calltree(ctx: &Context) -> Report {
             }
             rows += 1;
             cells.iter_mut().for_each(String::clear);
-            write_seconds(&mut cells[0], node.value.inclusive.ns);
-            write_percent(&mut cells[1], node.value.inclusive.ns, total.ns);
-            write_seconds(&mut cells[2], node.value.exclusive.ns);
+            for (i, &metric) in metrics.iter().enumerate() {
+                let (inclusive, exclusive) = (node.value.inclusive, node.value.exclusive);
+                write_metric(&mut cells[3 * i], metric, inclusive);
+                write_percent(
+                    &mut cells[3 * i + 1],
+                    inclusive.get(metric),
+                    total.get(metric),
+                );
+                write_metric(&mut cells[3 * i + 2], metric, exclusive);
+            }
+            let name = &mut cells[3 * metrics.len()];
             for _ in 0..depth {
-                cells[3].push_str("  ");
+                name.push_str("  ");
             }
             match names.get(node.function as usize) {
-                Some(name) => cells[3].push_str(name),
-                None => cells[3].push_str(&ctx.function_name(node.function)),
+                Some(known) => name.push_str(known),
+                None => name.push_str(&ctx.function_name(node.function)),
             }
-            each(&[&cells[0], &cells[1], &cells[2], &cells[3]]);
+            let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
+            each(&refs);
             for child in node.children.iter().rev() {
                 stack.push((child, depth + 1));
             }
@@ -748,6 +928,21 @@ pub fn calltree(ctx: &Context) -> Report {
         false => json!({"report": "calltree", "root": tree_json(ctx, &tree)}),
     };
     Report { text, json }
+}
+
+/// Sorts every node's children by inclusive `metric`, largest first.
+fn sort_tree(root: &mut CallTreeNode, metric: MetricName) {
+    let mut pending = vec![root];
+    while let Some(node) = pending.pop() {
+        node.children.sort_by(|a, b| {
+            b.value
+                .inclusive
+                .get(metric)
+                .cmp(&a.value.inclusive.get(metric))
+                .then(a.function.cmp(&b.function))
+        });
+        pending.extend(node.children.iter_mut());
+    }
 }
 
 fn tree_json(ctx: &Context, root: &CallTreeNode) -> Json {

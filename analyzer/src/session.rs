@@ -39,6 +39,9 @@ pub struct Analysis {
     model: Model,
     metrics: MetricSpec,
     sort: SortSpec,
+    /// The user chose the metrics or the sort: a reload keeps them (else
+    /// they follow the data, which may gain heap events at a later stop).
+    metrics_chosen: bool,
     settings: ReportSettings,
     view_settings: ViewSettings,
     samples: ListSelection,
@@ -55,7 +58,7 @@ impl Analysis {
     /// Opens `paths` (with their descendants).
     pub fn open(paths: &[PathBuf]) -> Result<Analysis> {
         let model = load(paths, true)?;
-        let metrics = MetricSpec::default_spec();
+        let metrics = default_metrics(&model);
         let sort = metrics.default_sort();
         let mut analysis = Analysis {
             paths: paths.to_vec(),
@@ -67,6 +70,7 @@ impl Analysis {
             },
             metrics,
             sort,
+            metrics_chosen: false,
             view_settings: ViewSettings::default(),
             samples: ListSelection::All,
             threads: ListSelection::All,
@@ -97,6 +101,11 @@ impl Analysis {
             .map(|i| i as ObjectId)
             .collect();
         self.view = None;
+        if !self.metrics_chosen {
+            self.metrics = default_metrics(&self.model);
+            self.sort = self.metrics.default_sort();
+            self.apply_metrics();
+        }
         Ok(())
     }
 
@@ -245,12 +254,14 @@ impl Analysis {
             C::Metrics(None) => format!("current metrics: {}\n", self.metrics),
             C::Metrics(Some(spec)) => {
                 self.metrics = spec.clone();
+                self.metrics_chosen = true;
                 self.apply_metrics();
                 format!("current metrics: {}\n", self.metrics)
             }
             C::Sort(None) => format!("current sort: {}\n", self.sort),
             C::Sort(Some(spec)) => {
                 self.sort = *spec;
+                self.metrics_chosen = true;
                 self.apply_metrics();
                 format!("current sort: {}\n", self.sort)
             }
@@ -348,25 +359,26 @@ impl Analysis {
                     commands::MetricKind::Attributed,
                 ];
                 let columns: Vec<MetricColumn> = match item.metric {
-                    MetricName::TotalCpu => kinds
+                    MetricName::Name => vec![MetricColumn::Name],
+                    MetricName::Size => vec![MetricColumn::Size],
+                    MetricName::Address => vec![MetricColumn::Address],
+                    metric => kinds
                         .into_iter()
                         .filter(|k| item.kinds.contains(*k))
-                        .map(|kind| MetricColumn::TotalCpu {
+                        .map(|kind| MetricColumn::Metric {
+                            metric,
                             kind,
                             value: item.show_value,
                             percent: item.show_percent,
                             count: item.show_count,
                         })
                         .collect(),
-                    MetricName::Name => vec![MetricColumn::Name],
-                    MetricName::Size => vec![MetricColumn::Size],
-                    MetricName::Address => vec![MetricColumn::Address],
                 };
                 columns
             })
             .collect();
         self.settings.sort = match (self.sort.kind, self.sort.metric) {
-            (Some(kind), _) => SortKey::Metric(kind),
+            (Some(kind), metric) => SortKey::Metric(metric, kind),
             (None, MetricName::Size) => SortKey::Size,
             (None, MetricName::Address) => SortKey::Address,
             (None, _) => SortKey::Name,
@@ -580,6 +592,11 @@ impl Analysis {
         })?;
         Ok(format!("wrote {} ({written} stacks)\n", path.display()))
     }
+}
+
+/// The metrics shown until the user chooses: those of the data loaded.
+fn default_metrics(model: &Model) -> MetricSpec {
+    MetricSpec::for_data(!model.events.is_empty(), !model.heap.is_empty())
 }
 
 fn looks_like_file(name: &str) -> bool {

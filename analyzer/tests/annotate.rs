@@ -11,7 +11,7 @@ use analyzer::annotate::{
 };
 use analyzer::metrics::{View, ViewSettings, Weights};
 use analyzer::model::{FunctionId, LineEntry, Model};
-use analyzer::report::{Context, MetricKind, ReportSettings, SortKey};
+use analyzer::report::{Context, MetricKind, MetricName, ReportSettings, SortKey};
 use common::{text_range, Event, Synthetic, TempDir};
 use experiment::layout::StackStatus;
 use serde_json::Value as Json;
@@ -330,7 +330,7 @@ fn caller_time_is_inclusive_on_the_call_line_and_hot_by_the_sort_metric() {
         );
         assert!(!report.text.contains("##"), "{}", report.text);
     }
-    t.analysis.settings.sort = SortKey::Metric(MetricKind::Inclusive);
+    t.analysis.settings.sort = SortKey::Metric(MetricName::TotalCpu, MetricKind::Inclusive);
     let ctx = t.analysis.ctx();
     let report = source_for_function(&ctx, caller, &SourcePaths::default()).unwrap();
     assert!(

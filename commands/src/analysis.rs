@@ -291,6 +291,14 @@ impl fmt::Display for OutputFormat {
 pub enum MetricName {
     /// Clock-profiling CPU time (`totalcpu`, alias `cpu`).
     TotalCpu,
+    /// Heap tracing: allocations made (`heapalloccnt`).
+    Allocations,
+    /// Heap tracing: bytes those allocations asked for (`heapallocbytes`).
+    BytesAllocated,
+    /// Heap tracing: allocations never freed (`heapleakcnt`).
+    Leaks,
+    /// Heap tracing: bytes of those (`heapleakbytes`).
+    BytesLeaked,
     /// The function (line, object, ...) name column.
     Name,
     /// The function's size in bytes.
@@ -303,17 +311,30 @@ pub enum MetricName {
 const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("totalcpu", MetricName::TotalCpu),
     ("cpu", MetricName::TotalCpu),
+    ("heapalloccnt", MetricName::Allocations),
+    ("allocations", MetricName::Allocations),
+    ("heapallocbytes", MetricName::BytesAllocated),
+    ("bytes_allocated", MetricName::BytesAllocated),
+    ("heapleakcnt", MetricName::Leaks),
+    ("leaks", MetricName::Leaks),
+    ("heapleakbytes", MetricName::BytesLeaked),
+    ("bytes_leaked", MetricName::BytesLeaked),
     ("name", MetricName::Name),
     ("size", MetricName::Size),
     ("address", MetricName::Address),
 ];
 
-const KNOWN_METRICS: &str = "totalcpu (or cpu), name, size, address";
+const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
+     heapleakbytes, name, size, address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
         match self {
             MetricName::TotalCpu => "totalcpu",
+            MetricName::Allocations => "heapalloccnt",
+            MetricName::BytesAllocated => "heapallocbytes",
+            MetricName::Leaks => "heapleakcnt",
+            MetricName::BytesLeaked => "heapleakbytes",
             MetricName::Name => "name",
             MetricName::Size => "size",
             MetricName::Address => "address",
@@ -323,7 +344,47 @@ impl MetricName {
     /// Whether the metric is computed from events (and so has exclusive,
     /// inclusive and attributed kinds), rather than a static property.
     pub fn is_dynamic(self) -> bool {
-        self == MetricName::TotalCpu
+        !matches!(
+            self,
+            MetricName::Name | MetricName::Size | MetricName::Address
+        )
+    }
+
+    /// The metrics computed from events, in the order er_print lists them.
+    pub const DYNAMIC: [MetricName; 5] = [
+        MetricName::TotalCpu,
+        MetricName::Allocations,
+        MetricName::BytesAllocated,
+        MetricName::Leaks,
+        MetricName::BytesLeaked,
+    ];
+
+    /// The heading er_print gives the metric's columns.
+    pub fn title(self) -> &'static str {
+        match self {
+            MetricName::TotalCpu => "Total CPU",
+            MetricName::Allocations => "Allocations",
+            MetricName::BytesAllocated => "Bytes Allocated",
+            MetricName::Leaks => "Leaks",
+            MetricName::BytesLeaked => "Bytes Leaked",
+            MetricName::Name => "Name",
+            MetricName::Size => "Size",
+            MetricName::Address => "PC Address",
+        }
+    }
+
+    /// The key naming the metric in JSON output.
+    pub fn json_key(self) -> &'static str {
+        match self {
+            MetricName::TotalCpu => "total_cpu",
+            MetricName::Allocations => "allocations",
+            MetricName::BytesAllocated => "bytes_allocated",
+            MetricName::Leaks => "leaks",
+            MetricName::BytesLeaked => "bytes_leaked",
+            MetricName::Name => "name",
+            MetricName::Size => "size",
+            MetricName::Address => "address",
+        }
     }
 }
 
@@ -559,6 +620,41 @@ impl MetricSpec {
         }
     }
 
+    /// The default for the data at hand: CPU time when there are clock
+    /// events (or nothing at all), then, with heap tracing, the inclusive
+    /// heap metrics as gprofng shows them (bytes leaked first).
+    pub fn for_data(clock: bool, heap: bool) -> MetricSpec {
+        let mut spec = MetricSpec::default_spec();
+        if !heap {
+            return spec;
+        }
+        let name = spec.items.pop();
+        if !clock {
+            spec.items.clear();
+        }
+        for metric in [
+            MetricName::BytesLeaked,
+            MetricName::Leaks,
+            MetricName::BytesAllocated,
+            MetricName::Allocations,
+        ] {
+            spec.items.push(MetricItem {
+                kinds: MetricKinds {
+                    exclusive: false,
+                    inclusive: true,
+                    attributed: false,
+                },
+                show_value: true,
+                show_percent: false,
+                show_count: false,
+                hidden: false,
+                metric,
+            });
+        }
+        spec.items.extend(name);
+        spec
+    }
+
     /// Parses items joined by `:` (blanks around items are ignored).
     pub fn parse(text: &str) -> std::result::Result<MetricSpec, String> {
         if text.trim().is_empty() {
@@ -632,7 +728,7 @@ pub struct SortSpec {
 }
 
 impl SortSpec {
-    /// Parses `e.totalcpu`, `i.totalcpu`, `a.totalcpu` (the `.` and any
+    /// Parses `e.totalcpu`, `i.heapleakbytes`, `a.totalcpu` (the `.` and any
     /// `%`/`+` are optional and ignored: sorting is by value), or `name`,
     /// `size`, `address`.
     pub fn parse(text: &str) -> std::result::Result<SortSpec, String> {
@@ -1895,6 +1991,22 @@ mod tests {
     fn default_metric_spec_round_trips() {
         let spec = MetricSpec::default_spec();
         assert_eq!(spec.to_string(), "e.%totalcpu:i.%totalcpu:name");
+        assert_eq!(
+            MetricSpec::for_data(false, true).to_string(),
+            "i.heapleakbytes:i.heapleakcnt:i.heapallocbytes:i.heapalloccnt:name"
+        );
+        assert_eq!(
+            MetricSpec::for_data(true, true).default_sort().to_string(),
+            "e.totalcpu"
+        );
+        assert_eq!(
+            MetricSpec::for_data(false, true).default_sort().to_string(),
+            "i.heapleakbytes"
+        );
+        assert_eq!(
+            MetricSpec::for_data(true, false),
+            MetricSpec::default_spec()
+        );
         assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec.clone()));
         assert_eq!(MetricSpec::default(), spec);
         assert_eq!(
@@ -1938,7 +2050,7 @@ mod tests {
     fn bad_metric_specs() {
         let unknown = MetricSpec::parse("e.%usertime").unwrap_err();
         assert!(unknown.contains("unknown metric \"usertime\""), "{unknown}");
-        assert!(unknown.contains("totalcpu (or cpu), name, size, address"));
+        assert!(unknown.contains("totalcpu (or cpu), heapalloccnt"));
         assert!(MetricSpec::parse("")
             .unwrap_err()
             .contains("empty metric spec"));

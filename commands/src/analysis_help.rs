@@ -40,8 +40,12 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "show or choose the metrics shown",
         "SPEC is items joined by ':'; an item is flags then a name. Flags: e (exclusive), \
          i (inclusive), a (attributed), then . (value), % (percent), + (event count), ! (hide); \
-         no visibility flag means value. Names: totalcpu (alias cpu), name, size, address. \
-         With no SPEC, show the current one (default e.%totalcpu:i.%totalcpu:name).",
+         no visibility flag means value. Names: totalcpu (alias cpu); with heap tracing \
+         heapalloccnt (Allocations), heapallocbytes (Bytes Allocated), heapleakcnt (Leaks), \
+         heapleakbytes (Bytes Leaked); name, size, address. With no SPEC, show the current \
+         one (default e.%totalcpu:i.%totalcpu:name; with heap tracing i.heapleakbytes:\
+         i.heapleakcnt:i.heapallocbytes:i.heapalloccnt before name, and no CPU time when \
+         there was no clock profiling).",
         "metrics ei.%totalcpu:name",
     ),
     entry(
@@ -49,7 +53,8 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "sort [SPEC]",
         "show or choose the sort metric",
-        "Sort by e.totalcpu, i.totalcpu, a.totalcpu, name, size or address. With no SPEC, \
+        "Sort by a kind of a metric (e.totalcpu, i.totalcpu, a.totalcpu, i.heapleakbytes, ...), \
+         name, size or address. With no SPEC, \
          show the current one (default: the first visible exclusive metric).",
         "sort i.totalcpu",
     ),
@@ -360,7 +365,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "flamegraph FILE.svg",
         "write a flame graph",
-        "Write an SVG flame graph of the selected events' stacks to FILE.svg.",
+        "Write an SVG flame graph of the selected events' stacks to FILE.svg, of the sort \
+         metric (CPU time, or a heap metric: sort i.heapleakbytes first for a flame graph of \
+         the bytes leaked).",
         "flamegraph out.svg",
     ),
     entry(
@@ -369,7 +376,8 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "collapsed FILE",
         "write collapsed stacks",
         "Write the selected events' stacks in the collapsed format (one line per stack: \
-         frames joined by ';', then a space and the weight) to FILE.",
+         frames joined by ';', then a space and the sort metric's value: microseconds of CPU \
+         time, or a heap metric's count or bytes) to FILE.",
         "collapsed out.folded",
     ),
     entry(

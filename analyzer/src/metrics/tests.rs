@@ -53,6 +53,7 @@ fn ms(events: u64) -> Value {
     Value {
         ns: events * 1_000_000,
         events,
+        ..Value::default()
     }
 }
 
