@@ -11,27 +11,16 @@ use debugger::symbols::ObjectFile;
 use experiment::heap::{HeapEvent, HeapOp};
 use experiment::log::Event;
 use experiment::{Experiment, HeapEventRecord};
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-/// heap_known.c at -O0 without builtins (so the compiler keeps every call
-/// as written: gcc turns realloc(NULL, n) into malloc(n) and drops free(NULL)).
-fn heap_known() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = scratch_dir("heap-known-build").join("heap_known");
-        let status = Command::new("gcc")
-            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
-            .arg(&out)
-            .arg(sources_dir().join("heap_known.c"))
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on heap_known.c");
-        out
-    })
+/// heap_known.c (see `built` for why without builtins).
+fn heap_known() -> PathBuf {
+    built("heap_known.c", "gcc")
 }
 
 /// `rdbx collect -H on` of heap_known with `args`; the experiment.
@@ -63,7 +52,7 @@ struct Callers {
 
 impl Callers {
     fn of(expt: &Experiment) -> Callers {
-        Callers::of_program(expt, heap_known())
+        Callers::of_program(expt, &heap_known())
     }
 
     fn of_program(expt: &Experiment, program: &Path) -> Callers {
@@ -110,6 +99,17 @@ impl Callers {
         self.functions_of(stack_id)
             .into_iter()
             .next()
+            .unwrap_or_default()
+    }
+
+    /// The first function on the stack whose name starts with `prefix`:
+    /// in a Rust program std is linked in, so the allocator's path
+    /// (__rust_alloc, RawVec, Box) is the program's too, and its own
+    /// functions are the ones under its crate's name.
+    fn first_with_prefix(&self, event: &HeapEvent, prefix: &str) -> String {
+        self.functions(event)
+            .into_iter()
+            .find(|f| f.starts_with(prefix))
             .unwrap_or_default()
     }
 }
@@ -280,23 +280,9 @@ fn without_heaptrace_nothing_is_traced() {
     assert!(!dir.join("t.er/heap").exists());
 }
 
-/// tests/programs/leaks.c at -O0.
-fn leaks_program() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = scratch_dir("leaks-build").join("leaks");
-        let status = Command::new("gcc")
-            .args(["-g", "-O0", "-o"])
-            .arg(&out)
-            .arg(sources_dir().join("leaks.c"))
-            .status()
-            .expect("gcc must be installed");
-        assert!(
-            status.success(),
-            "gcc failed on leaks.c (valgrind/memcheck.h comes with valgrind)"
-        );
-        out
-    })
+/// tests/programs/leaks.c (its valgrind/memcheck.h comes with valgrind).
+fn leaks_program() -> PathBuf {
+    built("leaks.c", "gcc")
 }
 
 /// (blocks, bytes) per class from memcheck's first LEAK SUMMARY: the
@@ -332,7 +318,7 @@ fn valgrind_summary(program: &Path) -> HashMap<String, (u64, u64)> {
 
 #[test]
 fn showleaks_at_a_breakpoint_agrees_with_valgrind() {
-    let program = leaks_program();
+    let program = &leaks_program();
     let expected = valgrind_summary(program);
     let dir = scratch_dir("showleaks");
     let out = Rdbx::batch()
@@ -409,7 +395,7 @@ fn showblock_names_the_block_and_where_it_was_made() {
             "showblock 8",
             "showmemuse -n 1",
         ])
-        .prog(leaks_program(), &[])
+        .prog(&leaks_program(), &[])
         .run();
     let json_line = out
         .stdout
@@ -443,7 +429,7 @@ fn heap_commands_without_heap_tracing_say_what_is_missing() {
             "showleaks",
             "showblock kept",
         ])
-        .prog(leaks_program(), &[])
+        .prog(&leaks_program(), &[])
         .run();
     let errors = out.errors();
     assert!(
@@ -457,26 +443,11 @@ fn heap_commands_without_heap_tracing_say_what_is_missing() {
     assert_eq!(errors.len(), 3, "{errors:?}");
 }
 
-/// tests/programs/heap_attach.c at -O0.
-fn heap_attach_program() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = scratch_dir("heap-attach-build").join("heap_attach");
-        let status = Command::new("gcc")
-            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
-            .arg(&out)
-            .arg(sources_dir().join("heap_attach.c"))
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on heap_attach.c");
-        out
-    })
-}
-
 #[test]
 fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
     use std::io::{BufRead, Read, Write};
-    let program = heap_attach_program();
+    let program = built("heap_attach.c", "gcc");
+    let program = program.as_path();
     let dir = scratch_dir("heap-attach");
     let mut target = Command::new(program)
         .stdin(std::process::Stdio::piped())
@@ -536,17 +507,33 @@ fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
     assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
 }
 
-/// A test program built once: `source` (in tests/programs) with `compiler`.
+/// A test program (in tests/programs) built once per test process with
+/// `compiler`, unoptimized. C and C++ without builtins, so the compiler
+/// keeps every call as written (gcc turns realloc(NULL, n) into malloc(n)
+/// and drops free(NULL)); with -pthread for the threaded ones. Tests run
+/// in parallel and share the build: a second build would replace the file
+/// under a running one.
 fn built(source: &str, compiler: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = built.get(source) {
+        return out.clone();
+    }
     let stem = source.split('.').next().unwrap_or(source);
     let out = scratch_dir(&format!("{stem}-build")).join(stem);
+    let flags: &[&str] = match compiler {
+        "rustc" => &["-g", "-C", "opt-level=0", "--edition", "2021"],
+        _ => &["-g", "-O0", "-fno-builtin", "-pthread"],
+    };
     let status = Command::new(compiler)
-        .args(["-g", "-O0", "-fno-builtin", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&out)
         .arg(sources_dir().join(source))
         .status()
         .unwrap_or_else(|e| panic!("{compiler} must be installed: {e}"));
     assert!(status.success(), "{compiler} failed on {source}");
+    built.insert(source.to_string(), out.clone());
     out
 }
 
@@ -741,4 +728,63 @@ fn analyze_lists_leaks_and_allocations_by_stack() {
     assert_eq!(allocs["allocations"].as_u64(), Some(allocations));
     assert_eq!(heap["allocations"].as_u64(), Some(allocations));
     assert!(heap["peak_bytes_in_use"].as_u64().unwrap_or(0) >= 4096);
+}
+
+#[test]
+fn rust_allocations_arrive_through_the_system_allocator() {
+    let program = built("heap_rust.rs", "rustc");
+    let plain = Command::new(&program).output().expect("run heap_rust");
+    assert!(plain.status.success());
+    let (expt_dir, output) = collect_program("heap-rust", &program, &[], &[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        output.stdout, plain.stdout,
+        "the program's output is its own"
+    );
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    let own = |e: &HeapEvent| callers.first_with_prefix(e, "heap_rust::");
+    // Every allocation of each of the program's functions: (op, size).
+    let made_in = |function: &str| -> Vec<(HeapOp, u64)> {
+        events
+            .iter()
+            .filter(|e| e.event.op.allocates() && own(&e.event) == function)
+            .map(|e| (e.event.op, e.event.size))
+            .collect()
+    };
+    assert_eq!(made_in("heap_rust::boxes"), vec![(HeapOp::Malloc, 300); 12]);
+    assert_eq!(made_in("heap_rust::exact_vec"), vec![(HeapOp::Malloc, 800)]);
+    assert_eq!(made_in("heap_rust::zeroed"), vec![(HeapOp::Calloc, 4096)]);
+    assert_eq!(
+        made_in("heap_rust::regrow"),
+        vec![(HeapOp::Malloc, 40), (HeapOp::Realloc, 1200)]
+    );
+    assert_eq!(
+        made_in("heap_rust::aligned"),
+        vec![(HeapOp::Memalign, 192); 3]
+    );
+    let mut leaky = vec![(HeapOp::Malloc, 40); 5];
+    leaky.push((HeapOp::Malloc, 100));
+    assert_eq!(made_in("heap_rust::leak_boxes"), leaky);
+
+    // At exit, the blocks leak_boxes leaked and nothing else of the
+    // program's functions (std's own, such as stdout's buffer, are std's).
+    let left = unfreed(&events);
+    let mut leaked: HashMap<String, Vec<u64>> = HashMap::new();
+    for e in left.iter().filter(|e| e.op != HeapOp::Mmap) {
+        let function = own(e);
+        if !function.is_empty() && function != "heap_rust::main" {
+            leaked.entry(function).or_default().push(e.size);
+        }
+    }
+    let expected = HashMap::from([(
+        "heap_rust::leak_boxes".to_string(),
+        vec![40, 40, 40, 40, 40, 100],
+    )]);
+    assert_eq!(leaked, expected);
 }
