@@ -123,14 +123,23 @@ fn count(events: &[HeapEventRecord], callers: &Callers, op: HeapOp, function: &s
 }
 
 /// Blocks not freed at the end: allocation events whose block no later
-/// free (or realloc's free) gave back, in order.
+/// free (or realloc's free) gave back, in order; and mappings not
+/// unmapped. (Mappings are kept apart: an allocator's blocks are carved
+/// from its own mappings, the first at the mapping's address.)
 fn unfreed(events: &[HeapEventRecord]) -> Vec<HeapEvent> {
     let mut live: HashMap<u64, HeapEvent> = HashMap::new();
+    let mut mapped: HashMap<u64, HeapEvent> = HashMap::new();
     for record in events {
         let e = record.event;
         match e.op {
-            HeapOp::Free | HeapOp::Munmap => {
+            HeapOp::Free => {
                 live.remove(&e.address);
+            }
+            HeapOp::Munmap => {
+                mapped.remove(&e.address);
+            }
+            HeapOp::Mmap => {
+                mapped.insert(e.address, e);
             }
             op if op.allocates() && e.address != 0 => {
                 assert!(
@@ -141,7 +150,7 @@ fn unfreed(events: &[HeapEventRecord]) -> Vec<HeapEvent> {
             _ => {}
         }
     }
-    let mut left: Vec<HeapEvent> = live.into_values().collect();
+    let mut left: Vec<HeapEvent> = live.into_values().chain(mapped.into_values()).collect();
     left.sort_by_key(|e| e.order);
     left
 }
@@ -787,4 +796,138 @@ fn rust_allocations_arrive_through_the_system_allocator() {
         vec![40, 40, 40, 40, 40, 100],
     )]);
     assert_eq!(leaked, expected);
+}
+
+/// The log's `heap` line: (allocator, traced).
+fn allocator_line(expt_dir: &Path) -> (String, String) {
+    let log = std::fs::read_to_string(expt_dir.join("log")).expect("log");
+    let line = log
+        .lines()
+        .find(|l| l.contains(" heap allocator="))
+        .unwrap_or_else(|| panic!("no heap allocator line:\n{log}"));
+    let field = |key: &str| {
+        line.split(' ')
+            .find_map(|f| f.strip_prefix(key))
+            .unwrap_or_default()
+            .to_string()
+    };
+    (field("allocator="), field("traced="))
+}
+
+#[test]
+fn a_program_with_its_own_malloc_is_told_apart_and_runs_as_it_would() {
+    let program = built("heap_own.c", "gcc");
+    let plain = Command::new(&program).output().expect("run heap_own");
+    assert!(plain.status.success());
+    let (expt_dir, output) = collect_program("heap-own", &program, &[], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        output.stdout, plain.stdout,
+        "the program's output is its own"
+    );
+
+    // The log, `rdbx collect` and the analyzer's header say the program's
+    // allocator is not traced, and which functions hide the hooks.
+    let executable = std::fs::canonicalize(&program).expect("the program's path");
+    assert_eq!(
+        allocator_line(&expt_dir),
+        (executable.display().to_string(), "0".to_string())
+    );
+    let warning = format!(
+        "the program's own malloc, free, calloc, realloc (in {}) come before rdbx's: heap tracing does not see their calls",
+        executable.display()
+    );
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let warned = expt
+        .log()
+        .expect("log")
+        .iter()
+        .any(|e| e.event == Event::Warning(warning.clone()));
+    assert!(warned, "{warning}");
+    assert!(
+        stderr.contains(&format!("rdbx collect: warning: {warning}")),
+        "{stderr}"
+    );
+    let header = Command::new(rdbx_bin())
+        .args(["analyze", "-c", "header"])
+        .arg(&expt_dir)
+        .output()
+        .expect("run rdbx analyze");
+    assert!(
+        String::from_utf8_lossy(&header.stdout).contains(&warning),
+        "{}",
+        String::from_utf8_lossy(&header.stdout)
+    );
+    // What the hooks did not see is not made up.
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    let seen_in_work = events
+        .iter()
+        .filter(|e| callers.functions(&e.event).iter().any(|f| f == "work"))
+        .count();
+    assert_eq!(seen_in_work, 0);
+}
+
+/// libjemalloc.so.2 where Debian's libjemalloc2 puts it (.ci/run installs
+/// it when missing).
+fn jemalloc() -> PathBuf {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+        "/usr/lib64/libjemalloc.so.2",
+        "/usr/lib/libjemalloc.so.2",
+    ];
+    candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!("libjemalloc.so.2 is not installed (apt-get install libjemalloc2; .ci/run does)")
+        })
+}
+
+#[test]
+fn a_preloaded_allocator_is_traced_behind_the_hooks() {
+    let library = jemalloc();
+    let dir = scratch_dir("heap-jemalloc");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(heap_known())
+        .env("LD_PRELOAD", &library)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let expt_dir = dir.join("t.er");
+    assert_eq!(
+        allocator_line(&expt_dir),
+        (library.display().to_string(), "1".to_string())
+    );
+    // The same calls as with libc's malloc, and the blocks jemalloc hands
+    // out are freed and reused as the order says.
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of(&expt);
+    let mut made = vec![100; 10];
+    made.extend([64; 1000]);
+    assert_eq!(count(&events, &callers, HeapOp::Malloc, "make"), made);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "work"),
+        vec![32; 2000]
+    );
+    // (jemalloc's own mappings, made under the first malloc of a thread,
+    // stay: they are its arenas, not the program's leaks.)
+    let left = unfreed(&events);
+    let leaked_by = |function: &str| {
+        left.iter()
+            .filter(|e| e.op != HeapOp::Mmap)
+            .filter(|e| callers.functions(e).iter().any(|f| f == function))
+            .count()
+    };
+    assert_eq!(leaked_by("leaky"), 10);
+    assert_eq!(leaked_by("work"), 4);
+    assert_eq!(leaked_by("churn"), 0);
 }
