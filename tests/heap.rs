@@ -931,3 +931,190 @@ fn a_preloaded_allocator_is_traced_behind_the_hooks() {
     assert_eq!(leaked_by("work"), 4);
     assert_eq!(leaked_by("churn"), 0);
 }
+
+/// Runs `command` in its own process group, killed (with everything it
+/// started) when it has not finished in two minutes: a hang fails the
+/// test instead of hanging it. (The programs take well under a second.)
+fn output_within_limit(mut command: Command) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let child = command
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    let group = child.id() as i32;
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let output = child.wait_with_output();
+        let _ = done_tx.send(());
+        output
+    });
+    if done_rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .is_err()
+    {
+        // SAFETY: a signal to the process group we made.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        let output = waiter.join().expect("waiter").expect("output");
+        panic!(
+            "hung: {command:?}\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    waiter.join().expect("waiter").expect("output")
+}
+
+/// heap_faults in `mode`, untraced and traced: both finish, with the same
+/// output and status; the traced run's experiment.
+fn fault_run(mode: &str) -> (PathBuf, PathBuf, String) {
+    let program = built("heap_faults.c", "gcc");
+    let mut plain = Command::new(&program);
+    plain.arg(mode);
+    let plain = output_within_limit(plain);
+    assert!(plain.status.success(), "{plain:?}");
+    let dir = scratch_dir(&format!("heap-faults-{mode}"));
+    let mut traced = Command::new(rdbx_bin());
+    traced
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(&program)
+        .arg(mode)
+        .current_dir(&dir);
+    let traced = output_within_limit(traced);
+    assert!(
+        traced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&traced.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout),
+        "the program's output is its own"
+    );
+    (
+        dir.join("t.er"),
+        program,
+        String::from_utf8_lossy(&plain.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_signal_handler_that_mallocs_during_the_hooks_neither_hangs_nor_changes_the_program() {
+    let (expt_dir, program, stdout) = fault_run("storm");
+    assert_eq!(stdout, "storm: ok\nearly: blocks freed\n");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    // The handler's own mallocs are recorded when it interrupts the
+    // program outside a hook, with the handler on the stack (the unwinder
+    // passes the signal frame back to the interrupted function).
+    let in_handler: Vec<Vec<String>> = events
+        .iter()
+        .filter(|e| e.event.op == HeapOp::Malloc && callers.caller(&e.event) == "on_alarm")
+        .map(|e| callers.functions(&e.event))
+        .collect();
+    assert!(!in_handler.is_empty(), "no malloc of the handler recorded");
+    assert!(
+        in_handler.iter().any(|f| f.iter().any(|f| f == "storm")),
+        "{:?}",
+        &in_handler[..in_handler.len().min(5)]
+    );
+    // Every allocation's block freed before it is handed out again, and
+    // nothing of the storm left.
+    let left = unfreed(&events);
+    assert!(
+        left.iter().all(|e| !callers
+            .functions(e)
+            .iter()
+            .any(|f| f == "storm" || f == "on_alarm")),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn forks_among_threads_that_malloc_and_fork_neither_hang_nor_change_the_program() {
+    let (expt_dir, program, stdout) = fault_run("fork");
+    assert_eq!(
+        stdout,
+        "fork: 40 of 40 children exited 0\nearly: blocks freed\n"
+    );
+    // Each child traced its own heap: 100 blocks made and freed.
+    let mut children = 0;
+    for entry in std::fs::read_dir(&expt_dir).expect("experiment") {
+        let path = entry.expect("entry").path();
+        if !path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("_f"))
+        {
+            continue;
+        }
+        children += 1;
+        let child = Experiment::open(&path).expect("a child's experiment");
+        let events = child.heap_events().expect("heap events");
+        let callers = Callers::of_program(&child, &program);
+        let made: Vec<u64> = events
+            .iter()
+            .filter(|e| e.event.op == HeapOp::Malloc && callers.caller(&e.event) == "child_work")
+            .map(|e| e.event.size)
+            .collect();
+        assert_eq!(made, (24..124).collect::<Vec<u64>>(), "{}", path.display());
+        let left = unfreed(&events);
+        assert!(
+            !left.iter().any(|e| callers.caller(e) == "child_work"),
+            "{}",
+            path.display()
+        );
+    }
+    assert_eq!(children, 40);
+}
+
+#[test]
+fn pthread_key_destructors_that_free_and_malloc_are_traced() {
+    let (expt_dir, program, stdout) = fault_run("keys");
+    assert_eq!(stdout, "keys: 80 destructor calls\nearly: blocks freed\n");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "keyed"),
+        vec![16; 40]
+    );
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "key_destructor"),
+        vec![32; 40]
+    );
+    // The destructors' frees, after the collector's own destructor has
+    // let the thread go, are recorded: nothing of theirs is left.
+    let left = unfreed(&events);
+    let of_keys: Vec<&HeapEvent> = left
+        .iter()
+        .filter(|e| ["keyed", "key_destructor"].contains(&callers.caller(e).as_str()))
+        .collect();
+    assert!(of_keys.is_empty(), "{of_keys:?}");
+}
+
+#[test]
+fn allocations_before_the_collector_starts_are_freed_as_unknown_blocks() {
+    let (expt_dir, program, stdout) = fault_run("early");
+    assert_eq!(stdout, "early: blocks freed\n");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    // preinit_array runs before every constructor, the collector's too:
+    // its block is not seen made, only freed; the constructor(101)'s are.
+    assert!(count(&events, &callers, HeapOp::Malloc, "before_everything").is_empty());
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "early_constructor"),
+        vec![80; 4]
+    );
+    let heap = analyzer::heap::HeapState::replay(&events);
+    assert!(heap.unknown_frees >= 1, "the preinit block's free");
+    assert!(
+        !heap
+            .blocks()
+            .iter()
+            .any(|b| callers.caller_of(b.stack_id) == "early_constructor"),
+        "the constructor's blocks are freed"
+    );
+}

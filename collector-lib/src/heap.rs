@@ -332,8 +332,9 @@ fn tracing() -> bool {
 }
 
 /// The calling thread exits (or a new thread takes a thread pointer an
-/// old one had): its blocks are finished and its slot freed.
-pub fn forget_current_thread() {
+/// old one had): its blocks are finished and its slot freed. Whether it
+/// had one.
+pub fn forget_current_thread() -> bool {
     let thread = sys::thread_pointer();
     let start = home(thread);
     for step in 0..MAX_THREADS {
@@ -341,7 +342,7 @@ pub fn forget_current_thread() {
         match slot.thread.load(Ordering::Acquire) {
             t if t == thread => {
                 if !take(&slot.busy) {
-                    return;
+                    return false;
                 }
                 // SAFETY: our own slot, busy held.
                 let owned = unsafe { &mut *slot.owned.get() };
@@ -352,12 +353,13 @@ pub fn forget_current_thread() {
                 EVENTS_OF_GONE_THREADS.fetch_add(events, Ordering::Relaxed);
                 slot.thread.store(TOMBSTONE, Ordering::Release);
                 give_back(&slot.busy);
-                return;
+                return true;
             }
-            EMPTY => return,
+            EMPTY => return false,
             _ => {}
         }
     }
+    false
 }
 
 /// In a fork child: every slot is a parent's thread's (the forking
