@@ -338,7 +338,7 @@ fn showleaks_at_a_breakpoint_agrees_with_valgrind() {
             "stop in checkpoint",
             "run",
             "showleaks -json",
-            "showleaks",
+            "showleaks -a",
         ])
         .prog(program, &[])
         .run();
@@ -1117,4 +1117,80 @@ fn allocations_before_the_collector_starts_are_freed_as_unknown_blocks() {
             .any(|b| callers.caller_of(b.stack_id) == "early_constructor"),
         "the constructor's blocks are freed"
     );
+}
+
+#[test]
+fn showleaks_lists_the_leaks_new_since_the_last_one_and_all_with_a() {
+    let dir = scratch_dir("showleaks-new");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector heaptrace on",
+            "collector enable",
+            "stop in checkpoint",
+            "stop in later_checkpoint",
+            "run",
+            "showleaks -json",
+            "showleaks -json",
+            "showleaks",
+            "cont",
+            "showleaks -json",
+            "showleaks -a",
+            "showleaks -a -json",
+        ])
+        .prog(&leaks_program(), &[])
+        .run();
+    let docs: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(docs.len(), 4, "{}", out.transcript());
+    // (class, function that made it, bytes) per group listed.
+    let listed = |doc: &serde_json::Value| -> Vec<(String, String, u64)> {
+        doc["leaks"]
+            .as_array()
+            .expect("leaks")
+            .iter()
+            .map(|l| {
+                (
+                    l["class"].as_str().unwrap_or("").to_string(),
+                    l["stack"][0]["function"].as_str().unwrap_or("").to_string(),
+                    l["bytes_leaked"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let group =
+        |class: &str, function: &str, bytes: u64| (class.to_string(), function.to_string(), bytes);
+    let at_checkpoint = vec![
+        group("definitely_lost", "lose_plain", 120),
+        group("definitely_lost", "lose_list", 24),
+        group("possibly_lost", "keep_interior", 64),
+    ];
+    assert_eq!(listed(&docs[0]), at_checkpoint);
+    assert!(listed(&docs[1]).is_empty(), "nothing new at the same stop");
+    // The totals are the heap's, whatever is listed.
+    assert_eq!(docs[1]["definitely_lost"], docs[0]["definitely_lost"]);
+    let new_later = vec![
+        group("definitely_lost", "lose_more", 112),
+        group("definitely_lost", "keep_reachable", 100),
+    ];
+    assert_eq!(listed(&docs[2]), new_later);
+    assert_eq!(docs[2]["definitely_lost"]["bytes"], 120 + 24 + 112 + 100);
+    let mut all = listed(&docs[3]);
+    all.sort();
+    let mut expected_all = [at_checkpoint, new_later].concat();
+    expected_all.sort();
+    assert_eq!(all, expected_all);
+    assert_eq!(docs[3]["all"], true);
+    // The text report says what it lists.
+    let notes = out
+        .stdout
+        .matches("(new since the last showleaks; showleaks -a lists them all)")
+        .count();
+    assert_eq!(notes, 1, "{}", out.transcript());
+    out.assert_out_contains("Actual leaks report    (actual leaks: 0  total size: 0 bytes)");
+    out.assert_out_contains("Actual leaks report    (actual leaks: 7  total size: 356 bytes)");
 }
