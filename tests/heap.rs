@@ -3,6 +3,10 @@
 //! family and of anonymous mmap is in the experiment with its size, its
 //! caller and an order that pairs each free with the allocation it frees,
 //! across threads and in a fork child; the program's output is unchanged.
+//! Also: a Rust program through std's allocator (heap_rust.rs), a program
+//! with its own malloc (heap_own.c), a preloaded jemalloc, hard cases that
+//! must neither hang nor change the program (heap_faults.c), and the
+//! runtime-checking commands at breakpoints (leaks.c).
 
 mod common;
 
