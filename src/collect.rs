@@ -119,11 +119,31 @@ fn run(options: CollectOptions) -> Result<i32> {
     for problem in collector::finish_experiment(&expt, termination, settings.archive) {
         eprintln!("rdbx collect: warning: {problem}");
     }
+    // What the collector met is said here too, not only in the log: heap
+    // tracing hidden by the program's own malloc, a data limit reached.
+    for problem in collector_problems(&expt) {
+        eprintln!("rdbx collect: {problem}");
+    }
     eprintln!("rdbx collect: experiment {}", expt.display());
     Ok(match termination {
         Termination::Exit(code) => code,
         Termination::Signal(signal) => 128 + signal,
     })
+}
+
+/// The warnings and errors in the experiment's log.
+fn collector_problems(expt: &Path) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(expt.join("log")) else {
+        return Vec::new();
+    };
+    experiment::log::parse_log(&bytes)
+        .into_iter()
+        .filter_map(|line| match line.event {
+            experiment::log::Event::Warning(text) => Some(format!("warning: {text}")),
+            experiment::log::Event::Error(text) => Some(format!("error: {text}")),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The settings the options describe, and the notes.

@@ -114,6 +114,9 @@ pub struct Session {
     analysis: Option<(PathBuf, analyzer::Analysis)>,
     /// `dbxenv stack_past_main`: `where` and `up` go below `main`.
     stack_past_main: bool,
+    /// The leaks `showleaks` has listed, for the next one to list only
+    /// those new since.
+    leaks_shown: heap::LeaksShown,
     /// What an empty line at the prompt runs again.
     repeatable: Option<Command>,
     last_failed: bool,
@@ -143,6 +146,7 @@ impl Session {
             earlier_experiments: Vec::new(),
             analysis: None,
             stack_past_main: false,
+            leaks_shown: Default::default(),
             repeatable: None,
             last_failed: false,
         })

@@ -3,6 +3,10 @@
 //! family and of anonymous mmap is in the experiment with its size, its
 //! caller and an order that pairs each free with the allocation it frees,
 //! across threads and in a fork child; the program's output is unchanged.
+//! Also: a Rust program through std's allocator (heap_rust.rs), a program
+//! with its own malloc (heap_own.c), a preloaded jemalloc, hard cases that
+//! must neither hang nor change the program (heap_faults.c), and the
+//! runtime-checking commands at breakpoints (leaks.c).
 
 mod common;
 
@@ -11,27 +15,16 @@ use debugger::symbols::ObjectFile;
 use experiment::heap::{HeapEvent, HeapOp};
 use experiment::log::Event;
 use experiment::{Experiment, HeapEventRecord};
+use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-/// heap_known.c at -O0 without builtins (so the compiler keeps every call
-/// as written: gcc turns realloc(NULL, n) into malloc(n) and drops free(NULL)).
-fn heap_known() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = scratch_dir("heap-known-build").join("heap_known");
-        let status = Command::new("gcc")
-            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
-            .arg(&out)
-            .arg(sources_dir().join("heap_known.c"))
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on heap_known.c");
-        out
-    })
+/// heap_known.c (see `built` for why without builtins).
+fn heap_known() -> PathBuf {
+    built("heap_known.c", "gcc")
 }
 
 /// `rdbx collect -H on` of heap_known with `args`; the experiment.
@@ -63,7 +56,7 @@ struct Callers {
 
 impl Callers {
     fn of(expt: &Experiment) -> Callers {
-        Callers::of_program(expt, heap_known())
+        Callers::of_program(expt, &heap_known())
     }
 
     fn of_program(expt: &Experiment, program: &Path) -> Callers {
@@ -112,6 +105,17 @@ impl Callers {
             .next()
             .unwrap_or_default()
     }
+
+    /// The first function on the stack whose name starts with `prefix`:
+    /// in a Rust program std is linked in, so the allocator's path
+    /// (__rust_alloc, RawVec, Box) is the program's too, and its own
+    /// functions are the ones under its crate's name.
+    fn first_with_prefix(&self, event: &HeapEvent, prefix: &str) -> String {
+        self.functions(event)
+            .into_iter()
+            .find(|f| f.starts_with(prefix))
+            .unwrap_or_default()
+    }
 }
 
 fn count(events: &[HeapEventRecord], callers: &Callers, op: HeapOp, function: &str) -> Vec<u64> {
@@ -123,14 +127,23 @@ fn count(events: &[HeapEventRecord], callers: &Callers, op: HeapOp, function: &s
 }
 
 /// Blocks not freed at the end: allocation events whose block no later
-/// free (or realloc's free) gave back, in order.
+/// free (or realloc's free) gave back, in order; and mappings not
+/// unmapped. (Mappings are kept apart: an allocator's blocks are carved
+/// from its own mappings, the first at the mapping's address.)
 fn unfreed(events: &[HeapEventRecord]) -> Vec<HeapEvent> {
     let mut live: HashMap<u64, HeapEvent> = HashMap::new();
+    let mut mapped: HashMap<u64, HeapEvent> = HashMap::new();
     for record in events {
         let e = record.event;
         match e.op {
-            HeapOp::Free | HeapOp::Munmap => {
+            HeapOp::Free => {
                 live.remove(&e.address);
+            }
+            HeapOp::Munmap => {
+                mapped.remove(&e.address);
+            }
+            HeapOp::Mmap => {
+                mapped.insert(e.address, e);
             }
             op if op.allocates() && e.address != 0 => {
                 assert!(
@@ -141,7 +154,7 @@ fn unfreed(events: &[HeapEventRecord]) -> Vec<HeapEvent> {
             _ => {}
         }
     }
-    let mut left: Vec<HeapEvent> = live.into_values().collect();
+    let mut left: Vec<HeapEvent> = live.into_values().chain(mapped.into_values()).collect();
     left.sort_by_key(|e| e.order);
     left
 }
@@ -280,23 +293,9 @@ fn without_heaptrace_nothing_is_traced() {
     assert!(!dir.join("t.er/heap").exists());
 }
 
-/// tests/programs/leaks.c at -O0.
-fn leaks_program() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = scratch_dir("leaks-build").join("leaks");
-        let status = Command::new("gcc")
-            .args(["-g", "-O0", "-o"])
-            .arg(&out)
-            .arg(sources_dir().join("leaks.c"))
-            .status()
-            .expect("gcc must be installed");
-        assert!(
-            status.success(),
-            "gcc failed on leaks.c (valgrind/memcheck.h comes with valgrind)"
-        );
-        out
-    })
+/// tests/programs/leaks.c (its valgrind/memcheck.h comes with valgrind).
+fn leaks_program() -> PathBuf {
+    built("leaks.c", "gcc")
 }
 
 /// (blocks, bytes) per class from memcheck's first LEAK SUMMARY: the
@@ -332,7 +331,7 @@ fn valgrind_summary(program: &Path) -> HashMap<String, (u64, u64)> {
 
 #[test]
 fn showleaks_at_a_breakpoint_agrees_with_valgrind() {
-    let program = leaks_program();
+    let program = &leaks_program();
     let expected = valgrind_summary(program);
     let dir = scratch_dir("showleaks");
     let out = Rdbx::batch()
@@ -343,7 +342,7 @@ fn showleaks_at_a_breakpoint_agrees_with_valgrind() {
             "stop in checkpoint",
             "run",
             "showleaks -json",
-            "showleaks",
+            "showleaks -a",
         ])
         .prog(program, &[])
         .run();
@@ -409,7 +408,7 @@ fn showblock_names_the_block_and_where_it_was_made() {
             "showblock 8",
             "showmemuse -n 1",
         ])
-        .prog(leaks_program(), &[])
+        .prog(&leaks_program(), &[])
         .run();
     let json_line = out
         .stdout
@@ -443,7 +442,7 @@ fn heap_commands_without_heap_tracing_say_what_is_missing() {
             "showleaks",
             "showblock kept",
         ])
-        .prog(leaks_program(), &[])
+        .prog(&leaks_program(), &[])
         .run();
     let errors = out.errors();
     assert!(
@@ -457,26 +456,11 @@ fn heap_commands_without_heap_tracing_say_what_is_missing() {
     assert_eq!(errors.len(), 3, "{errors:?}");
 }
 
-/// tests/programs/heap_attach.c at -O0.
-fn heap_attach_program() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = scratch_dir("heap-attach-build").join("heap_attach");
-        let status = Command::new("gcc")
-            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
-            .arg(&out)
-            .arg(sources_dir().join("heap_attach.c"))
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on heap_attach.c");
-        out
-    })
-}
-
 #[test]
 fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
     use std::io::{BufRead, Read, Write};
-    let program = heap_attach_program();
+    let program = built("heap_attach.c", "gcc");
+    let program = program.as_path();
     let dir = scratch_dir("heap-attach");
     let mut target = Command::new(program)
         .stdin(std::process::Stdio::piped())
@@ -536,17 +520,33 @@ fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
     assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
 }
 
-/// A test program built once: `source` (in tests/programs) with `compiler`.
+/// A test program (in tests/programs) built once per test process with
+/// `compiler`, unoptimized. C and C++ without builtins, so the compiler
+/// keeps every call as written (gcc turns realloc(NULL, n) into malloc(n)
+/// and drops free(NULL)); with -pthread for the threaded ones. Tests run
+/// in parallel and share the build: a second build would replace the file
+/// under a running one.
 fn built(source: &str, compiler: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = built.get(source) {
+        return out.clone();
+    }
     let stem = source.split('.').next().unwrap_or(source);
     let out = scratch_dir(&format!("{stem}-build")).join(stem);
+    let flags: &[&str] = match compiler {
+        "rustc" => &["-g", "-C", "opt-level=0", "--edition", "2021"],
+        _ => &["-g", "-O0", "-fno-builtin", "-pthread"],
+    };
     let status = Command::new(compiler)
-        .args(["-g", "-O0", "-fno-builtin", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&out)
         .arg(sources_dir().join(source))
         .status()
         .unwrap_or_else(|e| panic!("{compiler} must be installed: {e}"));
     assert!(status.success(), "{compiler} failed on {source}");
+    built.insert(source.to_string(), out.clone());
     out
 }
 
@@ -741,4 +741,460 @@ fn analyze_lists_leaks_and_allocations_by_stack() {
     assert_eq!(allocs["allocations"].as_u64(), Some(allocations));
     assert_eq!(heap["allocations"].as_u64(), Some(allocations));
     assert!(heap["peak_bytes_in_use"].as_u64().unwrap_or(0) >= 4096);
+}
+
+#[test]
+fn rust_allocations_arrive_through_the_system_allocator() {
+    let program = built("heap_rust.rs", "rustc");
+    let plain = Command::new(&program).output().expect("run heap_rust");
+    assert!(plain.status.success());
+    let (expt_dir, output) = collect_program("heap-rust", &program, &[], &[]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        output.stdout, plain.stdout,
+        "the program's output is its own"
+    );
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    let own = |e: &HeapEvent| callers.first_with_prefix(e, "heap_rust::");
+    // Every allocation of each of the program's functions: (op, size).
+    let made_in = |function: &str| -> Vec<(HeapOp, u64)> {
+        events
+            .iter()
+            .filter(|e| e.event.op.allocates() && own(&e.event) == function)
+            .map(|e| (e.event.op, e.event.size))
+            .collect()
+    };
+    assert_eq!(made_in("heap_rust::boxes"), vec![(HeapOp::Malloc, 300); 12]);
+    assert_eq!(made_in("heap_rust::exact_vec"), vec![(HeapOp::Malloc, 800)]);
+    assert_eq!(made_in("heap_rust::zeroed"), vec![(HeapOp::Calloc, 4096)]);
+    assert_eq!(
+        made_in("heap_rust::regrow"),
+        vec![(HeapOp::Malloc, 40), (HeapOp::Realloc, 1200)]
+    );
+    assert_eq!(
+        made_in("heap_rust::aligned"),
+        vec![(HeapOp::Memalign, 192); 3]
+    );
+    let mut leaky = vec![(HeapOp::Malloc, 40); 5];
+    leaky.push((HeapOp::Malloc, 100));
+    assert_eq!(made_in("heap_rust::leak_boxes"), leaky);
+
+    // At exit, the blocks leak_boxes leaked and nothing else of the
+    // program's functions (std's own, such as stdout's buffer, are std's).
+    let left = unfreed(&events);
+    let mut leaked: HashMap<String, Vec<u64>> = HashMap::new();
+    for e in left.iter().filter(|e| e.op != HeapOp::Mmap) {
+        let function = own(e);
+        if !function.is_empty() && function != "heap_rust::main" {
+            leaked.entry(function).or_default().push(e.size);
+        }
+    }
+    let expected = HashMap::from([(
+        "heap_rust::leak_boxes".to_string(),
+        vec![40, 40, 40, 40, 40, 100],
+    )]);
+    assert_eq!(leaked, expected);
+}
+
+/// The log's `heap` line: (allocator, traced).
+fn allocator_line(expt_dir: &Path) -> (String, String) {
+    let log = std::fs::read_to_string(expt_dir.join("log")).expect("log");
+    let line = log
+        .lines()
+        .find(|l| l.contains(" heap allocator="))
+        .unwrap_or_else(|| panic!("no heap allocator line:\n{log}"));
+    let field = |key: &str| {
+        line.split(' ')
+            .find_map(|f| f.strip_prefix(key))
+            .unwrap_or_default()
+            .to_string()
+    };
+    (field("allocator="), field("traced="))
+}
+
+#[test]
+fn a_program_with_its_own_malloc_is_told_apart_and_runs_as_it_would() {
+    let program = built("heap_own.c", "gcc");
+    let plain = Command::new(&program).output().expect("run heap_own");
+    assert!(plain.status.success());
+    let (expt_dir, output) = collect_program("heap-own", &program, &[], &[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(
+        output.stdout, plain.stdout,
+        "the program's output is its own"
+    );
+
+    // The log, `rdbx collect` and the analyzer's header say the program's
+    // allocator is not traced, and which functions hide the hooks.
+    let executable = std::fs::canonicalize(&program).expect("the program's path");
+    assert_eq!(
+        allocator_line(&expt_dir),
+        (executable.display().to_string(), "0".to_string())
+    );
+    let warning = format!(
+        "the program's own malloc, free, calloc, realloc (in {}) come before rdbx's: heap tracing does not see their calls",
+        executable.display()
+    );
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let warned = expt
+        .log()
+        .expect("log")
+        .iter()
+        .any(|e| e.event == Event::Warning(warning.clone()));
+    assert!(warned, "{warning}");
+    assert!(
+        stderr.contains(&format!("rdbx collect: warning: {warning}")),
+        "{stderr}"
+    );
+    let header = Command::new(rdbx_bin())
+        .args(["analyze", "-c", "header"])
+        .arg(&expt_dir)
+        .output()
+        .expect("run rdbx analyze");
+    assert!(
+        String::from_utf8_lossy(&header.stdout).contains(&warning),
+        "{}",
+        String::from_utf8_lossy(&header.stdout)
+    );
+    // What the hooks did not see is not made up.
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    let seen_in_work = events
+        .iter()
+        .filter(|e| callers.functions(&e.event).iter().any(|f| f == "work"))
+        .count();
+    assert_eq!(seen_in_work, 0);
+}
+
+/// libjemalloc.so.2 where Debian's libjemalloc2 puts it (.ci/run installs
+/// it when missing).
+fn jemalloc() -> PathBuf {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+        "/usr/lib64/libjemalloc.so.2",
+        "/usr/lib/libjemalloc.so.2",
+    ];
+    candidates
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            panic!("libjemalloc.so.2 is not installed (apt-get install libjemalloc2; .ci/run does)")
+        })
+}
+
+#[test]
+fn a_preloaded_allocator_is_traced_behind_the_hooks() {
+    let library = jemalloc();
+    let dir = scratch_dir("heap-jemalloc");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(heap_known())
+        .env("LD_PRELOAD", &library)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let expt_dir = dir.join("t.er");
+    assert_eq!(
+        allocator_line(&expt_dir),
+        (library.display().to_string(), "1".to_string())
+    );
+    // The same calls as with libc's malloc, and the blocks jemalloc hands
+    // out are freed and reused as the order says.
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of(&expt);
+    let mut made = vec![100; 10];
+    made.extend([64; 1000]);
+    assert_eq!(count(&events, &callers, HeapOp::Malloc, "make"), made);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "work"),
+        vec![32; 2000]
+    );
+    // (jemalloc's own mappings, made under the first malloc of a thread,
+    // stay: they are its arenas, not the program's leaks.)
+    let left = unfreed(&events);
+    let leaked_by = |function: &str| {
+        left.iter()
+            .filter(|e| e.op != HeapOp::Mmap)
+            .filter(|e| callers.functions(e).iter().any(|f| f == function))
+            .count()
+    };
+    assert_eq!(leaked_by("leaky"), 10);
+    assert_eq!(leaked_by("work"), 4);
+    assert_eq!(leaked_by("churn"), 0);
+}
+
+/// Runs `command` in its own process group, killed (with everything it
+/// started) when it has not finished in two minutes: a hang fails the
+/// test instead of hanging it. (The programs take well under a second.)
+fn output_within_limit(mut command: Command) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let child = command
+        .process_group(0)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start");
+    let group = child.id() as i32;
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let output = child.wait_with_output();
+        let _ = done_tx.send(());
+        output
+    });
+    if done_rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .is_err()
+    {
+        // SAFETY: a signal to the process group we made.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        let output = waiter.join().expect("waiter").expect("output");
+        panic!(
+            "hung: {command:?}\n{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    waiter.join().expect("waiter").expect("output")
+}
+
+/// heap_faults in `mode`, untraced and traced: both finish, with the same
+/// output and status; the traced run's experiment.
+fn fault_run(mode: &str) -> (PathBuf, PathBuf, String) {
+    let program = built("heap_faults.c", "gcc");
+    let mut plain = Command::new(&program);
+    plain.arg(mode);
+    let plain = output_within_limit(plain);
+    assert!(plain.status.success(), "{plain:?}");
+    let dir = scratch_dir(&format!("heap-faults-{mode}"));
+    let mut traced = Command::new(rdbx_bin());
+    traced
+        .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
+        .arg(&program)
+        .arg(mode)
+        .current_dir(&dir);
+    let traced = output_within_limit(traced);
+    assert!(
+        traced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&traced.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        String::from_utf8_lossy(&plain.stdout),
+        "the program's output is its own"
+    );
+    (
+        dir.join("t.er"),
+        program,
+        String::from_utf8_lossy(&plain.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_signal_handler_that_mallocs_during_the_hooks_neither_hangs_nor_changes_the_program() {
+    let (expt_dir, program, stdout) = fault_run("storm");
+    assert_eq!(stdout, "storm: ok\nearly: blocks freed\n");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    // The handler's own mallocs are recorded when it interrupts the
+    // program outside a hook, with the handler on the stack (the unwinder
+    // passes the signal frame back to the interrupted function).
+    let in_handler: Vec<Vec<String>> = events
+        .iter()
+        .filter(|e| e.event.op == HeapOp::Malloc && callers.caller(&e.event) == "on_alarm")
+        .map(|e| callers.functions(&e.event))
+        .collect();
+    assert!(!in_handler.is_empty(), "no malloc of the handler recorded");
+    assert!(
+        in_handler.iter().any(|f| f.iter().any(|f| f == "storm")),
+        "{:?}",
+        &in_handler[..in_handler.len().min(5)]
+    );
+    // Every allocation's block freed before it is handed out again, and
+    // nothing of the storm left.
+    let left = unfreed(&events);
+    assert!(
+        left.iter().all(|e| !callers
+            .functions(e)
+            .iter()
+            .any(|f| f == "storm" || f == "on_alarm")),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn forks_among_threads_that_malloc_and_fork_neither_hang_nor_change_the_program() {
+    let (expt_dir, program, stdout) = fault_run("fork");
+    assert_eq!(
+        stdout,
+        "fork: 40 of 40 children exited 0\nearly: blocks freed\n"
+    );
+    // Each child traced its own heap: 100 blocks made and freed.
+    let mut children = 0;
+    for entry in std::fs::read_dir(&expt_dir).expect("experiment") {
+        let path = entry.expect("entry").path();
+        if !path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("_f"))
+        {
+            continue;
+        }
+        children += 1;
+        let child = Experiment::open(&path).expect("a child's experiment");
+        let events = child.heap_events().expect("heap events");
+        let callers = Callers::of_program(&child, &program);
+        let made: Vec<u64> = events
+            .iter()
+            .filter(|e| e.event.op == HeapOp::Malloc && callers.caller(&e.event) == "child_work")
+            .map(|e| e.event.size)
+            .collect();
+        assert_eq!(made, (24..124).collect::<Vec<u64>>(), "{}", path.display());
+        let left = unfreed(&events);
+        assert!(
+            !left.iter().any(|e| callers.caller(e) == "child_work"),
+            "{}",
+            path.display()
+        );
+    }
+    assert_eq!(children, 40);
+}
+
+#[test]
+fn pthread_key_destructors_that_free_and_malloc_are_traced() {
+    let (expt_dir, program, stdout) = fault_run("keys");
+    assert_eq!(stdout, "keys: 80 destructor calls\nearly: blocks freed\n");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "keyed"),
+        vec![16; 40]
+    );
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "key_destructor"),
+        vec![32; 40]
+    );
+    // The destructors' frees, after the collector's own destructor has
+    // let the thread go, are recorded: nothing of theirs is left.
+    let left = unfreed(&events);
+    let of_keys: Vec<&HeapEvent> = left
+        .iter()
+        .filter(|e| ["keyed", "key_destructor"].contains(&callers.caller(e).as_str()))
+        .collect();
+    assert!(of_keys.is_empty(), "{of_keys:?}");
+}
+
+#[test]
+fn allocations_before_the_collector_starts_are_freed_as_unknown_blocks() {
+    let (expt_dir, program, stdout) = fault_run("early");
+    assert_eq!(stdout, "early: blocks freed\n");
+    let expt = Experiment::open(&expt_dir).expect("open");
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, &program);
+    // preinit_array runs before every constructor, the collector's too:
+    // its block is not seen made, only freed; the constructor(101)'s are.
+    assert!(count(&events, &callers, HeapOp::Malloc, "before_everything").is_empty());
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "early_constructor"),
+        vec![80; 4]
+    );
+    let heap = analyzer::heap::HeapState::replay(&events);
+    assert!(heap.unknown_frees >= 1, "the preinit block's free");
+    assert!(
+        !heap
+            .blocks()
+            .iter()
+            .any(|b| callers.caller_of(b.stack_id) == "early_constructor"),
+        "the constructor's blocks are freed"
+    );
+}
+
+#[test]
+fn showleaks_lists_the_leaks_new_since_the_last_one_and_all_with_a() {
+    let dir = scratch_dir("showleaks-new");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector heaptrace on",
+            "collector enable",
+            "stop in checkpoint",
+            "stop in later_checkpoint",
+            "run",
+            "showleaks -json",
+            "showleaks -json",
+            "showleaks",
+            "cont",
+            "showleaks -json",
+            "showleaks -a",
+            "showleaks -a -json",
+        ])
+        .prog(&leaks_program(), &[])
+        .run();
+    let docs: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    assert_eq!(docs.len(), 4, "{}", out.transcript());
+    // (class, function that made it, bytes) per group listed.
+    let listed = |doc: &serde_json::Value| -> Vec<(String, String, u64)> {
+        doc["leaks"]
+            .as_array()
+            .expect("leaks")
+            .iter()
+            .map(|l| {
+                (
+                    l["class"].as_str().unwrap_or("").to_string(),
+                    l["stack"][0]["function"].as_str().unwrap_or("").to_string(),
+                    l["bytes_leaked"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let group =
+        |class: &str, function: &str, bytes: u64| (class.to_string(), function.to_string(), bytes);
+    let at_checkpoint = vec![
+        group("definitely_lost", "lose_plain", 120),
+        group("definitely_lost", "lose_list", 24),
+        group("possibly_lost", "keep_interior", 64),
+    ];
+    assert_eq!(listed(&docs[0]), at_checkpoint);
+    assert!(listed(&docs[1]).is_empty(), "nothing new at the same stop");
+    // The totals are the heap's, whatever is listed.
+    assert_eq!(docs[1]["definitely_lost"], docs[0]["definitely_lost"]);
+    let new_later = vec![
+        group("definitely_lost", "lose_more", 112),
+        group("definitely_lost", "keep_reachable", 100),
+    ];
+    assert_eq!(listed(&docs[2]), new_later);
+    assert_eq!(docs[2]["definitely_lost"]["bytes"], 120 + 24 + 112 + 100);
+    let mut all = listed(&docs[3]);
+    all.sort();
+    let mut expected_all = [at_checkpoint, new_later].concat();
+    expected_all.sort();
+    assert_eq!(all, expected_all);
+    assert_eq!(docs[3]["all"], true);
+    // The text report says what it lists.
+    let notes = out
+        .stdout
+        .matches("(new since the last showleaks; showleaks -a lists them all)")
+        .count();
+    assert_eq!(notes, 1, "{}", out.transcript());
+    out.assert_out_contains("Actual leaks report    (actual leaks: 0  total size: 0 bytes)");
+    out.assert_out_contains("Actual leaks report    (actual leaks: 7  total size: 356 bytes)");
 }

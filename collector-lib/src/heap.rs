@@ -332,8 +332,9 @@ fn tracing() -> bool {
 }
 
 /// The calling thread exits (or a new thread takes a thread pointer an
-/// old one had): its blocks are finished and its slot freed.
-pub fn forget_current_thread() {
+/// old one had): its blocks are finished and its slot freed. Whether it
+/// had one.
+pub fn forget_current_thread() -> bool {
     let thread = sys::thread_pointer();
     let start = home(thread);
     for step in 0..MAX_THREADS {
@@ -341,7 +342,7 @@ pub fn forget_current_thread() {
         match slot.thread.load(Ordering::Acquire) {
             t if t == thread => {
                 if !take(&slot.busy) {
-                    return;
+                    return false;
                 }
                 // SAFETY: our own slot, busy held.
                 let owned = unsafe { &mut *slot.owned.get() };
@@ -352,12 +353,13 @@ pub fn forget_current_thread() {
                 EVENTS_OF_GONE_THREADS.fetch_add(events, Ordering::Relaxed);
                 slot.thread.store(TOMBSTONE, Ordering::Release);
                 give_back(&slot.busy);
-                return;
+                return true;
             }
-            EMPTY => return,
+            EMPTY => return false,
             _ => {}
         }
     }
+    false
 }
 
 /// In a fork child: every slot is a parent's thread's (the forking
@@ -412,37 +414,113 @@ fn own_text() -> Option<(u64, u64)> {
     (found.2 != 0).then_some((found.1, found.2))
 }
 
-/// Says in the log which allocator is traced, or that the program's own
-/// malloc (defined in the executable) hides ours.
+/// Says in the log which allocator the program's calls reach and whether
+/// the hooks see them: `heap allocator=PATH traced=1|0`, and a warning
+/// naming the functions of the malloc family the program defines itself
+/// ahead of ours (a bump allocator in the executable, say): their calls
+/// never pass through a hook. Preloaded, ours must be the first
+/// definition; attached, the GOT entries are redirected, which reaches
+/// every caller but the executable's own calls to its own functions
+/// (direct calls, through no GOT entry).
 fn log_allocator() {
-    // SAFETY: dlsym with a NUL-terminated name.
-    let first = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"malloc".as_ptr()) };
-    let next = real::MALLOC.resolved() as *const c_void;
-    let name = |address: *const c_void| -> String {
-        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-        // SAFETY: dladdr only reads the address.
-        if address.is_null() || unsafe { libc::dladdr(address, &mut info) } == 0 {
-            return "unknown".into();
-        }
-        if info.dli_fname.is_null() {
-            return "unknown".into();
-        }
-        // SAFETY: dladdr's file name is a NUL-terminated string.
-        unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned()
+    let first = |name: &std::ffi::CStr| -> usize {
+        // SAFETY: dlsym with a NUL-terminated name; RTLD_DEFAULT is the
+        // program's lookup scope.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
     };
-    // Preloaded, ours should be the first definition (attached, the GOT
-    // entries are redirected instead).
-    if !state::live() && !first.is_null() && !own_frame(first as u64) {
+    let executable = main_program_base();
+    let hides_ours = |address: usize| {
+        address != 0
+            && if state::live() {
+                object_base(address) == executable
+            } else {
+                !own_frame(address as u64)
+            }
+    };
+    let hidden: Vec<(&str, usize)> = real::ALLOCATOR
+        .iter()
+        .map(|real| (real.name(), first(real.name())))
+        .filter(|&(_, address)| hides_ours(address))
+        .map(|(name, address)| (name.to_str().unwrap_or("?"), address))
+        .collect();
+    let malloc_hidden = hidden.iter().find(|(name, _)| *name == "malloc");
+    if let Some(&(_, address)) = hidden.first() {
+        let names: Vec<&str> = hidden.iter().map(|(name, _)| *name).collect();
         log::warning(&format!(
-            "the program's own malloc (in {}) comes before rdbx's: heap tracing sees no allocation",
-            name(first)
+            "the program's own {} (in {}) come before rdbx's: heap tracing does not see their calls",
+            names.join(", "),
+            object_name(address, executable)
         ));
     }
+    // The allocator the program's malloc calls end in: ours forwards to
+    // the next definition (libc's, or a preloaded allocator's).
+    let (allocator, traced) = match malloc_hidden {
+        Some(&(_, address)) => (address, false),
+        None => (real::MALLOC.resolved(), true),
+    };
     log::write("heap", |line| {
-        line.str("allocator", name(next).as_bytes());
+        line.str("allocator", object_name(allocator, executable).as_bytes());
+        line.u64("traced", u64::from(traced));
     });
+}
+
+/// The load address of the object holding `address` (0: none).
+fn object_base(address: usize) -> usize {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address.
+    if address == 0 || unsafe { libc::dladdr(address as *const c_void, &mut info) } == 0 {
+        return 0;
+    }
+    info.dli_fbase as usize
+}
+
+/// Where the executable is mapped from its first byte, as dladdr's
+/// `dli_fbase` says it (for a non-PIE executable the loader's base is 0,
+/// its first segment's address is not): dl_iterate_phdr's first object.
+fn main_program_base() -> usize {
+    extern "C" fn first(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+        // SAFETY: dl_iterate_phdr passes valid info; data is our usize.
+        let (info, base) = unsafe { (&*info, &mut *data.cast::<usize>()) };
+        for i in 0..usize::from(info.dlpi_phnum) {
+            // SAFETY: dlpi_phdr has dlpi_phnum entries.
+            let phdr = unsafe { &*info.dlpi_phdr.add(i) };
+            if phdr.p_type == libc::PT_LOAD {
+                let start = info.dlpi_addr as usize + phdr.p_vaddr as usize;
+                *base = start - (phdr.p_offset as usize).min(start);
+                break;
+            }
+        }
+        1
+    }
+    let mut base = 0usize;
+    // SAFETY: the callback only reads what dl_iterate_phdr gives it.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&mut base as *mut usize).cast()) };
+    base
+}
+
+/// The file of the object holding `address`: the executable by its full
+/// path (the loader knows it by the name it was started with).
+fn object_name(address: usize, executable: usize) -> String {
+    let base = object_base(address);
+    if base == 0 {
+        return "unknown".into();
+    }
+    if base == executable {
+        if let Ok(path) = std::fs::read_link("/proc/self/exe") {
+            return path.to_string_lossy().into_owned();
+        }
+    }
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr only reads the address; its file name is a
+    // NUL-terminated string when set.
+    unsafe {
+        if libc::dladdr(address as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return "unknown".into();
+        }
+        std::ffi::CStr::from_ptr(info.dli_fname)
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 // ---- recording ------------------------------------------------------------

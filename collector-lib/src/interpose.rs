@@ -282,10 +282,24 @@ struct ThreadStart {
 /// returning or by pthread_exit.
 static EXIT_KEY: std::sync::OnceLock<Option<libc::pthread_key_t>> = std::sync::OnceLock::new();
 
-unsafe extern "C" fn on_thread_exit(_value: *mut c_void) {
-    crate::heap::forget_current_thread();
+/// The exit key's value in the first round of destructors, and after.
+const FIRST_ROUND: usize = 1;
+const LATER_ROUND: usize = 2;
+
+unsafe extern "C" fn on_thread_exit(value: *mut c_void) {
+    let had_heap_slot = crate::heap::forget_current_thread();
     state::unregister_current_thread();
     numbers::forget(crate::sys::gettid());
+    // The destructors of the program's keys made after ours run after
+    // this one and may malloc and free, which claims a heap slot again.
+    // Armed again, this destructor runs in the next round (glibc runs
+    // rounds while a key has a value) and lets that slot go too: always
+    // after the first round, after a later one while it found a slot.
+    if value as usize == FIRST_ROUND || had_heap_slot {
+        if let Some(key) = exit_key() {
+            libc::pthread_setspecific(key, LATER_ROUND as *const c_void);
+        }
+    }
 }
 
 fn exit_key() -> Option<libc::pthread_key_t> {
@@ -307,7 +321,7 @@ extern "C" fn start_profiled_thread(data: *mut c_void) -> *mut c_void {
     crate::heap::forget_current_thread();
     if let Some(key) = exit_key() {
         // SAFETY: a key we created; any non-null value arms the destructor.
-        unsafe { libc::pthread_setspecific(key, std::ptr::dangling::<c_void>()) };
+        unsafe { libc::pthread_setspecific(key, FIRST_ROUND as *const c_void) };
     }
     if state::active() {
         state::register_current_thread(start.number);
@@ -368,14 +382,18 @@ pub unsafe extern "C" fn fork() -> libc::pid_t {
         return pid;
     }
     samples::record(SampleCause::ForkBefore, b"");
-    let reserved = state::reserve_fork_child_dir();
+    let hold = state::hold_for_fork();
     // The program's fork handlers may allocate: in the child, before its
     // experiment starts, this thread's heap state is still the parent's.
     let held = crate::heap::hold_current_thread();
     let pid = real_fork();
     drop(held);
+    if pid == 0 {
+        state::after_fork_in_child_holding(hold);
+        return 0;
+    }
+    let reserved = hold.release();
     match pid {
-        0 => state::after_fork_in_child(reserved),
         -1 => {
             let saved = crate::sys::errno();
             if let Some(dir) = &reserved {

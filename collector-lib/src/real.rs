@@ -39,6 +39,10 @@ impl Real {
         }
     }
 
+    pub fn name(&self) -> &'static CStr {
+        self.name
+    }
+
     /// The address if resolved already (0 if not): for callers that must not
     /// call dlsym, which may call malloc.
     pub fn resolved(&self) -> usize {

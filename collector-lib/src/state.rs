@@ -704,6 +704,12 @@ pub fn resume(cause: &str) -> bool {
 
 /// Closes the experiment: end sample, `end` line, clocks stopped.
 pub fn stop() -> bool {
+    // Not active: nothing to stop, and the lock is not taken. A fork
+    // child that found the lock held by a thread of its parent (which it
+    // does not have) never started an experiment; its exit comes here.
+    if !active() {
+        return false;
+    }
     let mut control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
     if !active() {
         return false;
@@ -737,9 +743,62 @@ pub fn stop() -> bool {
     true
 }
 
-/// In a fork child, right after fork: drop everything inherited from the
-/// parent's experiment, then start the child's own (when following).
+/// The experiment's control held by the fork wrapper from before the fork
+/// to after it, in both processes, with the directory reserved for the
+/// child: no other thread of the parent holds the lock at the instant of
+/// the fork, so the child finds it free. (A lock a thread of the parent
+/// held would stay held in the child forever.)
+pub struct ForkHold {
+    control: std::sync::MutexGuard<'static, Option<Current>>,
+    reserved: Option<PathBuf>,
+}
+
+impl ForkHold {
+    /// In the parent, after the fork: the lock released, the directory.
+    pub fn release(self) -> Option<PathBuf> {
+        self.reserved
+    }
+}
+
+/// Before the fork wrapper's fork: the lock, and the directory the child
+/// will write (None when not following descendants or not active).
+pub fn hold_for_fork() -> ForkHold {
+    let control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
+    let reserved = control
+        .as_ref()
+        .filter(|current| current.config.follow && active())
+        .and_then(|current| {
+            make_descendant_dir(&current.config.founder, &current.expt, Role::Fork).ok()
+        });
+    ForkHold { control, reserved }
+}
+
+/// In the fork wrapper's child, right after fork (see [`after_fork_in_child`]).
+pub fn after_fork_in_child_holding(mut hold: ForkHold) {
+    let previous = hold.control.take();
+    let reserved = hold.reserved.take();
+    // Released before the child's own experiment takes it.
+    drop(hold);
+    forget_parent_experiment();
+    start_fork_child(reserved, previous);
+}
+
+/// In a fork child, right after fork (pthread_atfork's child handler):
+/// drop everything inherited from the parent's experiment, then start the
+/// child's own (when following).
 pub fn after_fork_in_child(reserved: Option<PathBuf>) {
+    forget_parent_experiment();
+    // try_lock: a lock held by a thread of the parent stays held forever
+    // here (that thread does not exist in the child); then no experiment.
+    let previous = match CONTROL.try_lock() {
+        Ok(mut control) => control.take(),
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().take(),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    };
+    start_fork_child(reserved, previous);
+}
+
+fn forget_parent_experiment() {
     let blocked = crate::interpose::block_sigprof();
     numbers::restart_in_fork_child(sys::gettid());
     lifecycle::reset_after_fork();
@@ -749,14 +808,10 @@ pub fn after_fork_in_child(reserved: Option<PathBuf>) {
     STACKS.close_after_fork();
     HEAP.close_after_fork();
     log::close();
-    // try_lock: a lock held by a thread of the parent stays held forever
-    // here (that thread does not exist in the child); then no experiment.
-    let previous = match CONTROL.try_lock() {
-        Ok(mut control) => control.take(),
-        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner().take(),
-        Err(std::sync::TryLockError::WouldBlock) => None,
-    };
     crate::interpose::restore_mask(blocked);
+}
+
+fn start_fork_child(reserved: Option<PathBuf>, previous: Option<Current>) {
     let (Some(dir), Some(previous)) = (reserved, previous) else {
         return;
     };
@@ -778,15 +833,20 @@ fn start_reserved_child(config: Config, parent_expt: &Path) -> Result<(), StartE
     Ok(())
 }
 
-/// For the fork wrapper in the parent: the directory the child will write
-/// (None when not following descendants or not active).
+/// For pthread_atfork's prepare handler: the directory the child will
+/// write (None when not following descendants or not active). The
+/// handler cannot keep the lock to the child: it is held only to copy the
+/// paths, not while making the directory.
 pub fn reserve_fork_child_dir() -> Option<PathBuf> {
-    let control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
-    let current = control.as_ref()?;
-    if !current.config.follow || !active() {
-        return None;
-    }
-    make_descendant_dir(&current.config.founder, &current.expt, Role::Fork).ok()
+    let (founder, expt) = {
+        let control = CONTROL.lock().unwrap_or_else(|e| e.into_inner());
+        let current = control.as_ref()?;
+        if !current.config.follow || !active() {
+            return None;
+        }
+        (current.config.founder.clone(), current.expt.clone())
+    };
+    make_descendant_dir(&founder, &expt, Role::Fork).ok()
 }
 
 /// `.` for the founder, else the experiment's name inside it.

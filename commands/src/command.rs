@@ -369,8 +369,8 @@ pub struct Disposition {
 pub struct HeapView {
     /// Frames of each allocation stack shown (`-n N`).
     pub frames: usize,
-    /// Also the blocks still reachable (`showleaks -a`); every block
-    /// (`showmemuse -a`).
+    /// Every leak so far, not only those new since the last showleaks
+    /// (`showleaks -a`); every group (`showmemuse -a`).
     pub all: bool,
     pub json: bool,
 }

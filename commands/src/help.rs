@@ -414,9 +414,10 @@ static COMMANDS: &[CommandHelp] = &[
          experiment says are in use are classified by a scan of the process's memory (writable \
          data outside the heap, every thread's stack and registers, then the blocks reached): \
          definitely lost (no pointer to it), indirectly lost (pointed to only from lost blocks), \
-         possibly lost (only pointers into its middle), still reachable. Leaks are grouped by \
-         allocation stack, largest first, with FRAMES frames (default 8); -a lists the blocks \
-         still reachable too. Needs collector heaptrace on.",
+         possibly lost (only pointers into its middle), still reachable. The leaks (definitely \
+         and possibly lost) are listed grouped by allocation stack, largest first, with FRAMES \
+         frames (default 8): only those new since the last showleaks of this process; -a lists \
+         all the leaks so far. The summary counts every class. Needs collector heaptrace on.",
         "showleaks -n 4",
     ),
     entry(

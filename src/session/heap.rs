@@ -11,8 +11,8 @@ use commands::HeapView;
 use debugger::maps::Mapping;
 use experiment::{Experiment, Stack};
 use serde_json::{json, Value};
-use std::collections::HashMap;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 /// Groups shown by `showmemuse` without `-a`.
 const TOP_GROUPS: usize = 20;
@@ -33,6 +33,20 @@ struct Group<'a> {
     bytes: u64,
 }
 
+/// The leaks `showleaks` has listed in one process's experiment, by the
+/// order numbers of their allocations (one per allocation, never reused).
+#[derive(Default)]
+pub(super) struct LeaksShown {
+    /// The experiment and the process they are of: another run starts
+    /// afresh.
+    of: Option<(PathBuf, i32)>,
+    orders: HashSet<u64>,
+}
+
+/// The leak classes `showleaks` lists, as dbx's actual and possible leaks
+/// (memcheck's default kinds); the others are in its summary.
+const LISTED: [Reach; 2] = [Reach::DefinitelyLost, Reach::PossiblyLost];
+
 impl Session {
     pub(super) fn show_leaks(&mut self, view: HeapView) -> Result<()> {
         let heap = self.heap_at_stop("showleaks")?;
@@ -42,20 +56,35 @@ impl Session {
         let classes = leak_check(blocks, &roots, &mut |address, buf| {
             dbg.read_memory(address, buf).is_ok()
         });
-        let shown: &[Reach] = if view.all {
-            &[
-                Reach::DefinitelyLost,
-                Reach::PossiblyLost,
-                Reach::IndirectlyLost,
-                Reach::StillReachable,
-            ]
-        } else {
-            &[Reach::DefinitelyLost, Reach::PossiblyLost]
-        };
         let totals = |class: Reach| {
             let of_class = blocks.iter().zip(&classes).filter(|(_, c)| **c == class);
             of_class.fold((0u64, 0u64), |(n, b), (block, _)| (n + 1, b + block.size))
         };
+        // As dbx: the leaks not listed by an earlier showleaks of this
+        // process, or with -a all of them.
+        let this_process = Some((self.experiment_path()?, self.dbg.process()?.pid()));
+        if self.leaks_shown.of != this_process {
+            self.leaks_shown = LeaksShown {
+                of: this_process,
+                orders: HashSet::new(),
+            };
+        }
+        let earlier = !self.leaks_shown.orders.is_empty();
+        let shown = &self.leaks_shown.orders;
+        let listed = |class: Reach| -> Vec<&Block> {
+            blocks
+                .iter()
+                .zip(&classes)
+                .filter(|(block, c)| **c == class && (view.all || !shown.contains(&block.order)))
+                .map(|(block, _)| block)
+                .collect()
+        };
+        let lists: Vec<(Reach, Vec<&Block>)> = LISTED.iter().map(|&c| (c, listed(c))).collect();
+        let now_shown: Vec<u64> = lists
+            .iter()
+            .flat_map(|(_, list)| list.iter().map(|b| b.order))
+            .collect();
+        self.leaks_shown.orders.extend(now_shown);
         if view.json {
             let mut doc = serde_json::Map::new();
             for class in [
@@ -68,18 +97,24 @@ impl Session {
                 doc.insert(class.key().into(), json!({"blocks": count, "bytes": bytes}));
             }
             let mut leaks = Vec::new();
-            for &class in shown {
-                for group in groups(blocks, &classes, class) {
-                    leaks.push(self.group_json(&heap, &group, class, view.frames));
+            for (class, list) in &lists {
+                for group in groups(list.iter().copied()) {
+                    leaks.push(self.group_json(&heap, &group, *class, view.frames));
                 }
             }
+            doc.insert("all".into(), Value::Bool(view.all));
             doc.insert("leaks".into(), Value::Array(leaks));
             println!("{}", Value::Object(doc));
             return Ok(());
         }
         println!("Checking for memory leaks...");
-        for &class in shown {
-            let (count, bytes) = totals(class);
+        if earlier && !view.all {
+            println!("(new since the last showleaks; showleaks -a lists them all)");
+        }
+        for (class, list) in &lists {
+            let class = *class;
+            let count = list.len();
+            let bytes: u64 = list.iter().map(|b| b.size).sum();
             println!();
             println!(
                 "{} report    ({}: {count}  total size: {bytes} bytes)",
@@ -92,7 +127,7 @@ impl Session {
             println!(
                 "==========  ======  ==================  ===================================="
             );
-            for group in groups(blocks, &classes, class) {
+            for group in groups(list.iter().copied()) {
                 println!(
                     "{:>10}  {:>6}  {:<18}  {}",
                     group.bytes,
@@ -122,8 +157,7 @@ impl Session {
     pub(super) fn show_mem_use(&mut self, view: HeapView) -> Result<()> {
         let heap = self.heap_at_stop("showmemuse")?;
         let blocks = heap.state.blocks();
-        let all: Vec<Reach> = vec![Reach::StillReachable; blocks.len()];
-        let mut groups = groups(blocks, &all, Reach::StillReachable);
+        let mut groups = groups(blocks.iter());
         let total: u64 = blocks.iter().map(|b| b.size).sum();
         if !view.all {
             groups.truncate(TOP_GROUPS);
@@ -210,18 +244,21 @@ impl Session {
         Ok(())
     }
 
+    fn experiment_path(&self) -> Result<PathBuf> {
+        self.experiment
+            .as_ref()
+            .map(|e| e.path().to_path_buf())
+            .ok_or_else(|| anyhow!("no experiment in this process"))
+    }
+
     /// The experiment's heap events replayed, at a stop of a live process.
     fn heap_at_stop(&self, command: &str) -> Result<HeapAtStop> {
         if !self.process_is_stopped() {
             bail!("{command}: no process is stopped");
         }
-        let path = self
-            .experiment
-            .as_ref()
-            .map(|e| e.path().to_path_buf())
-            .ok_or_else(|| {
-                anyhow!("{command}: no experiment in this process (collector heaptrace on, collector enable, then run)")
-            })?;
+        let path = self.experiment_path().map_err(|_| {
+            anyhow!("{command}: no experiment in this process (collector heaptrace on, collector enable, then run)")
+        })?;
         let expt =
             Experiment::open(&path).with_context(|| format!("{command}: {}", path.display()))?;
         if !expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
@@ -374,10 +411,10 @@ fn frame_json(frame: &HeapFrame) -> Value {
     })
 }
 
-/// The blocks of one class grouped by allocation stack, largest first.
-fn groups<'a>(blocks: &'a [Block], classes: &[Reach], class: Reach) -> Vec<Group<'a>> {
+/// Blocks grouped by allocation stack, largest first.
+fn groups<'a>(blocks: impl Iterator<Item = &'a Block>) -> Vec<Group<'a>> {
     let mut by_stack: HashMap<u64, Group<'a>> = HashMap::new();
-    for (block, _) in blocks.iter().zip(classes).filter(|(_, c)| **c == class) {
+    for block in blocks {
         let group = by_stack.entry(block.stack_id).or_insert_with(|| Group {
             stack_id: block.stack_id,
             blocks: Vec::new(),

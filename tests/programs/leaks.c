@@ -6,7 +6,8 @@
  *   possibly lost:   one 64-byte block only pointed into (global + 16)
  *   still reachable: a global list of 5 x 32, a global to a 100-byte block
  * Pointers live in globals only, so main's frame holds none at the
- * checkpoint. */
+ * checkpoint. At later_checkpoint: 2 x 56 more lost, and the 100-byte
+ * block too (its global cleared). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <valgrind/memcheck.h>
@@ -68,6 +69,21 @@ __attribute__((noinline)) void clear_registers(void)
     scratch = 0;
 }
 
+/* After the checkpoint: two more blocks lost, and the 100-byte block
+ * kept so far lost too. */
+__attribute__((noinline)) void lose_more(void)
+{
+    for (int i = 0; i < 2; i++)
+        scratch = malloc(56);
+    scratch = 0;
+    kept = 0;
+}
+
+__attribute__((noinline)) void later_checkpoint(void)
+{
+    scratch = 0;
+}
+
 int main(void)
 {
     lose_plain();
@@ -76,6 +92,9 @@ int main(void)
     keep_reachable();
     clear_registers();
     checkpoint();
+    lose_more();
+    clear_registers();
+    later_checkpoint();
     puts("done");
     return 0;
 }
