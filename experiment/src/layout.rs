@@ -24,6 +24,8 @@ pub const KIND_PROFILE: u16 = 1;
 pub const KIND_STACKS: u16 = 2;
 /// Block kind of the `heap` file: heap-tracing records ([`crate::heap`]).
 pub const KIND_HEAP: u16 = 3;
+/// Block kind of the `sync` file: synchronization-wait records ([`crate::sync`]).
+pub const KIND_SYNC: u16 = 4;
 /// First line of the manifest: `format=rdbx-experiment`.
 pub const FORMAT_NAME: &str = "rdbx-experiment";
 /// Major version of the format this crate writes and reads.

@@ -4,6 +4,7 @@
 //!
 //! - [`layout`]: block-file layouts and constants. No allocation, no panics, no I/O.
 //! - [`heap`]: heap-tracing records (delta-encoded, the same guarantees as `layout`).
+//! - [`sync`]: synchronization-wait records (fixed size, the same guarantees).
 //! - [`text`]: percent-encoding, log lines ([`text::LineWriter`] allocates nothing), the
 //!   config string, the manifest.
 //! - with the default `reader` feature: [`Experiment`] (reading, also while the collector
@@ -12,6 +13,7 @@
 
 pub mod heap;
 pub mod layout;
+pub mod sync;
 pub mod text;
 
 #[cfg(feature = "reader")]
@@ -30,7 +32,7 @@ pub use log::{DescendantKind, Event, LogEvent, Sample, StartInfo, TerminatedHow}
 #[cfg(feature = "reader")]
 pub use reader::{
     log_warnings, missing_stacks, BlockStats, ClockEventRecord, Experiment, HeapEventRecord,
-    Manifest, Stack, Summary, Warning,
+    Manifest, Stack, Summary, SyncEventRecord, Warning,
 };
 #[cfg(feature = "reader")]
 pub use writer::{

@@ -4,7 +4,7 @@
 use crate::archive::{self, ArchivedObject};
 use crate::layout::{
     self, BlockState, ClockEvent, StackRecordRef, StackStatus, BLOCK_SIZE, CLOCK_EVENT_SIZE,
-    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_HEAP, KIND_PROFILE, KIND_STACKS,
+    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_HEAP, KIND_PROFILE, KIND_STACKS, KIND_SYNC,
     MAX_STACK_DEPTH,
 };
 use crate::log::{parse_log, Event, LogEvent, Sample};
@@ -190,6 +190,13 @@ fn split_list(value: &str) -> Vec<String> {
 pub struct HeapEventRecord {
     pub tid: u32,
     pub event: crate::heap::HeapEvent,
+}
+
+/// One synchronization wait with the thread that waited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SyncEventRecord {
+    pub tid: u32,
+    pub event: crate::sync::SyncEvent,
 }
 
 /// A clock-profiling event with the thread id of its block.
@@ -508,6 +515,26 @@ impl Experiment {
             }
             stats.records += count;
             stats.record_bytes += bytes;
+            !whole
+        })
+    }
+
+    /// Calls `each` with every committed wait of the `sync` file, block by block (each
+    /// block in its thread's order).
+    pub fn for_each_sync_event(&self, mut each: impl FnMut(SyncEventRecord)) -> Result<BlockStats> {
+        self.for_each_block("sync", KIND_SYNC, |header, records, stats| {
+            let mut count = 0u64;
+            let whole = crate::sync::decode_block(records, |event| {
+                count += 1;
+                each(SyncEventRecord {
+                    tid: header.tid,
+                    event,
+                });
+            });
+            stats.records += count;
+            if whole {
+                stats.record_bytes += records.len() as u64;
+            }
             !whole
         })
     }
