@@ -128,7 +128,7 @@ impl SyncEvent {
 /// Decodes every record of one block's committed bytes. Returns false when
 /// the bytes are not whole records or hold something that is no record.
 pub fn decode_block(records: &[u8], mut each: impl FnMut(SyncEvent)) -> bool {
-    if records.len() % SYNC_RECORD_SIZE != 0 {
+    if !records.len().is_multiple_of(SYNC_RECORD_SIZE) {
         return false;
     }
     for chunk in records.chunks_exact(SYNC_RECORD_SIZE) {
