@@ -43,6 +43,11 @@ pub struct CollectOptions {
     /// Heap tracing: on or off (default): every malloc, free and anonymous mmap with its stack.
     #[arg(short = 'H', value_name = "on|off")]
     heaptrace: Option<String>,
+    /// Synchronization wait tracing: on (= calibrate), off (default), calibrate, all or a
+    /// threshold in microseconds: each wait for a mutex, condition variable, rwlock,
+    /// semaphore, join or barrier at least that long, with its stack.
+    #[arg(short = 's', value_name = "on|off|calibrate|all|US")]
+    synctrace: Option<String>,
     /// Follow descendants (fork, exec): on (default) or off.
     #[arg(short = 'F', value_name = "on|off")]
     follow: Option<String>,
@@ -184,6 +189,20 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
     }
     if let Some(heaptrace) = &options.heaptrace {
         settings.heaptrace = on_off("-H", heaptrace)?;
+    }
+    if let Some(synctrace) = &options.synctrace {
+        match synctrace.as_str() {
+            "off" => settings.synctrace = false,
+            "on" => {
+                settings.synctrace = true;
+                settings.sync_threshold = commands::SyncThreshold::Calibrate;
+            }
+            value => {
+                settings.sync_threshold = commands::sync_threshold(value)
+                    .map_err(|problem| anyhow!("-s: {problem} (or on, off)"))?;
+                settings.synctrace = true;
+            }
+        }
     }
     if let Some(limit) = &options.limit {
         settings.limit = match limit.parse::<u64>() {

@@ -3,8 +3,8 @@
 //! `key=value;...`, percent-encoded values).
 
 use anyhow::{anyhow, bail, Result};
-use commands::{ArchiveMode, ShowWhat};
-use experiment::{Config, Mode, TerminatedHow};
+use commands::{ArchiveMode, ShowWhat, SyncThreshold};
+use experiment::{Config, Mode, SyncTrace, TerminatedHow};
 use std::path::{Path, PathBuf};
 
 /// Default sample period (1 s) and stack depth limit.
@@ -38,6 +38,10 @@ pub struct Settings {
     pub start_paused: bool,
     /// Heap tracing (`collector heaptrace on`, `collect -H on`).
     pub heaptrace: bool,
+    /// Synchronization wait tracing (`collector synctrace on`, `collect -s`).
+    pub synctrace: bool,
+    /// The wait a call must reach to be recorded (`collector synctrace threshold`).
+    pub sync_threshold: SyncThreshold,
 }
 
 impl Default for Settings {
@@ -60,6 +64,8 @@ impl Default for Settings {
             sample_signal: 0,
             start_paused: false,
             heaptrace: false,
+            synctrace: false,
+            sync_threshold: SyncThreshold::Calibrate,
         }
     }
 }
@@ -121,6 +127,11 @@ impl Settings {
             sample_signal: self.sample_signal,
             paused: self.start_paused,
             heaptrace: self.heaptrace,
+            synctrace: match (self.synctrace, self.sync_threshold) {
+                (false, _) => SyncTrace::Off,
+                (true, SyncThreshold::Calibrate) => SyncTrace::Calibrate,
+                (true, SyncThreshold::Microseconds(us)) => SyncTrace::ThresholdUs(us),
+            },
         }
         .to_config_string()
     }
@@ -163,14 +174,21 @@ impl Settings {
                 if self.heaptrace { "on" } else { "off" }
             ));
         }
-        for (kind, shown) in [
-            (ShowWhat::HwProfile, "hwprofile"),
-            (ShowWhat::SyncTrace, "synctrace"),
-        ] {
-            if all || what == kind {
-                line(format!("{shown}: off (not available yet)"));
-            }
+        if all || what == ShowWhat::HwProfile {
+            line("hwprofile: off (not available yet)".to_string());
         }
+        if all || what == ShowWhat::SyncTrace {
+            let threshold = match self.sync_threshold {
+                SyncThreshold::Calibrate => "calibrate".to_string(),
+                SyncThreshold::Microseconds(0) => "all".to_string(),
+                SyncThreshold::Microseconds(us) => format!("{us} us"),
+            };
+            line(format!(
+                "synctrace: {}, threshold {threshold}",
+                if self.synctrace { "on" } else { "off" }
+            ));
+        }
+
         if all || what == ShowWhat::Sample {
             line(if self.sample_periodic {
                 format!("sample: periodic, period {} s", seconds(self.sample_ns))
@@ -423,8 +441,15 @@ mod tests {
         assert_eq!(
             config,
             "expt=/tmp/x%20y.er;founder=/tmp/x%20y.er;pid=42;mode=collect;profile=10000000;depth=256;\
-             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0"
+             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0;synctrace=off"
         );
+        let traced = Settings {
+            synctrace: true,
+            sync_threshold: SyncThreshold::Microseconds(1000),
+            ..Settings::default()
+        };
+        let config = traced.config(Path::new("/e.er"), 1, Mode::Collect);
+        assert!(config.ends_with(";heaptrace=0;synctrace=1000"), "{config}");
     }
 
     #[test]

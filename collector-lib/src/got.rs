@@ -1,9 +1,11 @@
-//! Heap tracing in a process the collector was loaded into while running
-//! (an injected dlopen: nothing of ours is interposed). Every loaded
-//! object calls the malloc family through its own GOT entries (PLT jump
-//! slots and GLOB_DAT for address-taken uses); pointing those entries at
-//! the collector's hooks makes the program's calls ours from the next
-//! call on. The original entries are kept and written back when tracing
+//! Heap and sync tracing in a process the collector was loaded into while
+//! running (an injected dlopen: nothing of ours is interposed). Every
+//! loaded object calls the malloc family (and the pthread wait family)
+//! through its own GOT entries (PLT jump slots and GLOB_DAT for
+//! address-taken uses); pointing those entries at the collector's hooks
+//! makes the program's calls ours from the next call on. Each set of
+//! functions is patched and restored on its own: heap and sync tracing
+//! are turned on and off independently. The original entries are kept and written back when tracing
 //! stops. heaptrack does this with gdb's help; the collector does it
 //! from inside.
 //!
@@ -15,7 +17,7 @@
 //! Ordinary context only (mprotect, dl_iterate_phdr, the loader's lock).
 
 use crate::real::{self, Real};
-use crate::{heap, log};
+use crate::{heap, log, sync};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
 
@@ -25,7 +27,7 @@ use std::sync::Mutex;
 /// address of an exported `malloc` taken inside the library would be
 /// libc's (the first definition wins for the library's own references
 /// too). (mmap and munmap are made by system calls: no real one.)
-fn targets() -> [(&'static CStr, usize, Option<&'static Real>); 13] {
+fn heap_targets() -> [(&'static CStr, usize, Option<&'static Real>); 13] {
     [
         (
             c"malloc",
@@ -86,6 +88,22 @@ fn targets() -> [(&'static CStr, usize, Option<&'static Real>); 13] {
 const R_X86_64_GLOB_DAT: u32 = 6;
 const R_X86_64_JUMP_SLOT: u32 = 7;
 
+/// A set of functions patched together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Set {
+    Heap,
+    Sync,
+}
+
+type Target = (&'static CStr, usize, Option<&'static Real>);
+
+fn targets(set: Set) -> Vec<Target> {
+    match set {
+        Set::Heap => heap_targets().to_vec(),
+        Set::Sync => sync::hooks::targets().to_vec(),
+    }
+}
+
 /// One redirected entry: where it is and what it held.
 #[derive(Clone, Copy, Debug)]
 struct Patched {
@@ -100,16 +118,27 @@ struct Patches {
     objects: Vec<usize>,
 }
 
-static PATCHES: Mutex<Patches> = Mutex::new(Patches {
-    entries: Vec::new(),
-    objects: Vec::new(),
-});
+static PATCHES: [Mutex<Patches>; 2] = [const {
+    Mutex::new(Patches {
+        entries: Vec::new(),
+        objects: Vec::new(),
+    })
+}; 2];
 
-/// Redirects the malloc family's GOT entries of every loaded object (but
-/// the collector's and the loader's) to the hooks. Returns how many.
-pub fn patch_all() -> usize {
+fn patches(set: Set) -> std::sync::MutexGuard<'static, Patches> {
+    let index = match set {
+        Set::Heap => 0,
+        Set::Sync => 1,
+    };
+    PATCHES[index].lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Redirects the GOT entries of `set`'s functions of every loaded object
+/// (but the collector's and the loader's) to the hooks. Returns how many.
+pub fn patch_all(set: Set) -> usize {
     let own = own_base();
-    let mut patches = PATCHES.lock().unwrap_or_else(|e| e.into_inner());
+    let targets = targets(set);
+    let mut patches = patches(set);
     let mut objects = Vec::new();
     for_each_object(|object| objects.push(object));
     let mut count = 0;
@@ -118,14 +147,14 @@ pub fn patch_all() -> usize {
             continue;
         }
         patches.objects.push(object.base);
-        count += patch_object(&object, &mut patches.entries);
+        count += patch_object(&object, &targets, &mut patches.entries);
     }
     count
 }
 
-/// Puts every changed entry back.
-pub fn restore_all() {
-    let mut patches = PATCHES.lock().unwrap_or_else(|e| e.into_inner());
+/// Puts every changed entry of `set` back.
+pub fn restore_all(set: Set) {
+    let mut patches = patches(set);
     for patched in patches.entries.drain(..) {
         write_guarded(patched.slot, patched.original, patched.relro);
     }
@@ -134,8 +163,8 @@ pub fn restore_all() {
 
 /// The real functions are what the program's calls reach now (before any
 /// entry is redirected).
-pub fn resolve_reals() {
-    for (name, hook, real) in targets() {
+pub fn resolve_reals(set: Set) {
+    for (name, hook, real) in targets(set) {
         let Some(real) = real else { continue };
         // SAFETY: NUL-terminated name; RTLD_DEFAULT is the program's scope.
         let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) } as usize;
@@ -257,12 +286,11 @@ fn read_dynamic(object: &Object) -> Dynamic {
 }
 
 /// Redirects one object's entries; returns how many.
-fn patch_object(object: &Object, patched: &mut Vec<Patched>) -> usize {
+fn patch_object(object: &Object, targets: &[Target], patched: &mut Vec<Patched>) -> usize {
     let dynamic = read_dynamic(object);
     if dynamic.symtab == 0 || dynamic.strtab == 0 {
         return 0;
     }
-    let targets = targets();
     let mut count = 0;
     for (table, size) in dynamic.tables {
         if table == 0 {

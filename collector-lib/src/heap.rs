@@ -72,6 +72,9 @@ const TOMBSTONE: usize = usize::MAX;
 /// What only the slot's thread touches, while it holds `busy`.
 struct Owned {
     events: Cursor,
+    /// The thread's block of the `sync` file (sync.rs records through
+    /// this slot too: one busy flag guards both kinds of hook).
+    sync_events: Cursor,
     stacks: Cursor,
     delta: HeapDelta,
     stack_cache: StackCache,
@@ -139,6 +142,7 @@ impl Slot {
             walk: AtomicPtr::new(std::ptr::null_mut()),
             owned: UnsafeCell::new(Owned {
                 events: Cursor::new(),
+                sync_events: Cursor::new(),
                 stacks: Cursor::new(),
                 delta: HeapDelta::block_start(0),
                 stack_cache: StackCache::new(),
@@ -229,6 +233,7 @@ fn retake(slot: &Slot, tid: i32) {
     // SAFETY: the calling thread is the slot's now, and holds `busy`.
     let owned = unsafe { &mut *slot.owned.get() };
     state::HEAP.retire(&mut owned.events);
+    state::SYNC.retire(&mut owned.sync_events);
     state::STACKS.retire(&mut owned.stacks);
     owned.stack_cache = StackCache::new();
     let events = slot.events.swap(0, Ordering::Relaxed);
@@ -282,9 +287,10 @@ fn give_back(flag: &AtomicBool) {
 
 // ---- starting and stopping ----------------------------------------------
 
-/// Before an experiment that traces the heap starts: finds our own text.
+/// Before an experiment that records from hooks (heap or sync tracing)
+/// starts: where the thread id is, and our own text (cut from stacks).
 /// Ordinary context.
-pub fn prepare() {
+pub fn prepare_slots() {
     find_tcb_tid_offset();
     if OWN_TEXT_END.load(Ordering::Acquire) == 0 {
         if let Some((start, end)) = own_text() {
@@ -292,8 +298,13 @@ pub fn prepare() {
             OWN_TEXT_END.store(end, Ordering::Release);
         }
     }
+}
+
+/// Before an experiment that traces the heap starts. Ordinary context.
+pub fn prepare() {
+    prepare_slots();
     if state::live() {
-        crate::got::resolve_reals();
+        crate::got::resolve_reals(crate::got::Set::Heap);
     }
     log_allocator();
 }
@@ -303,7 +314,7 @@ pub fn prepare() {
 /// to the hooks first.
 pub fn start_tracing() {
     if state::live() {
-        let entries = crate::got::patch_all();
+        let entries = crate::got::patch_all(crate::got::Set::Heap);
         log::write("heap", |line| {
             line.str("how", b"got");
             line.u64("entries", entries as u64);
@@ -315,7 +326,7 @@ pub fn start_tracing() {
 pub fn stop_tracing() {
     lifecycle::heap_off();
     if state::live() {
-        crate::got::restore_all();
+        crate::got::restore_all(crate::got::Set::Heap);
     }
 }
 
@@ -323,7 +334,7 @@ pub fn stop_tracing() {
 /// (the watcher of a live process calls this).
 pub fn follow_new_objects() {
     if lifecycle::heap_traced() && state::live() {
-        crate::got::patch_all();
+        crate::got::patch_all(crate::got::Set::Heap);
     }
 }
 
@@ -347,6 +358,7 @@ pub fn forget_current_thread() -> bool {
                 // SAFETY: our own slot, busy held.
                 let owned = unsafe { &mut *slot.owned.get() };
                 state::HEAP.retire(&mut owned.events);
+                state::SYNC.retire(&mut owned.sync_events);
                 state::STACKS.retire(&mut owned.stacks);
                 owned.stack_cache = StackCache::new();
                 let events = slot.events.swap(0, Ordering::Relaxed);
@@ -371,6 +383,7 @@ pub fn forget_after_fork() {
             // SAFETY: the child has one thread, inside fork's child path.
             let owned = unsafe { &mut *slot.owned.get() };
             owned.events.release();
+            owned.sync_events.release();
             owned.stacks.release();
             owned.stack_cache = StackCache::new();
             slot.events.store(0, Ordering::Relaxed);
@@ -603,6 +616,34 @@ fn record_allocation(op: HeapOp, address: *mut c_void, size: usize, old: *mut c_
     };
     write_event(owned, tid, &event);
     count_event(busy.slot);
+}
+
+/// For another kind of hook (sync.rs): runs `write` with the calling
+/// thread's `sync` cursor, its tid and the id of the call's stack
+/// (unwound from here, the collector's frames cut: it starts at the
+/// hook's caller). Returns false without calling it when the thread is
+/// inside a hook already (or has no slot, or no memory for the walk);
+/// a write error is `write`'s result.
+pub(crate) fn record_sync(
+    timestamp_ns: u64,
+    write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
+) -> Result<bool, WriteError> {
+    let Some(mut busy) = Busy::enter() else {
+        return Ok(false);
+    };
+    let tid = busy.slot.tid.load(Ordering::Relaxed);
+    let slot = busy.slot;
+    let owned = busy.owned();
+    let Some(space) = slot.walk_space() else {
+        return Ok(false);
+    };
+    // SAFETY: see Slot::walk_space; no other reference to it exists.
+    let space = unsafe { &mut *space };
+    let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
+    let pcs = &space.pcs[first..depth];
+    let id = state::record_stack(&mut owned.stacks, tid, timestamp_ns, status, pcs)?;
+    write(&mut owned.sync_events, tid, id)?;
+    Ok(true)
 }
 
 fn count_event(slot: &Slot) {

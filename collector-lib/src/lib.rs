@@ -25,6 +25,7 @@ mod profile;
 mod real;
 mod samples;
 mod state;
+mod sync;
 mod sys;
 mod threads;
 pub mod unwind;

@@ -15,7 +15,8 @@
 //!
 //! Data is recorded only while Active and not paused, and only the kinds
 //! whose bit is on: `clock` (clock profiling wanted and still possible),
-//! `heap` (heap tracing wanted, set up, and still possible).
+//! `heap` (heap tracing wanted, set up, and still possible), `sync` (sync
+//! wait tracing, the same).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -35,6 +36,7 @@ const HEAP: u32 = 1 << 4;
 /// Loaded into a running process (an injected dlopen): nothing of ours is
 /// interposed. Set while Idle, for the next experiment.
 const LIVE: u32 = 1 << 5;
+const SYNC: u32 = 1 << 6;
 
 static WORD: AtomicU32 = AtomicU32::new(0);
 
@@ -130,6 +132,15 @@ pub fn heap_off() -> bool {
     WORD.fetch_and(!HEAP, Ordering::AcqRel) & HEAP != 0
 }
 
+/// Sync wait tracing is set up (while Active).
+pub fn sync_on() {
+    WORD.fetch_or(SYNC, Ordering::AcqRel);
+}
+
+pub fn sync_off() -> bool {
+    WORD.fetch_and(!SYNC, Ordering::AcqRel) & SYNC != 0
+}
+
 pub fn clock_off() -> bool {
     WORD.fetch_and(!CLOCK, Ordering::AcqRel) & CLOCK != 0
 }
@@ -166,6 +177,16 @@ pub fn heap_traced() -> bool {
     WORD.load(Ordering::Acquire) & HEAP != 0
 }
 
+/// Whether sync waits are traced: the kind set up (whatever the phase).
+pub fn sync_traced() -> bool {
+    WORD.load(Ordering::Acquire) & SYNC != 0
+}
+
+/// Whether a sync wait is recorded now. One load.
+pub fn recording_sync() -> bool {
+    recording(SYNC)
+}
+
 /// Whether a clock tick is recorded now. Async-signal-safe: one load.
 pub fn recording_clock() -> bool {
     recording(CLOCK)
@@ -198,15 +219,19 @@ mod tests {
         assert!(recording_clock() && !recording_heap());
         heap_on();
         assert!(recording_heap());
+        assert!(!recording_sync(), "each kind has its own bit");
+        sync_on();
+        assert!(recording_sync());
         assert!(set_paused(true));
         assert!(!set_paused(true));
-        assert!(!recording_clock() && !recording_heap());
+        assert!(!recording_clock() && !recording_heap() && !recording_sync());
         assert!(set_paused(false));
         assert!(clock_off());
         assert!(!clock_off(), "said once");
         assert!(!recording_clock() && recording_heap());
         assert!(begin_stop());
         assert!(!recording_heap(), "nothing recorded while stopping");
+        assert!(!recording_sync(), "nothing recorded while stopping");
         finish_stop();
         assert_eq!(phase(), Phase::Idle);
         assert!(live(), "live is the process's, kept across experiments");

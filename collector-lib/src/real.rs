@@ -102,6 +102,45 @@ pub const ALLOCATOR: [&Real; 10] = [
     &PVALLOC,
 ];
 
+pub static PTHREAD_MUTEX_LOCK: Real = Real::new(c"pthread_mutex_lock");
+pub static PTHREAD_MUTEX_TIMEDLOCK: Real = Real::new(c"pthread_mutex_timedlock");
+pub static PTHREAD_MUTEX_CLOCKLOCK: Real = Real::new(c"pthread_mutex_clocklock");
+pub static PTHREAD_COND_WAIT: Real = Real::new(c"pthread_cond_wait");
+pub static PTHREAD_COND_TIMEDWAIT: Real = Real::new(c"pthread_cond_timedwait");
+pub static PTHREAD_COND_CLOCKWAIT: Real = Real::new(c"pthread_cond_clockwait");
+pub static PTHREAD_RWLOCK_RDLOCK: Real = Real::new(c"pthread_rwlock_rdlock");
+pub static PTHREAD_RWLOCK_WRLOCK: Real = Real::new(c"pthread_rwlock_wrlock");
+pub static PTHREAD_RWLOCK_TIMEDRDLOCK: Real = Real::new(c"pthread_rwlock_timedrdlock");
+pub static PTHREAD_RWLOCK_TIMEDWRLOCK: Real = Real::new(c"pthread_rwlock_timedwrlock");
+pub static PTHREAD_RWLOCK_CLOCKRDLOCK: Real = Real::new(c"pthread_rwlock_clockrdlock");
+pub static PTHREAD_RWLOCK_CLOCKWRLOCK: Real = Real::new(c"pthread_rwlock_clockwrlock");
+pub static SEM_WAIT: Real = Real::new(c"sem_wait");
+pub static SEM_TIMEDWAIT: Real = Real::new(c"sem_timedwait");
+pub static SEM_CLOCKWAIT: Real = Real::new(c"sem_clockwait");
+pub static PTHREAD_JOIN: Real = Real::new(c"pthread_join");
+pub static PTHREAD_BARRIER_WAIT: Real = Real::new(c"pthread_barrier_wait");
+
+/// The pthread wait family (sync tracing's hooks forward to these).
+pub const SYNC: [&Real; 17] = [
+    &PTHREAD_MUTEX_LOCK,
+    &PTHREAD_MUTEX_TIMEDLOCK,
+    &PTHREAD_MUTEX_CLOCKLOCK,
+    &PTHREAD_COND_WAIT,
+    &PTHREAD_COND_TIMEDWAIT,
+    &PTHREAD_COND_CLOCKWAIT,
+    &PTHREAD_RWLOCK_RDLOCK,
+    &PTHREAD_RWLOCK_WRLOCK,
+    &PTHREAD_RWLOCK_TIMEDRDLOCK,
+    &PTHREAD_RWLOCK_TIMEDWRLOCK,
+    &PTHREAD_RWLOCK_CLOCKRDLOCK,
+    &PTHREAD_RWLOCK_CLOCKWRLOCK,
+    &SEM_WAIT,
+    &SEM_TIMEDWAIT,
+    &SEM_CLOCKWAIT,
+    &PTHREAD_JOIN,
+    &PTHREAD_BARRIER_WAIT,
+];
+
 /// Resolves every pointer now, outside any signal handler.
 pub fn resolve_all() {
     for real in [
@@ -115,6 +154,7 @@ pub fn resolve_all() {
     ]
     .into_iter()
     .chain(ALLOCATOR)
+    .chain(SYNC)
     {
         real.address();
     }

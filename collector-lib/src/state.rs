@@ -9,9 +9,11 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    heap, lifecycle, log, numbers, objects, profile, samples, sys, threads, unwind, watch,
+    heap, lifecycle, log, numbers, objects, profile, samples, sync, sys, threads, unwind, watch,
 };
-use experiment::layout::{SampleCause, KIND_HEAP, KIND_PROFILE, KIND_STACKS, MAX_STACK_DEPTH};
+use experiment::layout::{
+    SampleCause, KIND_HEAP, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
+};
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -22,6 +24,7 @@ use std::sync::Mutex;
 pub static PROFILE: BlockFile = BlockFile::new(KIND_PROFILE);
 pub static STACKS: BlockFile = BlockFile::new(KIND_STACKS);
 pub static HEAP: BlockFile = BlockFile::new(KIND_HEAP);
+pub static SYNC: BlockFile = BlockFile::new(KIND_SYNC);
 pub static BUDGET: Budget = Budget::new();
 
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
@@ -231,7 +234,8 @@ fn start_steps(
     };
     let lineage = lineage_of(&config.founder, &expt);
     let heaptrace = config.heaptrace;
-    open_files(&expt, heaptrace)?;
+    let synctrace = config.synctrace.is_on();
+    open_files(&expt, heaptrace, synctrace)?;
     config.expt = expt.clone();
     config.pid = sys::getpid() as u32;
     BUDGET.limit.store(config.limit_bytes, Ordering::Relaxed);
@@ -253,12 +257,22 @@ fn start_steps(
     } else {
         None
     };
-    write_start_line(&config, &lineage, clock_kind.map(|(k, _)| k));
+    // The threshold goes in the start line: measured first when asked.
+    let sync_threshold = synctrace.then(|| sync::prepare(config.synctrace));
+    write_start_line(
+        &config,
+        &lineage,
+        clock_kind.map(|(k, _)| k),
+        sync_threshold.map(|t| t.threshold_ns),
+    );
     if live() {
-        write_kinds_line(config.profile_ns > 0, heaptrace);
+        write_kinds_line(config.profile_ns > 0, heaptrace, synctrace);
     }
     if heaptrace {
         heap::prepare();
+    }
+    if let Some(threshold) = sync_threshold {
+        sync::log_threshold(threshold);
     }
     if role != Role::Founder {
         let parent = founder_relative_or_dot(&config.founder, &parent_expt);
@@ -312,27 +326,34 @@ fn start_steps(
         register_existing_threads();
     }
     if live() {
-        start_live_parts(config.profile_ns > 0 || heaptrace);
+        start_live_parts(config.profile_ns > 0 || heaptrace || synctrace);
     }
     update_environment(&config, control);
     **control = Some(Current { config, expt });
     if heaptrace {
         heap::start_tracing();
     }
+    if synctrace {
+        sync::start_tracing();
+    }
     Ok(())
 }
 
 /// The `kinds` line of a live start: what cannot be collected without
 /// interposition, and how new threads are found.
-fn write_kinds_line(profiling: bool, heaptrace: bool) {
-    log::write("kinds", |line| {
-        if heaptrace {
-            line.str("available", b"clock-profile,samples,heap");
-            line.str("unavailable", b"sync");
+fn write_kinds_line(profiling: bool, heaptrace: bool, synctrace: bool) {
+    let mut available = vec!["clock-profile", "samples"];
+    let mut unavailable = Vec::new();
+    for (kind, on) in [("heap", heaptrace), ("sync", synctrace)] {
+        if on {
+            available.push(kind);
         } else {
-            line.str("available", b"clock-profile,samples");
-            line.str("unavailable", b"heap,sync");
+            unavailable.push(kind);
         }
+    }
+    log::write("kinds", |line| {
+        line.str("available", available.join(",").as_bytes());
+        line.str("unavailable", unavailable.join(",").as_bytes());
         line.str("how", b"attached");
         line.str("new_threads", if profiling { b"polled" } else { b"none" });
         line.u64("poll_ns", watch::POLL_NS);
@@ -350,7 +371,7 @@ fn start_live_parts(profiling: bool) {
     }
 }
 
-fn open_files(expt: &Path, heaptrace: bool) -> Result<(), StartError> {
+fn open_files(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), StartError> {
     let create = |name: &str, flags: i32| -> Result<i32, StartError> {
         let path = expt.join(name);
         let c_path = CString::new(path.as_os_str().as_bytes())
@@ -380,25 +401,38 @@ fn open_files(expt: &Path, heaptrace: bool) -> Result<(), StartError> {
     } else {
         None
     };
-    write_manifest(expt, heaptrace)?;
+    let sync_fd = if synctrace {
+        Some(create("sync", libc::O_RDWR | libc::O_TRUNC)?)
+    } else {
+        None
+    };
+    write_manifest(expt, heaptrace, synctrace)?;
     log::open(log_fd);
     PROFILE.open(profile_fd);
     STACKS.open(stacks_fd);
     if let Some(fd) = heap_fd {
         HEAP.open(fd);
     }
+    if let Some(fd) = sync_fd {
+        SYNC.open(fd);
+    }
     Ok(())
 }
 
-fn write_manifest(expt: &Path, heaptrace: bool) -> Result<(), StartError> {
-    let (files, kinds) = if heaptrace {
-        ("log,profile,stacks,heap", "clock-profile,heap-trace")
-    } else {
-        ("log,profile,stacks", "clock-profile")
-    };
+fn write_manifest(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), StartError> {
+    let mut files = String::from("log,profile,stacks");
+    let mut kinds = String::from("clock-profile");
+    if heaptrace {
+        files.push_str(",heap");
+        kinds.push_str(",heap-trace");
+    }
+    if synctrace {
+        files.push_str(",sync");
+        kinds.push_str(",sync-trace");
+    }
     let created_by = format!("libcollector {}", crate::VERSION);
     let mut buf = [0u8; 512];
-    let len = experiment::text::write_manifest_into(&mut buf, files, kinds, &created_by)
+    let len = experiment::text::write_manifest_into(&mut buf, &files, &kinds, &created_by)
         .ok_or_else(|| StartError("the manifest does not fit its buffer".into()))?;
     let text = &buf[..len];
     let tmp = expt.join("manifest.tmp");
@@ -412,7 +446,12 @@ fn write_manifest(expt: &Path, heaptrace: bool) -> Result<(), StartError> {
         })
 }
 
-fn write_start_line(config: &Config, lineage: &str, clock: Option<ClockKind>) {
+fn write_start_line(
+    config: &Config,
+    lineage: &str,
+    clock: Option<ClockKind>,
+    sync_threshold_ns: Option<u64>,
+) {
     let exe = std::fs::read_link("/proc/self/exe").unwrap_or_default();
     let args: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
@@ -449,6 +488,9 @@ fn write_start_line(config: &Config, lineage: &str, clock: Option<ClockKind>) {
         line.u64("sample_ns", config.sample_ns);
         line.u64("realtime_ns", realtime);
         line.u64("heaptrace", u64::from(config.heaptrace));
+        if let Some(threshold) = sync_threshold_ns {
+            line.u64("synctrace", threshold);
+        }
     });
 }
 
@@ -728,6 +770,7 @@ pub fn stop() -> bool {
     lifecycle::begin_stop();
     watch::stop();
     heap::stop_tracing();
+    sync::stop_tracing();
     heap::forget_current_thread();
     for slot in threads::registered() {
         slot.clock.disarm();
@@ -737,6 +780,7 @@ pub fn stop() -> bool {
     PROFILE.close();
     STACKS.close();
     HEAP.close();
+    SYNC.close();
     log::close();
     *control = None;
     lifecycle::finish_stop();
@@ -807,6 +851,7 @@ fn forget_parent_experiment() {
     PROFILE.close_after_fork();
     STACKS.close_after_fork();
     HEAP.close_after_fork();
+    SYNC.close_after_fork();
     log::close();
     crate::interpose::restore_mask(blocked);
 }

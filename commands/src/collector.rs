@@ -28,6 +28,8 @@ pub enum CollectorCommand {
     DbxSample(bool),
     /// `heaptrace on|off`.
     HeapTrace(bool),
+    /// `synctrace on|off`, `synctrace threshold MICROSECONDS|calibrate|all`.
+    SyncTrace(SyncTraceSetting),
     /// `limit MB` in bytes; `None` = no limit (`limit unlimited`).
     Limit(Option<u64>),
     Archive(ArchiveMode),
@@ -35,7 +37,7 @@ pub enum CollectorCommand {
     Show(ShowWhat),
     Status,
     Version,
-    /// `hwprofile`, `synctrace`, `mpitrace`: accepted, not
+    /// `hwprofile`, `mpitrace`: accepted, not
     /// collected yet; the words after the kind are kept.
     NotYet {
         kind: TraceKind,
@@ -62,6 +64,41 @@ pub fn stack_depth(text: &str) -> std::result::Result<u32, String> {
         Ok(n) if (1..=MAX_STACK_DEPTH).contains(&n) => Ok(n),
         _ => Err(format!(
             "stack depth must be 1 to {MAX_STACK_DEPTH} frames, not \"{text}\""
+        )),
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncTraceSetting {
+    On,
+    Off,
+    /// `synctrace threshold ...`: the threshold of the next experiment (tracing stays as
+    /// it is, as in dbx).
+    Threshold(SyncThreshold),
+}
+
+/// How long a synchronization wait must be to be recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SyncThreshold {
+    /// Measured when the experiment starts: 5 times an uncontended mutex lock + unlock,
+    /// at least 1 µs (the default).
+    #[default]
+    Calibrate,
+    /// At least this many microseconds; 0 (`all`) records every wait.
+    Microseconds(u64),
+}
+
+/// Parses a sync-wait threshold: `calibrate`, `all` or a number of microseconds.
+pub fn sync_threshold(word: &str) -> std::result::Result<SyncThreshold, String> {
+    match word {
+        "calibrate" => Ok(SyncThreshold::Calibrate),
+        "all" => Ok(SyncThreshold::Microseconds(0)),
+        _ if !word.is_empty() && word.bytes().all(|b| b.is_ascii_digit()) => word
+            .parse()
+            .map(SyncThreshold::Microseconds)
+            .map_err(|_| format!("the threshold {word} is too large")),
+        _ => Err(format!(
+            "expected a threshold in microseconds, calibrate or all, got \"{word}\""
         )),
     }
 }
@@ -108,7 +145,6 @@ pub enum ShowWhat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TraceKind {
     HwProfile,
-    SyncTrace,
     MpiTrace,
 }
 
@@ -116,7 +152,6 @@ impl TraceKind {
     pub fn name(self) -> &'static str {
         match self {
             TraceKind::HwProfile => "hwprofile",
-            TraceKind::SyncTrace => "synctrace",
             TraceKind::MpiTrace => "mpitrace",
         }
     }
@@ -125,7 +160,6 @@ impl TraceKind {
     pub fn description(self) -> &'static str {
         match self {
             TraceKind::HwProfile => "hardware-counter profiling",
-            TraceKind::SyncTrace => "synchronization wait tracing",
             TraceKind::MpiTrace => "MPI tracing",
         }
     }
@@ -198,7 +232,7 @@ impl Sub<'_> {
             "store" => self.store().map(CollectorCommand::Store),
             "show" => self.show().map(CollectorCommand::Show),
             "hwprofile" => self.not_yet(TraceKind::HwProfile),
-            "synctrace" => self.not_yet(TraceKind::SyncTrace),
+            "synctrace" => self.synctrace().map(CollectorCommand::SyncTrace),
             "heaptrace" => self.on_off().map(CollectorCommand::HeapTrace),
             _ => self.not_yet(TraceKind::MpiTrace),
         }
@@ -233,6 +267,27 @@ impl Sub<'_> {
     fn on_off(&self) -> Result<bool> {
         let word = &self.exactly(1, "on or off")?[0];
         on_off(word).ok_or_else(|| self.invalid(format!("expected on or off, got \"{word}\"")))
+    }
+
+    fn synctrace(&self) -> Result<SyncTraceSetting> {
+        match self.rest.first().map(String::as_str) {
+            Some("threshold") => {
+                let word = &self.exactly(2, "threshold")?[1];
+                sync_threshold(word)
+                    .map(SyncTraceSetting::Threshold)
+                    .map_err(|problem| self.invalid(problem))
+            }
+            _ => {
+                let word = &self.exactly(1, "on, off or threshold")?[0];
+                match word.as_str() {
+                    "on" => Ok(SyncTraceSetting::On),
+                    "off" => Ok(SyncTraceSetting::Off),
+                    _ => {
+                        Err(self.invalid(format!("expected on, off or threshold, got \"{word}\"")))
+                    }
+                }
+            }
+        }
     }
 
     fn profile(&self) -> Result<ProfileSetting> {
@@ -364,7 +419,6 @@ impl Sub<'_> {
     fn not_yet(&self, kind: TraceKind) -> Result<CollectorCommand> {
         let valid_first: &[&str] = match kind {
             TraceKind::HwProfile => &["on", "off", "list", "counter"],
-            TraceKind::SyncTrace => &["on", "off", "threshold"],
             TraceKind::MpiTrace => &["on", "off"],
         };
         match self.rest.first() {
@@ -534,13 +588,32 @@ mod tests {
         assert_eq!(parse_text("show"), Ok(C::Show(ShowWhat::All)));
         assert_eq!(parse_text("show sample"), Ok(C::Show(ShowWhat::Sample)));
         assert_eq!(parse_text("dbxsample off"), Ok(C::DbxSample(false)));
-        assert!(matches!(
+        assert_eq!(
             parse_text("synctrace threshold 10"),
-            Ok(C::NotYet {
-                kind: TraceKind::SyncTrace,
-                ..
-            })
-        ));
+            Ok(C::SyncTrace(SyncTraceSetting::Threshold(
+                SyncThreshold::Microseconds(10)
+            )))
+        );
+        assert_eq!(
+            parse_text("synctrace threshold all"),
+            Ok(C::SyncTrace(SyncTraceSetting::Threshold(
+                SyncThreshold::Microseconds(0)
+            )))
+        );
+        assert_eq!(
+            parse_text("synctrace threshold calibrate"),
+            Ok(C::SyncTrace(SyncTraceSetting::Threshold(
+                SyncThreshold::Calibrate
+            )))
+        );
+        assert_eq!(
+            parse_text("synctrace on"),
+            Ok(C::SyncTrace(SyncTraceSetting::On))
+        );
+        assert_eq!(
+            parse_text("synctrace off"),
+            Ok(C::SyncTrace(SyncTraceSetting::Off))
+        );
     }
 
     #[test]
@@ -564,6 +637,12 @@ mod tests {
             ("store", "missing directory"),
             ("show things", "nothing called \"things\""),
             ("heaptrace maybe", "expected on or off"),
+            ("synctrace maybe", "expected on, off or threshold"),
+            ("synctrace", "missing on, off or threshold"),
+            ("synctrace threshold", "missing threshold"),
+            ("synctrace threshold 1.5", "threshold in microseconds"),
+            ("synctrace threshold -3", "threshold in microseconds"),
+            ("synctrace on now", "unexpected argument \"now\""),
         ] {
             let message = err(text);
             assert!(message.contains(needle), "{text:?}: {message}");

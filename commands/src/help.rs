@@ -578,9 +578,9 @@ static COMMANDS: &[CommandHelp] = &[
         "collector synctrace",
         &[],
         "collector synctrace on|off | collector synctrace threshold MICROSECONDS|calibrate|all",
-        "synchronization wait tracing (not available yet)",
-        "Accepted for dbx scripts; rdbx answers that synchronization tracing is not available yet.",
-        "collector synctrace off",
+        "synchronization wait tracing: each long wait for a lock, with its call stack",
+        "Traces waits in pthread_mutex_lock, pthread_cond_wait, pthread_rwlock_rdlock and wrlock, sem_wait (and their timed and clock forms), pthread_join and pthread_barrier_wait in the next experiment (off by default; set before collector enable or run), as the Sync Wait Time and Sync Wait Count metrics. A call is recorded, with its wait time, object address, thread and call stack, when it waited at least the threshold: a number of microseconds, all (every call that blocked), or calibrate (the default: 5 times an uncontended mutex lock and unlock, measured at start, at least 1 microsecond). A call that did not block is never recorded. threshold sets the threshold only; on turns tracing on. In a process rdbx attached to, the GOT entries of these functions are redirected from collector enable until collector disable.",
+        "collector synctrace threshold 1000",
     ),
     entry(
         "collector heaptrace",

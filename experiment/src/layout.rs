@@ -33,7 +33,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Minor version this crate knows and writers write (`version=1.1`: 1.1 added the `number`
 /// of `thread-start` lines and the `collector-thread` event). A reader reads a newer minor
 /// version of its major version, ignoring what it does not know.
-pub const FORMAT_MINOR_VERSION: u32 = 2;
+pub const FORMAT_MINOR_VERSION: u32 = 3;
 /// Deepest stack a record may hold.
 pub const MAX_STACK_DEPTH: usize = 2048;
 /// Default stack depth limit.

@@ -40,7 +40,7 @@ pub use writer::{
 };
 
 pub use layout::{SampleCause, StackStatus};
-pub use text::{Config, Mode};
+pub use text::{Config, Mode, SyncTrace};
 
 use std::path::PathBuf;
 

@@ -108,6 +108,9 @@ pub struct StartInfo {
     pub sample_ns: u64,
     /// CLOCK_REALTIME ns at start (to show wall-clock dates).
     pub realtime_ns: u64,
+    /// The sync-wait threshold in ns when the experiment traces waits (key `synctrace`,
+    /// version 1.3); None when it does not.
+    pub synctrace_ns: Option<u64>,
 }
 
 /// A `sample` line: the process's resource usage (getrusage) when the sample was taken.
@@ -240,6 +243,14 @@ impl Fields<'_> {
         }
     }
 
+    /// As [`Fields::optional_u32`], for a 64-bit number.
+    fn optional_u64(&self, key: &str) -> Result<Option<u64>, String> {
+        match self.pairs.iter().any(|(k, _)| *k == key) {
+            true => self.u64(key).map(Some),
+            false => Ok(None),
+        }
+    }
+
     fn named<T>(&self, key: &str, from_name: impl Fn(&str) -> Option<T>) -> Result<T, String> {
         from_name(self.raw(key)?).ok_or_else(|| format!("unknown {key}="))
     }
@@ -290,6 +301,7 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             depth: f.u32("depth")?,
             sample_ns: f.u64("sample_ns")?,
             realtime_ns: f.u64("realtime_ns")?,
+            synctrace_ns: f.optional_u64("synctrace")?,
         }),
         "sample" => Event::Sample(Sample {
             timestamp_ns,
@@ -430,6 +442,18 @@ profile_ns=10000000 clock=posix-timer depth=256 sample_ns=1000000000 realtime_ns
         assert_eq!(start.args, "a b -x");
         assert_eq!(start.realtime_ns, 1_700_000_000_000_000_000);
         assert_eq!(start.mode, Mode::Collect);
+        assert_eq!(
+            start.synctrace_ns, None,
+            "a log older than 1.3 has no synctrace"
+        );
+        let traced = parse_log(
+            b"5 start pid=10 ppid=1 lineage= mode=collect exe=/a args=a profile_ns=0 clock=off \
+depth=256 sample_ns=0 realtime_ns=1 heaptrace=0 synctrace=1500\n",
+        );
+        let Event::Start(traced) = &traced[0].event else {
+            panic!("{traced:?}");
+        };
+        assert_eq!(traced.synctrace_ns, Some(1500));
         assert_eq!(
             events[1].event,
             Event::Object {

@@ -1153,7 +1153,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "experiment format version 1.4 is newer than this rdbx reads (1.2); data it \
+                "experiment format version 1.4 is newer than this rdbx reads (1.3); data it \
                  does not know is ignored",
                 "2 log line(s) could not be read and were skipped",
                 "1 block(s) of profile end before their committed records do (still being \

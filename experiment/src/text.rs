@@ -380,6 +380,37 @@ pub enum Mode {
     Debugger,
 }
 
+/// Synchronization-wait tracing (config key `synctrace`): off, a threshold measured at start,
+/// or a threshold given in microseconds (0 = `all`: every wait).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SyncTrace {
+    #[default]
+    Off,
+    /// 5 times the uncontended mutex lock + unlock time measured at start, at least 1 µs.
+    Calibrate,
+    /// A wait of at least this many microseconds is recorded; 0 = every wait.
+    ThresholdUs(u64),
+}
+
+impl SyncTrace {
+    /// Parses the config value: `off`, `calibrate`, `all` or a number of microseconds.
+    pub fn from_name(text: &str) -> Option<SyncTrace> {
+        match text {
+            "off" => Some(SyncTrace::Off),
+            "calibrate" => Some(SyncTrace::Calibrate),
+            "all" => Some(SyncTrace::ThresholdUs(0)),
+            _ if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
+                text.parse().ok().map(SyncTrace::ThresholdUs)
+            }
+            _ => None,
+        }
+    }
+
+    pub fn is_on(self) -> bool {
+        self != SyncTrace::Off
+    }
+}
+
 impl Mode {
     pub fn name(self) -> &'static str {
         match self {
@@ -429,6 +460,8 @@ pub struct Config {
     pub paused: bool,
     /// Trace the malloc family and anonymous mmap (key `heaptrace`, 1 | 0).
     pub heaptrace: bool,
+    /// Trace synchronization waits (key `synctrace`).
+    pub synctrace: SyncTrace,
 }
 
 impl Default for Config {
@@ -447,6 +480,7 @@ impl Default for Config {
             sample_signal: 0,
             paused: false,
             heaptrace: false,
+            synctrace: SyncTrace::Off,
         }
     }
 }
@@ -495,6 +529,7 @@ impl Config {
                 "sample_signal" => out.sample_signal = parse_signal(text?).ok_or_else(bad)?,
                 "paused" => out.paused = parse_flag(text?).ok_or_else(bad)?,
                 "heaptrace" => out.heaptrace = parse_flag(text?).ok_or_else(bad)?,
+                "synctrace" => out.synctrace = SyncTrace::from_name(text?).ok_or_else(bad)?,
                 _ => {}
             }
         }
@@ -554,6 +589,13 @@ impl Config {
         sink.u64(u64::from(self.paused));
         key(sink, "heaptrace");
         sink.u64(u64::from(self.heaptrace));
+        key(sink, "synctrace");
+        match self.synctrace {
+            SyncTrace::Off => sink.bytes(b"off"),
+            SyncTrace::Calibrate => sink.bytes(b"calibrate"),
+            SyncTrace::ThresholdUs(0) => sink.bytes(b"all"),
+            SyncTrace::ThresholdUs(us) => sink.u64(us),
+        }
     }
 }
 
@@ -761,6 +803,7 @@ mod tests {
             sample_signal: 10,
             paused: true,
             heaptrace: true,
+            synctrace: SyncTrace::ThresholdUs(250),
         };
         let s = c.to_config_string();
         assert!(s.starts_with("expt=/tmp/a%20dir%3Bx/test.1.er;founder="));
@@ -835,7 +878,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             std::str::from_utf8(&buf[..n]).unwrap(),
-            "format=rdbx-experiment\nversion=1.2\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
+            "format=rdbx-experiment\nversion=1.3\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
              kinds=clock-profile,heap-trace\ncreated_by=libcollector 0.1.0\n"
         );
         assert_eq!(write_manifest_into(&mut buf[..10], "log", "", "x"), None);

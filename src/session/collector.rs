@@ -14,7 +14,9 @@ use super::Session;
 use crate::collector::{self, Termination};
 use crate::collector_lib;
 use anyhow::{anyhow, bail, Result};
-use commands::{ArchiveMode, CollectorCommand, ProfileSetting, SampleSetting, StoreSetting};
+use commands::{
+    ArchiveMode, CollectorCommand, ProfileSetting, SampleSetting, StoreSetting, SyncTraceSetting,
+};
 use debugger::call::CallArg;
 use debugger::inject::InjectOptions;
 use experiment::Mode;
@@ -87,6 +89,16 @@ impl Session {
             CollectorCommand::HeapTrace(on) => {
                 self.refuse_while_active("heaptrace")?;
                 self.collector_settings.heaptrace = on;
+                Ok(())
+            }
+            CollectorCommand::SyncTrace(setting) => {
+                self.refuse_while_active("synctrace")?;
+                let settings = &mut self.collector_settings;
+                match setting {
+                    SyncTraceSetting::On => settings.synctrace = true,
+                    SyncTraceSetting::Off => settings.synctrace = false,
+                    SyncTraceSetting::Threshold(threshold) => settings.sync_threshold = threshold,
+                }
                 Ok(())
             }
             CollectorCommand::Profile(setting) => {
