@@ -3,8 +3,10 @@
  * helper that holds the object for a fixed time, measures each call
  * itself (clock_gettime around it) and says on stderr what it measured:
  *
- *   wait OP OBJECT NS CALLER
+ *   wait OP OBJECT NS CALLERS
  *
+ * CALLERS: the function making the call, then its caller when that one is
+ * shared, joined by '/'.
  * Helpers are detached and the main thread follows them with atomics and
  * nanosleep, so the only calls of the wait family are the ones listed
  * (and the uncontended lock/unlock loop, which must not be recorded).
@@ -86,11 +88,11 @@ __attribute__((noinline)) static void wait_mutex(pthread_mutex_t *mutex, long ho
 }
 
 __attribute__((noinline)) static void mutex_waiter(void) {
-    wait_mutex(&held_mutex, 20000, "mutex_waiter");
+    wait_mutex(&held_mutex, 20000, "wait_mutex/mutex_waiter");
 }
 
 __attribute__((noinline)) static void short_waiter(void) {
-    wait_mutex(&short_mutex, 300, "short_waiter");
+    wait_mutex(&short_mutex, 300, "wait_mutex/short_waiter");
 }
 
 static void *signal_later(void *arg) {

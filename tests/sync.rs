@@ -1,0 +1,516 @@
+//! Synchronization wait tracing against programs whose waits are known by
+//! construction and measured by the program itself
+//! (tests/programs/sync_waits.c: a mutex held 20 ms, a condition wait of
+//! 30 ms, a join of a thread sleeping 40 ms, a sem_wait of 10 ms, a writer
+//! waiting 15 ms for a reader, a barrier, and 100000 uncontended lock/unlock
+//! pairs): every wait is in the experiment with its op, object, time within
+//! 5% of the program's own measure and its caller; uncontended calls are
+//! not; the threshold keeps only the long waits; the program's output is
+//! unchanged. Also the debugger's `collector synctrace` and a collector
+//! loaded into a running process (sync_attach.c).
+
+mod common;
+
+use common::*;
+use debugger::symbols::ObjectFile;
+use experiment::log::Event;
+use experiment::sync::SyncOp;
+use experiment::{Experiment, SyncEventRecord};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+/// One wait as the program measured it (a `wait OP OBJECT NS CALLERS` line
+/// of its stderr).
+#[derive(Debug, Clone)]
+struct Measured {
+    op: String,
+    object: u64,
+    ns: u64,
+    callers: Vec<String>,
+}
+
+/// What the program said on stderr: its waits, and the address of the
+/// mutex it locks 100000 times uncontended.
+struct Said {
+    waits: Vec<Measured>,
+    quiet_mutex: u64,
+}
+
+fn hex(text: &str) -> u64 {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16).expect("hex address")
+}
+
+fn said(stderr: &str) -> Said {
+    let mut waits = Vec::new();
+    let mut quiet_mutex = 0;
+    for line in stderr.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            ["wait", op, object, ns, callers] => waits.push(Measured {
+                op: op.to_string(),
+                object: hex(object),
+                ns: ns.parse().expect("ns"),
+                callers: callers.split('/').map(String::from).collect(),
+            }),
+            ["object", "quiet_mutex", address] => quiet_mutex = hex(address),
+            _ => {}
+        }
+    }
+    assert!(
+        quiet_mutex != 0,
+        "the program names its quiet mutex:\n{stderr}"
+    );
+    Said { waits, quiet_mutex }
+}
+
+/// A test program built once per test process (unoptimized, without
+/// builtins, -pthread).
+fn built(source: &str) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = built.get(source) {
+        return out.clone();
+    }
+    let stem = source.split('.').next().unwrap_or(source);
+    let out = scratch_dir(&format!("{stem}-build")).join(stem);
+    let status = Command::new("gcc")
+        .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
+        .arg(&out)
+        .arg(sources_dir().join(source))
+        .status()
+        .expect("gcc must be installed");
+    assert!(status.success(), "gcc failed on {source}");
+    built.insert(source.to_string(), out.clone());
+    out
+}
+
+/// `rdbx collect -s SETTING` of sync_waits: the experiment, stdout, stderr.
+fn collect(name: &str, setting: &str) -> (PathBuf, String, String) {
+    let dir = scratch_dir(name);
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-s", setting, "-A", "off", "-o", "t.er"])
+        .arg(built("sync_waits.c"))
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    (dir.join("t.er"), stdout, stderr)
+}
+
+fn sync_events(expt: &Experiment) -> Vec<SyncEventRecord> {
+    let mut events = Vec::new();
+    let stats = expt
+        .for_each_sync_event(|e| events.push(e))
+        .expect("read the sync file");
+    assert_eq!(stats.damaged, 0, "{stats:?}");
+    events
+}
+
+/// The program functions on a stack, leaf first (its leaf frame is the
+/// call in the caller).
+struct Callers {
+    base: u64,
+    program: ObjectFile,
+    stacks: HashMap<u64, experiment::Stack>,
+}
+
+impl Callers {
+    fn of(expt: &Experiment, program: &Path) -> Callers {
+        let log = expt.log().expect("log");
+        let base = log
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Object { path, base, .. } if path == program => Some(*base),
+                _ => None,
+            })
+            .expect("the program's object line");
+        Callers {
+            base,
+            program: ObjectFile::open(program).expect("open the program"),
+            stacks: expt.stacks().expect("stacks"),
+        }
+    }
+
+    fn functions(&self, stack_id: u64) -> Vec<String> {
+        let Some(stack) = self.stacks.get(&stack_id) else {
+            return Vec::new();
+        };
+        stack
+            .pcs
+            .iter()
+            .filter_map(|&pc| {
+                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
+                self.program.symbol_at(file).map(|s| s.name)
+            })
+            .collect()
+    }
+}
+
+/// The `sync threshold_ns= calibrated_ns=` line and the start line's
+/// threshold.
+fn thresholds(expt: &Experiment) -> (u64, u64, Option<u64>) {
+    let log = expt.log().expect("log");
+    let start = log
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Start(start) => Some(start.synctrace_ns),
+            _ => None,
+        })
+        .expect("start line");
+    let (threshold, calibrated) = log
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Other { name, fields } if name == "sync" => {
+                let field = |key: &str| -> u64 {
+                    fields
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .map(|(_, v)| v.parse().expect("number"))
+                        .expect("field")
+                };
+                Some((field("threshold_ns"), field("calibrated_ns")))
+            }
+            _ => None,
+        })
+        .expect("the sync line");
+    (threshold, calibrated, start)
+}
+
+/// The waits the program makes that are long by construction (10 ms or
+/// more): all but the short mutex's (held 0.3 ms) and the barrier's
+/// second arrival (whichever thread it is), by object.
+fn long_objects(said: &Said) -> Vec<(String, u64)> {
+    let mut long: Vec<(String, u64)> = said
+        .waits
+        .iter()
+        .filter(|w| w.callers.last().map(String::as_str) != Some("short_waiter"))
+        .map(|w| (w.op.clone(), w.object))
+        .collect();
+    long.sort();
+    long.dedup();
+    long
+}
+
+#[test]
+fn every_wait_is_recorded_with_its_time_object_and_caller() {
+    let (path, stdout, stderr) = collect("sync-all", "all");
+    let untraced = Command::new(built("sync_waits.c"))
+        .output()
+        .expect("run sync_waits");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| !l.starts_with("rdbx collect"))
+            .collect::<Vec<_>>(),
+        String::from_utf8_lossy(&untraced.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        "the program's output changed"
+    );
+    let said = said(&stderr);
+    let expt = Experiment::open(&path).expect("open the experiment");
+    assert!(expt.manifest().kinds.iter().any(|k| k == "sync-trace"));
+    assert_eq!(thresholds(&expt), (0, 0, Some(0)));
+    let events = sync_events(&expt);
+    let callers = Callers::of(&expt, &built("sync_waits.c"));
+    let short_mutex = said
+        .waits
+        .iter()
+        .find(|w| w.callers.last().map(String::as_str) == Some("short_waiter"))
+        .expect("the short wait")
+        .clone();
+
+    // Uncontended: 100000 lock/unlock pairs, not one record.
+    assert!(
+        !events.iter().any(|e| e.event.object == said.quiet_mutex),
+        "an uncontended lock was recorded"
+    );
+    // The short mutex: recorded when the lock was still held on arrival
+    // (the program cannot tell), never for longer than the program saw.
+    let short: Vec<_> = events
+        .iter()
+        .filter(|e| e.event.object == short_mutex.object)
+        .collect();
+    assert!(short.len() <= 1, "{short:?}");
+    assert!(short.iter().all(|e| e.event.wait_ns <= short_mutex.ns));
+
+    // Every other wait: the op, the object, the count and the time.
+    for (op, object) in long_objects(&said) {
+        let measured: Vec<&Measured> = said
+            .waits
+            .iter()
+            .filter(|w| w.op == op && w.object == object)
+            .collect();
+        let recorded: Vec<&SyncEventRecord> = events
+            .iter()
+            .filter(|e| e.event.op.name() == op && e.event.object == object)
+            .collect();
+        assert_eq!(
+            recorded.len(),
+            measured.len(),
+            "{op} on {object:#x}: {recorded:?} vs {measured:?}"
+        );
+        let measured_ns: u64 = measured.iter().map(|w| w.ns).sum();
+        let recorded_ns: u64 = recorded.iter().map(|e| e.event.wait_ns).sum();
+        assert!(measured_ns >= 10_000_000, "{op}: {measured_ns} ns");
+        // The program's clock reads enclose the collector's.
+        assert!(
+            recorded_ns <= measured_ns && recorded_ns * 100 >= measured_ns * 95,
+            "{op}: recorded {recorded_ns} ns, the program measured {measured_ns} ns"
+        );
+        for record in &recorded {
+            let functions = callers.functions(record.event.stack_id);
+            let expected = &measured[0].callers;
+            let found = measured.iter().any(|w| functions.starts_with(&w.callers));
+            assert!(
+                found,
+                "{op}: stack {functions:?}, expected {expected:?} first"
+            );
+        }
+    }
+    // Nothing else was recorded.
+    let known = long_objects(&said);
+    for e in &events {
+        let op = e.event.op.name().to_string();
+        assert!(
+            known.contains(&(op.clone(), e.event.object)) || e.event.object == short_mutex.object,
+            "unexpected {op} on {:#x}",
+            e.event.object
+        );
+    }
+    // Every kind the program waits in is there, and the join's object is
+    // the thread waited for.
+    for op in [
+        SyncOp::MutexLock,
+        SyncOp::CondWait,
+        SyncOp::Join,
+        SyncOp::SemWait,
+        SyncOp::RwlockWrite,
+        SyncOp::Barrier,
+    ] {
+        assert!(events.iter().any(|e| e.event.op == op), "no {op:?}");
+    }
+}
+
+/// A threshold run: every record at least the threshold, and each long
+/// wait of the main thread there.
+fn threshold_run(name: &str, setting: &str) -> (u64, u64, Option<u64>) {
+    let (path, _, stderr) = collect(name, setting);
+    let said = said(&stderr);
+    let expt = Experiment::open(&path).expect("open the experiment");
+    let found = thresholds(&expt);
+    let threshold = found.0;
+    let events = sync_events(&expt);
+    for e in &events {
+        assert!(e.event.wait_ns >= threshold, "{e:?} below {threshold}");
+        assert_ne!(e.event.object, said.quiet_mutex);
+    }
+    for w in said.waits.iter().filter(|w| w.ns >= 9_000_000) {
+        // Waits this long are the constructed ones; a record is within the
+        // program's measure.
+        let recorded = events
+            .iter()
+            .any(|e| e.event.op.name() == w.op && e.event.object == w.object);
+        assert!(recorded, "{w:?} not recorded (threshold {threshold})");
+    }
+    // A record is never longer than the program's own measure of that
+    // object's waits.
+    for e in &events {
+        let most = said
+            .waits
+            .iter()
+            .filter(|w| w.object == e.event.object)
+            .map(|w| w.ns)
+            .max()
+            .unwrap_or(0);
+        assert!(
+            e.event.wait_ns <= most,
+            "{e:?}: the program measured {most}"
+        );
+    }
+    found
+}
+
+#[test]
+fn calibrated_threshold_keeps_waits_and_says_what_it_measured() {
+    let (threshold, calibrated, start) = threshold_run("sync-calibrate", "on");
+    assert!(calibrated > 0, "an uncontended lock + unlock takes time");
+    assert_eq!(threshold, (5 * calibrated).max(1_000));
+    assert_eq!(start, Some(threshold));
+}
+
+#[test]
+fn a_threshold_in_microseconds_keeps_only_longer_waits() {
+    let (threshold, calibrated, start) = threshold_run("sync-1ms", "1000");
+    assert_eq!(
+        (threshold, calibrated, start),
+        (1_000_000, 0, Some(1_000_000))
+    );
+}
+
+#[test]
+fn a_bad_threshold_is_one_line_before_the_program_runs() {
+    let dir = scratch_dir("sync-bad");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-s", "1.5ms", "-o", "t.er"])
+        .arg(built("sync_waits.c"))
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr
+            .contains("-s: expected a threshold in microseconds, calibrate or all, got \"1.5ms\""),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("done"));
+    assert!(!dir.join("t.er").exists());
+}
+
+#[test]
+fn off_by_default_and_with_s_off() {
+    for options in [&[][..], &["-s", "off"][..]] {
+        let dir = scratch_dir("sync-off");
+        let status = Command::new(rdbx_bin())
+            .args(["collect", "-A", "off", "-o", "t.er"])
+            .args(options)
+            .arg(built("sync_waits.c"))
+            .current_dir(&dir)
+            .output()
+            .expect("run rdbx collect")
+            .status;
+        assert!(status.success());
+        let expt = Experiment::open(dir.join("t.er")).expect("open");
+        assert!(!expt.manifest().kinds.iter().any(|k| k == "sync-trace"));
+        assert!(!dir.join("t.er/sync").exists());
+    }
+}
+
+#[test]
+fn collector_synctrace_in_the_debugger() {
+    let program = built("sync_waits.c");
+    let dir = scratch_dir("sync-debugger");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector show synctrace",
+            "collector synctrace on",
+            "collector synctrace threshold 5000",
+            "collector show synctrace",
+            "collector synctrace threshold all",
+            "collector synctrace threshold calibrate",
+            "collector synctrace threshold 5000",
+            "collector synctrace threshold soon",
+            "collector store filename dbx.er",
+            "collector enable",
+            "run",
+        ])
+        .arg(&program)
+        .run();
+    let transcript = out.transcript();
+    assert!(
+        out.has_line("synctrace: off, threshold calibrate"),
+        "{transcript}"
+    );
+    assert!(
+        out.has_line("synctrace: on, threshold 5000 us"),
+        "{transcript}"
+    );
+    let errors = out.errors().join("\n");
+    assert!(
+        errors.contains("collector synctrace: expected a threshold in microseconds, calibrate or all, got \"soon\""),
+        "{transcript}"
+    );
+    let expt = Experiment::open(dir.join("dbx.er"))
+        .unwrap_or_else(|e| panic!("open dbx.er: {e}\n{transcript}"));
+    assert_eq!(thresholds(&expt), (5_000_000, 0, Some(5_000_000)));
+    let events = sync_events(&expt);
+    // 5 ms: the constructed waits of 10 ms and more, not the short one.
+    let mut ops: Vec<&str> = events.iter().map(|e| e.event.op.name()).collect();
+    ops.sort();
+    ops.dedup();
+    for op in [
+        "mutex_lock",
+        "cond_wait",
+        "join",
+        "sem_wait",
+        "rwlock_wrlock",
+        "barrier_wait",
+    ] {
+        assert!(ops.contains(&op), "{op} missing: {events:?}\n{transcript}");
+    }
+    assert!(events.iter().all(|e| e.event.wait_ns >= 5_000_000));
+}
+
+#[test]
+fn sync_tracing_after_attach_sees_the_waits_from_then_on() {
+    use std::io::{BufRead, Read, Write};
+    let program = built("sync_attach.c");
+    let dir = scratch_dir("sync-attach");
+    let mut target = Command::new(&program)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start sync_attach");
+    let mut stdout = std::io::BufReader::new(target.stdout.take().expect("stdout"));
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).expect("ready line");
+    let mutex = hex(ready.trim().strip_prefix("ready ").expect("ready line"));
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .arg("-p")
+        .arg(target.id().to_string())
+        .cmds(&[
+            "collector synctrace on",
+            "collector synctrace threshold 1000",
+            "collector store filename live.er",
+            "collector enable",
+            "detach",
+        ])
+        .run();
+    let transcript = out.transcript();
+    target
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("release the program");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("stdout");
+    let status = target.wait().expect("wait");
+    assert!(status.success(), "{rest}\n{transcript}");
+    let measured: u64 = rest
+        .lines()
+        .find_map(|l| l.strip_prefix("waited "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the program's measure: {rest}"));
+
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
+    let log = std::fs::read_to_string(dir.join("live.er/log")).expect("log");
+    assert!(
+        log.contains(" kinds available=clock-profile,samples,sync "),
+        "{log}"
+    );
+    let events = sync_events(&expt);
+    let callers = Callers::of(&expt, &program);
+    let waits: Vec<_> = events.iter().filter(|e| e.event.object == mutex).collect();
+    assert_eq!(waits.len(), 1, "{events:?}\n{log}");
+    let wait = waits[0].event;
+    assert_eq!(wait.op, SyncOp::MutexLock);
+    assert!(
+        wait.wait_ns <= measured && wait.wait_ns * 100 >= measured * 95,
+        "recorded {} ns, measured {measured} ns",
+        wait.wait_ns
+    );
+    assert_eq!(
+        callers.functions(wait.stack_id).first().map(String::as_str),
+        Some("after_attach")
+    );
+}
