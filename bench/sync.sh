@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Sync wait tracing cost on a program that never waits: ns per uncontended
-# pthread_mutex_lock/unlock pair, untraced, under `rdbx collect -s all`
-# (every wait would be recorded: the hook's fast path is what runs) and
-# under `gprofng collect app -s all`, in one run.
+# pthread_mutex_lock/unlock pair, untraced, under `rdbx collect -s on` and
+# `-s all` (threshold 0: every wait would be recorded, the hook's fast path
+# is what runs) and under `gprofng collect app -s on` and `-s all`, in one
+# run. (gprofng's `-s all` records every call, blocked or not: it runs
+# PAIRS/10 pairs.)
 #
 # The program (bench/programs/sync_uncontended.c, -O2) locks and unlocks
 # one mutex PAIRS times (default 10 million) in 5 rounds and prints its
@@ -26,22 +28,26 @@ per_pair() { sed -n 's/.* pairs, \([0-9.]*\) ns per pair.*/\1/p'; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 base=$(for _ in $(seq "$runs"); do "$work/quiet" "$pairs" | per_pair; done | median)
-rdbx_off=$(for i in $(seq "$runs"); do
-    "$rdbx" collect -p off -A off -o "o$i.er" -d "$work" "$work/quiet" "$pairs" 2>/dev/null | per_pair
-done | median)
-rdbx_all=$(for i in $(seq "$runs"); do
-    "$rdbx" collect -s all -p off -A off -o "r$i.er" -d "$work" "$work/quiet" "$pairs" 2>/dev/null | per_pair
-done | median)
-records=$(( $(stat -c %s "$work/r1.er/sync") ))
+rdbx() {
+    for i in $(seq "$runs"); do
+        "$rdbx" collect "$@" -p off -A off -o "r$i.er" -d "$work" "$work/quiet" "$pairs" 2>/dev/null | per_pair
+        rm -rf "$work/r$i.er"
+    done | median
+}
+gprofng_run() {
+    local n=$1
+    shift
+    for i in $(seq "$runs"); do
+        (cd "$work" && gprofng collect app "$@" -p off -o "g$i.er" ./quiet "$n" 2>/dev/null) | per_pair
+        rm -rf "$work/g$i.er"
+    done | median
+}
 
-echo "program alone:              $base ns per lock/unlock pair (median of $runs)"
-echo "rdbx collect, -s off:       $rdbx_off ns per pair (the hooks present, not recording)"
-echo "rdbx collect -s all:        $rdbx_all ns per pair (sync file: $records bytes)"
+echo "program alone:               $base ns per lock/unlock pair (median of $runs)"
+echo "rdbx collect (-s off):       $(rdbx -s off) ns per pair (the hooks present, not recording)"
+echo "rdbx collect -s on:          $(rdbx -s on) ns per pair"
+echo "rdbx collect -s all:         $(rdbx -s all) ns per pair"
 if command -v gprofng >/dev/null; then
-    gprofng_all=$(for i in $(seq "$runs"); do
-        (cd "$work" && gprofng collect app -s all -p off -o "g$i.er" ./quiet "$pairs" 2>/dev/null) | per_pair
-    done | median)
-    echo "gprofng collect app -s all: $gprofng_all ns per pair"
-    awk -v r="$rdbx_all" -v g="$gprofng_all" -v b="$base" \
-        'BEGIN {printf "added per pair: rdbx %.1f ns, gprofng %.1f ns\n", r - b, g - b}'
+    echo "gprofng collect app -s on:   $(gprofng_run "$pairs" -s on) ns per pair"
+    echo "gprofng collect app -s all:  $(gprofng_run $((pairs / 10)) -s all) ns per pair"
 fi
