@@ -255,6 +255,16 @@ impl Analysis {
             C::Metrics(Some(spec)) => {
                 self.metrics = spec.clone();
                 self.metrics_chosen = true;
+                // As er_print: a sort metric no longer shown gives way to
+                // the new list's first.
+                let shown = spec.items.iter().any(|item| {
+                    item.is_visible()
+                        && item.metric == self.sort.metric
+                        && self.sort.kind.is_none_or(|k| item.kinds.contains(k))
+                });
+                if !shown && self.sort.kind.is_some() {
+                    self.sort = spec.default_sort();
+                }
                 self.apply_metrics();
                 format!("current metrics: {}\n", self.metrics)
             }
@@ -596,7 +606,11 @@ impl Analysis {
 
 /// The metrics shown until the user chooses: those of the data loaded.
 fn default_metrics(model: &Model) -> MetricSpec {
-    MetricSpec::for_data(!model.events.is_empty(), !model.heap.is_empty())
+    MetricSpec::for_data(commands::RecordedData {
+        clock: !model.events.is_empty(),
+        sync: !model.sync.is_empty(),
+        heap: !model.heap.is_empty(),
+    })
 }
 
 fn looks_like_file(name: &str) -> bool {
