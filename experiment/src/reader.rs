@@ -185,6 +185,60 @@ fn split_list(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where the whole records of one used block of the `heap` file are.
+struct HeapBlockSpan {
+    /// File offset of the first record.
+    offset: u64,
+    len: usize,
+    tid: u32,
+    first_timestamp_ns: u64,
+}
+
+/// One thread's heap events, read a block at a time, with the next one decoded.
+#[derive(Default)]
+struct HeapCursor {
+    /// The thread's blocks (indices of `HeapBlockSpan`s), in file order.
+    blocks: Vec<usize>,
+    /// How many of `blocks` were read: the current one is `block - 1`.
+    block: usize,
+    bytes: Vec<u8>,
+    at: usize,
+    delta: crate::heap::HeapDelta,
+    /// The event decoded last.
+    event: Option<crate::heap::HeapEvent>,
+}
+
+impl HeapCursor {
+    /// Decodes the thread's next event into `event`; its merge key (order, block,
+    /// place in the block), or None when the thread has no more.
+    fn advance(
+        &mut self,
+        spans: &[HeapBlockSpan],
+        file: &File,
+    ) -> io::Result<Option<(u64, usize, usize)>> {
+        loop {
+            if let Some((event, len)) = self.bytes.get(self.at..).and_then(|r| self.delta.decode(r))
+            {
+                let key = (event.order, self.blocks[self.block - 1], self.at);
+                self.event = Some(event);
+                self.at += len;
+                return Ok(Some(key));
+            }
+            let Some(&index) = self.blocks.get(self.block) else {
+                return Ok(None);
+            };
+            let span = &spans[index];
+            self.bytes.resize(span.len, 0);
+            let read = read_full_at(file, &mut self.bytes, span.offset)?;
+            // The first pass saw these bytes: a file cut since then ends the thread.
+            self.bytes.truncate(read);
+            self.at = 0;
+            self.delta = crate::heap::HeapDelta::block_start(span.first_timestamp_ns);
+            self.block += 1;
+        }
+    }
+}
+
 /// One heap event with the thread that made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeapEventRecord {
@@ -512,6 +566,101 @@ impl Experiment {
         })
     }
 
+    /// Calls `each` with every committed heap event in the order of
+    /// [`Experiment::heap_events`] (by order number; equal numbers in file order), without
+    /// holding them all: a thread's events come in its order, so the threads' streams are
+    /// merged, each read a block at a time. When some thread's numbers go down (damaged
+    /// data), they are collected and sorted instead.
+    pub fn for_each_heap_event_in_order(
+        &self,
+        mut each: impl FnMut(HeapEventRecord),
+    ) -> Result<BlockStats> {
+        // First pass: where each block's whole records are, and whether every thread's
+        // numbers rise from one of its blocks to the next.
+        let mut blocks: Vec<HeapBlockSpan> = Vec::new();
+        let mut last_order: HashMap<u32, u64> = HashMap::new();
+        let mut rising = true;
+        let stats = self.for_each_block_at("heap", KIND_HEAP, |header, records, at, stats| {
+            let mut delta = crate::heap::HeapDelta::block_start(header.first_timestamp_ns);
+            let mut used = 0;
+            let mut count = 0u64;
+            let mut previous = last_order.get(&header.tid).copied();
+            while let Some((event, len)) = records.get(used..).and_then(|r| delta.decode(r)) {
+                rising &= previous.is_none_or(|p| p <= event.order);
+                previous = Some(event.order);
+                used += len;
+                count += 1;
+            }
+            if let Some(order) = previous {
+                last_order.insert(header.tid, order);
+            }
+            let whole = used == records.len();
+            blocks.push(HeapBlockSpan {
+                offset: at,
+                len: used,
+                tid: header.tid,
+                first_timestamp_ns: header.first_timestamp_ns,
+            });
+            stats.records += count;
+            if whole {
+                stats.record_bytes += records.len() as u64;
+            }
+            !whole
+        })?;
+        if !rising {
+            for record in self.heap_events()? {
+                each(record);
+            }
+            return Ok(stats);
+        }
+        let path = self.dir.join("heap");
+        let Some(file) = open_regular(&path)? else {
+            return Ok(stats);
+        };
+        let mut threads: Vec<HeapCursor> = Vec::new();
+        let mut thread_of: HashMap<u32, usize> = HashMap::new();
+        for (index, block) in blocks.iter().enumerate() {
+            let thread = *thread_of.entry(block.tid).or_insert_with(|| {
+                threads.push(HeapCursor::default());
+                threads.len() - 1
+            });
+            threads[thread].blocks.push(index);
+        }
+        // The next event of every thread, smallest (order, block, place in block) first:
+        // the key of a stable sort by order of the events in file order.
+        let mut next = std::collections::BinaryHeap::new();
+        for (thread, cursor) in threads.iter_mut().enumerate() {
+            if let Some(key) = cursor
+                .advance(&blocks, &file)
+                .map_err(|e| Error::io(&path, e))?
+            {
+                next.push(std::cmp::Reverse((key, thread)));
+            }
+        }
+        while let Some(std::cmp::Reverse((_, thread))) = next.pop() {
+            let cursor = &mut threads[thread];
+            // The thread goes on while its events come first (keys are never equal).
+            loop {
+                if let Some(event) = cursor.event {
+                    let tid = blocks[cursor.blocks[cursor.block - 1]].tid;
+                    each(HeapEventRecord { tid, event });
+                }
+                let advanced = cursor.advance(&blocks, &file);
+                let Some(key) = advanced.map_err(|e| Error::io(&path, e))? else {
+                    break;
+                };
+                if next
+                    .peek()
+                    .is_some_and(|std::cmp::Reverse(top)| top.0 < key)
+                {
+                    next.push(std::cmp::Reverse((key, thread)));
+                    break;
+                }
+            }
+        }
+        Ok(stats)
+    }
+
     /// Every committed heap event, sorted by order number.
     pub fn heap_events(&self) -> Result<Vec<HeapEventRecord>> {
         let mut events = Vec::new();
@@ -564,6 +713,19 @@ impl Experiment {
         kind: u16,
         mut records: impl FnMut(&layout::BlockHeader, &[u8], &mut BlockStats) -> bool,
     ) -> Result<BlockStats> {
+        self.for_each_block_at(name, kind, |header, bytes, _, stats| {
+            records(header, bytes, stats)
+        })
+    }
+
+    /// [`Experiment::for_each_block`], also telling `records` where in the file the
+    /// record bytes are.
+    fn for_each_block_at(
+        &self,
+        name: &str,
+        kind: u16,
+        mut records: impl FnMut(&layout::BlockHeader, &[u8], u64, &mut BlockStats) -> bool,
+    ) -> Result<BlockStats> {
         let path = self.dir.join(name);
         let mut stats = BlockStats::default();
         let Some(file) = open_regular(&path)? else {
@@ -598,7 +760,10 @@ impl Experiment {
                 BlockState::Used(used) => {
                     stats.used += 1;
                     let cut = used.cut;
-                    let damaged = records(&used.header, used.records, &mut stats);
+                    let start =
+                        (used.records.as_ptr() as usize).saturating_sub(bytes.as_ptr() as usize);
+                    let at = (offset - len as u64).saturating_add(start as u64);
+                    let damaged = records(&used.header, used.records, at, &mut stats);
                     // A record cut by the end of the file is expected while writing.
                     if used.clamped || (damaged && !cut) {
                         stats.damaged += 1;
@@ -1052,6 +1217,150 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("manifest"), "format=rdbx-experiment\nversion=1\n").unwrap();
         dir
+    }
+
+    /// Writes a `heap` file of `blocks`: (tid, events) each, in file order.
+    fn write_heap_blocks(dir: &Path, blocks: &[(u32, Vec<crate::heap::HeapEvent>)]) {
+        use crate::heap::{HeapDelta, MAX_HEAP_RECORD_SIZE};
+        let mut file = Vec::new();
+        for (index, (tid, events)) in blocks.iter().enumerate() {
+            let mut block = vec![0u8; layout::BLOCK_SIZE];
+            let first = events.first().map_or(0, |e| e.timestamp_ns);
+            let mut writer =
+                layout::BlockWriter::claim(&mut block, KIND_HEAP, *tid, index as u32, first)
+                    .unwrap();
+            let mut delta = HeapDelta::block_start(first);
+            for event in events {
+                let mut record = [0u8; MAX_HEAP_RECORD_SIZE];
+                let len = delta.encode(event, &mut record);
+                assert!(writer.push_bytes(&record[..len]));
+            }
+            writer.commit();
+            file.extend_from_slice(&block);
+        }
+        std::fs::write(dir.join("heap"), file).unwrap();
+    }
+
+    fn heap_event(op: crate::heap::HeapOp, order: u64, address: u64) -> crate::heap::HeapEvent {
+        crate::heap::HeapEvent {
+            op,
+            order,
+            timestamp_ns: 1_000 + order,
+            address,
+            size: if op == crate::heap::HeapOp::Free {
+                0
+            } else {
+                16
+            },
+            old_address: 0,
+            stack_id: if op == crate::heap::HeapOp::Free {
+                0
+            } else {
+                7 + order
+            },
+        }
+    }
+
+    fn in_order(expt: &Experiment) -> (Vec<HeapEventRecord>, BlockStats) {
+        let mut events = Vec::new();
+        let stats = expt
+            .for_each_heap_event_in_order(|e| events.push(e))
+            .unwrap();
+        (events, stats)
+    }
+
+    /// Threads' blocks interleave in the file however their events do: the merge gives
+    /// the order of a sort by order number, equal numbers in file order.
+    #[test]
+    fn heap_events_in_order_merge_the_threads() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let dir = temp_expt("heap-order");
+        let blocks = vec![
+            // Thread 1's first block spans the whole run.
+            (
+                1,
+                vec![heap_event(Malloc, 0, 0x10), heap_event(Free, 5, 0x20)],
+            ),
+            (
+                2,
+                vec![heap_event(Malloc, 1, 0x20), heap_event(Free, 2, 0x10)],
+            ),
+            (3, vec![]),
+            (
+                2,
+                vec![heap_event(Malloc, 3, 0x30), heap_event(Malloc, 5, 0x40)],
+            ),
+            (
+                3,
+                vec![heap_event(Malloc, 4, 0x50), heap_event(Malloc, 9, 0x60)],
+            ),
+            (
+                1,
+                vec![heap_event(Free, 6, 0x30), heap_event(Malloc, 6, 0x70)],
+            ),
+        ];
+        write_heap_blocks(&dir, &blocks);
+        let expt = Experiment::open(&dir).unwrap();
+        let sorted = expt.heap_events().unwrap();
+        let (merged, stats) = in_order(&expt);
+        assert_eq!(merged, sorted);
+        let orders: Vec<u64> = merged.iter().map(|e| e.event.order).collect();
+        assert_eq!(orders, [0, 1, 2, 3, 4, 5, 5, 6, 6, 9]);
+        // Equal numbers: file order (thread 1's free before thread 2's malloc).
+        assert_eq!((merged[5].tid, merged[6].tid), (1, 2));
+        let mut plain = Vec::new();
+        let plain_stats = expt.for_each_heap_event(|e| plain.push(e)).unwrap();
+        assert_eq!(stats, plain_stats);
+        assert_eq!(plain.len(), merged.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A thread whose numbers go down (damaged data) is sorted like the rest, as
+    /// `heap_events` does; a damaged block gives the records before the damage.
+    #[test]
+    fn heap_events_in_order_survive_falling_numbers_and_damage() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let dir = temp_expt("heap-falling");
+        let blocks = vec![
+            (
+                1,
+                vec![heap_event(Malloc, 8, 0x10), heap_event(Free, 2, 0x10)],
+            ),
+            (
+                2,
+                vec![heap_event(Malloc, 1, 0x20), heap_event(Malloc, 3, 0x30)],
+            ),
+        ];
+        write_heap_blocks(&dir, &blocks);
+        let expt = Experiment::open(&dir).unwrap();
+        let (merged, _) = in_order(&expt);
+        assert_eq!(merged, expt.heap_events().unwrap());
+        assert_eq!(merged.len(), 4);
+
+        // Rising numbers, then a byte that is no record in thread 2's block.
+        let blocks = vec![
+            (
+                1,
+                vec![heap_event(Malloc, 0, 0x10), heap_event(Free, 2, 0x10)],
+            ),
+            (
+                2,
+                vec![heap_event(Malloc, 1, 0x20), heap_event(Malloc, 3, 0x30)],
+            ),
+        ];
+        write_heap_blocks(&dir, &blocks);
+        let mut bytes = std::fs::read(dir.join("heap")).unwrap();
+        let second = layout::BLOCK_SIZE;
+        let committed = u32::from_le_bytes(bytes[second + 12..second + 16].try_into().unwrap());
+        bytes[second + layout::HEADER_SIZE + committed as usize] = 0xff;
+        let committed = committed + 1;
+        bytes[second + 12..second + 16].copy_from_slice(&committed.to_le_bytes());
+        std::fs::write(dir.join("heap"), bytes).unwrap();
+        let (merged, stats) = in_order(&expt);
+        assert_eq!(merged, expt.heap_events().unwrap());
+        assert_eq!(merged.len(), 4);
+        assert_eq!(stats.damaged, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A FIFO (or any non-regular file) where a data file belongs is an error and a
