@@ -64,11 +64,11 @@ impl HeapState {
     }
 
     /// Replays the heap events of `expt` in order, read as they are
-    /// replayed (`Experiment::for_each_heap_event_in_order`) rather than
-    /// held and sorted first.
+    /// replayed (`Experiment::heap_events_in_order`) rather than held and
+    /// sorted first.
     pub fn of_experiment(expt: &Experiment) -> experiment::Result<HeapState> {
-        let mut replay = Replay::default();
-        expt.for_each_heap_event_in_order(|record| replay.apply(&record))?;
+        let (replay, _) =
+            expt.heap_events_in_order(Replay::default, |replay, record| replay.apply(&record))?;
         Ok(replay.finish())
     }
 

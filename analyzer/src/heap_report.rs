@@ -12,7 +12,7 @@
 use crate::model::Model;
 use crate::resolve::{symbolize, PcSymbol};
 use debugger::symbols::ObjectFile;
-use experiment::heap::HeapOp;
+use experiment::heap::{HeapEvent, HeapOp};
 use experiment::layout::StackRecordRef;
 use experiment::log::Event;
 use experiment::Experiment;
@@ -85,8 +85,63 @@ enum Pass {
     Statistics,
 }
 
-/// A block in use during a replay: its size and its stack id.
+/// The blocks in use during a replay, by address: (size, stack id).
 type Live = FxHashMap<u64, (u64, u64)>;
+
+/// A replay under way: what it found so far, the blocks in use and their
+/// bytes.
+#[derive(Default)]
+struct Replaying {
+    found: Replayed,
+    live: Live,
+    in_use: u64,
+}
+
+impl Replaying {
+    fn new() -> Replaying {
+        Replaying {
+            found: Replayed {
+                histogram: vec![0; 65],
+                ..Replayed::default()
+            },
+            ..Replaying::default()
+        }
+    }
+
+    fn apply(&mut self, e: HeapEvent) {
+        let r = &mut self.found;
+        match e.op {
+            // Mappings are not heap blocks; free(NULL) frees nothing.
+            HeapOp::Mmap | HeapOp::Munmap => {}
+            HeapOp::Free if e.address == 0 => {}
+            HeapOp::Free => {
+                r.frees += 1;
+                match self.live.remove(&e.address) {
+                    Some((size, _)) => self.in_use -= size,
+                    None => r.unknown_frees += 1,
+                }
+            }
+            _ if e.address == 0 => {}
+            _ => {
+                r.allocations += 1;
+                r.bytes_allocated += e.size;
+                let bucket = (64 - e.size.leading_zeros()) as usize;
+                if let Some(slot) = r.histogram.get_mut(bucket) {
+                    *slot += 1;
+                }
+                // A block made where one is still in use replaces it.
+                if let Some((old, _)) = self.live.insert(e.address, (e.size, e.stack_id)) {
+                    self.in_use -= old;
+                }
+                self.in_use += e.size;
+                if self.in_use > r.peak_bytes {
+                    r.peak_bytes = self.in_use;
+                    r.peak_ns = e.timestamp_ns;
+                }
+            }
+        }
+    }
+}
 
 /// One pass over `expt`'s heap events (in order when the pass replays
 /// them), holding no event: the blocks in use are all it keeps.
@@ -107,42 +162,14 @@ fn replay(expt: &Experiment, pass: Pass) -> Result<Replayed, String> {
         .map_err(|e| e.to_string())?;
         return Ok(r);
     }
-    let mut live = Live::default();
-    let mut in_use = 0u64;
-    expt.for_each_heap_event_in_order(|record| {
-        let e = record.event;
-        match e.op {
-            // Mappings are not heap blocks; free(NULL) frees nothing.
-            HeapOp::Mmap | HeapOp::Munmap => {}
-            HeapOp::Free if e.address == 0 => {}
-            HeapOp::Free => {
-                r.frees += 1;
-                match live.remove(&e.address) {
-                    Some((size, _)) => in_use -= size,
-                    None => r.unknown_frees += 1,
-                }
-            }
-            _ if e.address == 0 => {}
-            _ => {
-                r.allocations += 1;
-                r.bytes_allocated += e.size;
-                let bucket = (64 - e.size.leading_zeros()) as usize;
-                if let Some(slot) = r.histogram.get_mut(bucket) {
-                    *slot += 1;
-                }
-                // A block made where one is still in use replaces it.
-                if let Some((old, _)) = live.insert(e.address, (e.size, e.stack_id)) {
-                    in_use -= old;
-                }
-                in_use += e.size;
-                if in_use > r.peak_bytes {
-                    r.peak_bytes = in_use;
-                    r.peak_ns = e.timestamp_ns;
-                }
-            }
-        }
-    })
-    .map_err(|e| e.to_string())?;
+    let (replaying, _) = expt
+        .heap_events_in_order(Replaying::new, |replaying, record| {
+            replaying.apply(record.event)
+        })
+        .map_err(|e| e.to_string())?;
+    let Replaying {
+        found: mut r, live, ..
+    } = replaying;
     r.leaks = live.len() as u64;
     r.bytes_leaked = live.values().map(|&(size, _)| size).sum();
     if pass == Pass::Leaks {

@@ -180,6 +180,7 @@ impl HeapDelta {
     /// Decodes the record at the front of `bytes` against this state and
     /// advances it; returns the event and the record's length, or None
     /// when the bytes are no whole record.
+    #[inline]
     pub fn decode(&mut self, bytes: &[u8]) -> Option<(HeapEvent, usize)> {
         let op = HeapOp::from_code(*bytes.first()?)?;
         let mut at = 1;

@@ -185,18 +185,146 @@ fn split_list(value: &str) -> Vec<String> {
         .collect()
 }
 
-/// Where the whole records of one used block of the `heap` file are.
+/// Where the committed records of one used block of the `heap` file are.
 struct HeapBlockSpan {
     /// File offset of the first record.
     offset: u64,
     len: usize,
     tid: u32,
     first_timestamp_ns: u64,
+    /// Cut or clamped: already counted as damaged.
+    counted: bool,
+}
+
+/// Where a thread's next event comes in a stable sort by order number of the events in
+/// file order: (order, block, place in the block). Keys are never equal.
+type MergeKey = (u64, usize, usize);
+
+/// The threads' heap events being merged.
+struct HeapMerge {
+    /// Per thread: its blocks (indices of spans) in file order.
+    threads: Vec<HeapCursor>,
+    /// Per thread: the key of its next event, None when it has no more.
+    heads: Vec<Option<MergeKey>>,
+    /// Per block: records decoded, and their bytes.
+    decoded: Vec<(u64, usize)>,
+}
+
+impl HeapMerge {
+    fn new(spans: &[HeapBlockSpan]) -> HeapMerge {
+        let mut threads: Vec<HeapCursor> = Vec::new();
+        let mut thread_of: HashMap<u32, usize> = HashMap::new();
+        for (index, span) in spans.iter().enumerate() {
+            let thread = *thread_of.entry(span.tid).or_insert_with(|| {
+                threads.push(HeapCursor {
+                    tid: span.tid,
+                    ..HeapCursor::default()
+                });
+                threads.len() - 1
+            });
+            threads[thread].blocks.push(index);
+        }
+        HeapMerge {
+            heads: vec![None; threads.len()],
+            threads,
+            decoded: vec![(0, 0); spans.len()],
+        }
+    }
+
+    /// Decodes thread `thread`'s next event into its head; false when its numbers went
+    /// down.
+    fn advance(&mut self, thread: usize, spans: &[HeapBlockSpan], file: &File) -> io::Result<bool> {
+        let cursor = &mut self.threads[thread];
+        let previous = cursor.event.map(|e| e.order);
+        let key = cursor.advance(spans, file, &mut self.decoded)?;
+        self.heads[thread] = key;
+        Ok(match (previous, key) {
+            (Some(previous), Some((order, ..))) => previous <= order,
+            _ => true,
+        })
+    }
+
+    fn emit(&self, thread: usize, each: &mut impl FnMut(HeapEventRecord)) {
+        let cursor = &self.threads[thread];
+        if let Some(event) = cursor.event {
+            each(HeapEventRecord {
+                tid: cursor.tid,
+                event,
+            });
+        }
+    }
+
+    /// The merge, the next thread found by a scan of the heads; false when some
+    /// thread's numbers went down.
+    fn run_scanning(
+        &mut self,
+        spans: &[HeapBlockSpan],
+        file: &File,
+        mut each: impl FnMut(HeapEventRecord),
+    ) -> io::Result<bool> {
+        for thread in 0..self.threads.len() {
+            self.advance(thread, spans, file)?;
+        }
+        loop {
+            let mut best: Option<(MergeKey, usize)> = None;
+            for (thread, head) in self.heads.iter().enumerate() {
+                if let Some(key) = *head {
+                    if best.is_none_or(|(b, _)| key < b) {
+                        best = Some((key, thread));
+                    }
+                }
+            }
+            let Some((_, thread)) = best else {
+                return Ok(true);
+            };
+            self.emit(thread, &mut each);
+            if !self.advance(thread, spans, file)? {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The merge, the next thread taken from a binary heap (many threads).
+    fn run_heap(
+        &mut self,
+        spans: &[HeapBlockSpan],
+        file: &File,
+        mut each: impl FnMut(HeapEventRecord),
+    ) -> io::Result<bool> {
+        let mut next = std::collections::BinaryHeap::new();
+        for thread in 0..self.threads.len() {
+            self.advance(thread, spans, file)?;
+            if let Some(key) = self.heads[thread] {
+                next.push(std::cmp::Reverse((key, thread)));
+            }
+        }
+        while let Some(std::cmp::Reverse((_, thread))) = next.pop() {
+            // The thread goes on while its events come first.
+            loop {
+                self.emit(thread, &mut each);
+                if !self.advance(thread, spans, file)? {
+                    return Ok(false);
+                }
+                let Some(key) = self.heads[thread] else {
+                    break;
+                };
+                if next
+                    .peek()
+                    .is_some_and(|std::cmp::Reverse(top)| top.0 < key)
+                {
+                    next.push(std::cmp::Reverse((key, thread)));
+                    break;
+                }
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// One thread's heap events, read a block at a time, with the next one decoded.
 #[derive(Default)]
 struct HeapCursor {
+    tid: u32,
     /// The thread's blocks (indices of `HeapBlockSpan`s), in file order.
     blocks: Vec<usize>,
     /// How many of `blocks` were read: the current one is `block - 1`.
@@ -209,19 +337,23 @@ struct HeapCursor {
 }
 
 impl HeapCursor {
-    /// Decodes the thread's next event into `event`; its merge key (order, block,
-    /// place in the block), or None when the thread has no more.
+    /// Decodes the thread's next event into `event` and counts it in `decoded`; its
+    /// merge key, or None when the thread has no more.
     fn advance(
         &mut self,
         spans: &[HeapBlockSpan],
         file: &File,
-    ) -> io::Result<Option<(u64, usize, usize)>> {
+        decoded: &mut [(u64, usize)],
+    ) -> io::Result<Option<MergeKey>> {
         loop {
             if let Some((event, len)) = self.bytes.get(self.at..).and_then(|r| self.delta.decode(r))
             {
-                let key = (event.order, self.blocks[self.block - 1], self.at);
+                let block = self.blocks[self.block - 1];
+                let key = (event.order, block, self.at);
                 self.event = Some(event);
                 self.at += len;
+                decoded[block].0 += 1;
+                decoded[block].1 = self.at;
                 return Ok(Some(key));
             }
             let Some(&index) = self.blocks.get(self.block) else {
@@ -230,7 +362,7 @@ impl HeapCursor {
             let span = &spans[index];
             self.bytes.resize(span.len, 0);
             let read = read_full_at(file, &mut self.bytes, span.offset)?;
-            // The first pass saw these bytes: a file cut since then ends the thread.
+            // The first pass saw these bytes: a file cut since then ends the block.
             self.bytes.truncate(read);
             self.at = 0;
             self.delta = crate::heap::HeapDelta::block_start(span.first_timestamp_ns);
@@ -566,107 +698,78 @@ impl Experiment {
         })
     }
 
-    /// Calls `each` with every committed heap event in the order of
-    /// [`Experiment::heap_events`] (by order number; equal numbers in file order), without
-    /// holding them all: a thread's events come in its order, so the threads' streams are
-    /// merged, each read a block at a time. When some thread's numbers go down (damaged
-    /// data), they are collected and sorted instead.
-    pub fn for_each_heap_event_in_order(
+    /// Feeds every committed heap event, in the order of [`Experiment::heap_events`] (by
+    /// order number; equal numbers in file order), to a state made by `start`, without
+    /// holding the events: a thread's events come in its order, so the threads' streams
+    /// are merged, each read a block at a time. When some thread's numbers go down
+    /// (damaged data) the merge cannot give that order: the state is dropped, a fresh one
+    /// made, and the events collected and sorted instead. Returns the state and what
+    /// reading the blocks found (as [`Experiment::for_each_heap_event`]'s).
+    pub fn heap_events_in_order<S>(
         &self,
-        mut each: impl FnMut(HeapEventRecord),
-    ) -> Result<BlockStats> {
-        // First pass: where each block's whole records are, and whether every thread's
-        // numbers rise from one of its blocks to the next.
-        let mut blocks: Vec<HeapBlockSpan> = Vec::new();
-        let mut last_order: HashMap<u32, u64> = HashMap::new();
-        let mut rising = true;
-        let stats = self.for_each_block_at("heap", KIND_HEAP, |header, records, at, stats| {
-            let mut delta = crate::heap::HeapDelta::block_start(header.first_timestamp_ns);
-            let mut used = 0;
-            let mut count = 0u64;
-            let mut previous = last_order.get(&header.tid).copied();
-            while let Some((event, len)) = records.get(used..).and_then(|r| delta.decode(r)) {
-                rising &= previous.is_none_or(|p| p <= event.order);
-                previous = Some(event.order);
-                used += len;
-                count += 1;
-            }
-            if let Some(order) = previous {
-                last_order.insert(header.tid, order);
-            }
-            let whole = used == records.len();
-            blocks.push(HeapBlockSpan {
+        mut start: impl FnMut() -> S,
+        mut each: impl FnMut(&mut S, HeapEventRecord),
+    ) -> Result<(S, BlockStats)> {
+        // Where each used block's records are; they are decoded (and counted) once, by
+        // the merge.
+        let mut spans: Vec<HeapBlockSpan> = Vec::new();
+        let mut stats = self.for_each_block_at("heap", KIND_HEAP, |used, at, _| {
+            spans.push(HeapBlockSpan {
                 offset: at,
-                len: used,
-                tid: header.tid,
-                first_timestamp_ns: header.first_timestamp_ns,
+                len: used.records.len(),
+                tid: used.header.tid,
+                first_timestamp_ns: used.header.first_timestamp_ns,
+                // for_each_block_at counted these as damaged already.
+                counted: used.cut || used.clamped,
             });
-            stats.records += count;
-            if whole {
-                stats.record_bytes += records.len() as u64;
-            }
-            !whole
+            false
         })?;
-        if !rising {
-            for record in self.heap_events()? {
-                each(record);
-            }
-            return Ok(stats);
-        }
         let path = self.dir.join("heap");
+        let mut state = start();
         let Some(file) = open_regular(&path)? else {
-            return Ok(stats);
+            return Ok((state, stats));
         };
-        let mut threads: Vec<HeapCursor> = Vec::new();
-        let mut thread_of: HashMap<u32, usize> = HashMap::new();
-        for (index, block) in blocks.iter().enumerate() {
-            let thread = *thread_of.entry(block.tid).or_insert_with(|| {
-                threads.push(HeapCursor::default());
-                threads.len() - 1
-            });
-            threads[thread].blocks.push(index);
+        let mut merge = HeapMerge::new(&spans);
+        let io = |e| Error::io(&path, e);
+        let rising = match merge.heads.len() {
+            // Few threads (most programs): the smallest head by a scan.
+            0..=8 => merge
+                .run_scanning(&spans, &file, |e| each(&mut state, e))
+                .map_err(io)?,
+            _ => merge
+                .run_heap(&spans, &file, |e| each(&mut state, e))
+                .map_err(io)?,
+        };
+        if !rising {
+            let mut state = start();
+            let (events, stats) = self.sorted_heap_events()?;
+            for record in events {
+                each(&mut state, record);
+            }
+            return Ok((state, stats));
         }
-        // The next event of every thread, smallest (order, block, place in block) first:
-        // the key of a stable sort by order of the events in file order.
-        let mut next = std::collections::BinaryHeap::new();
-        for (thread, cursor) in threads.iter_mut().enumerate() {
-            if let Some(key) = cursor
-                .advance(&blocks, &file)
-                .map_err(|e| Error::io(&path, e))?
-            {
-                next.push(std::cmp::Reverse((key, thread)));
+        for (span, cursor) in spans.iter().zip(&merge.decoded) {
+            stats.records += cursor.0;
+            if cursor.1 == span.len {
+                stats.record_bytes += span.len as u64;
+            } else if !span.counted {
+                stats.damaged += 1;
             }
         }
-        while let Some(std::cmp::Reverse((_, thread))) = next.pop() {
-            let cursor = &mut threads[thread];
-            // The thread goes on while its events come first (keys are never equal).
-            loop {
-                if let Some(event) = cursor.event {
-                    let tid = blocks[cursor.blocks[cursor.block - 1]].tid;
-                    each(HeapEventRecord { tid, event });
-                }
-                let advanced = cursor.advance(&blocks, &file);
-                let Some(key) = advanced.map_err(|e| Error::io(&path, e))? else {
-                    break;
-                };
-                if next
-                    .peek()
-                    .is_some_and(|std::cmp::Reverse(top)| top.0 < key)
-                {
-                    next.push(std::cmp::Reverse((key, thread)));
-                    break;
-                }
-            }
-        }
-        Ok(stats)
+        Ok((state, stats))
+    }
+
+    /// Every committed heap event sorted by order number, and what reading them found.
+    fn sorted_heap_events(&self) -> Result<(Vec<HeapEventRecord>, BlockStats)> {
+        let mut events = Vec::new();
+        let stats = self.for_each_heap_event(|e| events.push(e))?;
+        events.sort_by_key(|e| e.event.order);
+        Ok((events, stats))
     }
 
     /// Every committed heap event, sorted by order number.
     pub fn heap_events(&self) -> Result<Vec<HeapEventRecord>> {
-        let mut events = Vec::new();
-        self.for_each_heap_event(|e| events.push(e))?;
-        events.sort_by_key(|e| e.event.order);
-        Ok(events)
+        Ok(self.sorted_heap_events()?.0)
     }
 
     /// Every committed stack record of the `stacks` file by id (an id recorded twice is
@@ -713,18 +816,18 @@ impl Experiment {
         kind: u16,
         mut records: impl FnMut(&layout::BlockHeader, &[u8], &mut BlockStats) -> bool,
     ) -> Result<BlockStats> {
-        self.for_each_block_at(name, kind, |header, bytes, _, stats| {
-            records(header, bytes, stats)
+        self.for_each_block_at(name, kind, |used, _, stats| {
+            records(&used.header, used.records, stats)
         })
     }
 
-    /// [`Experiment::for_each_block`], also telling `records` where in the file the
-    /// record bytes are.
+    /// [`Experiment::for_each_block`] giving `records` the whole used block and where in
+    /// the file its record bytes are.
     fn for_each_block_at(
         &self,
         name: &str,
         kind: u16,
-        mut records: impl FnMut(&layout::BlockHeader, &[u8], u64, &mut BlockStats) -> bool,
+        mut records: impl FnMut(&layout::UsedBlock<'_>, u64, &mut BlockStats) -> bool,
     ) -> Result<BlockStats> {
         let path = self.dir.join(name);
         let mut stats = BlockStats::default();
@@ -763,7 +866,7 @@ impl Experiment {
                     let start =
                         (used.records.as_ptr() as usize).saturating_sub(bytes.as_ptr() as usize);
                     let at = (offset - len as u64).saturating_add(start as u64);
-                    let damaged = records(&used.header, used.records, at, &mut stats);
+                    let damaged = records(&used, at, &mut stats);
                     // A record cut by the end of the file is expected while writing.
                     if used.clamped || (damaged && !cut) {
                         stats.damaged += 1;
@@ -1262,11 +1365,8 @@ mod tests {
     }
 
     fn in_order(expt: &Experiment) -> (Vec<HeapEventRecord>, BlockStats) {
-        let mut events = Vec::new();
-        let stats = expt
-            .for_each_heap_event_in_order(|e| events.push(e))
-            .unwrap();
-        (events, stats)
+        expt.heap_events_in_order(Vec::new, |events, e| events.push(e))
+            .unwrap()
     }
 
     /// Threads' blocks interleave in the file however their events do: the merge gives
@@ -1312,6 +1412,35 @@ mod tests {
         let plain_stats = expt.for_each_heap_event(|e| plain.push(e)).unwrap();
         assert_eq!(stats, plain_stats);
         assert_eq!(plain.len(), merged.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Many threads are merged through a heap, to the same order.
+    #[test]
+    fn heap_events_in_order_merge_many_threads() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let dir = temp_expt("heap-many");
+        // 12 threads, two blocks each; thread t makes orders t, t + 12, ... (and a
+        // free sharing its malloc's number).
+        let mut blocks = Vec::new();
+        for half in 0..2u64 {
+            for t in 0..12u64 {
+                let order = |i: u64| t + 12 * (4 * half + i);
+                let events = (0..4)
+                    .map(|i| match i % 2 {
+                        0 => heap_event(Malloc, order(i), 0x100 * (t + 1) + i),
+                        _ => heap_event(Free, order(i - 1), 0x100 * (t + 1) + i - 1),
+                    })
+                    .collect();
+                blocks.push((t as u32 + 1, events));
+            }
+        }
+        write_heap_blocks(&dir, &blocks);
+        let expt = Experiment::open(&dir).unwrap();
+        let (merged, stats) = in_order(&expt);
+        assert_eq!(merged.len(), 96);
+        assert_eq!(merged, expt.heap_events().unwrap());
+        assert_eq!(stats.records, 96);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
