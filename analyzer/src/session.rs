@@ -163,16 +163,20 @@ impl Analysis {
             C::Source(f) => self.annotate(f, false)?,
             C::Disasm(f) => self.annotate(f, true)?,
             C::Overview => self.report(info::overview),
-            C::Leaks => self.heap_report(|model, limit| {
-                crate::heap_report::listing(model, crate::heap_report::HeapListing::Leaks, limit)
-            })?,
-            C::Allocs => self.heap_report(|model, limit| {
-                crate::heap_report::listing(
-                    model,
-                    crate::heap_report::HeapListing::Allocations,
-                    limit,
-                )
-            })?,
+            C::Leaks => {
+                let form = self.listing_form();
+                self.heap_report(|model, limit| {
+                    let what = crate::heap_report::HeapListing::Leaks;
+                    crate::heap_report::listing_as(model, what, limit, form)
+                })?
+            }
+            C::Allocs => {
+                let form = self.listing_form();
+                self.heap_report(|model, limit| {
+                    let what = crate::heap_report::HeapListing::Allocations;
+                    crate::heap_report::listing_as(model, what, limit, form)
+                })?
+            }
             C::Heap => self.heap_report(|model, _| crate::heap_report::statistics(model))?,
             C::Statistics => {
                 let samples = self.samples.clone();
@@ -210,6 +214,16 @@ impl Analysis {
     }
 
     /// A heap-tracing listing (text, JSON), as a report.
+    /// The forms of a heap listing to make: only the text when only the
+    /// text will be shown (a listing of a million stacks is gigabytes of
+    /// JSON values).
+    fn listing_form(&self) -> crate::heap_report::ListingForm {
+        match self.settings.text_only {
+            true => crate::heap_report::ListingForm::Text,
+            false => crate::heap_report::ListingForm::Both,
+        }
+    }
+
     fn heap_report(
         &self,
         make: impl FnOnce(
