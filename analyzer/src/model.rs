@@ -228,6 +228,22 @@ pub struct EventEntry {
 
 pub const NO_STACK: StackId = StackId::MAX;
 
+impl EventEntry {
+    /// A traced call (a wait, an allocation) as an event with no weight
+    /// and no CPU, for the selections and filters written for events.
+    fn traced(experiment: u16, thread: u32, time_ns: u64, stack: StackId, sample: u32) -> Self {
+        EventEntry {
+            experiment,
+            cpu: experiment::layout::CPU_UNKNOWN,
+            thread,
+            time_ns,
+            weight_ns: 0,
+            stack,
+            sample,
+        }
+    }
+}
+
 /// One allocation of heap tracing (the malloc family; mappings are not
 /// heap blocks): what the heap metrics count (the manual's "Heap Tracing
 /// Data": Allocations, Bytes Allocated, Leaks, Bytes Leaked). Kept small:
@@ -277,15 +293,13 @@ impl SyncEntry {
     /// The wait as a clock event with no weight and no CPU, for the
     /// selections and filters written for events.
     pub fn as_event(&self) -> EventEntry {
-        EventEntry {
-            experiment: self.experiment,
-            cpu: experiment::layout::CPU_UNKNOWN,
-            thread: self.thread,
-            time_ns: self.time_ns,
-            weight_ns: 0,
-            stack: self.stack,
-            sample: self.sample,
-        }
+        EventEntry::traced(
+            self.experiment,
+            self.thread,
+            self.time_ns,
+            self.stack,
+            self.sample,
+        )
     }
 }
 
@@ -293,15 +307,13 @@ impl HeapEntry {
     /// The entry as a clock event with no weight and no CPU, for the
     /// selections and filters written for events.
     pub fn as_event(&self) -> EventEntry {
-        EventEntry {
-            experiment: self.experiment,
-            cpu: experiment::layout::CPU_UNKNOWN,
-            thread: self.thread,
-            time_ns: self.time_ns,
-            weight_ns: 0,
-            stack: self.stack,
-            sample: self.sample,
-        }
+        EventEntry::traced(
+            self.experiment,
+            self.thread,
+            self.time_ns,
+            self.stack,
+            self.sample,
+        )
     }
 }
 
