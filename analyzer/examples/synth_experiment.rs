@@ -1,5 +1,6 @@
 //! Writes a large synthetic clock-profiling experiment for the analyzer
-//! benchmark (bench/analyzer.sh), through the experiment crate's writer.
+//! benchmark (bench/analyzer.sh), or with `--heap` a heap-tracing one
+//! (bench/heap_analysis.sh), through the experiment crate's writer.
 //!
 //! The stacks are made of real addresses of BINARY's functions, so the
 //! analyzer symbolizes them (functions, lines, callers) exactly as it does a
@@ -7,7 +8,7 @@
 //!
 //! `cargo run --release -p analyzer --example synth_experiment -- \
 //!      [--events N] [--stacks N] [--max-depth D] [--shape independent|nested] \
-//!      [--threads N] BINARY OUT.er`
+//!      [--threads N] [--heap] BINARY OUT.er`
 //!
 //! Stacks are 3 to D frames deep (default 30), rooted at main. With
 //! `--shape independent` (the default) every frame of every stack is drawn
@@ -16,14 +17,27 @@
 //! stack's innermost calls and makes a few new ones, so stacks share their
 //! outer frames as a real program's do (its calling-context tree has a few
 //! nodes per stack, not one per frame) and depths spread evenly over 3..=D.
+//!
+//! With `--heap` the N events are heap-tracing events (the `heap` file,
+//! kind "heap-trace", no clock profile): allocations (mostly malloc, some
+//! calloc, memalign and realloc, a few anonymous mmaps) of sizes spread
+//! from a few bytes to tens of kilobytes, each on a stack drawn as clock
+//! events' are; about half of them are freed later, by any thread, and
+//! their addresses reused as an allocator reuses them; the rest leak. Order
+//! numbers rise by one per event across the threads, whose blocks are
+//! claimed (placed in the file) when a thread needs one, as the collector's
+//! are, so a quiet thread's block sits before busier threads' later ones.
 
+use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
 use experiment::layout::{
-    stack_id, BlockWriter, ClockEvent, StackStatus, BLOCK_SIZE, KIND_PROFILE, KIND_STACKS,
+    stack_id, BlockWriter, ClockEvent, StackStatus, BLOCK_SIZE, KIND_HEAP, KIND_PROFILE,
+    KIND_STACKS,
 };
 use experiment::text::{write_manifest_into, LineWriter};
 use object::{Object, ObjectSymbol, SymbolKind};
 use std::collections::HashSet;
 use std::io::Write;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Where the synthetic process "loaded" BINARY (a PIE's usual base).
@@ -46,6 +60,7 @@ struct Options {
     max_depth: usize,
     shape: Shape,
     threads: u32,
+    heap: bool,
     binary: PathBuf,
     out: PathBuf,
 }
@@ -57,7 +72,7 @@ fn main() {
             eprintln!("synth_experiment: {message}");
             eprintln!(
                 "usage: synth_experiment [--events N] [--stacks N] [--max-depth D] \
-                 [--shape independent|nested] [--threads N] BINARY OUT.er"
+                 [--shape independent|nested] [--threads N] [--heap] BINARY OUT.er"
             );
             std::process::exit(2);
         }
@@ -75,6 +90,7 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
         max_depth: 30,
         shape: Shape::Independent,
         threads: 4,
+        heap: false,
         binary: PathBuf::new(),
         out: PathBuf::new(),
     };
@@ -92,6 +108,7 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
             "--stacks" => options.stacks = number("--stacks")? as usize,
             "--threads" => options.threads = number("--threads")?.max(1) as u32,
             "--max-depth" => options.max_depth = number("--max-depth")?.clamp(3, 2048) as usize,
+            "--heap" => options.heap = true,
             "--shape" => {
                 options.shape = match args.next().as_deref() {
                     Some("independent") => Shape::Independent,
@@ -122,7 +139,7 @@ fn run(options: &Options) -> Result<(), String> {
     let (functions, main) = text_functions(&binary)?;
     let mut random = XorShift(0x9e37_79b9_7f4a_7c15);
     std::fs::create_dir_all(&options.out).map_err(|e| format!("{}: {e}", options.out.display()))?;
-    write_manifest(&options.out)?;
+    write_manifest(&options.out, options.heap)?;
     let mut stacks_file = StacksFile::create(&options.out)?;
     let generator = StackGenerator {
         functions: &functions,
@@ -134,7 +151,11 @@ fn run(options: &Options) -> Result<(), String> {
         Shape::Nested => generator.nested(options.stacks, &mut random, &mut stacks_file),
     }?;
     stacks_file.finish()?;
-    let end_ns = write_profile(&options.out, options, &stack_ids, &mut random)?;
+    let end_ns = if options.heap {
+        write_heap(&options.out, options, &stack_ids, &mut random)?
+    } else {
+        write_profile(&options.out, options, &stack_ids, &mut random)?
+    };
     write_log(&options.out, &binary, &functions, options, end_ns)
 }
 
@@ -366,6 +387,249 @@ fn write_profile(
     Ok(clock.into_iter().max().unwrap_or(START_NS))
 }
 
+/// Nanoseconds between two heap events (of any thread).
+const HEAP_EVENT_NS: u64 = 150;
+/// Where the synthetic heap starts and where anonymous mappings go.
+const HEAP_BASE: u64 = 0x5555_6000_0000;
+const MMAP_BASE: u64 = 0x7f00_0000_0000;
+
+/// A block the synthetic program will free later.
+#[derive(Clone, Copy)]
+struct Pending {
+    address: u64,
+    size: u64,
+    /// Mappings are given back with munmap, blocks with free.
+    mapped: bool,
+}
+
+/// One thread's heap block being filled: where it goes in the file and the
+/// delta state its records are encoded against.
+struct OpenHeapBlock {
+    index: u32,
+    bytes: Vec<u8>,
+    written: usize,
+    delta: HeapDelta,
+}
+
+/// The `heap` block file. Blocks are placed when claimed (a file index
+/// from one counter, as the collector's atomic one) and written when full
+/// or at the end.
+struct HeapFile {
+    file: std::fs::File,
+    path: PathBuf,
+    next_index: u32,
+    open: Vec<Option<OpenHeapBlock>>,
+}
+
+impl HeapFile {
+    fn push(&mut self, thread: usize, event: &HeapEvent) -> Result<(), String> {
+        let mut record = [0u8; MAX_HEAP_RECORD_SIZE];
+        for _ in 0..2 {
+            if self.open[thread].is_none() {
+                let mut bytes = vec![0u8; BLOCK_SIZE];
+                let tid = PID + thread as u32;
+                BlockWriter::claim(
+                    &mut bytes,
+                    KIND_HEAP,
+                    tid,
+                    self.next_index,
+                    event.timestamp_ns,
+                )
+                .ok_or("block too small")?;
+                self.open[thread] = Some(OpenHeapBlock {
+                    index: self.next_index,
+                    bytes,
+                    written: 0,
+                    delta: HeapDelta::block_start(event.timestamp_ns),
+                });
+                self.next_index += 1;
+            }
+            let Some(block) = self.open[thread].as_mut() else {
+                continue;
+            };
+            // Encoded against a copy: a record that does not fit starts the
+            // next block, encoded against that block's start.
+            let mut delta = block.delta;
+            let len = delta.encode(event, &mut record);
+            let mut writer =
+                BlockWriter::resume(&mut block.bytes, block.written).ok_or("bad block")?;
+            if writer.push_bytes(&record[..len]) {
+                writer.commit();
+                block.written = writer.written();
+                block.delta = delta;
+                return Ok(());
+            }
+            self.flush(thread)?;
+        }
+        Err("a heap record fills no block".into())
+    }
+
+    fn flush(&mut self, thread: usize) -> Result<(), String> {
+        if let Some(block) = self.open[thread].take() {
+            self.file
+                .write_all_at(&block.bytes, u64::from(block.index) * BLOCK_SIZE as u64)
+                .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `heap`: allocations on `stack_ids` (skewed as clock events are),
+/// about half freed later; returns the last event's timestamp.
+fn write_heap(
+    dir: &Path,
+    options: &Options,
+    stack_ids: &[u64],
+    random: &mut XorShift,
+) -> Result<u64, String> {
+    let path = dir.join("heap");
+    let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut heap = HeapFile {
+        file,
+        path,
+        next_index: 0,
+        open: (0..options.threads).map(|_| None).collect(),
+    };
+    // Blocks to be freed later, and freed blocks an allocation may take
+    // back (last freed first, as malloc's caches do): (address, size).
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut reusable: Vec<(u64, u64)> = Vec::new();
+    let mut heap_top = HEAP_BASE;
+    let mut mmap_top = MMAP_BASE;
+    let mut now = START_NS;
+    let mut order = 0;
+    while order < options.events {
+        now += HEAP_EVENT_NS;
+        let thread = random.below(u64::from(options.threads)) as usize;
+        let roll = random.below(1000);
+        // A realloc moves a block that was to be freed: recorded as the
+        // free of the old block and the realloc of the new, numbered after.
+        if (430..440).contains(&roll) && !pending.is_empty() && order + 1 < options.events {
+            let at = random.below(pending.len() as u64) as usize;
+            if !pending[at].mapped {
+                let old = pending[at];
+                let size = heap_size(random);
+                let address = heap_top;
+                heap_top += (size + 16).next_multiple_of(16);
+                pending[at] = Pending {
+                    address,
+                    size,
+                    mapped: false,
+                };
+                reusable.push((old.address, old.size));
+                let free = HeapEvent {
+                    op: HeapOp::Free,
+                    order,
+                    timestamp_ns: now,
+                    address: old.address,
+                    size: 0,
+                    old_address: 0,
+                    stack_id: 0,
+                };
+                heap.push(thread, &free)?;
+                let realloc = HeapEvent {
+                    op: HeapOp::Realloc,
+                    order: order + 1,
+                    timestamp_ns: now,
+                    address,
+                    size,
+                    old_address: old.address,
+                    stack_id: stack_ids[hot_index(random, stack_ids.len())],
+                };
+                heap.push(thread, &realloc)?;
+                order += 2;
+                continue;
+            }
+        }
+        // A third of the events free (while there is something to free):
+        // half the allocations, in a run of events twice as long.
+        let event = if roll < 333 && !pending.is_empty() {
+            let block = pending.swap_remove(random.below(pending.len() as u64) as usize);
+            if block.mapped {
+                HeapEvent {
+                    op: HeapOp::Munmap,
+                    order,
+                    timestamp_ns: now,
+                    address: block.address,
+                    size: block.size,
+                    old_address: 0,
+                    stack_id: 0,
+                }
+            } else {
+                reusable.push((block.address, block.size));
+                HeapEvent {
+                    op: HeapOp::Free,
+                    order,
+                    timestamp_ns: now,
+                    address: block.address,
+                    size: 0,
+                    old_address: 0,
+                    stack_id: 0,
+                }
+            }
+        } else {
+            let stack_id = stack_ids[hot_index(random, stack_ids.len())];
+            let (op, size) = match roll {
+                333..=339 => (HeapOp::Mmap, (1 + random.below(64)) * 4096),
+                340..=399 => (HeapOp::Calloc, heap_size(random)),
+                400..=429 => (HeapOp::Memalign, heap_size(random)),
+                _ => (HeapOp::Malloc, heap_size(random)),
+            };
+            let address = if op == HeapOp::Mmap {
+                mmap_top += size + 4096;
+                mmap_top - size - 4096
+            } else {
+                match reusable.last() {
+                    Some(&(address, room)) if room >= size && random.below(2) == 0 => {
+                        reusable.pop();
+                        address
+                    }
+                    _ => {
+                        let address = heap_top;
+                        heap_top += (size + 16).next_multiple_of(16);
+                        address
+                    }
+                }
+            };
+            if random.below(2) == 0 {
+                pending.push(Pending {
+                    address,
+                    size,
+                    mapped: op == HeapOp::Mmap,
+                });
+            }
+            HeapEvent {
+                op,
+                order,
+                timestamp_ns: now,
+                address,
+                size,
+                old_address: 0,
+                stack_id,
+            }
+        };
+        heap.push(thread, &event)?;
+        order += 1;
+    }
+    for thread in 0..heap.open.len() {
+        heap.flush(thread)?;
+    }
+    Ok(now)
+}
+
+/// An allocation's size: mostly small (a few to a few hundred bytes), a
+/// tail of kilobytes and tens of kilobytes, as programs' are.
+fn heap_size(random: &mut XorShift) -> u64 {
+    let class = random.below(100);
+    let limit = match class {
+        0..=59 => 128,
+        60..=89 => 1024,
+        90..=98 => 16 * 1024,
+        _ => 256 * 1024,
+    };
+    1 + random.below(limit)
+}
+
 /// A stack index skewed toward the front, as real profiles are: a few hot
 /// stacks take most of the time, the tail still gets some.
 fn hot_index(random: &mut XorShift, count: usize) -> usize {
@@ -373,15 +637,14 @@ fn hot_index(random: &mut XorShift, count: usize) -> usize {
     ((u * u * u) * count as f64) as usize % count
 }
 
-fn write_manifest(dir: &Path) -> Result<(), String> {
+fn write_manifest(dir: &Path, heap: bool) -> Result<(), String> {
+    let (files, kinds) = match heap {
+        true => ("log,stacks,heap", "heap-trace"),
+        false => ("log,profile,stacks", "clock-profile"),
+    };
     let mut buf = [0u8; 512];
-    let n = write_manifest_into(
-        &mut buf,
-        "log,profile,stacks",
-        "clock-profile",
-        "synth_experiment",
-    )
-    .ok_or("manifest too long")?;
+    let n = write_manifest_into(&mut buf, files, kinds, "synth_experiment")
+        .ok_or("manifest too long")?;
     std::fs::write(dir.join("manifest"), &buf[..n]).map_err(|e| format!("{}: {e}", dir.display()))
 }
 

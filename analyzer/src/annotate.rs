@@ -612,13 +612,11 @@ fn values_json(ctx: &Context, value: Option<ExclInclValue>) -> serde_json::Map<S
         "inclusive".into(),
         json!(value.map(|v| crate::report::value_json(v.inclusive, total))),
     );
-    if ctx.has_heap() {
-        let v = value.unwrap_or_default();
-        map.extend(crate::report::heap_json(&[
-            ("exclusive", v.exclusive),
-            ("inclusive", v.inclusive),
-        ]));
-    }
+    let v = value.unwrap_or_default();
+    map.extend(crate::report::traced_json(
+        ctx,
+        &[("exclusive", v.exclusive), ("inclusive", v.inclusive)],
+    ));
     map
 }
 
@@ -664,7 +662,7 @@ fn render(layout: &MetricLayout, rows: &[Row]) -> String {
             cells.push(
                 value
                     .map(|v| match metric {
-                        MetricName::TotalCpu => seconds(v.ns),
+                        m if m.is_time() => seconds(v.get(m)),
                         m => v.get(m).to_string(),
                     })
                     .unwrap_or_default(),

@@ -34,7 +34,7 @@ fn folded(ctx: &Context) -> BTreeMap<String, u64> {
 /// A stack's number for `metric`: whole microseconds for CPU time.
 fn exported(metric: MetricName, value: Value) -> u64 {
     match metric {
-        MetricName::TotalCpu => value.ns / 1_000,
+        m if m.is_time() => value.get(m) / 1_000,
         m => value.get(m),
     }
 }
@@ -42,7 +42,8 @@ fn exported(metric: MetricName, value: Value) -> u64 {
 /// What the numbers of the export count.
 fn unit(metric: MetricName) -> &'static str {
     match metric {
-        MetricName::TotalCpu => "us",
+        m if m.is_time() => "us",
+        MetricName::SyncWaitCount => "waits",
         MetricName::BytesAllocated | MetricName::BytesLeaked => "bytes",
         MetricName::Leaks => "leaks",
         _ => "allocations",

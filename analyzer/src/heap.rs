@@ -12,8 +12,8 @@
 //! process under the debugger).
 
 use experiment::heap::HeapOp;
-use experiment::HeapEventRecord;
-use std::collections::HashMap;
+use experiment::{Experiment, HeapEventRecord};
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 
 /// A block in use: what made it, where and when.
@@ -56,43 +56,20 @@ impl HeapState {
     /// Replays `events`, which must be sorted by order number
     /// (`Experiment::heap_events`).
     pub fn replay<'a>(events: impl IntoIterator<Item = &'a HeapEventRecord>) -> HeapState {
-        let mut blocks: HashMap<u64, Block> = HashMap::new();
-        let mut mappings: HashMap<u64, Block> = HashMap::new();
-        let mut state = HeapState::default();
+        let mut replay = Replay::default();
         for record in events {
-            let e = record.event;
-            let block = Block {
-                address: e.address,
-                size: e.size,
-                op: e.op,
-                order: e.order,
-                timestamp_ns: e.timestamp_ns,
-                tid: record.tid,
-                stack_id: e.stack_id,
-            };
-            match e.op {
-                HeapOp::Free if e.address == 0 => {}
-                HeapOp::Free => {
-                    state.frees += 1;
-                    if blocks.remove(&e.address).is_none() {
-                        state.unknown_frees += 1;
-                    }
-                }
-                HeapOp::Mmap => {
-                    mappings.insert(e.address, block);
-                }
-                HeapOp::Munmap => unmap(&mut mappings, e.address..e.address.saturating_add(e.size)),
-                _ if e.address == 0 => {}
-                _ => {
-                    state.allocations += 1;
-                    state.bytes_allocated += e.size;
-                    blocks.insert(e.address, block);
-                }
-            }
+            replay.apply(record);
         }
-        state.blocks = sorted(blocks);
-        state.mappings = sorted(mappings);
-        state
+        replay.finish()
+    }
+
+    /// Replays the heap events of `expt` in order, read as they are
+    /// replayed (`Experiment::heap_events_in_order`) rather than held and
+    /// sorted first.
+    pub fn of_experiment(expt: &Experiment) -> experiment::Result<HeapState> {
+        let (replay, _) =
+            expt.heap_events_in_order(Replay::default, |replay, record| replay.apply(&record))?;
+        Ok(replay.finish())
     }
 
     /// The blocks in use, by address.
@@ -116,15 +93,68 @@ impl HeapState {
     }
 }
 
-fn sorted(blocks: HashMap<u64, Block>) -> Vec<Block> {
+/// A replay under way: the blocks and mappings in use by address.
+#[derive(Default)]
+struct Replay {
+    blocks: FxHashMap<u64, Block>,
+    mappings: FxHashMap<u64, Block>,
+    state: HeapState,
+}
+
+impl Replay {
+    fn apply(&mut self, record: &HeapEventRecord) {
+        let e = record.event;
+        let block = Block {
+            address: e.address,
+            size: e.size,
+            op: e.op,
+            order: e.order,
+            timestamp_ns: e.timestamp_ns,
+            tid: record.tid,
+            stack_id: e.stack_id,
+        };
+        let state = &mut self.state;
+        match e.op {
+            HeapOp::Free if e.address == 0 => {}
+            HeapOp::Free => {
+                state.frees += 1;
+                if self.blocks.remove(&e.address).is_none() {
+                    state.unknown_frees += 1;
+                }
+            }
+            HeapOp::Mmap => {
+                self.mappings.insert(e.address, block);
+            }
+            HeapOp::Munmap => unmap(
+                &mut self.mappings,
+                e.address..e.address.saturating_add(e.size),
+            ),
+            _ if e.address == 0 => {}
+            _ => {
+                state.allocations += 1;
+                state.bytes_allocated += e.size;
+                self.blocks.insert(e.address, block);
+            }
+        }
+    }
+
+    fn finish(self) -> HeapState {
+        let mut state = self.state;
+        state.blocks = sorted(self.blocks);
+        state.mappings = sorted(self.mappings);
+        state
+    }
+}
+
+fn sorted(blocks: FxHashMap<u64, Block>) -> Vec<Block> {
     let mut list: Vec<Block> = blocks.into_values().collect();
-    list.sort_by_key(|b| b.address);
+    list.sort_unstable_by_key(|b| b.address);
     list
 }
 
 /// munmap of `range`: mappings inside it are gone (a partial unmap keeps
 /// a mapping's record: its start is still mapped or moved).
-fn unmap(mappings: &mut HashMap<u64, Block>, range: Range<u64>) {
+fn unmap(mappings: &mut FxHashMap<u64, Block>, range: Range<u64>) {
     mappings.retain(|&start, block| {
         !(range.start <= start && start.saturating_add(block.size) <= range.end)
     });
@@ -287,6 +317,7 @@ fn scan(range: Range<u64>, read: &mut ReadMemory, mut each: impl FnMut(u64)) {
 mod tests {
     use super::*;
     use experiment::heap::HeapEvent;
+    use std::collections::HashMap;
 
     fn record(op: HeapOp, order: u64, address: u64, size: u64) -> HeapEventRecord {
         HeapEventRecord {

@@ -9,13 +9,14 @@
 //! yet. Groups are by the call stack as shown (function and line of each
 //! frame), so the same path in several processes is one group.
 
-use crate::heap::HeapState;
 use crate::model::Model;
 use crate::resolve::{symbolize, PcSymbol};
 use debugger::symbols::ObjectFile;
-use experiment::heap::HeapOp;
+use experiment::heap::{HeapEvent, HeapOp};
+use experiment::layout::StackRecordRef;
 use experiment::log::Event;
-use experiment::{Experiment, HeapEventRecord, Stack};
+use experiment::Experiment;
+use rustc_hash::FxHashMap;
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -28,6 +29,18 @@ pub enum HeapListing {
     Allocations,
 }
 
+/// Which forms of a listing to make: the JSON of a million groups with
+/// their stacks is tens of gigabytes of `Json` values, worth making only
+/// when it is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListingForm {
+    /// The text; the JSON is `Json::Null`.
+    Text,
+    /// The JSON; the text is empty.
+    Json,
+    Both,
+}
+
 /// One frame of an allocation stack, as shown.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct ShownFrame {
@@ -36,46 +49,152 @@ struct ShownFrame {
     line: Option<u32>,
 }
 
-/// Blocks (or allocations) with the same shown stack.
-struct Group {
-    frames: Vec<ShownFrame>,
+/// Counts and bytes of what a listing counts.
+#[derive(Debug, Clone, Copy, Default)]
+struct Sums {
     count: u64,
     bytes: u64,
 }
 
-/// Every experiment's heap, replayed, with what is needed to show it.
-struct LoadedHeap {
-    experiments: Vec<ExperimentHeap>,
+/// What one pass over an experiment's heap events found.
+#[derive(Default)]
+struct Replayed {
+    allocations: u64,
+    bytes_allocated: u64,
+    frees: u64,
+    unknown_frees: u64,
+    leaks: u64,
+    bytes_leaked: u64,
+    /// The most bytes of the malloc family in use at once, and when.
+    peak_bytes: u64,
+    peak_ns: u64,
+    /// Allocations by power-of-two size bucket.
+    histogram: Vec<u64>,
+    /// The listing's sums by recorded stack id.
+    by_stack: FxHashMap<u64, Sums>,
 }
 
-struct ExperimentHeap {
-    state: HeapState,
-    events: Vec<HeapEventRecord>,
-    stacks: HashMap<u64, Stack>,
-    symbols: Symbolizer,
-    start_ns: u64,
+/// What a pass over the heap events is for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Blocks not freed, by stack.
+    Leaks,
+    /// Allocations by stack: no replay needed, the events come as read.
+    Allocations,
+    /// The `heap` totals.
+    Statistics,
 }
 
-fn load(model: &Model) -> Result<LoadedHeap, String> {
-    let mut experiments = Vec::new();
-    for entry in &model.experiments {
-        let expt = Experiment::open(&entry.path).map_err(|e| e.to_string())?;
-        if !expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
-            continue;
+/// The blocks in use during a replay, by address: (size, stack id).
+type Live = FxHashMap<u64, (u64, u64)>;
+
+/// A replay under way: what it found so far, the blocks in use and their
+/// bytes.
+#[derive(Default)]
+struct Replaying {
+    found: Replayed,
+    live: Live,
+    in_use: u64,
+}
+
+impl Replaying {
+    fn new() -> Replaying {
+        Replaying {
+            found: Replayed {
+                histogram: vec![0; 65],
+                ..Replayed::default()
+            },
+            ..Replaying::default()
         }
-        let events = expt.heap_events().map_err(|e| e.to_string())?;
-        experiments.push(ExperimentHeap {
-            state: HeapState::replay(&events),
-            stacks: expt.stacks().map_err(|e| e.to_string())?,
-            symbols: Symbolizer::new(model, &entry.log),
-            events,
-            start_ns: entry.start_ns,
-        });
+    }
+
+    fn apply(&mut self, e: HeapEvent) {
+        let r = &mut self.found;
+        match e.op {
+            // Mappings are not heap blocks; free(NULL) frees nothing.
+            HeapOp::Mmap | HeapOp::Munmap => {}
+            HeapOp::Free if e.address == 0 => {}
+            HeapOp::Free => {
+                r.frees += 1;
+                match self.live.remove(&e.address) {
+                    Some((size, _)) => self.in_use -= size,
+                    None => r.unknown_frees += 1,
+                }
+            }
+            _ if e.address == 0 => {}
+            _ => {
+                r.allocations += 1;
+                r.bytes_allocated += e.size;
+                let bucket = (64 - e.size.leading_zeros()) as usize;
+                if let Some(slot) = r.histogram.get_mut(bucket) {
+                    *slot += 1;
+                }
+                // A block made where one is still in use replaces it.
+                if let Some((old, _)) = self.live.insert(e.address, (e.size, e.stack_id)) {
+                    self.in_use -= old;
+                }
+                self.in_use += e.size;
+                if self.in_use > r.peak_bytes {
+                    r.peak_bytes = self.in_use;
+                    r.peak_ns = e.timestamp_ns;
+                }
+            }
+        }
+    }
+}
+
+/// One pass over `expt`'s heap events (in order when the pass replays
+/// them), holding no event: the blocks in use are all it keeps.
+fn replay(expt: &Experiment, pass: Pass) -> Result<Replayed, String> {
+    let mut r = Replayed {
+        histogram: vec![0; 65],
+        ..Replayed::default()
+    };
+    if pass == Pass::Allocations {
+        expt.for_each_heap_event(|record| {
+            let e = record.event;
+            if e.op.allocates() && e.op != HeapOp::Mmap && e.address != 0 {
+                let sums = r.by_stack.entry(e.stack_id).or_default();
+                sums.count += 1;
+                sums.bytes += e.size;
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        return Ok(r);
+    }
+    let (replaying, _) = expt
+        .heap_events_in_order(Replaying::new, |replaying, record| {
+            replaying.apply(record.event)
+        })
+        .map_err(|e| e.to_string())?;
+    let Replaying {
+        found: mut r, live, ..
+    } = replaying;
+    r.leaks = live.len() as u64;
+    r.bytes_leaked = live.values().map(|&(size, _)| size).sum();
+    if pass == Pass::Leaks {
+        for (size, stack_id) in live.into_values() {
+            let sums = r.by_stack.entry(stack_id).or_default();
+            sums.count += 1;
+            sums.bytes += size;
+        }
+    }
+    Ok(r)
+}
+
+/// The heap-tracing experiments of the model, opened.
+fn heap_experiments(model: &Model) -> Result<Vec<(Experiment, usize)>, String> {
+    let mut experiments = Vec::new();
+    for (index, entry) in model.experiments.iter().enumerate() {
+        let expt = Experiment::open(&entry.path).map_err(|e| e.to_string())?;
+        if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
+            experiments.push((expt, index));
+        }
     }
     if experiments.is_empty() {
         return Err("no heap-tracing data (collect with -H on, or collector heaptrace on)".into());
     }
-    Ok(LoadedHeap { experiments })
+    Ok(experiments)
 }
 
 /// `leaks` or `allocs`: (text, JSON).
@@ -84,48 +203,51 @@ pub fn listing(
     what: HeapListing,
     limit: Option<usize>,
 ) -> Result<(String, Json), String> {
-    let heap = load(model)?;
-    let mut groups: HashMap<Vec<ShownFrame>, Group> = HashMap::new();
-    for expt in &heap.experiments {
-        // Summed per recorded stack first: each stack is shown (looked
-        // up) once, however many events it has.
-        let mut by_stack: HashMap<u64, (u64, u64)> = HashMap::new();
-        let mut add = |stack_id: u64, bytes: u64| {
-            let sums = by_stack.entry(stack_id).or_default();
-            sums.0 += 1;
-            sums.1 += bytes;
-        };
-        match what {
-            HeapListing::Leaks => {
-                for block in expt.state.blocks() {
-                    add(block.stack_id, block.size);
-                }
-            }
-            HeapListing::Allocations => {
-                for record in &expt.events {
-                    let e = record.event;
-                    if e.op.allocates() && e.op != HeapOp::Mmap && e.address != 0 {
-                        add(e.stack_id, e.size);
-                    }
-                }
-            }
-        }
-        for (stack_id, (count, bytes)) in by_stack {
-            let frames = expt.shown_stack(stack_id);
-            let group = groups.entry(frames.clone()).or_insert(Group {
-                frames,
-                count: 0,
-                bytes: 0,
+    listing_as(model, what, limit, ListingForm::Both)
+}
+
+/// `leaks` or `allocs` in the forms asked for: (text, JSON).
+pub fn listing_as(
+    model: &Model,
+    what: HeapListing,
+    limit: Option<usize>,
+    form: ListingForm,
+) -> Result<(String, Json), String> {
+    let pass = match what {
+        HeapListing::Leaks => Pass::Leaks,
+        HeapListing::Allocations => Pass::Allocations,
+    };
+    let mut shown = ShownStacks::default();
+    // Groups by their shown stack's node, in order of first use.
+    let mut group_of: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut groups: Vec<(u32, Sums)> = Vec::new();
+    for (expt, index) in heap_experiments(model)? {
+        let replayed = replay(&expt, pass)?;
+        let symbols = Symbolizer::new(model, &model.experiments[index].log);
+        let nodes = shown.of_experiment(&expt, &symbols, &replayed.by_stack)?;
+        for (stack_id, sums) in &replayed.by_stack {
+            let node = nodes
+                .get(stack_id)
+                .copied()
+                .unwrap_or_else(|| shown.unknown());
+            let group = *group_of.entry(node).or_insert_with(|| {
+                groups.push((node, Sums::default()));
+                groups.len() - 1
             });
-            group.count += count;
-            group.bytes += bytes;
+            groups[group].1.count += sums.count;
+            groups[group].1.bytes += sums.bytes;
         }
     }
-    let mut groups: Vec<Group> = groups.into_values().collect();
-    groups.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.count.cmp(&a.count)));
-    let total_count: u64 = groups.iter().map(|g| g.count).sum();
-    let total_bytes: u64 = groups.iter().map(|g| g.bytes).sum();
-    let shown = limit.unwrap_or(usize::MAX).min(groups.len());
+    // Largest first; equal ones in the order of their stacks in the files.
+    groups.sort_unstable_by(|(a_node, a), (b_node, b)| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(b.count.cmp(&a.count))
+            .then(a_node.cmp(b_node))
+    });
+    let total_count: u64 = groups.iter().map(|(_, g)| g.count).sum();
+    let total_bytes: u64 = groups.iter().map(|(_, g)| g.bytes).sum();
+    let shown_groups = &groups[..limit.unwrap_or(usize::MAX).min(groups.len())];
     let (noun, count_key, bytes_key, title) = match what {
         HeapListing::Leaks => ("Leak", "leaks", "bytes_leaked", "Bytes Leaked"),
         HeapListing::Allocations => (
@@ -136,45 +258,74 @@ pub fn listing(
         ),
     };
     let mut text = String::new();
-    let _ = writeln!(
-        text,
-        "Summary Results: Distinct {noun}s = {}, Total Instances = {total_count}, Total {title} = {total_bytes}",
-        groups.len()
-    );
-    let mut list = Vec::new();
-    for (n, group) in groups.iter().take(shown).enumerate() {
+    if form != ListingForm::Json {
+        // Sized first: the text of a million groups is gigabytes, better
+        // not copied as it grows.
+        let frames: usize = shown_groups
+            .iter()
+            .map(|&(node, _)| shown.text_len(node))
+            .sum();
+        text.reserve(frames + 100 * (shown_groups.len() + 1));
         let _ = writeln!(
             text,
-            "\n{noun} #{}, Instances = {}, {title} = {}",
-            n + 1,
-            group.count,
-            group.bytes
+            "Summary Results: Distinct {noun}s = {}, Total Instances = {total_count}, Total {title} = {total_bytes}",
+            groups.len()
         );
-        for frame in &group.frames {
-            let _ = writeln!(text, "    {}", frame_text(frame));
+        for (n, (node, group)) in shown_groups.iter().enumerate() {
+            let _ = writeln!(
+                text,
+                "\n{noun} #{}, Instances = {}, {title} = {}",
+                n + 1,
+                group.count,
+                group.bytes
+            );
+            shown.write_text(*node, &mut text);
         }
-        list.push(json!({
-            count_key: group.count,
-            bytes_key: group.bytes,
-            "stack": group.frames.iter().map(frame_json).collect::<Vec<_>>(),
-        }));
     }
-    let doc = json!({
-        "report": if what == HeapListing::Leaks { "leaks" } else { "allocs" },
-        count_key: total_count,
-        bytes_key: total_bytes,
-        "groups": list,
-    });
+    let doc = match form {
+        ListingForm::Text => Json::Null,
+        ListingForm::Json | ListingForm::Both => {
+            let list: Vec<Json> = shown_groups
+                .iter()
+                .map(|(node, group)| {
+                    json!({
+                        count_key: group.count,
+                        bytes_key: group.bytes,
+                        "stack": shown.json(*node),
+                    })
+                })
+                .collect();
+            json!({
+                "report": if what == HeapListing::Leaks { "leaks" } else { "allocs" },
+                count_key: total_count,
+                bytes_key: total_bytes,
+                "groups": list,
+            })
+        }
+    };
     Ok((text, doc))
 }
 
 /// `heap`: totals, the peak in use and when, and sizes by power of two.
 pub fn statistics(model: &Model) -> Result<(String, Json), String> {
-    let heap = load(model)?;
     let mut totals = Totals::default();
     let mut histogram: Vec<u64> = vec![0; 65];
-    for expt in &heap.experiments {
-        totals.add(expt, &mut histogram);
+    for (expt, index) in heap_experiments(model)? {
+        let r = replay(&expt, Pass::Statistics)?;
+        totals.allocations += r.allocations;
+        totals.bytes_allocated += r.bytes_allocated;
+        totals.frees += r.frees;
+        totals.unknown_frees += r.unknown_frees;
+        totals.leaks += r.leaks;
+        totals.bytes_leaked += r.bytes_leaked;
+        if r.peak_bytes > totals.peak_bytes {
+            totals.peak_bytes = r.peak_bytes;
+            let start_ns = model.experiments[index].start_ns;
+            totals.peak_seconds = r.peak_ns.saturating_sub(start_ns) as f64 / 1e9;
+        }
+        for (sum, count) in histogram.iter_mut().zip(&r.histogram) {
+            *sum += count;
+        }
     }
     let mut text = String::new();
     let _ = writeln!(text, "Heap statistics");
@@ -227,31 +378,6 @@ struct Totals {
     peak_seconds: f64,
 }
 
-impl Totals {
-    fn add(&mut self, expt: &ExperimentHeap, histogram: &mut [u64]) {
-        self.allocations += expt.state.allocations;
-        self.bytes_allocated += expt.state.bytes_allocated;
-        self.frees += expt.state.frees;
-        self.unknown_frees += expt.state.unknown_frees;
-        self.leaks += expt.state.blocks().len() as u64;
-        self.bytes_leaked += expt.state.blocks().iter().map(|b| b.size).sum::<u64>();
-        let (peak, at) = peak_in_use(&expt.events);
-        if peak > self.peak_bytes {
-            self.peak_bytes = peak;
-            self.peak_seconds = at.saturating_sub(expt.start_ns) as f64 / 1e9;
-        }
-        for record in &expt.events {
-            let e = record.event;
-            if e.op.allocates() && e.op != HeapOp::Mmap && e.address != 0 {
-                let bucket = (64 - e.size.leading_zeros()) as usize;
-                if let Some(slot) = histogram.get_mut(bucket) {
-                    *slot += 1;
-                }
-            }
-        }
-    }
-}
-
 /// Sizes of bucket `b`: 0 for 0, else 2^(b-1) ..= 2^b - 1.
 fn bucket_range(bucket: usize) -> (u64, u64) {
     match bucket {
@@ -261,61 +387,171 @@ fn bucket_range(bucket: usize) -> (u64, u64) {
     }
 }
 
-/// The most bytes of the malloc family in use at once, and when.
-fn peak_in_use(events: &[HeapEventRecord]) -> (u64, u64) {
-    let mut live: HashMap<u64, u64> = HashMap::new();
-    let (mut in_use, mut peak, mut at) = (0u64, 0u64, 0u64);
-    for record in events {
-        let e = record.event;
-        match e.op {
-            HeapOp::Free => {
-                if let Some(size) = live.remove(&e.address) {
-                    in_use -= size;
-                }
-            }
-            HeapOp::Mmap | HeapOp::Munmap => {}
-            _ if e.address != 0 => {
-                if let Some(old) = live.insert(e.address, e.size) {
-                    in_use -= old;
-                }
-                in_use += e.size;
-                if in_use > peak {
-                    peak = in_use;
-                    at = e.timestamp_ns;
-                }
-            }
-            _ => {}
-        }
-    }
-    (peak, at)
+/// The shown stacks of every experiment, as a tree of shown frames from
+/// `main` (or the outermost frame) down: a stack as shown is a node, the
+/// frames from it up to the root, so stacks that show the same are one
+/// node (one group) and the frames they share are stored once. Neighbouring
+/// stack records share most of their outer frames: those are not looked at
+/// again.
+struct ShownStacks {
+    /// Distinct frames, and per frame its text line and whether it is main.
+    frames: Vec<ShownFrame>,
+    frame_ids: HashMap<ShownFrame, u32>,
+    frame_lines: Vec<String>,
+    is_main: Vec<bool>,
+    /// Per node: its parent and its frame (the root's are unused).
+    parent: Vec<u32>,
+    frame: Vec<u32>,
+    /// Per node: the length of its frames' text.
+    text_len: Vec<usize>,
+    children: FxHashMap<(u32, u32), u32>,
 }
 
-impl ExperimentHeap {
-    /// The stack as shown: the program's frames (return addresses looked
-    /// up at their call), ending at main.
-    fn shown_stack(&self, stack_id: u64) -> Vec<ShownFrame> {
-        let Some(stack) = self.stacks.get(&stack_id) else {
-            return vec![ShownFrame {
-                function: "<unknown stack>".into(),
-                file: None,
-                line: None,
-            }];
-        };
-        let mut frames = Vec::new();
-        for &pc in &stack.pcs {
-            // The collector's own frames (its pthread_create, which a
-            // thread's stack passes through) are not the program's.
-            if self.symbols.is_collector(pc) {
-                continue;
-            }
-            let frame = self.symbols.frame(pc.saturating_sub(1));
-            let is_main = frame.function == "main";
-            frames.push(frame);
-            if is_main {
-                break;
-            }
+/// The empty stack: the tree's root.
+const ROOT: u32 = 0;
+/// A PC of the collector's own code: not shown.
+const HIDDEN: u32 = u32::MAX;
+
+impl Default for ShownStacks {
+    fn default() -> ShownStacks {
+        ShownStacks {
+            frames: Vec::new(),
+            frame_ids: HashMap::new(),
+            frame_lines: Vec::new(),
+            is_main: Vec::new(),
+            parent: vec![ROOT],
+            frame: vec![HIDDEN],
+            text_len: vec![0],
+            children: FxHashMap::default(),
         }
-        frames
+    }
+}
+
+impl ShownStacks {
+    fn frame_id(&mut self, frame: ShownFrame) -> u32 {
+        if let Some(&id) = self.frame_ids.get(&frame) {
+            return id;
+        }
+        let id = self.frames.len() as u32;
+        self.frame_lines
+            .push(format!("    {}\n", frame_text(&frame)));
+        self.is_main.push(frame.function == "main");
+        self.frame_ids.insert(frame.clone(), id);
+        self.frames.push(frame);
+        id
+    }
+
+    fn child(&mut self, parent: u32, frame: u32) -> u32 {
+        if let Some(&node) = self.children.get(&(parent, frame)) {
+            return node;
+        }
+        let node = self.parent.len() as u32;
+        self.parent.push(parent);
+        self.frame.push(frame);
+        let len = self.text_len[parent as usize] + self.frame_lines[frame as usize].len();
+        self.text_len.push(len);
+        self.children.insert((parent, frame), node);
+        node
+    }
+
+    /// The node below `node` for one more frame toward the leaf. The stack
+    /// shown ends at its innermost `main`: a `main` starts it afresh.
+    fn step(&mut self, node: u32, frame: u32) -> u32 {
+        match frame {
+            HIDDEN => node,
+            f if self.is_main[f as usize] => self.child(ROOT, f),
+            f => self.child(node, f),
+        }
+    }
+
+    /// The node of a stack whose record was not written.
+    fn unknown(&mut self) -> u32 {
+        let frame = self.frame_id(ShownFrame {
+            function: "<unknown stack>".into(),
+            file: None,
+            line: None,
+        });
+        self.child(ROOT, frame)
+    }
+
+    /// The nodes of the stacks of `expt` named in `wanted`, read from its
+    /// `stacks` file record by record (the first record of an id counts).
+    fn of_experiment(
+        &mut self,
+        expt: &Experiment,
+        symbols: &Symbolizer,
+        wanted: &FxHashMap<u64, Sums>,
+    ) -> Result<FxHashMap<u64, u32>, String> {
+        let mut nodes: FxHashMap<u64, u32> = FxHashMap::default();
+        nodes.reserve(wanted.len());
+        // Each recorded PC's frame, looked up once.
+        let mut frame_of: FxHashMap<u64, u32> = FxHashMap::default();
+        // The record walked last: its PCs leaf first, and the node after
+        // each of them from the root.
+        let mut previous: Vec<u64> = Vec::new();
+        let mut path: Vec<u32> = Vec::new();
+        let mut pcs: Vec<u64> = Vec::new();
+        crate::stack_file::for_each_stack_block(expt, |records: &[StackRecordRef<'_>]| {
+            for record in records {
+                let id = record.header.stack_id;
+                if !wanted.contains_key(&id) || nodes.contains_key(&id) {
+                    continue;
+                }
+                pcs.clear();
+                pcs.extend(record.pcs());
+                let shared = pcs
+                    .iter()
+                    .rev()
+                    .zip(previous.iter().rev())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                path.truncate(shared);
+                let mut node = path.last().copied().unwrap_or(ROOT);
+                for &pc in pcs[..pcs.len() - shared].iter().rev() {
+                    let frame = *frame_of
+                        .entry(pc)
+                        .or_insert_with(|| self.frame_of_pc(symbols, pc));
+                    node = self.step(node, frame);
+                    path.push(node);
+                }
+                nodes.insert(id, node);
+                std::mem::swap(&mut pcs, &mut previous);
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(nodes)
+    }
+
+    /// The frame a recorded PC shows as (a return address looked up at its
+    /// call), or HIDDEN for the collector's own frames (its
+    /// pthread_create, which a thread's stack passes through).
+    fn frame_of_pc(&mut self, symbols: &Symbolizer, pc: u64) -> u32 {
+        if symbols.is_collector(pc) {
+            return HIDDEN;
+        }
+        self.frame_id(symbols.look_up(pc.saturating_sub(1)))
+    }
+
+    /// Length of `node`'s frames' text.
+    fn text_len(&self, node: u32) -> usize {
+        self.text_len[node as usize]
+    }
+
+    /// Appends `node`'s frames to `text`, leaf first.
+    fn write_text(&self, mut node: u32, text: &mut String) {
+        while node != ROOT {
+            text.push_str(&self.frame_lines[self.frame[node as usize] as usize]);
+            node = self.parent[node as usize];
+        }
+    }
+
+    fn json(&self, mut node: u32) -> Json {
+        let mut list = Vec::new();
+        while node != ROOT {
+            list.push(frame_json(&self.frames[self.frame[node as usize] as usize]));
+            node = self.parent[node as usize];
+        }
+        Json::Array(list)
     }
 }
 
@@ -326,8 +562,6 @@ struct Symbolizer {
     /// Where libcollector.so is.
     collector: Vec<(u64, u64)>,
     files: std::cell::RefCell<HashMap<PathBuf, Option<ObjectFile>>>,
-    /// Each PC looked up once.
-    frames: std::cell::RefCell<HashMap<u64, ShownFrame>>,
 }
 
 impl Symbolizer {
@@ -368,7 +602,6 @@ impl Symbolizer {
             mappings,
             collector,
             files: Default::default(),
-            frames: Default::default(),
         }
     }
 
@@ -376,15 +609,6 @@ impl Symbolizer {
         self.collector
             .iter()
             .any(|(lo, hi)| (*lo..=*hi).contains(&pc))
-    }
-
-    fn frame(&self, pc: u64) -> ShownFrame {
-        if let Some(known) = self.frames.borrow().get(&pc) {
-            return known.clone();
-        }
-        let frame = self.look_up(pc);
-        self.frames.borrow_mut().insert(pc, frame.clone());
-        frame
     }
 
     fn look_up(&self, pc: u64) -> ShownFrame {

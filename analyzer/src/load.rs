@@ -300,6 +300,9 @@ impl Builder {
         for entry in &mut self.model.heap {
             entry.time_ns = entry.time_ns.saturating_sub(self.model.origin_ns);
         }
+        for entry in &mut self.model.sync {
+            entry.time_ns = entry.time_ns.saturating_sub(self.model.origin_ns);
+        }
         self.model
     }
 
@@ -394,16 +397,7 @@ impl Builder {
                 }
                 first_ns = first_ns.min(record.timestamp_ns);
                 last_ns = last_ns.max(record.timestamp_ns);
-                let stack = match stacks.by_id.get(record.stack_id) {
-                    Lookup::Stack(id) => id,
-                    Lookup::Record(r) => {
-                        let span = stacks.records[r as usize];
-                        let id = self.intern_stack(index, &mut stacks.slots, span, &mappings);
-                        stacks.by_id.set_stack(record.stack_id, id);
-                        id
-                    }
-                    Lookup::Missing => NO_STACK,
-                };
+                let stack = self.model_stack(index, &mut stacks, record.stack_id, &mappings);
                 if stack == NO_STACK {
                     lost += 1;
                 }
@@ -426,6 +420,34 @@ impl Builder {
         })?;
         add_batch(&mut batch);
         drop(populating);
+        if expt.manifest().kinds.iter().any(|k| k == "sync-trace") {
+            let sync_stats = expt.for_each_sync_event(|record| {
+                let e = record.event;
+                if !plausible.contains(e.start_ns) {
+                    impossible += 1;
+                    return;
+                }
+                first_ns = first_ns.min(e.start_ns);
+                last_ns = last_ns.max(e.start_ns.saturating_add(e.wait_ns));
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                if stack == NO_STACK {
+                    lost += 1;
+                }
+                self.model.sync.push(SyncEntry {
+                    experiment: index,
+                    op: e.op,
+                    thread: threads.number(record.tid),
+                    time_ns: e.start_ns,
+                    wait_ns: e.wait_ns,
+                    object: e.object,
+                    stack,
+                    sample: sample_of(&entry.samples, e.start_ns),
+                });
+            })?;
+            if let Some(warning) = block_file_warning(&shown, "sync", &sync_stats) {
+                self.warn(warning);
+            }
+        }
         if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
             let mut heap = HeapLoad::default();
             let heap_stats = expt.for_each_heap_event(|record| {
@@ -443,16 +465,7 @@ impl Builder {
                 if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
                     return;
                 }
-                let stack = match stacks.by_id.get(e.stack_id) {
-                    Lookup::Stack(id) => id,
-                    Lookup::Record(r) => {
-                        let span = stacks.records[r as usize];
-                        let id = self.intern_stack(index, &mut stacks.slots, span, &mappings);
-                        stacks.by_id.set_stack(e.stack_id, id);
-                        id
-                    }
-                    Lookup::Missing => NO_STACK,
-                };
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
                 if stack == NO_STACK {
                     lost += 1;
                 }
@@ -555,6 +568,27 @@ impl Builder {
         let id = self.model.functions.len() as FunctionId;
         self.model.functions.push(entry);
         id
+    }
+
+    /// The model stack of the recorded stack `stack_id`, made (symbolized)
+    /// the first time an event uses it; `NO_STACK` when it was not written.
+    fn model_stack(
+        &mut self,
+        experiment: u16,
+        stacks: &mut RecordedStacks,
+        stack_id: u64,
+        mappings: &[Mapping],
+    ) -> StackId {
+        match stacks.by_id.get(stack_id) {
+            Lookup::Stack(id) => id,
+            Lookup::Record(r) => {
+                let span = stacks.records[r as usize];
+                let id = self.intern_stack(experiment, &mut stacks.slots, span, mappings);
+                stacks.by_id.set_stack(stack_id, id);
+                id
+            }
+            Lookup::Missing => NO_STACK,
+        }
     }
 
     /// Makes the recorded stack at `span` (its slots in the arena) a

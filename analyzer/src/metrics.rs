@@ -21,6 +21,10 @@ pub struct Value {
     pub ns: u64,
     /// Clock profiling: the events behind `ns`.
     pub events: u64,
+    /// Sync-wait tracing: wall time in the traced waits.
+    pub sync_wait_ns: u64,
+    /// Sync-wait tracing: the traced waits.
+    pub sync_waits: u64,
     /// Heap tracing: allocations made.
     pub allocations: u64,
     pub bytes_allocated: u64,
@@ -33,6 +37,8 @@ impl Value {
     fn add(&mut self, other: Value) {
         self.ns += other.ns;
         self.events += other.events;
+        self.sync_wait_ns += other.sync_wait_ns;
+        self.sync_waits += other.sync_waits;
         self.allocations += other.allocations;
         self.bytes_allocated += other.bytes_allocated;
         self.leaks += other.leaks;
@@ -45,7 +51,7 @@ impl Value {
 
     /// Nothing recorded: no event of any kind.
     pub fn is_empty(&self) -> bool {
-        self.events == 0 && self.allocations == 0
+        self.events == 0 && self.allocations == 0 && self.sync_waits == 0
     }
 
     /// The number `metric` shows (nanoseconds for CPU time); 0 for a
@@ -53,6 +59,8 @@ impl Value {
     pub fn get(&self, metric: MetricName) -> u64 {
         match metric {
             MetricName::TotalCpu => self.ns,
+            MetricName::SyncWaitTime => self.sync_wait_ns,
+            MetricName::SyncWaitCount => self.sync_waits,
             MetricName::Allocations => self.allocations,
             MetricName::BytesAllocated => self.bytes_allocated,
             MetricName::Leaks => self.leaks,
@@ -66,6 +74,7 @@ impl Value {
         match metric {
             MetricName::Allocations | MetricName::BytesAllocated => self.allocations,
             MetricName::Leaks | MetricName::BytesLeaked => self.leaks,
+            MetricName::SyncWaitTime | MetricName::SyncWaitCount => self.sync_waits,
             _ => self.events,
         }
     }
@@ -75,6 +84,15 @@ impl Value {
         Value {
             ns: u64::from(event.weight_ns),
             events: 1,
+            ..Value::default()
+        }
+    }
+
+    /// A traced wait's value.
+    fn of_wait(entry: &SyncEntry) -> Value {
+        Value {
+            sync_wait_ns: entry.wait_ns,
+            sync_waits: 1,
             ..Value::default()
         }
     }
@@ -313,8 +331,8 @@ pub struct Weights {
 }
 
 impl Weights {
-    /// Sums the events and allocations `keep` accepts (an allocation is
-    /// asked as an event: [`HeapEntry::as_event`]).
+    /// Sums the events, waits and allocations `keep` accepts (a wait or an
+    /// allocation is asked as an event: [`HeapEntry::as_event`]).
     pub fn new(model: &Model, keep: impl Fn(&EventEntry) -> bool) -> Weights {
         let lost_slot = model.stacks.len();
         let mut sums = vec![Value::default(); lost_slot + 1];
@@ -332,6 +350,9 @@ impl Weights {
         }
         for entry in model.heap.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_allocation(entry));
+        }
+        for entry in model.sync.iter().filter(|e| keep(&e.as_event())) {
+            add(entry.stack, Value::of_wait(entry));
         }
         Weights { sums, total }
     }

@@ -228,6 +228,22 @@ pub struct EventEntry {
 
 pub const NO_STACK: StackId = StackId::MAX;
 
+impl EventEntry {
+    /// A traced call (a wait, an allocation) as an event with no weight
+    /// and no CPU, for the selections and filters written for events.
+    fn traced(experiment: u16, thread: u32, time_ns: u64, stack: StackId, sample: u32) -> Self {
+        EventEntry {
+            experiment,
+            cpu: experiment::layout::CPU_UNKNOWN,
+            thread,
+            time_ns,
+            weight_ns: 0,
+            stack,
+            sample,
+        }
+    }
+}
+
 /// One allocation of heap tracing (the malloc family; mappings are not
 /// heap blocks): what the heap metrics count (the manual's "Heap Tracing
 /// Data": Allocations, Bytes Allocated, Leaks, Bytes Leaked). Kept small:
@@ -252,19 +268,52 @@ pub struct HeapEntry {
 
 const _: () = assert!(std::mem::size_of::<HeapEntry>() == 32);
 
+/// One traced synchronization wait (the manual's "Synchronization Wait
+/// Tracing Data": Sync Wait Time, Sync Wait Count).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncEntry {
+    pub experiment: u16,
+    pub op: experiment::sync::SyncOp,
+    /// dbx's thread number within its experiment, as for clock events.
+    pub thread: u32,
+    /// When the wait began: nanoseconds since the earliest experiment start
+    /// of the model.
+    pub time_ns: u64,
+    pub wait_ns: u64,
+    /// The lock, condition variable, semaphore or barrier (the thread, for
+    /// a join).
+    pub object: u64,
+    /// The wait's stack; `NO_STACK` when its record was lost.
+    pub stack: StackId,
+    /// The sample (of its experiment) the wait began in, from 1.
+    pub sample: u32,
+}
+
+impl SyncEntry {
+    /// The wait as a clock event with no weight and no CPU, for the
+    /// selections and filters written for events.
+    pub fn as_event(&self) -> EventEntry {
+        EventEntry::traced(
+            self.experiment,
+            self.thread,
+            self.time_ns,
+            self.stack,
+            self.sample,
+        )
+    }
+}
+
 impl HeapEntry {
     /// The entry as a clock event with no weight and no CPU, for the
     /// selections and filters written for events.
     pub fn as_event(&self) -> EventEntry {
-        EventEntry {
-            experiment: self.experiment,
-            cpu: experiment::layout::CPU_UNKNOWN,
-            thread: self.thread,
-            time_ns: self.time_ns,
-            weight_ns: 0,
-            stack: self.stack,
-            sample: self.sample,
-        }
+        EventEntry::traced(
+            self.experiment,
+            self.thread,
+            self.time_ns,
+            self.stack,
+            self.sample,
+        )
     }
 }
 
@@ -314,6 +363,8 @@ pub struct Model {
     /// Heap-tracing allocations, in order of their experiments and then
     /// of their order numbers.
     pub heap: Vec<HeapEntry>,
+    /// Traced synchronization waits, in order of their experiments.
+    pub sync: Vec<SyncEntry>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).

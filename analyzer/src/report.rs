@@ -91,9 +91,17 @@ impl Context<'_> {
         self.weights.total
     }
 
-    /// The model holds heap tracing: rows carry its metrics in JSON.
-    pub fn has_heap(&self) -> bool {
-        !self.model.heap.is_empty()
+    /// The metrics of the traces the model holds (sync waits, heap):
+    /// every row carries them in JSON under their own keys.
+    pub fn traced_metrics(&self) -> Vec<MetricName> {
+        let mut metrics = Vec::new();
+        if !self.model.sync.is_empty() {
+            metrics.extend(SYNC_METRICS);
+        }
+        if !self.model.heap.is_empty() {
+            metrics.extend(HEAP_METRICS);
+        }
+        metrics
     }
 
     /// The metric the listings are sorted by, or (sorted by a static
@@ -205,20 +213,31 @@ pub(crate) fn value_json(value: Value, total: Value) -> Json {
     })
 }
 
-/// The heap metrics of a row under their own keys (`bytes_leaked`, ...),
-/// each with the row's kinds: `{"leaks": {"exclusive": 3, "inclusive": 5}}`.
-pub(crate) fn heap_json(kinds: &[(&str, Value)]) -> serde_json::Map<String, Json> {
-    HEAP_METRICS
-        .iter()
-        .map(|&metric| {
+/// The traced metrics of a row under their own keys (`bytes_leaked`,
+/// `sync_wait_time`, ...), each with the row's kinds:
+/// `{"leaks": {"exclusive": 3, "inclusive": 5}}`.
+pub(crate) fn traced_json(ctx: &Context, kinds: &[(&str, Value)]) -> serde_json::Map<String, Json> {
+    ctx.traced_metrics()
+        .into_iter()
+        .map(|metric| {
             let values = kinds
                 .iter()
-                .map(|&(kind, value)| (kind.to_string(), json!(value.get(metric))))
+                .map(|&(kind, value)| (kind.to_string(), metric_json(metric, value)))
                 .collect::<serde_json::Map<_, _>>();
             (metric.json_key().to_string(), Json::Object(values))
         })
         .collect()
 }
+
+/// A metric's number in JSON: seconds for a time, else the count or bytes.
+fn metric_json(metric: MetricName, value: Value) -> Json {
+    match metric.is_time() {
+        true => json!(value.get(metric) as f64 / 1e9),
+        false => json!(value.get(metric)),
+    }
+}
+
+const SYNC_METRICS: [MetricName; 2] = [MetricName::SyncWaitTime, MetricName::SyncWaitCount];
 
 const HEAP_METRICS: [MetricName; 4] = [
     MetricName::Allocations,
@@ -230,7 +249,7 @@ const HEAP_METRICS: [MetricName; 4] = [
 /// Sub-headings of a metric's value and percent columns.
 fn value_heading(metric: MetricName) -> &'static str {
     match metric {
-        MetricName::TotalCpu => "sec.",
+        MetricName::TotalCpu | MetricName::SyncWaitTime => "sec.",
         MetricName::BytesAllocated | MetricName::BytesLeaked => "bytes",
         _ => "count",
     }
@@ -240,7 +259,7 @@ fn value_heading(metric: MetricName) -> &'static str {
 fn write_metric(out: &mut String, metric: MetricName, value: Value) {
     use std::fmt::Write;
     match metric {
-        MetricName::TotalCpu => write_seconds(out, value.ns),
+        m if m.is_time() => write_seconds(out, value.get(m)),
         _ => {
             let _ = write!(out, "{}", value.get(metric));
         }
@@ -415,9 +434,9 @@ fn listing(ctx: &Context, what: &str, total: Option<Row>, mut rows: Vec<Row>) ->
         table.render()
     );
     let mut total = value_json(ctx.total(), ctx.total());
-    if let (true, Json::Object(map)) = (ctx.has_heap(), &mut total) {
-        for metric in HEAP_METRICS {
-            map.insert(metric.json_key().into(), json!(ctx.total().get(metric)));
+    if let Json::Object(map) = &mut total {
+        for metric in ctx.traced_metrics() {
+            map.insert(metric.json_key().into(), metric_json(metric, ctx.total()));
         }
     }
     let json = json!({
@@ -443,11 +462,14 @@ fn row_json(ctx: &Context, name: &str, value: &ExclInclValue, extra: Json) -> Js
         "exclusive": value_json(value.exclusive, ctx.total()),
         "inclusive": value_json(value.inclusive, ctx.total()),
     });
-    if let (true, Some(map)) = (ctx.has_heap(), object.as_object_mut()) {
-        map.extend(heap_json(&[
-            ("exclusive", value.exclusive),
-            ("inclusive", value.inclusive),
-        ]));
+    if let Some(map) = object.as_object_mut() {
+        map.extend(traced_json(
+            ctx,
+            &[
+                ("exclusive", value.exclusive),
+                ("inclusive", value.inclusive),
+            ],
+        ));
     }
     if let (Some(map), Json::Object(extra)) = (object.as_object_mut(), extra) {
         map.extend(extra);
@@ -643,15 +665,13 @@ pub fn function_summary(ctx: &Context, id: FunctionId, value: ExclInclValue) -> 
             percent(value.inclusive.ns, total.ns)
         ),
     );
-    if ctx.has_heap() {
-        for metric in HEAP_METRICS {
-            for (kind, v) in [
-                ("Exclusive", value.exclusive),
-                ("Inclusive", value.inclusive),
-            ] {
-                let label = format!("{kind} {}:", metric.title());
-                field(&label, v.get(metric).to_string());
-            }
+    for metric in ctx.traced_metrics() {
+        for (kind, v) in [
+            ("Exclusive", value.exclusive),
+            ("Inclusive", value.inclusive),
+        ] {
+            let label = format!("{kind} {}:", metric.title());
+            field(&label, metric_text(metric, v));
         }
     }
     field("Size:", f.size.to_string());
@@ -766,7 +786,7 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
         .iter()
         .map(|&m| {
             let (inclusive, exclusive) = (cc.value.inclusive, cc.value.exclusive);
-            let unit = if m == MetricName::TotalCpu { " s" } else { "" };
+            let unit = if m.is_time() { " s" } else { "" };
             let what = match m {
                 MetricName::TotalCpu => String::new(),
                 m => format!(" {}", m.title()),
@@ -797,8 +817,8 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
             .map(|&(id, v)| {
                 let mut item = json!({"name": ctx.function_name(id), "function_id": id,
                                       "attributed": value_json(v, total)});
-                if let (true, Some(map)) = (ctx.has_heap(), item.as_object_mut()) {
-                    map.extend(heap_json(&[("attributed", v)]));
+                if let Some(map) = item.as_object_mut() {
+                    map.extend(traced_json(ctx, &[("attributed", v)]));
                 }
                 item
             })
@@ -813,11 +833,14 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
         "callers": list(&cc.callers),
         "callees": list(&cc.callees),
     });
-    if let (true, Some(map)) = (ctx.has_heap(), json.as_object_mut()) {
-        map.extend(heap_json(&[
-            ("exclusive", cc.value.exclusive),
-            ("inclusive", cc.value.inclusive),
-        ]));
+    if let Some(map) = json.as_object_mut() {
+        map.extend(traced_json(
+            ctx,
+            &[
+                ("exclusive", cc.value.exclusive),
+                ("inclusive", cc.value.inclusive),
+            ],
+        ));
     }
     Report { text, json }
 }

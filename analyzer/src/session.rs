@@ -163,16 +163,20 @@ impl Analysis {
             C::Source(f) => self.annotate(f, false)?,
             C::Disasm(f) => self.annotate(f, true)?,
             C::Overview => self.report(info::overview),
-            C::Leaks => self.heap_report(|model, limit| {
-                crate::heap_report::listing(model, crate::heap_report::HeapListing::Leaks, limit)
-            })?,
-            C::Allocs => self.heap_report(|model, limit| {
-                crate::heap_report::listing(
-                    model,
-                    crate::heap_report::HeapListing::Allocations,
-                    limit,
-                )
-            })?,
+            C::Leaks => {
+                let form = self.listing_form();
+                self.heap_report(|model, limit| {
+                    let what = crate::heap_report::HeapListing::Leaks;
+                    crate::heap_report::listing_as(model, what, limit, form)
+                })?
+            }
+            C::Allocs => {
+                let form = self.listing_form();
+                self.heap_report(|model, limit| {
+                    let what = crate::heap_report::HeapListing::Allocations;
+                    crate::heap_report::listing_as(model, what, limit, form)
+                })?
+            }
             C::Heap => self.heap_report(|model, _| crate::heap_report::statistics(model))?,
             C::Statistics => {
                 let samples = self.samples.clone();
@@ -210,6 +214,16 @@ impl Analysis {
     }
 
     /// A heap-tracing listing (text, JSON), as a report.
+    /// The forms of a heap listing to make: only the text when only the
+    /// text will be shown (a listing of a million stacks is gigabytes of
+    /// JSON values).
+    fn listing_form(&self) -> crate::heap_report::ListingForm {
+        match self.settings.text_only {
+            true => crate::heap_report::ListingForm::Text,
+            false => crate::heap_report::ListingForm::Both,
+        }
+    }
+
     fn heap_report(
         &self,
         make: impl FnOnce(
@@ -255,6 +269,16 @@ impl Analysis {
             C::Metrics(Some(spec)) => {
                 self.metrics = spec.clone();
                 self.metrics_chosen = true;
+                // As er_print: a sort metric no longer shown gives way to
+                // the new list's first.
+                let shown = spec.items.iter().any(|item| {
+                    item.is_visible()
+                        && item.metric == self.sort.metric
+                        && self.sort.kind.is_none_or(|k| item.kinds.contains(k))
+                });
+                if !shown && self.sort.kind.is_some() {
+                    self.sort = spec.default_sort();
+                }
                 self.apply_metrics();
                 format!("current metrics: {}\n", self.metrics)
             }
@@ -596,7 +620,11 @@ impl Analysis {
 
 /// The metrics shown until the user chooses: those of the data loaded.
 fn default_metrics(model: &Model) -> MetricSpec {
-    MetricSpec::for_data(!model.events.is_empty(), !model.heap.is_empty())
+    MetricSpec::for_data(commands::RecordedData {
+        clock: !model.events.is_empty(),
+        sync: !model.sync.is_empty(),
+        heap: !model.heap.is_empty(),
+    })
 }
 
 fn looks_like_file(name: &str) -> bool {

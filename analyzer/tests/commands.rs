@@ -645,3 +645,84 @@ fn thread_numbers_come_from_the_log_not_from_the_order_of_lines() {
     run(&mut analysis, "filters thread == 3 && tid == 703");
     assert_eq!(total_units(&mut analysis), 2);
 }
+
+/// Sync waits (the `sync` file) in the views: Sync Wait Time and Count,
+/// exclusive at the caller of the wait, inclusive up the stack, attributed
+/// to callers, under their own JSON keys, and the default metrics.
+#[test]
+fn sync_waits_are_metrics_of_every_view() {
+    use experiment::sync::{SyncEvent, SyncOp};
+    let tmp = TempDir::new("sync-views");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "sync.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    expt.event(tick(
+        START + 1_000_000,
+        700,
+        stack_of(&syms, &["A", "main"]),
+    ));
+    let waits: [(u64, SyncOp, &[&str]); 3] = [
+        (20_000_000, SyncOp::MutexLock, &["C", "A", "main"]),
+        (30_000_000, SyncOp::CondWait, &["C", "B", "main"]),
+        (5_000_000, SyncOp::Join, &["main"]),
+    ];
+    for (i, (wait_ns, op, names)) in waits.into_iter().enumerate() {
+        let event = SyncEvent {
+            op,
+            start_ns: START + (i as u64 + 2) * 1_000_000,
+            wait_ns,
+            object: 0x5000 + i as u64,
+            stack_id: 0,
+        };
+        expt.wait(700, event, stack_of(&syms, names));
+    }
+    let path = expt.write();
+    let mut analysis = Analysis::open(&[path]).expect("open");
+    let metrics = run(&mut analysis, "metrics");
+    assert!(
+        metrics.contains("e.%totalcpu:i.%totalcpu:i.sync:i.syncn:name"),
+        "{metrics}"
+    );
+    run(&mut analysis, "metrics ei.sync:ei.syncn:name");
+    let doc = run_json(&mut analysis, "functions");
+    let row = |name: &str| -> (f64, f64, u64, u64) {
+        let r = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {doc}"));
+        (
+            r["sync_wait_time"]["exclusive"].as_f64().unwrap(),
+            r["sync_wait_time"]["inclusive"].as_f64().unwrap(),
+            r["sync_wait_count"]["exclusive"].as_u64().unwrap(),
+            r["sync_wait_count"]["inclusive"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(row("C"), (0.050, 0.050, 2, 2));
+    assert_eq!(row("A"), (0.0, 0.020, 0, 1));
+    assert_eq!(row("main"), (0.005, 0.055, 1, 3));
+    assert_eq!(doc["total"]["sync_wait_count"], 3);
+    let text = run(&mut analysis, "functions");
+    assert!(text.contains("Excl. Sync Wait Time"), "{text}");
+    assert!(
+        text.contains("Functions sorted by metric: Excl. Sync Wait Time"),
+        "{text}"
+    );
+    let c = text.lines().find(|l| l.ends_with(" C")).expect("C row");
+    assert_eq!(c.split_whitespace().next(), Some("0.050"), "{c}");
+    let cc = run_json(&mut analysis, "csingle C");
+    let callers = cc["callers"].as_array().unwrap();
+    let from = |name: &str| {
+        callers.iter().find(|c| c["name"] == name).unwrap()["sync_wait_time"]["attributed"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!((from("A"), from("B")), (0.020, 0.030));
+    // The flame graph of the sort metric: microseconds waited.
+    let folded = tmp.0.join("waits.txt");
+    run(&mut analysis, &format!("collapsed {}", folded.display()));
+    let text = std::fs::read_to_string(&folded).unwrap();
+    assert!(text.lines().any(|l| l == "main;B;C 30000"), "{text}");
+}

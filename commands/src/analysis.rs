@@ -299,6 +299,10 @@ pub enum MetricName {
     Leaks,
     /// Heap tracing: bytes of those (`heapleakbytes`).
     BytesLeaked,
+    /// Sync-wait tracing: wall time in the traced waits (`sync`).
+    SyncWaitTime,
+    /// Sync-wait tracing: the traced waits (`syncn`).
+    SyncWaitCount,
     /// The function (line, object, ...) name column.
     Name,
     /// The function's size in bytes.
@@ -319,13 +323,17 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("leaks", MetricName::Leaks),
     ("heapleakbytes", MetricName::BytesLeaked),
     ("bytes_leaked", MetricName::BytesLeaked),
+    ("sync", MetricName::SyncWaitTime),
+    ("sync_wait_time", MetricName::SyncWaitTime),
+    ("syncn", MetricName::SyncWaitCount),
+    ("sync_wait_count", MetricName::SyncWaitCount),
     ("name", MetricName::Name),
     ("size", MetricName::Size),
     ("address", MetricName::Address),
 ];
 
 const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
-     heapleakbytes, name, size, address";
+     heapleakbytes, sync, syncn, name, size, address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
@@ -335,10 +343,17 @@ impl MetricName {
             MetricName::BytesAllocated => "heapallocbytes",
             MetricName::Leaks => "heapleakcnt",
             MetricName::BytesLeaked => "heapleakbytes",
+            MetricName::SyncWaitTime => "sync",
+            MetricName::SyncWaitCount => "syncn",
             MetricName::Name => "name",
             MetricName::Size => "size",
             MetricName::Address => "address",
         }
+    }
+
+    /// Whether the metric is a time, shown in seconds.
+    pub fn is_time(self) -> bool {
+        matches!(self, MetricName::TotalCpu | MetricName::SyncWaitTime)
     }
 
     /// Whether the metric is computed from events (and so has exclusive,
@@ -351,8 +366,10 @@ impl MetricName {
     }
 
     /// The metrics computed from events, in the order er_print lists them.
-    pub const DYNAMIC: [MetricName; 5] = [
+    pub const DYNAMIC: [MetricName; 7] = [
         MetricName::TotalCpu,
+        MetricName::SyncWaitTime,
+        MetricName::SyncWaitCount,
         MetricName::Allocations,
         MetricName::BytesAllocated,
         MetricName::Leaks,
@@ -367,6 +384,8 @@ impl MetricName {
             MetricName::BytesAllocated => "Bytes Allocated",
             MetricName::Leaks => "Leaks",
             MetricName::BytesLeaked => "Bytes Leaked",
+            MetricName::SyncWaitTime => "Sync Wait Time",
+            MetricName::SyncWaitCount => "Sync Wait Count",
             MetricName::Name => "Name",
             MetricName::Size => "Size",
             MetricName::Address => "PC Address",
@@ -381,6 +400,8 @@ impl MetricName {
             MetricName::BytesAllocated => "bytes_allocated",
             MetricName::Leaks => "leaks",
             MetricName::BytesLeaked => "bytes_leaked",
+            MetricName::SyncWaitTime => "sync_wait_time",
+            MetricName::SyncWaitCount => "sync_wait_count",
             MetricName::Name => "name",
             MetricName::Size => "size",
             MetricName::Address => "address",
@@ -586,6 +607,15 @@ fn split_metric(text: &str) -> std::result::Result<(&str, MetricName), String> {
     ))
 }
 
+/// Which kinds of data the loaded experiments hold (what the default
+/// metrics show).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RecordedData {
+    pub clock: bool,
+    pub sync: bool,
+    pub heap: bool,
+}
+
 /// What `metrics` shows: items in column order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct MetricSpec {
@@ -621,23 +651,31 @@ impl MetricSpec {
     }
 
     /// The default for the data at hand: CPU time when there are clock
-    /// events (or nothing at all), then, with heap tracing, the inclusive
-    /// heap metrics as gprofng shows them (bytes leaked first).
-    pub fn for_data(clock: bool, heap: bool) -> MetricSpec {
+    /// events (or nothing at all), then the inclusive metrics of each kind
+    /// of trace as gprofng shows them: Sync Wait Time and Count, then the
+    /// heap's (bytes leaked first).
+    pub fn for_data(data: RecordedData) -> MetricSpec {
         let mut spec = MetricSpec::default_spec();
-        if !heap {
+        if !data.sync && !data.heap {
             return spec;
         }
         let name = spec.items.pop();
-        if !clock {
+        if !data.clock {
             spec.items.clear();
         }
-        for metric in [
-            MetricName::BytesLeaked,
-            MetricName::Leaks,
-            MetricName::BytesAllocated,
-            MetricName::Allocations,
-        ] {
+        let mut traced = Vec::new();
+        if data.sync {
+            traced.extend([MetricName::SyncWaitTime, MetricName::SyncWaitCount]);
+        }
+        if data.heap {
+            traced.extend([
+                MetricName::BytesLeaked,
+                MetricName::Leaks,
+                MetricName::BytesAllocated,
+                MetricName::Allocations,
+            ]);
+        }
+        for metric in traced {
             spec.items.push(MetricItem {
                 kinds: MetricKinds {
                     exclusive: false,
@@ -1991,21 +2029,40 @@ mod tests {
     fn default_metric_spec_round_trips() {
         let spec = MetricSpec::default_spec();
         assert_eq!(spec.to_string(), "e.%totalcpu:i.%totalcpu:name");
+        let heap_only = RecordedData {
+            heap: true,
+            ..RecordedData::default()
+        };
         assert_eq!(
-            MetricSpec::for_data(false, true).to_string(),
+            MetricSpec::for_data(heap_only).to_string(),
             "i.heapleakbytes:i.heapleakcnt:i.heapallocbytes:i.heapalloccnt:name"
         );
         assert_eq!(
-            MetricSpec::for_data(true, true).default_sort().to_string(),
+            MetricSpec::for_data(RecordedData {
+                clock: true,
+                ..heap_only
+            })
+            .default_sort()
+            .to_string(),
             "e.totalcpu"
         );
         assert_eq!(
-            MetricSpec::for_data(false, true).default_sort().to_string(),
+            MetricSpec::for_data(heap_only).default_sort().to_string(),
             "i.heapleakbytes"
         );
+        let clock_only = RecordedData {
+            clock: true,
+            ..RecordedData::default()
+        };
+        assert_eq!(MetricSpec::for_data(clock_only), MetricSpec::default_spec());
+        let sync = RecordedData {
+            clock: true,
+            sync: true,
+            heap: false,
+        };
         assert_eq!(
-            MetricSpec::for_data(true, false),
-            MetricSpec::default_spec()
+            MetricSpec::for_data(sync).to_string(),
+            "e.%totalcpu:i.%totalcpu:i.sync:i.syncn:name"
         );
         assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec.clone()));
         assert_eq!(MetricSpec::default(), spec);

@@ -40,12 +40,14 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "show or choose the metrics shown",
         "SPEC is items joined by ':'; an item is flags then a name. Flags: e (exclusive), \
          i (inclusive), a (attributed), then . (value), % (percent), + (event count), ! (hide); \
-         no visibility flag means value. Names: totalcpu (alias cpu); with heap tracing \
-         heapalloccnt (Allocations), heapallocbytes (Bytes Allocated), heapleakcnt (Leaks), \
-         heapleakbytes (Bytes Leaked); name, size, address. With no SPEC, show the current \
-         one (default e.%totalcpu:i.%totalcpu:name; with heap tracing i.heapleakbytes:\
+         no visibility flag means value. Names: totalcpu (alias cpu); with sync-wait tracing \
+         sync (Sync Wait Time), syncn (Sync Wait Count); with heap tracing heapalloccnt \
+         (Allocations), heapallocbytes (Bytes Allocated), heapleakcnt (Leaks), heapleakbytes \
+         (Bytes Leaked); name, size, address. With no SPEC, show the current one (default \
+         e.%totalcpu:i.%totalcpu:name; with traces also i.sync:i.syncn and i.heapleakbytes:\
          i.heapleakcnt:i.heapallocbytes:i.heapalloccnt before name, and no CPU time when \
-         there was no clock profiling).",
+         there was no clock profiling). A sort metric the new list does not show gives way \
+         to the list's first.",
         "metrics ei.%totalcpu:name",
     ),
     entry(

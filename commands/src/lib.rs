@@ -19,7 +19,7 @@ mod words;
 pub use analysis::{
     parse_analysis, AnalysisCommand, BinaryOp, FilterExpr, FilterField, FilterSetting, FunctionRef,
     ListSelection, MetricItem, MetricKind, MetricKinds, MetricName, MetricSpec, NameStyle,
-    ObjectSelection, OutputFormat, PathMapping, SortSpec, UnaryOp, FILTER_MAX_DEPTH,
+    ObjectSelection, OutputFormat, PathMapping, RecordedData, SortSpec, UnaryOp, FILTER_MAX_DEPTH,
     FILTER_MAX_NESTING,
 };
 pub use analysis_help::{

@@ -62,7 +62,16 @@ impl HeapOp {
     }
 
     pub fn from_code(code: u8) -> Option<HeapOp> {
-        HeapOp::ALL.into_iter().find(|op| op.code() == code)
+        Some(match code {
+            1 => HeapOp::Malloc,
+            2 => HeapOp::Calloc,
+            3 => HeapOp::Realloc,
+            4 => HeapOp::Memalign,
+            5 => HeapOp::Free,
+            6 => HeapOp::Mmap,
+            7 => HeapOp::Munmap,
+            _ => return None,
+        })
     }
 
     pub fn name(self) -> &'static str {
@@ -171,32 +180,20 @@ impl HeapDelta {
     /// Decodes the record at the front of `bytes` against this state and
     /// advances it; returns the event and the record's length, or None
     /// when the bytes are no whole record.
+    #[inline]
     pub fn decode(&mut self, bytes: &[u8]) -> Option<(HeapEvent, usize)> {
         let op = HeapOp::from_code(*bytes.first()?)?;
         let mut at = 1;
-        let uleb = |at: &mut usize| {
-            let (value, len) = get_uleb(bytes.get(*at..)?)?;
-            *at += len;
-            Some(value)
+        let order = self.order.wrapping_add(uleb_at(bytes, &mut at)?);
+        let timestamp_ns = self.timestamp_ns.saturating_add(uleb_at(bytes, &mut at)?);
+        let address = self.address.wrapping_add(sleb_at(bytes, &mut at)? as u64);
+        let size = match op.has_size() {
+            true => uleb_at(bytes, &mut at)?,
+            false => 0,
         };
-        let order = self.order.wrapping_add(uleb(&mut at)?);
-        let timestamp_ns = self.timestamp_ns.saturating_add(uleb(&mut at)?);
-        let (delta, len) = get_sleb(bytes.get(at..)?)?;
-        at += len;
-        let address = self.address.wrapping_add(delta as u64);
-        let size = if op.has_size() {
-            let (size, len) = get_uleb(bytes.get(at..)?)?;
-            at += len;
-            size
-        } else {
-            0
-        };
-        let old_address = if op == HeapOp::Realloc {
-            let (delta, len) = get_sleb(bytes.get(at..)?)?;
-            at += len;
-            address.wrapping_add(delta as u64)
-        } else {
-            0
+        let old_address = match op {
+            HeapOp::Realloc => address.wrapping_add(sleb_at(bytes, &mut at)? as u64),
+            _ => 0,
         };
         let stack_id = if op.allocates() {
             let raw: [u8; 8] = bytes.get(at..at + 8)?.try_into().ok()?;
@@ -259,6 +256,26 @@ fn put_sleb(out: &mut [u8], value: i64) -> usize {
     put_uleb(out, ((value << 1) ^ (value >> 63)) as u64)
 }
 
+/// The uleb at `bytes[*at..]`, moving `at` past it. One-byte numbers (most
+/// deltas) take the short way: a reader decodes tens of millions.
+#[inline]
+fn uleb_at(bytes: &[u8], at: &mut usize) -> Option<u64> {
+    let first = *bytes.get(*at)?;
+    if first < 0x80 {
+        *at += 1;
+        return Some(u64::from(first));
+    }
+    let (value, len) = get_uleb(bytes.get(*at..)?)?;
+    *at += len;
+    Some(value)
+}
+
+#[inline]
+fn sleb_at(bytes: &[u8], at: &mut usize) -> Option<i64> {
+    let raw = uleb_at(bytes, at)?;
+    Some(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+}
+
 fn get_uleb(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut value = 0u64;
     for (i, &byte) in bytes.iter().enumerate().take(10) {
@@ -268,11 +285,6 @@ fn get_uleb(bytes: &[u8]) -> Option<(u64, usize)> {
         }
     }
     None
-}
-
-fn get_sleb(bytes: &[u8]) -> Option<(i64, usize)> {
-    let (raw, len) = get_uleb(bytes)?;
-    Some((((raw >> 1) as i64) ^ -((raw & 1) as i64), len))
 }
 
 #[cfg(test)]
@@ -368,6 +380,15 @@ mod tests {
         assert_eq!(decoded.address, e.address);
         assert_eq!(decoded.size, e.size);
         assert_eq!(decoded.old_address, e.old_address);
+    }
+
+    #[test]
+    fn op_codes_round_trip() {
+        for op in HeapOp::ALL {
+            assert_eq!(HeapOp::from_code(op.code()), Some(op));
+        }
+        assert_eq!(HeapOp::from_code(0), None);
+        assert_eq!(HeapOp::from_code(8), None);
     }
 
     #[test]

@@ -185,6 +185,192 @@ fn split_list(value: &str) -> Vec<String> {
         .collect()
 }
 
+/// Where the committed records of one used block of the `heap` file are.
+struct HeapBlockSpan {
+    /// File offset of the first record.
+    offset: u64,
+    len: usize,
+    tid: u32,
+    first_timestamp_ns: u64,
+    /// Cut or clamped: already counted as damaged.
+    counted: bool,
+}
+
+/// Where a thread's next event comes in a stable sort by order number of the events in
+/// file order: (order, block, place in the block). Keys are never equal.
+type MergeKey = (u64, usize, usize);
+
+/// The threads' heap events being merged.
+struct HeapMerge {
+    /// Per thread: its blocks (indices of spans) in file order.
+    threads: Vec<HeapCursor>,
+    /// Per thread: the key of its next event, None when it has no more.
+    heads: Vec<Option<MergeKey>>,
+    /// Per block: records decoded, and their bytes.
+    decoded: Vec<(u64, usize)>,
+}
+
+impl HeapMerge {
+    fn new(spans: &[HeapBlockSpan]) -> HeapMerge {
+        let mut threads: Vec<HeapCursor> = Vec::new();
+        let mut thread_of: HashMap<u32, usize> = HashMap::new();
+        for (index, span) in spans.iter().enumerate() {
+            let thread = *thread_of.entry(span.tid).or_insert_with(|| {
+                threads.push(HeapCursor {
+                    tid: span.tid,
+                    ..HeapCursor::default()
+                });
+                threads.len() - 1
+            });
+            threads[thread].blocks.push(index);
+        }
+        HeapMerge {
+            heads: vec![None; threads.len()],
+            threads,
+            decoded: vec![(0, 0); spans.len()],
+        }
+    }
+
+    /// Decodes thread `thread`'s next event into its head; false when its numbers went
+    /// down.
+    fn advance(&mut self, thread: usize, spans: &[HeapBlockSpan], file: &File) -> io::Result<bool> {
+        let cursor = &mut self.threads[thread];
+        let previous = cursor.event.map(|e| e.order);
+        let key = cursor.advance(spans, file, &mut self.decoded)?;
+        self.heads[thread] = key;
+        Ok(match (previous, key) {
+            (Some(previous), Some((order, ..))) => previous <= order,
+            _ => true,
+        })
+    }
+
+    fn emit(&self, thread: usize, each: &mut impl FnMut(HeapEventRecord)) {
+        let cursor = &self.threads[thread];
+        if let Some(event) = cursor.event {
+            each(HeapEventRecord {
+                tid: cursor.tid,
+                event,
+            });
+        }
+    }
+
+    /// The merge, the next thread found by a scan of the heads; false when some
+    /// thread's numbers went down.
+    fn run_scanning(
+        &mut self,
+        spans: &[HeapBlockSpan],
+        file: &File,
+        mut each: impl FnMut(HeapEventRecord),
+    ) -> io::Result<bool> {
+        for thread in 0..self.threads.len() {
+            self.advance(thread, spans, file)?;
+        }
+        loop {
+            let mut best: Option<(MergeKey, usize)> = None;
+            for (thread, head) in self.heads.iter().enumerate() {
+                if let Some(key) = *head {
+                    if best.is_none_or(|(b, _)| key < b) {
+                        best = Some((key, thread));
+                    }
+                }
+            }
+            let Some((_, thread)) = best else {
+                return Ok(true);
+            };
+            self.emit(thread, &mut each);
+            if !self.advance(thread, spans, file)? {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The merge, the next thread taken from a binary heap (many threads).
+    fn run_heap(
+        &mut self,
+        spans: &[HeapBlockSpan],
+        file: &File,
+        mut each: impl FnMut(HeapEventRecord),
+    ) -> io::Result<bool> {
+        let mut next = std::collections::BinaryHeap::new();
+        for thread in 0..self.threads.len() {
+            self.advance(thread, spans, file)?;
+            if let Some(key) = self.heads[thread] {
+                next.push(std::cmp::Reverse((key, thread)));
+            }
+        }
+        while let Some(std::cmp::Reverse((_, thread))) = next.pop() {
+            // The thread goes on while its events come first.
+            loop {
+                self.emit(thread, &mut each);
+                if !self.advance(thread, spans, file)? {
+                    return Ok(false);
+                }
+                let Some(key) = self.heads[thread] else {
+                    break;
+                };
+                if next
+                    .peek()
+                    .is_some_and(|std::cmp::Reverse(top)| top.0 < key)
+                {
+                    next.push(std::cmp::Reverse((key, thread)));
+                    break;
+                }
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// One thread's heap events, read a block at a time, with the next one decoded.
+#[derive(Default)]
+struct HeapCursor {
+    tid: u32,
+    /// The thread's blocks (indices of `HeapBlockSpan`s), in file order.
+    blocks: Vec<usize>,
+    /// How many of `blocks` were read: the current one is `block - 1`.
+    block: usize,
+    bytes: Vec<u8>,
+    at: usize,
+    delta: crate::heap::HeapDelta,
+    /// The event decoded last.
+    event: Option<crate::heap::HeapEvent>,
+}
+
+impl HeapCursor {
+    /// Decodes the thread's next event into `event` and counts it in `decoded`; its
+    /// merge key, or None when the thread has no more.
+    fn advance(
+        &mut self,
+        spans: &[HeapBlockSpan],
+        file: &File,
+        decoded: &mut [(u64, usize)],
+    ) -> io::Result<Option<MergeKey>> {
+        loop {
+            if let Some((event, len)) = self.bytes.get(self.at..).and_then(|r| self.delta.decode(r))
+            {
+                let block = self.blocks[self.block - 1];
+                let key = (event.order, block, self.at);
+                self.event = Some(event);
+                self.at += len;
+                decoded[block].0 += 1;
+                decoded[block].1 = self.at;
+                return Ok(Some(key));
+            }
+            let Some(&index) = self.blocks.get(self.block) else {
+                return Ok(None);
+            };
+            let span = &spans[index];
+            self.bytes.resize(span.len, 0);
+            let read = read_full_at(file, &mut self.bytes, span.offset)?;
+            // The first pass saw these bytes: a file cut since then ends the block.
+            self.bytes.truncate(read);
+            self.at = 0;
+            self.delta = crate::heap::HeapDelta::block_start(span.first_timestamp_ns);
+            self.block += 1;
+        }
+    }
+}
+
 /// One heap event with the thread that made it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeapEventRecord {
@@ -539,12 +725,78 @@ impl Experiment {
         })
     }
 
+    /// Feeds every committed heap event, in the order of [`Experiment::heap_events`] (by
+    /// order number; equal numbers in file order), to a state made by `start`, without
+    /// holding the events: a thread's events come in its order, so the threads' streams
+    /// are merged, each read a block at a time. When some thread's numbers go down
+    /// (damaged data) the merge cannot give that order: the state is dropped, a fresh one
+    /// made, and the events collected and sorted instead. Returns the state and what
+    /// reading the blocks found (as [`Experiment::for_each_heap_event`]'s).
+    pub fn heap_events_in_order<S>(
+        &self,
+        mut start: impl FnMut() -> S,
+        mut each: impl FnMut(&mut S, HeapEventRecord),
+    ) -> Result<(S, BlockStats)> {
+        // Where each used block's records are; they are decoded (and counted) once, by
+        // the merge.
+        let mut spans: Vec<HeapBlockSpan> = Vec::new();
+        let mut stats = self.for_each_block_at("heap", KIND_HEAP, |used, at, _| {
+            spans.push(HeapBlockSpan {
+                offset: at,
+                len: used.records.len(),
+                tid: used.header.tid,
+                first_timestamp_ns: used.header.first_timestamp_ns,
+                // for_each_block_at counted these as damaged already.
+                counted: used.cut || used.clamped,
+            });
+            false
+        })?;
+        let path = self.dir.join("heap");
+        let mut state = start();
+        let Some(file) = open_regular(&path)? else {
+            return Ok((state, stats));
+        };
+        let mut merge = HeapMerge::new(&spans);
+        let io = |e| Error::io(&path, e);
+        let rising = match merge.heads.len() {
+            // Few threads (most programs): the smallest head by a scan.
+            0..=8 => merge
+                .run_scanning(&spans, &file, |e| each(&mut state, e))
+                .map_err(io)?,
+            _ => merge
+                .run_heap(&spans, &file, |e| each(&mut state, e))
+                .map_err(io)?,
+        };
+        if !rising {
+            let mut state = start();
+            let (events, stats) = self.sorted_heap_events()?;
+            for record in events {
+                each(&mut state, record);
+            }
+            return Ok((state, stats));
+        }
+        for (span, cursor) in spans.iter().zip(&merge.decoded) {
+            stats.records += cursor.0;
+            if cursor.1 == span.len {
+                stats.record_bytes += span.len as u64;
+            } else if !span.counted {
+                stats.damaged += 1;
+            }
+        }
+        Ok((state, stats))
+    }
+
+    /// Every committed heap event sorted by order number, and what reading them found.
+    fn sorted_heap_events(&self) -> Result<(Vec<HeapEventRecord>, BlockStats)> {
+        let mut events = Vec::new();
+        let stats = self.for_each_heap_event(|e| events.push(e))?;
+        events.sort_by_key(|e| e.event.order);
+        Ok((events, stats))
+    }
+
     /// Every committed heap event, sorted by order number.
     pub fn heap_events(&self) -> Result<Vec<HeapEventRecord>> {
-        let mut events = Vec::new();
-        self.for_each_heap_event(|e| events.push(e))?;
-        events.sort_by_key(|e| e.event.order);
-        Ok(events)
+        Ok(self.sorted_heap_events()?.0)
     }
 
     /// Every committed stack record of the `stacks` file by id (an id recorded twice is
@@ -591,6 +843,19 @@ impl Experiment {
         kind: u16,
         mut records: impl FnMut(&layout::BlockHeader, &[u8], &mut BlockStats) -> bool,
     ) -> Result<BlockStats> {
+        self.for_each_block_at(name, kind, |used, _, stats| {
+            records(&used.header, used.records, stats)
+        })
+    }
+
+    /// [`Experiment::for_each_block`] giving `records` the whole used block and where in
+    /// the file its record bytes are.
+    fn for_each_block_at(
+        &self,
+        name: &str,
+        kind: u16,
+        mut records: impl FnMut(&layout::UsedBlock<'_>, u64, &mut BlockStats) -> bool,
+    ) -> Result<BlockStats> {
         let path = self.dir.join(name);
         let mut stats = BlockStats::default();
         let Some(file) = open_regular(&path)? else {
@@ -625,7 +890,10 @@ impl Experiment {
                 BlockState::Used(used) => {
                     stats.used += 1;
                     let cut = used.cut;
-                    let damaged = records(&used.header, used.records, &mut stats);
+                    let start =
+                        (used.records.as_ptr() as usize).saturating_sub(bytes.as_ptr() as usize);
+                    let at = (offset - len as u64).saturating_add(start as u64);
+                    let damaged = records(&used, at, &mut stats);
                     // A record cut by the end of the file is expected while writing.
                     if used.clamped || (damaged && !cut) {
                         stats.damaged += 1;
@@ -1079,6 +1347,176 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("manifest"), "format=rdbx-experiment\nversion=1\n").unwrap();
         dir
+    }
+
+    /// Writes a `heap` file of `blocks`: (tid, events) each, in file order.
+    fn write_heap_blocks(dir: &Path, blocks: &[(u32, Vec<crate::heap::HeapEvent>)]) {
+        use crate::heap::{HeapDelta, MAX_HEAP_RECORD_SIZE};
+        let mut file = Vec::new();
+        for (index, (tid, events)) in blocks.iter().enumerate() {
+            let mut block = vec![0u8; layout::BLOCK_SIZE];
+            let first = events.first().map_or(0, |e| e.timestamp_ns);
+            let mut writer =
+                layout::BlockWriter::claim(&mut block, KIND_HEAP, *tid, index as u32, first)
+                    .unwrap();
+            let mut delta = HeapDelta::block_start(first);
+            for event in events {
+                let mut record = [0u8; MAX_HEAP_RECORD_SIZE];
+                let len = delta.encode(event, &mut record);
+                assert!(writer.push_bytes(&record[..len]));
+            }
+            writer.commit();
+            file.extend_from_slice(&block);
+        }
+        std::fs::write(dir.join("heap"), file).unwrap();
+    }
+
+    fn heap_event(op: crate::heap::HeapOp, order: u64, address: u64) -> crate::heap::HeapEvent {
+        crate::heap::HeapEvent {
+            op,
+            order,
+            timestamp_ns: 1_000 + order,
+            address,
+            size: if op == crate::heap::HeapOp::Free {
+                0
+            } else {
+                16
+            },
+            old_address: 0,
+            stack_id: if op == crate::heap::HeapOp::Free {
+                0
+            } else {
+                7 + order
+            },
+        }
+    }
+
+    fn in_order(expt: &Experiment) -> (Vec<HeapEventRecord>, BlockStats) {
+        expt.heap_events_in_order(Vec::new, |events, e| events.push(e))
+            .unwrap()
+    }
+
+    /// Threads' blocks interleave in the file however their events do: the merge gives
+    /// the order of a sort by order number, equal numbers in file order.
+    #[test]
+    fn heap_events_in_order_merge_the_threads() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let dir = temp_expt("heap-order");
+        let blocks = vec![
+            // Thread 1's first block spans the whole run.
+            (
+                1,
+                vec![heap_event(Malloc, 0, 0x10), heap_event(Free, 5, 0x20)],
+            ),
+            (
+                2,
+                vec![heap_event(Malloc, 1, 0x20), heap_event(Free, 2, 0x10)],
+            ),
+            (3, vec![]),
+            (
+                2,
+                vec![heap_event(Malloc, 3, 0x30), heap_event(Malloc, 5, 0x40)],
+            ),
+            (
+                3,
+                vec![heap_event(Malloc, 4, 0x50), heap_event(Malloc, 9, 0x60)],
+            ),
+            (
+                1,
+                vec![heap_event(Free, 6, 0x30), heap_event(Malloc, 6, 0x70)],
+            ),
+        ];
+        write_heap_blocks(&dir, &blocks);
+        let expt = Experiment::open(&dir).unwrap();
+        let sorted = expt.heap_events().unwrap();
+        let (merged, stats) = in_order(&expt);
+        assert_eq!(merged, sorted);
+        let orders: Vec<u64> = merged.iter().map(|e| e.event.order).collect();
+        assert_eq!(orders, [0, 1, 2, 3, 4, 5, 5, 6, 6, 9]);
+        // Equal numbers: file order (thread 1's free before thread 2's malloc).
+        assert_eq!((merged[5].tid, merged[6].tid), (1, 2));
+        let mut plain = Vec::new();
+        let plain_stats = expt.for_each_heap_event(|e| plain.push(e)).unwrap();
+        assert_eq!(stats, plain_stats);
+        assert_eq!(plain.len(), merged.len());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Many threads are merged through a heap, to the same order.
+    #[test]
+    fn heap_events_in_order_merge_many_threads() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let dir = temp_expt("heap-many");
+        // 12 threads, two blocks each; thread t makes orders t, t + 12, ... (and a
+        // free sharing its malloc's number).
+        let mut blocks = Vec::new();
+        for half in 0..2u64 {
+            for t in 0..12u64 {
+                let order = |i: u64| t + 12 * (4 * half + i);
+                let events = (0..4)
+                    .map(|i| match i % 2 {
+                        0 => heap_event(Malloc, order(i), 0x100 * (t + 1) + i),
+                        _ => heap_event(Free, order(i - 1), 0x100 * (t + 1) + i - 1),
+                    })
+                    .collect();
+                blocks.push((t as u32 + 1, events));
+            }
+        }
+        write_heap_blocks(&dir, &blocks);
+        let expt = Experiment::open(&dir).unwrap();
+        let (merged, stats) = in_order(&expt);
+        assert_eq!(merged.len(), 96);
+        assert_eq!(merged, expt.heap_events().unwrap());
+        assert_eq!(stats.records, 96);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A thread whose numbers go down (damaged data) is sorted like the rest, as
+    /// `heap_events` does; a damaged block gives the records before the damage.
+    #[test]
+    fn heap_events_in_order_survive_falling_numbers_and_damage() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let dir = temp_expt("heap-falling");
+        let blocks = vec![
+            (
+                1,
+                vec![heap_event(Malloc, 8, 0x10), heap_event(Free, 2, 0x10)],
+            ),
+            (
+                2,
+                vec![heap_event(Malloc, 1, 0x20), heap_event(Malloc, 3, 0x30)],
+            ),
+        ];
+        write_heap_blocks(&dir, &blocks);
+        let expt = Experiment::open(&dir).unwrap();
+        let (merged, _) = in_order(&expt);
+        assert_eq!(merged, expt.heap_events().unwrap());
+        assert_eq!(merged.len(), 4);
+
+        // Rising numbers, then a byte that is no record in thread 2's block.
+        let blocks = vec![
+            (
+                1,
+                vec![heap_event(Malloc, 0, 0x10), heap_event(Free, 2, 0x10)],
+            ),
+            (
+                2,
+                vec![heap_event(Malloc, 1, 0x20), heap_event(Malloc, 3, 0x30)],
+            ),
+        ];
+        write_heap_blocks(&dir, &blocks);
+        let mut bytes = std::fs::read(dir.join("heap")).unwrap();
+        let second = layout::BLOCK_SIZE;
+        let committed = u32::from_le_bytes(bytes[second + 12..second + 16].try_into().unwrap());
+        bytes[second + layout::HEADER_SIZE + committed as usize] = 0xff;
+        let committed = committed + 1;
+        bytes[second + 12..second + 16].copy_from_slice(&committed.to_le_bytes());
+        std::fs::write(dir.join("heap"), bytes).unwrap();
+        let (merged, stats) = in_order(&expt);
+        assert_eq!(merged, expt.heap_events().unwrap());
+        assert_eq!(merged.len(), 4);
+        assert_eq!(stats.damaged, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// A FIFO (or any non-regular file) where a data file belongs is an error and a

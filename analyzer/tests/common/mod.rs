@@ -5,7 +5,8 @@
 #![allow(dead_code)]
 
 use experiment::layout::{stack_id, BlockWriter, ClockEvent, StackStatus, BLOCK_SIZE};
-use experiment::layout::{KIND_PROFILE, KIND_STACKS};
+use experiment::layout::{KIND_PROFILE, KIND_STACKS, KIND_SYNC};
+use experiment::sync::SyncEvent;
 use experiment::text::{write_manifest_into, LineWriter};
 use object::{Object, ObjectSymbol};
 use std::collections::HashMap;
@@ -77,6 +78,9 @@ pub struct Synthetic {
     pub dir: PathBuf,
     log: Vec<u8>,
     events: Vec<Event>,
+    /// Traced waits: the thread, the event (its stack id filled in when
+    /// written) and the stack.
+    waits: Vec<(u32, SyncEvent, Vec<u64>)>,
 }
 
 impl Synthetic {
@@ -97,6 +101,7 @@ impl Synthetic {
             dir,
             log: Vec::new(),
             events: Vec::new(),
+            waits: Vec::new(),
         };
         let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
         s.line(|w| {
@@ -162,6 +167,39 @@ impl Synthetic {
         self.events.push(event);
     }
 
+    /// A traced synchronization wait of thread `tid` with the (complete)
+    /// stack `pcs`; the experiment gets a `sync` file.
+    pub fn wait(&mut self, tid: u32, event: SyncEvent, pcs: Vec<u64>) {
+        self.waits.push((tid, event, pcs));
+    }
+}
+
+/// The waits' blocks of the `sync` file, their stacks' added to `stacks`.
+fn sync_blocks(waits: &[(u32, SyncEvent, Vec<u64>)], stacks: &mut Vec<u8>) -> Vec<u8> {
+    let mut sync = Vec::new();
+    for (index, (tid, event, pcs)) in waits.iter().enumerate() {
+        let tid = *tid;
+        let mut block = vec![0u8; BLOCK_SIZE];
+        let mut w = BlockWriter::claim(&mut block, KIND_SYNC, tid, index as u32, 0).unwrap();
+        let mut stack_block = vec![0u8; BLOCK_SIZE];
+        let mut s =
+            BlockWriter::claim(&mut stack_block, KIND_STACKS, tid, 1000 + index as u32, 0).unwrap();
+        let id = stack_id(StackStatus::Complete.code(), pcs);
+        assert!(s.push_stack(StackStatus::Complete, pcs));
+        let event = SyncEvent {
+            stack_id: id,
+            ..*event
+        };
+        assert!(w.push_bytes(&event.encode()));
+        w.commit();
+        s.commit();
+        sync.extend_from_slice(&block);
+        stacks.extend_from_slice(&stack_block);
+    }
+    sync
+}
+
+impl Synthetic {
     /// Writes log, profile and stacks (one block set per thread).
     pub fn write(self) -> PathBuf {
         let mut log = self.log;
@@ -216,6 +254,19 @@ impl Synthetic {
                 profile.extend_from_slice(&block);
                 stacks.extend_from_slice(&stack_block);
             }
+        }
+        if !self.waits.is_empty() {
+            let sync = sync_blocks(&self.waits, &mut stacks);
+            std::fs::write(self.dir.join("sync"), sync).unwrap();
+            let mut buf = [0u8; 512];
+            let n = write_manifest_into(
+                &mut buf,
+                "log,profile,stacks,sync",
+                "clock-profile,sync-trace",
+                "analyzer test",
+            )
+            .unwrap();
+            std::fs::write(self.dir.join("manifest"), &buf[..n]).unwrap();
         }
         std::fs::write(self.dir.join("profile"), profile).unwrap();
         std::fs::write(self.dir.join("stacks"), stacks).unwrap();
@@ -502,6 +553,7 @@ impl Synthetic {
             dir,
             log: Vec::new(),
             events: Vec::new(),
+            waits: Vec::new(),
         };
         let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
         s.line(|w| {
