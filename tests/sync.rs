@@ -519,3 +519,60 @@ fn sync_tracing_after_attach_sees_the_waits_from_then_on() {
         Some("after_attach")
     );
 }
+
+/// The analyzer's Sync Wait Time per function agrees with the program's
+/// own measures: each long wait's outermost caller, inclusive.
+#[test]
+fn sync_wait_time_per_function_is_the_programs_own() {
+    let (path, _, stderr) = collect("sync-analyze", "all");
+    let said = said(&stderr);
+    let output = Command::new(rdbx_bin())
+        .args([
+            "analyze",
+            "--json",
+            "-c",
+            "metrics ei.sync:ei.syncn:name",
+            "-c",
+        ])
+        .arg("functions")
+        .arg(&path)
+        .output()
+        .expect("run rdbx analyze");
+    assert!(output.status.success());
+    let docs: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let rows = docs[1]["rows"].as_array().expect("functions rows");
+    let inclusive = |name: &str| -> (f64, u64) {
+        let row = rows
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} row"));
+        (
+            row["sync_wait_time"]["inclusive"]
+                .as_f64()
+                .expect("seconds"),
+            row["sync_wait_count"]["inclusive"].as_u64().expect("count"),
+        )
+    };
+    for caller in [
+        "mutex_waiter",
+        "cond_waiter",
+        "join_waiter",
+        "sem_waiter",
+        "rwlock_writer",
+        "barrier_waiter",
+    ] {
+        let measured: u64 = said
+            .waits
+            .iter()
+            .filter(|w| w.callers.last().map(String::as_str) == Some(caller))
+            .map(|w| w.ns)
+            .sum();
+        let (seconds, count) = inclusive(caller);
+        let ns = (seconds * 1e9).round() as u64;
+        assert_eq!(count, 1, "{caller}");
+        assert!(
+            ns * 100 >= measured * 95 && ns <= measured + 100_000,
+            "{caller}: rdbx {ns} ns, the program measured {measured} ns"
+        );
+    }
+}
