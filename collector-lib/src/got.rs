@@ -16,73 +16,54 @@
 //!
 //! Ordinary context only (mprotect, dl_iterate_phdr, the loader's lock).
 
-use crate::real::{self, Real};
+use crate::real::Real;
 use crate::{heap, log, sync};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
 
-/// The functions whose entries are redirected, with the hook and where
-/// the real function's address goes.
-/// The hooks are the collector's own, not-exported entry points: the
-/// address of an exported `malloc` taken inside the library would be
-/// libc's (the first definition wins for the library's own references
-/// too). (mmap and munmap are made by system calls: no real one.)
-fn heap_targets() -> [(&'static CStr, usize, Option<&'static Real>); 13] {
-    [
-        (
-            c"malloc",
-            heap::hooks::malloc as *const () as usize,
-            Some(&real::MALLOC),
-        ),
-        (
-            c"free",
-            heap::hooks::free as *const () as usize,
-            Some(&real::FREE),
-        ),
-        (
-            c"calloc",
-            heap::hooks::calloc as *const () as usize,
-            Some(&real::CALLOC),
-        ),
-        (
-            c"realloc",
-            heap::hooks::realloc as *const () as usize,
-            Some(&real::REALLOC),
-        ),
-        (
-            c"reallocarray",
-            heap::hooks::reallocarray as *const () as usize,
-            Some(&real::REALLOCARRAY),
-        ),
-        (
-            c"memalign",
-            heap::hooks::memalign as *const () as usize,
-            Some(&real::MEMALIGN),
-        ),
-        (
-            c"posix_memalign",
-            heap::hooks::posix_memalign as *const () as usize,
-            Some(&real::POSIX_MEMALIGN),
-        ),
-        (
-            c"aligned_alloc",
-            heap::hooks::aligned_alloc as *const () as usize,
-            Some(&real::ALIGNED_ALLOC),
-        ),
-        (
-            c"valloc",
-            heap::hooks::valloc as *const () as usize,
-            Some(&real::VALLOC),
-        ),
-        (
-            c"pvalloc",
-            heap::hooks::pvalloc as *const () as usize,
-            Some(&real::PVALLOC),
-        ),
-        (c"mmap", heap::hooks::mmap as *const () as usize, None),
-        (c"mmap64", heap::hooks::mmap64 as *const () as usize, None),
-        (c"munmap", heap::hooks::munmap as *const () as usize, None),
-    ]
+/// What an entry is redirected to: the function's name, the hook, and
+/// where the real function's address goes (None: made by system calls).
+pub(crate) type Target = (&'static CStr, usize, Option<&'static Real>);
+
+/// Each interposed function once, for both ways the collector comes in:
+/// the exported definition (a preloaded collector's comes first, so the
+/// program's calls reach it) and its GOT target (an attached collector
+/// redirects the entries to the hook: the address of the exported
+/// definition taken inside the library would be the first definition's,
+/// libc's). Defines the exported functions and `got_targets()`.
+///
+/// Each hook must be `#[inline(never)]`: inlined into its exported
+/// wrapper, the two would have the same code and the compiler would make
+/// the hook an alias of the exported function, whose address, taken in
+/// the library, is then libc's: the GOT entries would be "redirected" to
+/// libc and nothing traced.
+macro_rules! interposed {
+    ($( $name:ident ( $($arg:ident : $ty:ty),* ) $(-> $ret:ty)? = $hook:ident, $real:expr; )*) => {
+        $(
+            /// # Safety
+            /// libc's contract of the function of this name.
+            #[no_mangle]
+            pub unsafe extern "C" fn $name($($arg: $ty),*) $(-> $ret)? {
+                $hook($($arg),*)
+            }
+        )*
+
+        /// The hooks by the names of the GOT entries they replace (got.rs).
+        pub(crate) fn got_targets() -> Vec<crate::got::Target> {
+            vec![$((
+                const {
+                    match std::ffi::CStr::from_bytes_with_nul(
+                        concat!(stringify!($name), "\0").as_bytes(),
+                    ) {
+                        Ok(name) => name,
+                        Err(_) => panic!("a function name has no NUL"),
+                    }
+                },
+                $hook as *const () as usize,
+                $real,
+            )),*]
+        }
+    };
 }
 
 const R_X86_64_GLOB_DAT: u32 = 6;
@@ -95,12 +76,10 @@ pub enum Set {
     Sync,
 }
 
-type Target = (&'static CStr, usize, Option<&'static Real>);
-
 fn targets(set: Set) -> Vec<Target> {
     match set {
-        Set::Heap => heap_targets().to_vec(),
-        Set::Sync => sync::hooks::targets().to_vec(),
+        Set::Heap => heap::got_targets(),
+        Set::Sync => sync::got_targets(),
     }
 }
 

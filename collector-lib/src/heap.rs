@@ -843,6 +843,7 @@ unsafe fn real_aligned(real: &Real, alignment: usize, size: usize) -> *mut c_voi
 
 /// # Safety
 /// libc's malloc contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_malloc(size: usize) -> *mut c_void {
     let block = real_malloc(size);
     record_allocation(HeapOp::Malloc, block, size, std::ptr::null_mut());
@@ -851,6 +852,7 @@ pub(crate) unsafe extern "C" fn hook_malloc(size: usize) -> *mut c_void {
 
 /// # Safety
 /// libc's free contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_free(pointer: *mut c_void) {
     if !tracing() {
         return real_free(pointer);
@@ -863,6 +865,7 @@ pub(crate) unsafe extern "C" fn hook_free(pointer: *mut c_void) {
 
 /// # Safety
 /// libc's calloc contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_calloc(count: usize, size: usize) -> *mut c_void {
     let block = real_calloc(count, size);
     let bytes = count.saturating_mul(size);
@@ -872,6 +875,7 @@ pub(crate) unsafe extern "C" fn hook_calloc(count: usize, size: usize) -> *mut c
 
 /// # Safety
 /// libc's realloc contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_realloc(pointer: *mut c_void, size: usize) -> *mut c_void {
     if !tracing() {
         return real_realloc(pointer, size);
@@ -884,6 +888,7 @@ pub(crate) unsafe extern "C" fn hook_realloc(pointer: *mut c_void, size: usize) 
 
 /// # Safety
 /// libc's reallocarray contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_reallocarray(
     pointer: *mut c_void,
     count: usize,
@@ -912,6 +917,7 @@ fn record_reallocation(order: u64, old: *mut c_void, new: *mut c_void, size: usi
 
 /// # Safety
 /// libc's memalign contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_memalign(alignment: usize, size: usize) -> *mut c_void {
     let block = real_aligned(&real::MEMALIGN, alignment, size);
     record_allocation(HeapOp::Memalign, block, size, std::ptr::null_mut());
@@ -920,6 +926,7 @@ pub(crate) unsafe extern "C" fn hook_memalign(alignment: usize, size: usize) -> 
 
 /// # Safety
 /// libc's aligned_alloc contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_aligned_alloc(alignment: usize, size: usize) -> *mut c_void {
     let block = real_aligned(&real::ALIGNED_ALLOC, alignment, size);
     record_allocation(HeapOp::Memalign, block, size, std::ptr::null_mut());
@@ -928,6 +935,7 @@ pub(crate) unsafe extern "C" fn hook_aligned_alloc(alignment: usize, size: usize
 
 /// # Safety
 /// libc's posix_memalign contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_posix_memalign(
     out: *mut *mut c_void,
     alignment: usize,
@@ -956,6 +964,7 @@ pub(crate) unsafe extern "C" fn hook_posix_memalign(
 
 /// # Safety
 /// libc's valloc contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_valloc(size: usize) -> *mut c_void {
     let block = match next(&real::VALLOC) {
         Some(f) => std::mem::transmute::<usize, MallocFn>(f)(size),
@@ -967,6 +976,7 @@ pub(crate) unsafe extern "C" fn hook_valloc(size: usize) -> *mut c_void {
 
 /// # Safety
 /// libc's pvalloc contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_pvalloc(size: usize) -> *mut c_void {
     let block = match next(&real::PVALLOC) {
         Some(f) => std::mem::transmute::<usize, MallocFn>(f)(size),
@@ -981,6 +991,7 @@ pub(crate) unsafe extern "C" fn hook_pvalloc(size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// libc's mmap contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_mmap(
     address: *mut c_void,
     length: usize,
@@ -999,6 +1010,7 @@ pub(crate) unsafe extern "C" fn hook_mmap(
 
 /// # Safety
 /// libc's mmap64 contract (the same as mmap's on x86-64).
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_mmap64(
     address: *mut c_void,
     length: usize,
@@ -1012,6 +1024,7 @@ pub(crate) unsafe extern "C" fn hook_mmap64(
 
 /// # Safety
 /// libc's munmap contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_munmap(address: *mut c_void, length: usize) -> c_int {
     if !tracing() {
         return sys::munmap_checked(address.cast(), length);
@@ -1025,129 +1038,27 @@ pub(crate) unsafe extern "C" fn hook_munmap(address: *mut c_void, length: usize)
 }
 
 // ---- the exported entry points -----------------------------------------
-// What the program's calls reach when the collector is preloaded. A
+// What the program's calls reach when the collector is preloaded; a
 // process the collector was loaded into while running gets the hooks'
-// addresses in its GOT instead (see got.rs), through `hooks`.
+// addresses in its GOT instead (got.rs).
 
-/// # Safety
-/// libc's malloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
-    hook_malloc(size)
-}
-
-/// # Safety
-/// libc's free contract.
-#[no_mangle]
-pub unsafe extern "C" fn free(pointer: *mut c_void) {
-    hook_free(pointer)
-}
-
-/// # Safety
-/// libc's calloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
-    hook_calloc(count, size)
-}
-
-/// # Safety
-/// libc's realloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn realloc(pointer: *mut c_void, size: usize) -> *mut c_void {
-    hook_realloc(pointer, size)
-}
-
-/// # Safety
-/// libc's reallocarray contract.
-#[no_mangle]
-pub unsafe extern "C" fn reallocarray(
-    pointer: *mut c_void,
-    count: usize,
-    size: usize,
-) -> *mut c_void {
-    hook_reallocarray(pointer, count, size)
-}
-
-/// # Safety
-/// libc's memalign contract.
-#[no_mangle]
-pub unsafe extern "C" fn memalign(alignment: usize, size: usize) -> *mut c_void {
-    hook_memalign(alignment, size)
-}
-
-/// # Safety
-/// libc's aligned_alloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn aligned_alloc(alignment: usize, size: usize) -> *mut c_void {
-    hook_aligned_alloc(alignment, size)
-}
-
-/// # Safety
-/// libc's posix_memalign contract.
-#[no_mangle]
-pub unsafe extern "C" fn posix_memalign(
-    out: *mut *mut c_void,
-    alignment: usize,
-    size: usize,
-) -> c_int {
-    hook_posix_memalign(out, alignment, size)
-}
-
-/// # Safety
-/// libc's valloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
-    hook_valloc(size)
-}
-
-/// # Safety
-/// libc's pvalloc contract.
-#[no_mangle]
-pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
-    hook_pvalloc(size)
-}
-
-/// # Safety
-/// libc's mmap contract.
-#[no_mangle]
-pub unsafe extern "C" fn mmap(
-    address: *mut c_void,
-    length: usize,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    offset: libc::off_t,
-) -> *mut c_void {
-    hook_mmap(address, length, prot, flags, fd, offset)
-}
-
-/// # Safety
-/// libc's mmap64 contract.
-#[no_mangle]
-pub unsafe extern "C" fn mmap64(
-    address: *mut c_void,
-    length: usize,
-    prot: c_int,
-    flags: c_int,
-    fd: c_int,
-    offset: libc::off_t,
-) -> *mut c_void {
-    hook_mmap64(address, length, prot, flags, fd, offset)
-}
-
-/// # Safety
-/// libc's munmap contract.
-#[no_mangle]
-pub unsafe extern "C" fn munmap(address: *mut c_void, length: usize) -> c_int {
-    hook_munmap(address, length)
-}
-
-/// The hooks by the names the GOT entries they replace have.
-pub(crate) mod hooks {
-    pub(crate) use super::{
-        hook_aligned_alloc as aligned_alloc, hook_calloc as calloc, hook_free as free,
-        hook_malloc as malloc, hook_memalign as memalign, hook_mmap as mmap, hook_mmap64 as mmap64,
-        hook_munmap as munmap, hook_posix_memalign as posix_memalign, hook_pvalloc as pvalloc,
-        hook_realloc as realloc, hook_reallocarray as reallocarray, hook_valloc as valloc,
-    };
+interposed! {
+    malloc(size: usize) -> *mut c_void = hook_malloc, Some(&real::MALLOC);
+    free(pointer: *mut c_void) = hook_free, Some(&real::FREE);
+    calloc(count: usize, size: usize) -> *mut c_void = hook_calloc, Some(&real::CALLOC);
+    realloc(pointer: *mut c_void, size: usize) -> *mut c_void = hook_realloc, Some(&real::REALLOC);
+    reallocarray(pointer: *mut c_void, count: usize, size: usize) -> *mut c_void =
+        hook_reallocarray, Some(&real::REALLOCARRAY);
+    memalign(alignment: usize, size: usize) -> *mut c_void = hook_memalign, Some(&real::MEMALIGN);
+    posix_memalign(out: *mut *mut c_void, alignment: usize, size: usize) -> c_int =
+        hook_posix_memalign, Some(&real::POSIX_MEMALIGN);
+    aligned_alloc(alignment: usize, size: usize) -> *mut c_void =
+        hook_aligned_alloc, Some(&real::ALIGNED_ALLOC);
+    valloc(size: usize) -> *mut c_void = hook_valloc, Some(&real::VALLOC);
+    pvalloc(size: usize) -> *mut c_void = hook_pvalloc, Some(&real::PVALLOC);
+    mmap(address: *mut c_void, length: usize, prot: c_int, flags: c_int, fd: c_int,
+         offset: libc::off_t) -> *mut c_void = hook_mmap, None;
+    mmap64(address: *mut c_void, length: usize, prot: c_int, flags: c_int, fd: c_int,
+           offset: libc::off_t) -> *mut c_void = hook_mmap64, None;
+    munmap(address: *mut c_void, length: usize) -> c_int = hook_munmap, None;
 }

@@ -14,6 +14,7 @@
 mod allocator;
 mod blocks;
 mod clock;
+#[macro_use]
 mod got;
 mod heap;
 mod interpose;

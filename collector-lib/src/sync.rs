@@ -238,6 +238,22 @@ fn timed(
     rc
 }
 
+/// A call that always waits for something else (a condition variable's
+/// signal, a thread's end, the other threads at a barrier): not
+/// recording, the real call alone; else timed.
+#[inline(always)]
+fn always_timed(
+    op: SyncOp,
+    object: usize,
+    call: impl FnOnce() -> c_int,
+    waited: fn(c_int) -> bool,
+) -> c_int {
+    if !lifecycle::recording_sync() {
+        return call();
+    }
+    timed(op, object, call, waited)
+}
+
 /// A lock-like call: not recording, the real call alone; else the
 /// non-blocking form first, and only when it finds the object busy
 /// (EBUSY; any other result, a robust mutex's EOWNERDEAD included, is
@@ -335,6 +351,7 @@ macro_rules! call_real_sem {
 
 /// # Safety
 /// libc's pthread_mutex_lock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_mutex_lock(mutex: *mut c_void) -> c_int {
     lock_like(
         SyncOp::MutexLock,
@@ -347,6 +364,7 @@ pub(crate) unsafe extern "C" fn hook_mutex_lock(mutex: *mut c_void) -> c_int {
 
 /// # Safety
 /// libc's pthread_mutex_timedlock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_mutex_timedlock(
     mutex: *mut c_void,
     until: *const libc::timespec,
@@ -362,6 +380,7 @@ pub(crate) unsafe extern "C" fn hook_mutex_timedlock(
 
 /// # Safety
 /// libc's pthread_mutex_clocklock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_mutex_clocklock(
     mutex: *mut c_void,
     clock: libc::clockid_t,
@@ -378,16 +397,15 @@ pub(crate) unsafe extern "C" fn hook_mutex_clocklock(
 
 /// # Safety
 /// libc's pthread_cond_wait contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_cond_wait(cond: *mut c_void, mutex: *mut c_void) -> c_int {
     let call = || call_real!(real::PTHREAD_COND_WAIT, CondFn, cond, mutex);
-    if !lifecycle::recording_sync() {
-        return call();
-    }
-    timed(SyncOp::CondWait, cond as usize, call, lock_waited)
+    always_timed(SyncOp::CondWait, cond as usize, call, lock_waited)
 }
 
 /// # Safety
 /// libc's pthread_cond_timedwait contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_cond_timedwait(
     cond: *mut c_void,
     mutex: *mut c_void,
@@ -402,14 +420,12 @@ pub(crate) unsafe extern "C" fn hook_cond_timedwait(
             until
         )
     };
-    if !lifecycle::recording_sync() {
-        return call();
-    }
-    timed(SyncOp::CondWait, cond as usize, call, lock_waited)
+    always_timed(SyncOp::CondWait, cond as usize, call, lock_waited)
 }
 
 /// # Safety
 /// libc's pthread_cond_clockwait contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_cond_clockwait(
     cond: *mut c_void,
     mutex: *mut c_void,
@@ -426,14 +442,12 @@ pub(crate) unsafe extern "C" fn hook_cond_clockwait(
             until
         )
     };
-    if !lifecycle::recording_sync() {
-        return call();
-    }
-    timed(SyncOp::CondWait, cond as usize, call, lock_waited)
+    always_timed(SyncOp::CondWait, cond as usize, call, lock_waited)
 }
 
 /// # Safety
 /// libc's pthread_rwlock_rdlock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_rwlock_rdlock(lock: *mut c_void) -> c_int {
     lock_like(
         SyncOp::RwlockRead,
@@ -446,6 +460,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_rdlock(lock: *mut c_void) -> c_int {
 
 /// # Safety
 /// libc's pthread_rwlock_wrlock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_rwlock_wrlock(lock: *mut c_void) -> c_int {
     lock_like(
         SyncOp::RwlockWrite,
@@ -458,6 +473,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_wrlock(lock: *mut c_void) -> c_int {
 
 /// # Safety
 /// libc's pthread_rwlock_timedrdlock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_rwlock_timedrdlock(
     lock: *mut c_void,
     until: *const libc::timespec,
@@ -473,6 +489,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_timedrdlock(
 
 /// # Safety
 /// libc's pthread_rwlock_timedwrlock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_rwlock_timedwrlock(
     lock: *mut c_void,
     until: *const libc::timespec,
@@ -488,6 +505,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_timedwrlock(
 
 /// # Safety
 /// libc's pthread_rwlock_clockrdlock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_rwlock_clockrdlock(
     lock: *mut c_void,
     clock: libc::clockid_t,
@@ -512,6 +530,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_clockrdlock(
 
 /// # Safety
 /// libc's pthread_rwlock_clockwrlock contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_rwlock_clockwrlock(
     lock: *mut c_void,
     clock: libc::clockid_t,
@@ -536,6 +555,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_clockwrlock(
 
 /// # Safety
 /// libc's sem_wait contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_sem_wait(sem: *mut c_void) -> c_int {
     sem_like(sem as usize, || {
         call_real_sem!(real::SEM_WAIT, MutexFn, sem)
@@ -544,6 +564,7 @@ pub(crate) unsafe extern "C" fn hook_sem_wait(sem: *mut c_void) -> c_int {
 
 /// # Safety
 /// libc's sem_timedwait contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_sem_timedwait(
     sem: *mut c_void,
     until: *const libc::timespec,
@@ -555,6 +576,7 @@ pub(crate) unsafe extern "C" fn hook_sem_timedwait(
 
 /// # Safety
 /// libc's sem_clockwait contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_sem_clockwait(
     sem: *mut c_void,
     clock: libc::clockid_t,
@@ -567,280 +589,67 @@ pub(crate) unsafe extern "C" fn hook_sem_clockwait(
 
 /// # Safety
 /// libc's pthread_join contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_join(
     thread: libc::pthread_t,
     result: *mut *mut c_void,
 ) -> c_int {
     let call = || call_real!(real::PTHREAD_JOIN, JoinFn, thread, result);
-    if !lifecycle::recording_sync() {
-        return call();
-    }
-    timed(SyncOp::Join, thread as usize, call, |rc| rc == 0)
+    always_timed(SyncOp::Join, thread as usize, call, |rc| rc == 0)
 }
 
 /// # Safety
 /// libc's pthread_barrier_wait contract.
+#[inline(never)]
 pub(crate) unsafe extern "C" fn hook_barrier_wait(barrier: *mut c_void) -> c_int {
     let call = || call_real!(real::PTHREAD_BARRIER_WAIT, MutexFn, barrier);
-    if !lifecycle::recording_sync() {
-        return call();
-    }
-    timed(SyncOp::Barrier, barrier as usize, call, |rc| {
+    always_timed(SyncOp::Barrier, barrier as usize, call, |rc| {
         rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD
     })
 }
 
 // ---- the exported entry points -----------------------------------------
 // What the program's calls reach when the collector is preloaded (an
-// attached collector patches GOT entries with `hooks` instead).
+// attached collector patches GOT entries with the hooks instead).
 
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_lock(mutex: *mut c_void) -> c_int {
-    hook_mutex_lock(mutex)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_timedlock(
-    mutex: *mut c_void,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_mutex_timedlock(mutex, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_clocklock(
-    mutex: *mut c_void,
-    clock: libc::clockid_t,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_mutex_clocklock(mutex, clock, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_wait(cond: *mut c_void, mutex: *mut c_void) -> c_int {
-    hook_cond_wait(cond, mutex)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_timedwait(
-    cond: *mut c_void,
-    mutex: *mut c_void,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_cond_timedwait(cond, mutex, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_clockwait(
-    cond: *mut c_void,
-    mutex: *mut c_void,
-    clock: libc::clockid_t,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_cond_clockwait(cond, mutex, clock, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_rdlock(lock: *mut c_void) -> c_int {
-    hook_rwlock_rdlock(lock)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_wrlock(lock: *mut c_void) -> c_int {
-    hook_rwlock_wrlock(lock)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
-    lock: *mut c_void,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_rwlock_timedrdlock(lock, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
-    lock: *mut c_void,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_rwlock_timedwrlock(lock, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
-    lock: *mut c_void,
-    clock: libc::clockid_t,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_rwlock_clockrdlock(lock, clock, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
-    lock: *mut c_void,
-    clock: libc::clockid_t,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_rwlock_clockwrlock(lock, clock, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn sem_wait(sem: *mut c_void) -> c_int {
-    hook_sem_wait(sem)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn sem_timedwait(sem: *mut c_void, until: *const libc::timespec) -> c_int {
-    hook_sem_timedwait(sem, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn sem_clockwait(
-    sem: *mut c_void,
-    clock: libc::clockid_t,
-    until: *const libc::timespec,
-) -> c_int {
-    hook_sem_clockwait(sem, clock, until)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, result: *mut *mut c_void) -> c_int {
-    hook_join(thread, result)
-}
-
-/// # Safety
-/// libc's contract.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_barrier_wait(barrier: *mut c_void) -> c_int {
-    hook_barrier_wait(barrier)
-}
-
-/// The hooks by the names the GOT entries they replace have (got.rs).
-pub(crate) mod hooks {
-    use super::*;
-    use std::ffi::CStr;
-
-    type Target = (&'static CStr, usize, Option<&'static Real>);
-
-    pub(crate) fn targets() -> [Target; 17] {
-        [
-            (
-                c"pthread_mutex_lock",
-                hook_mutex_lock as *const () as usize,
-                Some(&real::PTHREAD_MUTEX_LOCK),
-            ),
-            (
-                c"pthread_mutex_timedlock",
-                hook_mutex_timedlock as *const () as usize,
-                Some(&real::PTHREAD_MUTEX_TIMEDLOCK),
-            ),
-            (
-                c"pthread_mutex_clocklock",
-                hook_mutex_clocklock as *const () as usize,
-                Some(&real::PTHREAD_MUTEX_CLOCKLOCK),
-            ),
-            (
-                c"pthread_cond_wait",
-                hook_cond_wait as *const () as usize,
-                Some(&real::PTHREAD_COND_WAIT),
-            ),
-            (
-                c"pthread_cond_timedwait",
-                hook_cond_timedwait as *const () as usize,
-                Some(&real::PTHREAD_COND_TIMEDWAIT),
-            ),
-            (
-                c"pthread_cond_clockwait",
-                hook_cond_clockwait as *const () as usize,
-                Some(&real::PTHREAD_COND_CLOCKWAIT),
-            ),
-            (
-                c"pthread_rwlock_rdlock",
-                hook_rwlock_rdlock as *const () as usize,
-                Some(&real::PTHREAD_RWLOCK_RDLOCK),
-            ),
-            (
-                c"pthread_rwlock_wrlock",
-                hook_rwlock_wrlock as *const () as usize,
-                Some(&real::PTHREAD_RWLOCK_WRLOCK),
-            ),
-            (
-                c"pthread_rwlock_timedrdlock",
-                hook_rwlock_timedrdlock as *const () as usize,
-                Some(&real::PTHREAD_RWLOCK_TIMEDRDLOCK),
-            ),
-            (
-                c"pthread_rwlock_timedwrlock",
-                hook_rwlock_timedwrlock as *const () as usize,
-                Some(&real::PTHREAD_RWLOCK_TIMEDWRLOCK),
-            ),
-            (
-                c"pthread_rwlock_clockrdlock",
-                hook_rwlock_clockrdlock as *const () as usize,
-                Some(&real::PTHREAD_RWLOCK_CLOCKRDLOCK),
-            ),
-            (
-                c"pthread_rwlock_clockwrlock",
-                hook_rwlock_clockwrlock as *const () as usize,
-                Some(&real::PTHREAD_RWLOCK_CLOCKWRLOCK),
-            ),
-            (
-                c"sem_wait",
-                hook_sem_wait as *const () as usize,
-                Some(&real::SEM_WAIT),
-            ),
-            (
-                c"sem_timedwait",
-                hook_sem_timedwait as *const () as usize,
-                Some(&real::SEM_TIMEDWAIT),
-            ),
-            (
-                c"sem_clockwait",
-                hook_sem_clockwait as *const () as usize,
-                Some(&real::SEM_CLOCKWAIT),
-            ),
-            (
-                c"pthread_join",
-                hook_join as *const () as usize,
-                Some(&real::PTHREAD_JOIN),
-            ),
-            (
-                c"pthread_barrier_wait",
-                hook_barrier_wait as *const () as usize,
-                Some(&real::PTHREAD_BARRIER_WAIT),
-            ),
-        ]
-    }
+interposed! {
+    pthread_mutex_lock(mutex: *mut c_void) -> c_int =
+        hook_mutex_lock, Some(&real::PTHREAD_MUTEX_LOCK);
+    pthread_mutex_timedlock(mutex: *mut c_void, until: *const libc::timespec) -> c_int =
+        hook_mutex_timedlock, Some(&real::PTHREAD_MUTEX_TIMEDLOCK);
+    pthread_mutex_clocklock(mutex: *mut c_void, clock: libc::clockid_t,
+                            until: *const libc::timespec) -> c_int =
+        hook_mutex_clocklock, Some(&real::PTHREAD_MUTEX_CLOCKLOCK);
+    pthread_cond_wait(cond: *mut c_void, mutex: *mut c_void) -> c_int =
+        hook_cond_wait, Some(&real::PTHREAD_COND_WAIT);
+    pthread_cond_timedwait(cond: *mut c_void, mutex: *mut c_void,
+                           until: *const libc::timespec) -> c_int =
+        hook_cond_timedwait, Some(&real::PTHREAD_COND_TIMEDWAIT);
+    pthread_cond_clockwait(cond: *mut c_void, mutex: *mut c_void, clock: libc::clockid_t,
+                           until: *const libc::timespec) -> c_int =
+        hook_cond_clockwait, Some(&real::PTHREAD_COND_CLOCKWAIT);
+    pthread_rwlock_rdlock(lock: *mut c_void) -> c_int =
+        hook_rwlock_rdlock, Some(&real::PTHREAD_RWLOCK_RDLOCK);
+    pthread_rwlock_wrlock(lock: *mut c_void) -> c_int =
+        hook_rwlock_wrlock, Some(&real::PTHREAD_RWLOCK_WRLOCK);
+    pthread_rwlock_timedrdlock(lock: *mut c_void, until: *const libc::timespec) -> c_int =
+        hook_rwlock_timedrdlock, Some(&real::PTHREAD_RWLOCK_TIMEDRDLOCK);
+    pthread_rwlock_timedwrlock(lock: *mut c_void, until: *const libc::timespec) -> c_int =
+        hook_rwlock_timedwrlock, Some(&real::PTHREAD_RWLOCK_TIMEDWRLOCK);
+    pthread_rwlock_clockrdlock(lock: *mut c_void, clock: libc::clockid_t,
+                               until: *const libc::timespec) -> c_int =
+        hook_rwlock_clockrdlock, Some(&real::PTHREAD_RWLOCK_CLOCKRDLOCK);
+    pthread_rwlock_clockwrlock(lock: *mut c_void, clock: libc::clockid_t,
+                               until: *const libc::timespec) -> c_int =
+        hook_rwlock_clockwrlock, Some(&real::PTHREAD_RWLOCK_CLOCKWRLOCK);
+    sem_wait(sem: *mut c_void) -> c_int = hook_sem_wait, Some(&real::SEM_WAIT);
+    sem_timedwait(sem: *mut c_void, until: *const libc::timespec) -> c_int =
+        hook_sem_timedwait, Some(&real::SEM_TIMEDWAIT);
+    sem_clockwait(sem: *mut c_void, clock: libc::clockid_t,
+                  until: *const libc::timespec) -> c_int =
+        hook_sem_clockwait, Some(&real::SEM_CLOCKWAIT);
+    pthread_join(thread: libc::pthread_t, result: *mut *mut c_void) -> c_int =
+        hook_join, Some(&real::PTHREAD_JOIN);
+    pthread_barrier_wait(barrier: *mut c_void) -> c_int =
+        hook_barrier_wait, Some(&real::PTHREAD_BARRIER_WAIT);
 }
