@@ -458,41 +458,12 @@ fn heap_commands_without_heap_tracing_say_what_is_missing() {
 
 #[test]
 fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
-    use std::io::{BufRead, Read, Write};
     let program = built("heap_attach.c", "gcc");
     let program = program.as_path();
     let dir = scratch_dir("heap-attach");
-    let mut target = Command::new(program)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("start heap_attach");
-    let mut stdout = std::io::BufReader::new(target.stdout.take().expect("stdout"));
-    let mut ready = String::new();
-    stdout.read_line(&mut ready).expect("ready line");
-    assert_eq!(ready.trim(), "ready");
-    let out = Rdbx::batch()
-        .cwd(&dir)
-        .arg("-p")
-        .arg(target.id().to_string())
-        .cmds(&[
-            "collector heaptrace on",
-            "collector store filename live.er",
-            "collector enable",
-            "detach",
-        ])
-        .run();
-    let transcript = out.transcript();
-    target
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"go\n")
-        .expect("release the program");
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).expect("stdout");
-    let status = target.wait().expect("wait");
-    assert!(status.success(), "{rest}\n{transcript}");
+    let run = collect_after_attach(program, &dir, &["collector heaptrace on"]);
+    assert_eq!(run.ready, "ready");
+    let (rest, transcript) = (run.rest, run.transcript);
     assert_eq!(rest.trim(), "done", "the program's output changed");
 
     let expt = Experiment::open(dir.join("live.er"))

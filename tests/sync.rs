@@ -455,41 +455,18 @@ fn collector_synctrace_in_the_debugger() {
 
 #[test]
 fn sync_tracing_after_attach_sees_the_waits_from_then_on() {
-    use std::io::{BufRead, Read, Write};
     let program = built("sync_attach.c");
     let dir = scratch_dir("sync-attach");
-    let mut target = Command::new(&program)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("start sync_attach");
-    let mut stdout = std::io::BufReader::new(target.stdout.take().expect("stdout"));
-    let mut ready = String::new();
-    stdout.read_line(&mut ready).expect("ready line");
-    let mutex = hex(ready.trim().strip_prefix("ready ").expect("ready line"));
-    let out = Rdbx::batch()
-        .cwd(&dir)
-        .arg("-p")
-        .arg(target.id().to_string())
-        .cmds(&[
+    let run = collect_after_attach(
+        &program,
+        &dir,
+        &[
             "collector synctrace on",
             "collector synctrace threshold 1000",
-            "collector store filename live.er",
-            "collector enable",
-            "detach",
-        ])
-        .run();
-    let transcript = out.transcript();
-    target
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"go\n")
-        .expect("release the program");
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).expect("stdout");
-    let status = target.wait().expect("wait");
-    assert!(status.success(), "{rest}\n{transcript}");
+        ],
+    );
+    let mutex = hex(run.ready.strip_prefix("ready ").expect("ready line"));
+    let (rest, transcript) = (run.rest, run.transcript);
     let measured: u64 = rest
         .lines()
         .find_map(|l| l.strip_prefix("waited "))

@@ -230,7 +230,15 @@ fn current_slot() -> Option<&'static Slot> {
 /// A slot of an exited thread, for the thread now using its control
 /// block: its blocks finished, its id the new thread's.
 fn retake(slot: &Slot, tid: i32) {
-    // SAFETY: the calling thread is the slot's now, and holds `busy`.
+    retire_thread(slot);
+    slot.tid.store(tid, Ordering::Release);
+}
+
+/// The slot's thread is gone (ended, or its control block is another
+/// thread's now): its blocks are finished and its event count goes to the
+/// gone threads'. The caller holds `busy`.
+fn retire_thread(slot: &Slot) {
+    // SAFETY: the caller holds `busy`: the owned state is ours.
     let owned = unsafe { &mut *slot.owned.get() };
     state::HEAP.retire(&mut owned.events);
     state::SYNC.retire(&mut owned.sync_events);
@@ -238,7 +246,6 @@ fn retake(slot: &Slot, tid: i32) {
     owned.stack_cache = StackCache::new();
     let events = slot.events.swap(0, Ordering::Relaxed);
     EVENTS_OF_GONE_THREADS.fetch_add(events, Ordering::Relaxed);
-    slot.tid.store(tid, Ordering::Release);
 }
 
 /// Holds a slot's `busy` flag; the owned state is ours meanwhile.
@@ -355,14 +362,7 @@ pub fn forget_current_thread() -> bool {
                 if !take(&slot.busy) {
                     return false;
                 }
-                // SAFETY: our own slot, busy held.
-                let owned = unsafe { &mut *slot.owned.get() };
-                state::HEAP.retire(&mut owned.events);
-                state::SYNC.retire(&mut owned.sync_events);
-                state::STACKS.retire(&mut owned.stacks);
-                owned.stack_cache = StackCache::new();
-                let events = slot.events.swap(0, Ordering::Relaxed);
-                EVENTS_OF_GONE_THREADS.fetch_add(events, Ordering::Relaxed);
+                retire_thread(slot);
                 slot.thread.store(TOMBSTONE, Ordering::Release);
                 give_back(&slot.busy);
                 return true;

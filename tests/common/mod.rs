@@ -1517,3 +1517,57 @@ impl Drop for Target {
         }
     }
 }
+
+/// What [`collect_after_attach`] saw: the program's first line, the rest
+/// of its output, and rdbx's transcript.
+pub struct AttachedRun {
+    pub ready: String,
+    pub rest: String,
+    pub transcript: String,
+}
+
+/// Starts `program` (which prints a line starting `ready` and then waits
+/// for a line on stdin), attaches rdbx to it, runs `settings`, then
+/// `collector store filename live.er`, `collector enable` and `detach`,
+/// lets the program go and waits for it, which must succeed. The
+/// experiment is `dir/live.er`.
+pub fn collect_after_attach(program: &Path, dir: &Path, settings: &[&str]) -> AttachedRun {
+    use std::io::BufRead;
+    let mut target = Command::new(program)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
+    let mut stdout = std::io::BufReader::new(target.stdout.take().expect("stdout"));
+    let mut ready = String::new();
+    stdout.read_line(&mut ready).expect("ready line");
+    assert!(ready.starts_with("ready"), "{ready}");
+    let mut cmds = settings.to_vec();
+    cmds.extend([
+        "collector store filename live.er",
+        "collector enable",
+        "detach",
+    ]);
+    let out = Rdbx::batch()
+        .cwd(dir)
+        .arg("-p")
+        .arg(target.id().to_string())
+        .cmds(&cmds)
+        .run();
+    let transcript = out.transcript();
+    target
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"go\n")
+        .expect("release the program");
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).expect("stdout");
+    let status = target.wait().expect("wait");
+    assert!(status.success(), "{rest}\n{transcript}");
+    AttachedRun {
+        ready: ready.trim().to_string(),
+        rest,
+        transcript,
+    }
+}
