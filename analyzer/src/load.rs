@@ -115,36 +115,36 @@ fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
         .fold(0, |run, (x, y)| if x == y { run + 1 } else { 0 })
 }
 
-/// One experiment's allocations while they are read, and when each
-/// block was made and given back: blocks of different threads interleave
-/// in the file, their order numbers say in which order the calls took
-/// effect.
-#[derive(Default)]
+/// One experiment's allocations while its heap events are replayed in
+/// order (read again from the start if the order had to be found by a
+/// sort: everything counted is here).
 struct HeapLoad {
     entries: Vec<HeapEntry>,
-    /// (order number, address, the entry made there or `FREED`).
-    timeline: Vec<(u64, u64, u32)>,
+    /// The entry of each block in use, by address.
+    live: FxHashMap<u64, u32>,
+    impossible: u64,
+    lost: u64,
+    first_ns: u64,
+    last_ns: u64,
 }
 
-/// A free in [`HeapLoad::timeline`].
-const FREED: u32 = u32::MAX;
+impl Default for HeapLoad {
+    fn default() -> Self {
+        HeapLoad {
+            entries: Vec::new(),
+            live: FxHashMap::default(),
+            impossible: 0,
+            lost: 0,
+            first_ns: u64::MAX,
+            last_ns: 0,
+        }
+    }
+}
 
 impl HeapLoad {
     /// The entries, those whose block was never freed marked leaked.
     fn finish(mut self) -> Vec<HeapEntry> {
-        self.timeline.sort_unstable_by_key(|&(order, _, _)| order);
-        let mut live: FxHashMap<u64, u32> = FxHashMap::default();
-        for &(_, address, what) in &self.timeline {
-            match what {
-                FREED => {
-                    live.remove(&address);
-                }
-                entry => {
-                    live.insert(address, entry);
-                }
-            }
-        }
-        for entry in live.into_values() {
+        for entry in self.live.into_values() {
             self.entries[entry as usize].leaked = true;
         }
         self.entries
@@ -449,40 +449,46 @@ impl Builder {
             }
         }
         if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
-            let mut heap = HeapLoad::default();
-            let heap_stats = expt.for_each_heap_event(|record| {
-                let e = record.event;
-                if !plausible.contains(e.timestamp_ns) {
-                    impossible += 1;
-                    return;
-                }
-                first_ns = first_ns.min(e.timestamp_ns);
-                last_ns = last_ns.max(e.timestamp_ns);
-                if e.op == HeapOp::Free && e.address != 0 {
-                    heap.timeline.push((e.order, e.address, FREED));
-                    return;
-                }
-                if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
-                    return;
-                }
-                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                if stack == NO_STACK {
-                    lost += 1;
-                }
-                let at = heap.entries.len() as u32;
-                heap.timeline.push((e.order, e.address, at));
-                heap.entries.push(HeapEntry {
-                    experiment: index,
-                    leaked: false,
-                    thread: threads.number(record.tid),
-                    time_ns: e.timestamp_ns,
-                    bytes: e.size,
-                    stack,
-                    sample: sample_of(&entry.samples, e.timestamp_ns),
-                });
-            })?;
+            // In order across threads: a free meets the block it frees.
+            let (heap, heap_stats) =
+                expt.heap_events_in_order(HeapLoad::default, |heap, record| {
+                    let e = record.event;
+                    if !plausible.contains(e.timestamp_ns) {
+                        heap.impossible += 1;
+                        return;
+                    }
+                    heap.first_ns = heap.first_ns.min(e.timestamp_ns);
+                    heap.last_ns = heap.last_ns.max(e.timestamp_ns);
+                    if e.op == HeapOp::Free && e.address != 0 {
+                        heap.live.remove(&e.address);
+                        return;
+                    }
+                    if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
+                        return;
+                    }
+                    let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                    if stack == NO_STACK {
+                        heap.lost += 1;
+                    }
+                    heap.live.insert(e.address, heap.entries.len() as u32);
+                    heap.entries.push(HeapEntry {
+                        experiment: index,
+                        leaked: false,
+                        thread: threads.number(record.tid),
+                        time_ns: e.timestamp_ns,
+                        bytes: e.size,
+                        stack,
+                        sample: sample_of(&entry.samples, e.timestamp_ns),
+                    });
+                })?;
             if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
                 self.warn(warning);
+            }
+            impossible += heap.impossible;
+            lost += heap.lost;
+            if heap.first_ns <= heap.last_ns {
+                first_ns = first_ns.min(heap.first_ns);
+                last_ns = last_ns.max(heap.last_ns);
             }
             self.model.heap.extend(heap.finish());
         }
