@@ -64,20 +64,8 @@ else
 fi
 synth="$target/release/examples/synth_experiment"
 
-# The same 400-function program as bench/analyzer.sh's.
-python3 - "$work/manyfuncs.c" <<'PY'
-import sys
-n = 400
-with open(sys.argv[1], "w") as f:
-    f.write("#include <stdio.h>\nvolatile long sink;\n")
-    for i in range(n):
-        f.write(f"long f{i}(long x);\n")
-    for i in range(n):
-        f.write(f"long f{i}(long x)\n{{\n    long y = x * {i + 3};\n    if (x > 0)\n"
-                f"        y += f{(i * 7 + 1) % n}(x - 1);\n    sink += y;\n    return y ^ {i};\n}}\n")
-    f.write("int main(int argc, char **argv)\n{\n    (void)argv;\n"
-            "    printf(\"%ld\\n\", f0(argc));\n    return 0;\n}\n")
-PY
+# The 400-function program bench/analyzer.sh symbolizes with too.
+python3 "$root/bench/programs/manyfuncs.py" "$work/manyfuncs.c"
 synth_er="$work/heap-$events-$stacks-$max_depth-$shape.er"
 if [ ! -d "$synth_er" ]; then
     [ -x "$work/manyfuncs" ] || gcc -O0 -g "$work/manyfuncs.c" -o "$work/manyfuncs"
