@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-/// heap_known.c (see `built` for why without builtins).
+/// heap_known.c, unoptimized and without builtins (tests/common's recipes).
 fn heap_known() -> PathBuf {
-    built("heap_known.c", "gcc")
+    prog("heap_known-O0")
 }
 
 /// `rdbx collect -H on` of heap_known with `args`; the experiment.
@@ -295,7 +295,7 @@ fn without_heaptrace_nothing_is_traced() {
 
 /// tests/programs/leaks.c (its valgrind/memcheck.h comes with valgrind).
 fn leaks_program() -> PathBuf {
-    built("leaks.c", "gcc")
+    prog("leaks-O0")
 }
 
 /// (blocks, bytes) per class from memcheck's first LEAK SUMMARY: the
@@ -458,7 +458,7 @@ fn heap_commands_without_heap_tracing_say_what_is_missing() {
 
 #[test]
 fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
-    let program = built("heap_attach.c", "gcc");
+    let program = prog("heap_attach-O0");
     let program = program.as_path();
     let dir = scratch_dir("heap-attach");
     let run = collect_after_attach(program, &dir, &["collector heaptrace on"]);
@@ -491,12 +491,11 @@ fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
     assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
 }
 
-/// A test program (in tests/programs) built once per test process with
-/// `compiler`, unoptimized. C and C++ without builtins, so the compiler
-/// keeps every call as written (gcc turns realloc(NULL, n) into malloc(n)
-/// and drops free(NULL)); with -pthread for the threaded ones. Tests run
-/// in parallel and share the build: a second build would replace the file
-/// under a running one.
+/// A C++ or Rust test program (in tests/programs; the C ones are in
+/// tests/common's recipes) built once per test process with `compiler`,
+/// unoptimized, C++ without builtins as the C ones. Tests run in parallel
+/// and share the build: a second build would replace the file under a
+/// running one.
 fn built(source: &str, compiler: &str) -> PathBuf {
     static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
@@ -571,7 +570,7 @@ fn cpp_new_and_delete_arrive_through_malloc() {
 
 #[test]
 fn a_double_free_is_recorded_and_the_program_dies_as_it_would() {
-    let program = built("heap_bad.c", "gcc");
+    let program = prog("heap_bad-O0");
     let plain = Command::new(&program).arg("double").output().expect("run");
     let (expt_dir, output) = collect_program("heap-double", &program, &[], &["double"]);
     assert_eq!(
@@ -596,7 +595,7 @@ fn a_double_free_is_recorded_and_the_program_dies_as_it_would() {
 
 #[test]
 fn the_data_limit_stops_heap_tracing_and_the_program_runs_on() {
-    let program = built("heap_bad.c", "gcc");
+    let program = prog("heap_bad-O0");
     let (expt_dir, output) = collect_program("heap-limit", &program, &["-L", "1"], &["limit"]);
     assert!(output.status.success());
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "done");
@@ -613,7 +612,7 @@ fn the_data_limit_stops_heap_tracing_and_the_program_runs_on() {
 #[test]
 fn sigkill_leaves_a_readable_heap_experiment() {
     use std::io::BufRead;
-    let program = built("heap_bad.c", "gcc");
+    let program = prog("heap_bad-O0");
     let dir = scratch_dir("heap-kill");
     let mut child = Command::new(rdbx_bin())
         .args(["collect", "-H", "on", "-A", "off", "-o", "t.er"])
@@ -791,7 +790,7 @@ fn allocator_line(expt_dir: &Path) -> (String, String) {
 
 #[test]
 fn a_program_with_its_own_malloc_is_told_apart_and_runs_as_it_would() {
-    let program = built("heap_own.c", "gcc");
+    let program = prog("heap_own-O0");
     let plain = Command::new(&program).output().expect("run heap_own");
     assert!(plain.status.success());
     let (expt_dir, output) = collect_program("heap-own", &program, &[], &[]);
@@ -944,7 +943,7 @@ fn output_within_limit(mut command: Command) -> std::process::Output {
 /// heap_faults in `mode`, untraced and traced: both finish, with the same
 /// output and status; the traced run's experiment.
 fn fault_run(mode: &str) -> (PathBuf, PathBuf, String) {
-    let program = built("heap_faults.c", "gcc");
+    let program = prog("heap_faults-O0");
     let mut plain = Command::new(&program);
     plain.arg(mode);
     let plain = output_within_limit(plain);

@@ -13,19 +13,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// heap_known.c at -O0 without builtins (every call kept as written).
-fn heap_known() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let out = scratch_dir("heap-views-build").join("heap_known");
-        let status = Command::new("gcc")
-            .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
-            .arg(&out)
-            .arg(sources_dir().join("heap_known.c"))
-            .status()
-            .expect("gcc must be installed");
-        assert!(status.success(), "gcc failed on heap_known.c");
-        out
-    })
+fn heap_known() -> PathBuf {
+    prog("heap_known-O0")
 }
 
 /// One heap-tracing experiment of heap_known (clock profiling off, so the
@@ -294,7 +283,7 @@ fn at_a_stop_the_views_count_what_is_not_freed_yet() {
             "analyze functions",
             "kill",
         ])
-        .prog(heap_known(), &[])
+        .prog(&heap_known(), &[])
         .run();
     let transcript = out.transcript();
     // Stopped before churn: leaky's ten blocks are all that is made, and

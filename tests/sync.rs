@@ -16,10 +16,9 @@ use debugger::symbols::ObjectFile;
 use experiment::log::Event;
 use experiment::sync::SyncOp;
 use experiment::{Experiment, SyncEventRecord};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 
 /// One wait as the program measured it (a `wait OP OBJECT NS CALLERS` line
 /// of its stderr).
@@ -65,33 +64,12 @@ fn said(stderr: &str) -> Said {
     Said { waits, quiet_mutex }
 }
 
-/// A test program built once per test process (unoptimized, without
-/// builtins, -pthread).
-fn built(source: &str) -> PathBuf {
-    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(out) = built.get(source) {
-        return out.clone();
-    }
-    let stem = source.split('.').next().unwrap_or(source);
-    let out = scratch_dir(&format!("{stem}-build")).join(stem);
-    let status = Command::new("gcc")
-        .args(["-g", "-O0", "-fno-builtin", "-pthread", "-o"])
-        .arg(&out)
-        .arg(sources_dir().join(source))
-        .status()
-        .expect("gcc must be installed");
-    assert!(status.success(), "gcc failed on {source}");
-    built.insert(source.to_string(), out.clone());
-    out
-}
-
 /// `rdbx collect -s SETTING` of sync_waits: the experiment, stdout, stderr.
 fn collect(name: &str, setting: &str) -> (PathBuf, String, String) {
     let dir = scratch_dir(name);
     let output = Command::new(rdbx_bin())
         .args(["collect", "-s", setting, "-A", "off", "-o", "t.er"])
-        .arg(built("sync_waits.c"))
+        .arg(prog("sync_waits-O0"))
         .current_dir(&dir)
         .output()
         .expect("run rdbx collect");
@@ -198,7 +176,7 @@ fn long_objects(said: &Said) -> Vec<(String, u64)> {
 #[test]
 fn every_wait_is_recorded_with_its_time_object_and_caller() {
     let (path, stdout, stderr) = collect("sync-all", "all");
-    let untraced = Command::new(built("sync_waits.c"))
+    let untraced = Command::new(prog("sync_waits-O0"))
         .output()
         .expect("run sync_waits");
     assert_eq!(
@@ -216,7 +194,7 @@ fn every_wait_is_recorded_with_its_time_object_and_caller() {
     assert!(expt.manifest().kinds.iter().any(|k| k == "sync-trace"));
     assert_eq!(thresholds(&expt), (0, 0, Some(0)));
     let events = sync_events(&expt);
-    let callers = Callers::of(&expt, &built("sync_waits.c"));
+    let callers = Callers::of(&expt, &prog("sync_waits-O0"));
     let short_mutex = said
         .waits
         .iter()
@@ -362,7 +340,7 @@ fn a_bad_threshold_is_one_line_before_the_program_runs() {
     let dir = scratch_dir("sync-bad");
     let output = Command::new(rdbx_bin())
         .args(["collect", "-s", "1.5ms", "-o", "t.er"])
-        .arg(built("sync_waits.c"))
+        .arg(prog("sync_waits-O0"))
         .current_dir(&dir)
         .output()
         .expect("run rdbx collect");
@@ -385,7 +363,7 @@ fn off_by_default_and_with_s_off() {
         let status = Command::new(rdbx_bin())
             .args(["collect", "-A", "off", "-o", "t.er"])
             .args(options)
-            .arg(built("sync_waits.c"))
+            .arg(prog("sync_waits-O0"))
             .current_dir(&dir)
             .output()
             .expect("run rdbx collect")
@@ -399,7 +377,7 @@ fn off_by_default_and_with_s_off() {
 
 #[test]
 fn collector_synctrace_in_the_debugger() {
-    let program = built("sync_waits.c");
+    let program = prog("sync_waits-O0");
     let dir = scratch_dir("sync-debugger");
     let out = Rdbx::batch()
         .cwd(&dir)
@@ -455,7 +433,7 @@ fn collector_synctrace_in_the_debugger() {
 
 #[test]
 fn sync_tracing_after_attach_sees_the_waits_from_then_on() {
-    let program = built("sync_attach.c");
+    let program = prog("sync_attach-O0");
     let dir = scratch_dir("sync-attach");
     let run = collect_after_attach(
         &program,

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Bump when the build recipe changes so cached builds are not reused.
-const RECIPE_VERSION: &str = "recipe-4";
+const RECIPE_VERSION: &str = "recipe-5";
 
 // ---------------------------------------------------------------------------
 // Building the test programs
@@ -98,6 +98,16 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("fork_in_loader", "O0", &["-O0", "-pthread"]),
         ("callee", "O0", &["-O0"]),
         ("session", "O0", &["-O0"]),
+        // Heap and sync tracing: every call kept as written (gcc turns
+        // realloc(NULL, n) into malloc(n) and drops free(NULL)).
+        ("heap_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("leaks", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("heap_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("heap_bad", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("heap_own", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("heap_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("sync_waits", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("sync_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
     ];
     let mut out = Vec::new();
     for (stem, variant, flags) in table {
