@@ -93,15 +93,13 @@ impl Context<'_> {
 
     /// The metrics of the traces the model holds (sync waits, heap):
     /// every row carries them in JSON under their own keys.
-    pub fn traced_metrics(&self) -> Vec<MetricName> {
-        let mut metrics = Vec::new();
-        if !self.model.sync.is_empty() {
-            metrics.extend(SYNC_METRICS);
-        }
-        if !self.model.heap.is_empty() {
-            metrics.extend(HEAP_METRICS);
-        }
-        metrics
+    pub fn traced_metrics(&self) -> impl Iterator<Item = MetricName> {
+        let sync = (!self.model.sync.is_empty()).then_some(SYNC_METRICS);
+        let heap = (!self.model.heap.is_empty()).then_some(HEAP_METRICS.as_slice());
+        sync.into_iter()
+            .flatten()
+            .chain(heap.into_iter().flatten())
+            .copied()
     }
 
     /// The metric the listings are sorted by, or (sorted by a static
@@ -218,7 +216,6 @@ pub(crate) fn value_json(value: Value, total: Value) -> Json {
 /// `{"leaks": {"exclusive": 3, "inclusive": 5}}`.
 pub(crate) fn traced_json(ctx: &Context, kinds: &[(&str, Value)]) -> serde_json::Map<String, Json> {
     ctx.traced_metrics()
-        .into_iter()
         .map(|metric| {
             let values = kinds
                 .iter()
@@ -237,7 +234,7 @@ fn metric_json(metric: MetricName, value: Value) -> Json {
     }
 }
 
-const SYNC_METRICS: [MetricName; 2] = [MetricName::SyncWaitTime, MetricName::SyncWaitCount];
+const SYNC_METRICS: &[MetricName] = &[MetricName::SyncWaitTime, MetricName::SyncWaitCount];
 
 const HEAP_METRICS: [MetricName; 4] = [
     MetricName::Allocations,
