@@ -132,6 +132,8 @@ impl Settings {
                 (true, SyncThreshold::Calibrate) => SyncTrace::Calibrate,
                 (true, SyncThreshold::Microseconds(us)) => SyncTrace::ThresholdUs(us),
             },
+            iotrace: false,
+            offcpu: false,
         }
         .to_config_string()
     }

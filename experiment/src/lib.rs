@@ -5,6 +5,8 @@
 //! - [`layout`]: block-file layouts and constants. No allocation, no panics, no I/O.
 //! - [`heap`]: heap-tracing records (delta-encoded, the same guarantees as `layout`).
 //! - [`sync`]: synchronization-wait records (fixed size, the same guarantees).
+//! - [`io`]: I/O tracing records (a fixed part and the path, the same guarantees).
+//! - [`offcpu`]: off-CPU records (fixed size, the same guarantees).
 //! - [`text`]: percent-encoding, log lines ([`text::LineWriter`] allocates nothing), the
 //!   config string, the manifest.
 //! - with the default `reader` feature: [`Experiment`] (reading, also while the collector
@@ -12,7 +14,9 @@
 //!   [`archive`] (`archives/`).
 
 pub mod heap;
+pub mod io;
 pub mod layout;
+pub mod offcpu;
 pub mod sync;
 pub mod text;
 
@@ -32,7 +36,7 @@ pub use log::{DescendantKind, Event, LogEvent, Sample, StartInfo, TerminatedHow}
 #[cfg(feature = "reader")]
 pub use reader::{
     log_warnings, missing_stacks, BlockStats, ClockEventRecord, Experiment, HeapEventRecord,
-    Manifest, Stack, Summary, SyncEventRecord, Warning,
+    IoEventRecord, Manifest, OffCpuEventRecord, Stack, Summary, SyncEventRecord, Warning,
 };
 #[cfg(feature = "reader")]
 pub use writer::{

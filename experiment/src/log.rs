@@ -111,6 +111,10 @@ pub struct StartInfo {
     /// The sync-wait threshold in ns when the experiment traces waits (key `synctrace`,
     /// version 1.3); None when it does not.
     pub synctrace_ns: Option<u64>,
+    /// The experiment traces I/O calls (key `iotrace=1`, version 1.4).
+    pub iotrace: bool,
+    /// The experiment records switches off the CPU (key `offcpu=1`, version 1.4).
+    pub offcpu: bool,
 }
 
 /// A `sample` line: the process's resource usage (getrusage) when the sample was taken.
@@ -302,6 +306,8 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             sample_ns: f.u64("sample_ns")?,
             realtime_ns: f.u64("realtime_ns")?,
             synctrace_ns: f.optional_u64("synctrace")?,
+            iotrace: f.optional_u64("iotrace")? == Some(1),
+            offcpu: f.optional_u64("offcpu")? == Some(1),
         }),
         "sample" => Event::Sample(Sample {
             timestamp_ns,
@@ -448,12 +454,17 @@ profile_ns=10000000 clock=posix-timer depth=256 sample_ns=1000000000 realtime_ns
         );
         let traced = parse_log(
             b"5 start pid=10 ppid=1 lineage= mode=collect exe=/a args=a profile_ns=0 clock=off \
-depth=256 sample_ns=0 realtime_ns=1 heaptrace=0 synctrace=1500\n",
+depth=256 sample_ns=0 realtime_ns=1 heaptrace=0 synctrace=1500 iotrace=1 offcpu=0\n",
         );
         let Event::Start(traced) = &traced[0].event else {
             panic!("{traced:?}");
         };
         assert_eq!(traced.synctrace_ns, Some(1500));
+        assert!(traced.iotrace && !traced.offcpu);
+        assert!(
+            !start.iotrace && !start.offcpu,
+            "a log older than 1.4 traces neither"
+        );
         assert_eq!(
             events[1].event,
             Event::Object {

@@ -4,8 +4,8 @@
 use crate::archive::{self, ArchivedObject};
 use crate::layout::{
     self, BlockState, ClockEvent, StackRecordRef, StackStatus, BLOCK_SIZE, CLOCK_EVENT_SIZE,
-    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_HEAP, KIND_PROFILE, KIND_STACKS, KIND_SYNC,
-    MAX_STACK_DEPTH,
+    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE,
+    KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use crate::log::{parse_log, Event, LogEvent, Sample};
 use crate::text::preview;
@@ -385,6 +385,20 @@ pub struct SyncEventRecord {
     pub event: crate::sync::SyncEvent,
 }
 
+/// One traced I/O call with the thread that made it; the path borrowed from the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoEventRecord<'a> {
+    pub tid: u32,
+    pub event: crate::io::IoEvent<'a>,
+}
+
+/// One switch off the CPU and back, with the thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffCpuEventRecord {
+    pub tid: u32,
+    pub event: crate::offcpu::OffCpuEvent,
+}
+
 /// A clock-profiling event with the thread id of its block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClockEventRecord {
@@ -713,6 +727,49 @@ impl Experiment {
             let whole = crate::sync::decode_block(records, |event| {
                 count += 1;
                 each(SyncEventRecord {
+                    tid: header.tid,
+                    event,
+                });
+            });
+            stats.records += count;
+            if whole {
+                stats.record_bytes += records.len() as u64;
+            }
+            !whole
+        })
+    }
+
+    /// Calls `each` with every committed I/O call of the `io` file, block by block (each
+    /// block in its thread's order). The path a record holds is borrowed for the call.
+    pub fn for_each_io_event(&self, mut each: impl FnMut(IoEventRecord<'_>)) -> Result<BlockStats> {
+        self.for_each_block("io", KIND_IO, |header, records, stats| {
+            let mut count = 0u64;
+            let whole = crate::io::decode_block(records, |event| {
+                count += 1;
+                each(IoEventRecord {
+                    tid: header.tid,
+                    event,
+                });
+            });
+            stats.records += count;
+            if whole {
+                stats.record_bytes += records.len() as u64;
+            }
+            !whole
+        })
+    }
+
+    /// Calls `each` with every committed off-CPU event of the `offcpu` file, block by block
+    /// (each block in its thread's order).
+    pub fn for_each_offcpu_event(
+        &self,
+        mut each: impl FnMut(OffCpuEventRecord),
+    ) -> Result<BlockStats> {
+        self.for_each_block("offcpu", KIND_OFFCPU, |header, records, stats| {
+            let mut count = 0u64;
+            let whole = crate::offcpu::decode_block(records, |event| {
+                count += 1;
+                each(OffCpuEventRecord {
                     tid: header.tid,
                     event,
                 });
@@ -1567,7 +1624,7 @@ mod tests {
         let dir = temp_expt("warn");
         std::fs::write(
             dir.join("manifest"),
-            "format=rdbx-experiment\nversion=1.4\nblock_size=64\n",
+            "format=rdbx-experiment\nversion=1.5\nblock_size=64\n",
         )
         .unwrap();
         std::fs::write(dir.join("log"), "1 end\ngarbage\n2 thread-start tid=x\n").unwrap();
@@ -1591,7 +1648,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "experiment format version 1.4 is newer than this rdbx reads (1.3); data it \
+                "experiment format version 1.5 is newer than this rdbx reads (1.4); data it \
                  does not know is ignored",
                 "2 log line(s) could not be read and were skipped",
                 "1 block(s) of profile end before their committed records do (still being \

@@ -462,6 +462,10 @@ pub struct Config {
     pub heaptrace: bool,
     /// Trace synchronization waits (key `synctrace`).
     pub synctrace: SyncTrace,
+    /// Trace file I/O calls (key `iotrace`, 1 | 0; format 1.4).
+    pub iotrace: bool,
+    /// Record each switch off the CPU (key `offcpu`, 1 | 0; format 1.4).
+    pub offcpu: bool,
 }
 
 impl Default for Config {
@@ -481,6 +485,8 @@ impl Default for Config {
             paused: false,
             heaptrace: false,
             synctrace: SyncTrace::Off,
+            iotrace: false,
+            offcpu: false,
         }
     }
 }
@@ -530,6 +536,8 @@ impl Config {
                 "paused" => out.paused = parse_flag(text?).ok_or_else(bad)?,
                 "heaptrace" => out.heaptrace = parse_flag(text?).ok_or_else(bad)?,
                 "synctrace" => out.synctrace = SyncTrace::from_name(text?).ok_or_else(bad)?,
+                "iotrace" => out.iotrace = parse_flag(text?).ok_or_else(bad)?,
+                "offcpu" => out.offcpu = parse_flag(text?).ok_or_else(bad)?,
                 _ => {}
             }
         }
@@ -596,6 +604,10 @@ impl Config {
             SyncTrace::ThresholdUs(0) => sink.bytes(b"all"),
             SyncTrace::ThresholdUs(us) => sink.u64(us),
         }
+        key(sink, "iotrace");
+        sink.u64(u64::from(self.iotrace));
+        key(sink, "offcpu");
+        sink.u64(u64::from(self.offcpu));
     }
 }
 
@@ -804,6 +816,8 @@ mod tests {
             paused: true,
             heaptrace: true,
             synctrace: SyncTrace::ThresholdUs(250),
+            iotrace: true,
+            offcpu: true,
         };
         let s = c.to_config_string();
         assert!(s.starts_with("expt=/tmp/a%20dir%3Bx/test.1.er;founder="));
@@ -878,7 +892,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             std::str::from_utf8(&buf[..n]).unwrap(),
-            "format=rdbx-experiment\nversion=1.3\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
+            "format=rdbx-experiment\nversion=1.4\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
              kinds=clock-profile,heap-trace\ncreated_by=libcollector 0.1.0\n"
         );
         assert_eq!(write_manifest_into(&mut buf[..10], "log", "", "x"), None);
