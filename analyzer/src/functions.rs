@@ -1,6 +1,6 @@
 //! Per-function clock-profile metrics: exclusive and inclusive thread CPU
-//! time (seed 002: exclusive = events whose leaf PC is in the function;
-//! inclusive = events with the function anywhere on the stack, counted
+//! time (the manual's "How Metrics Are Assigned to Program Structure":
+//! exclusive = events whose leaf PC is in the function; inclusive = events with the function anywhere on the stack, counted
 //! once per event even under recursion).
 
 use crate::metrics::{function_metrics, View, ViewSettings, Weights};

@@ -4,12 +4,13 @@
 //!   PC symbolized once (functions, lines, inlined frames, PLT, stripped
 //!   statics), every distinct stack stored once.
 //! - [`metrics`] computes exclusive, inclusive and attributed metrics
-//!   (seed 002) for functions, objects, lines and PCs, and the call tree.
+//!   (the manual's "How Metrics Are Assigned to Program Structure") for functions, objects, lines and PCs, and the call tree.
 //! - [`report`] renders the listings as aligned text or JSON.
 
 pub mod annotate;
 pub mod export;
 pub mod info;
+pub mod io;
 pub mod load;
 mod memory;
 pub mod metrics;

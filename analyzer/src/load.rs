@@ -303,6 +303,17 @@ impl Builder {
         for entry in &mut self.model.sync {
             entry.time_ns = entry.time_ns.saturating_sub(self.model.origin_ns);
         }
+        let origin = self.model.origin_ns;
+        for entry in &mut self.model.io {
+            entry.time_ns_start = entry.time_ns_start.saturating_sub(origin);
+        }
+        for file in &mut self.model.io_files {
+            file.opened_ns = file.opened_ns.saturating_sub(origin);
+            file.closed_ns = file.closed_ns.map(|t| t.saturating_sub(origin));
+        }
+        for entry in &mut self.model.offcpu {
+            entry.time_ns = entry.time_ns.saturating_sub(origin);
+        }
         self.model
     }
 
@@ -445,6 +456,71 @@ impl Builder {
                 });
             })?;
             if let Some(warning) = block_file_warning(&shown, "sync", &sync_stats) {
+                self.warn(warning);
+            }
+        }
+        if expt.manifest().kinds.iter().any(|k| k == "io-trace") {
+            let mut calls = Vec::new();
+            let io_stats = expt.for_each_io_event(|record| {
+                let e = record.event;
+                if !plausible.contains(e.start_ns) {
+                    impossible += 1;
+                    return;
+                }
+                first_ns = first_ns.min(e.start_ns);
+                last_ns = last_ns.max(e.start_ns.saturating_add(e.time_ns));
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                if stack == NO_STACK {
+                    lost += 1;
+                }
+                let name = (!e.name.is_empty()).then(|| String::from_utf8_lossy(e.name));
+                calls.push((
+                    IoEntry {
+                        experiment: index,
+                        op: e.op,
+                        failed: e.failed,
+                        thread: threads.number(record.tid),
+                        time_ns_start: e.start_ns,
+                        time_ns: e.time_ns,
+                        bytes: e.bytes,
+                        fd: e.fd,
+                        file: 0,
+                        stack,
+                        sample: sample_of(&entry.samples, e.start_ns),
+                    },
+                    e.aux_fd,
+                    name.map(|n| n.into_owned()),
+                ));
+            })?;
+            crate::io::place_calls(index, calls, &mut self.model.io, &mut self.model.io_files);
+            if let Some(warning) = block_file_warning(&shown, "io", &io_stats) {
+                self.warn(warning);
+            }
+        }
+        if expt.manifest().kinds.iter().any(|k| k == "off-cpu") {
+            let offcpu_stats = expt.for_each_offcpu_event(|record| {
+                let e = record.event;
+                let start_ns = e.end_ns.saturating_sub(e.off_ns);
+                if !plausible.contains(e.end_ns) {
+                    impossible += 1;
+                    return;
+                }
+                first_ns = first_ns.min(start_ns);
+                last_ns = last_ns.max(e.end_ns);
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                if stack == NO_STACK {
+                    lost += 1;
+                }
+                self.model.offcpu.push(OffCpuEntry {
+                    experiment: index,
+                    thread: threads.number(record.tid),
+                    time_ns: start_ns,
+                    off_ns: e.off_ns,
+                    stack,
+                    sample: sample_of(&entry.samples, start_ns),
+                });
+            })?;
+            if let Some(warning) = block_file_warning(&shown, "offcpu", &offcpu_stats) {
                 self.warn(warning);
             }
         }

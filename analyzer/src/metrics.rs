@@ -1,5 +1,5 @@
 //! Metrics from a [`Model`]: exclusive, inclusive and attributed values
-//! (seed 002) for functions, load objects, lines and PCs, and the call tree.
+//! (the manual's "How Metrics Are Assigned to Program Structure") for functions, load objects, lines and PCs, and the call tree.
 //!
 //! Events are first summed per distinct stack (`Weights`), then each stack
 //! is walked once with its total: the cost is the frames of the distinct
@@ -8,6 +8,7 @@
 
 use crate::model::*;
 use commands::MetricName;
+use experiment::io::IoClass;
 use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -31,10 +32,21 @@ pub struct Value {
     /// Heap tracing: allocations never freed.
     pub leaks: u64,
     pub bytes_leaked: u64,
+    /// I/O tracing: wall time in the traced calls.
+    pub io_ns: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// I/O tracing: read, write and other calls.
+    pub reads: u64,
+    pub writes: u64,
+    pub other_io: u64,
+    /// Off-CPU profiling: time off the CPU, and the switches behind it.
+    pub offcpu_ns: u64,
+    pub switches: u64,
 }
 
 impl Value {
-    fn add(&mut self, other: Value) {
+    pub(crate) fn add(&mut self, other: Value) {
         self.ns += other.ns;
         self.events += other.events;
         self.sync_wait_ns += other.sync_wait_ns;
@@ -43,6 +55,14 @@ impl Value {
         self.bytes_allocated += other.bytes_allocated;
         self.leaks += other.leaks;
         self.bytes_leaked += other.bytes_leaked;
+        self.io_ns += other.io_ns;
+        self.read_bytes += other.read_bytes;
+        self.write_bytes += other.write_bytes;
+        self.reads += other.reads;
+        self.writes += other.writes;
+        self.other_io += other.other_io;
+        self.offcpu_ns += other.offcpu_ns;
+        self.switches += other.switches;
     }
 
     pub fn seconds(&self) -> f64 {
@@ -51,7 +71,16 @@ impl Value {
 
     /// Nothing recorded: no event of any kind.
     pub fn is_empty(&self) -> bool {
-        self.events == 0 && self.allocations == 0 && self.sync_waits == 0
+        self.events == 0
+            && self.allocations == 0
+            && self.sync_waits == 0
+            && self.io_calls() == 0
+            && self.switches == 0
+    }
+
+    /// Traced I/O calls of every class.
+    pub fn io_calls(&self) -> u64 {
+        self.reads + self.writes + self.other_io
     }
 
     /// The number `metric` shows (nanoseconds for CPU time); 0 for a
@@ -65,6 +94,14 @@ impl Value {
             MetricName::BytesAllocated => self.bytes_allocated,
             MetricName::Leaks => self.leaks,
             MetricName::BytesLeaked => self.bytes_leaked,
+            MetricName::IoTime => self.io_ns,
+            MetricName::ReadBytes => self.read_bytes,
+            MetricName::WriteBytes => self.write_bytes,
+            MetricName::ReadCount => self.reads,
+            MetricName::WriteCount => self.writes,
+            MetricName::OtherIoCount => self.other_io,
+            MetricName::OffCpuTime => self.offcpu_ns,
+            MetricName::WallTime => self.ns + self.offcpu_ns,
             MetricName::Name | MetricName::Size | MetricName::Address => 0,
         }
     }
@@ -75,6 +112,12 @@ impl Value {
             MetricName::Allocations | MetricName::BytesAllocated => self.allocations,
             MetricName::Leaks | MetricName::BytesLeaked => self.leaks,
             MetricName::SyncWaitTime | MetricName::SyncWaitCount => self.sync_waits,
+            MetricName::ReadBytes | MetricName::ReadCount => self.reads,
+            MetricName::WriteBytes | MetricName::WriteCount => self.writes,
+            MetricName::OtherIoCount => self.other_io,
+            MetricName::IoTime => self.io_calls(),
+            MetricName::OffCpuTime => self.switches,
+            MetricName::WallTime => self.events + self.switches,
             _ => self.events,
         }
     }
@@ -93,6 +136,35 @@ impl Value {
         Value {
             sync_wait_ns: entry.wait_ns,
             sync_waits: 1,
+            ..Value::default()
+        }
+    }
+
+    /// A traced I/O call's value.
+    pub(crate) fn of_io(entry: &IoEntry) -> Value {
+        let mut value = Value {
+            io_ns: entry.time_ns,
+            ..Value::default()
+        };
+        match entry.op.class() {
+            IoClass::Read => {
+                value.reads = 1;
+                value.read_bytes = entry.bytes;
+            }
+            IoClass::Write => {
+                value.writes = 1;
+                value.write_bytes = entry.bytes;
+            }
+            IoClass::Other => value.other_io = 1,
+        }
+        value
+    }
+
+    /// A switch off the CPU's value.
+    fn of_offcpu(entry: &OffCpuEntry) -> Value {
+        Value {
+            offcpu_ns: entry.off_ns,
+            switches: 1,
             ..Value::default()
         }
     }
@@ -354,6 +426,12 @@ impl Weights {
         for entry in model.sync.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_wait(entry));
         }
+        for entry in model.io.iter().filter(|e| keep(&e.as_event())) {
+            add(entry.stack, Value::of_io(entry));
+        }
+        for entry in model.offcpu.iter().filter(|e| keep(&e.as_event())) {
+            add(entry.stack, Value::of_offcpu(entry));
+        }
         Weights { sums, total }
     }
 
@@ -557,7 +635,7 @@ pub fn pc_metrics(view: &View, weights: &Weights) -> HashMap<PcId, ExclInclValue
     exclusive_inclusive(view, weights, |f| f.pc)
 }
 
-/// The callers-callees picture of one function (seed 002).
+/// The callers-callees picture of one function (the manual's "How Metrics Are Assigned to Program Structure").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallersCallees {
     pub center: FunctionId,
@@ -571,7 +649,7 @@ pub struct CallersCallees {
 }
 
 /// Callers and callees of `center`, taken at its innermost occurrence in
-/// each stack, so recursion counts every event once (seed 002: the
+/// each stack, so recursion counts every event once (the manual's "How Metrics Are Assigned to Program Structure": the
 /// recursive function is its own caller for the deeper calls).
 pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> CallersCallees {
     let mut acc = Attribution::default();

@@ -303,6 +303,90 @@ impl SyncEntry {
     }
 }
 
+/// One traced I/O call (gprofng's I/O tracing: Read and Write Bytes and
+/// Counts, Other I/O Count, I/O Time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoEntry {
+    pub experiment: u16,
+    pub op: experiment::io::IoOp,
+    pub failed: bool,
+    /// dbx's thread number within its experiment, as for clock events.
+    pub thread: u32,
+    /// When the call began: nanoseconds since the earliest experiment
+    /// start of the model.
+    pub time_ns_start: u64,
+    /// Wall time of the call.
+    pub time_ns: u64,
+    /// Bytes read or written.
+    pub bytes: u64,
+    /// The descriptor as the program knew it.
+    pub fd: i32,
+    /// Index into `Model::io_files`: the opening of a file the call used.
+    pub file: u32,
+    /// The call's stack; `NO_STACK` when its record was lost.
+    pub stack: StackId,
+    /// The sample (of its experiment) the call began in, from 1.
+    pub sample: u32,
+}
+
+impl IoEntry {
+    /// The call as a clock event with no weight and no CPU, for the
+    /// selections and filters written for events.
+    pub fn as_event(&self) -> EventEntry {
+        EventEntry::traced(
+            self.experiment,
+            self.thread,
+            self.time_ns_start,
+            self.stack,
+            self.sample,
+        )
+    }
+}
+
+/// One opening of a file: from the call that made its descriptor (open,
+/// dup, or the first call on a descriptor opened before tracing) to the
+/// close of that descriptor: gprofng's "virtual file descriptor".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoFile {
+    pub experiment: u16,
+    /// The path as the program gave it, or `<stdin>`, `<stdout>`,
+    /// `<stderr>`, `<fd N>` for a descriptor opened before tracing.
+    pub name: String,
+    pub fd: i32,
+    /// Nanoseconds since the model's origin of the open (or first use)
+    /// and of the close (None: never closed while traced).
+    pub opened_ns: u64,
+    pub closed_ns: Option<u64>,
+}
+
+/// One switch off the CPU: where the thread was and for how long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffCpuEntry {
+    pub experiment: u16,
+    /// dbx's thread number within its experiment, as for clock events.
+    pub thread: u32,
+    /// When the thread was switched out: nanoseconds since the earliest
+    /// experiment start of the model.
+    pub time_ns: u64,
+    pub off_ns: u64,
+    pub stack: StackId,
+    /// The sample (of its experiment) the switch fell in, from 1.
+    pub sample: u32,
+}
+
+impl OffCpuEntry {
+    /// The switch as a clock event with no weight and no CPU.
+    pub fn as_event(&self) -> EventEntry {
+        EventEntry::traced(
+            self.experiment,
+            self.thread,
+            self.time_ns,
+            self.stack,
+            self.sample,
+        )
+    }
+}
+
 impl HeapEntry {
     /// The entry as a clock event with no weight and no CPU, for the
     /// selections and filters written for events.
@@ -365,6 +449,12 @@ pub struct Model {
     pub heap: Vec<HeapEntry>,
     /// Traced synchronization waits, in order of their experiments.
     pub sync: Vec<SyncEntry>,
+    /// Traced I/O calls, in order of their experiments, then of their start.
+    pub io: Vec<IoEntry>,
+    /// The openings of files the I/O calls used.
+    pub io_files: Vec<IoFile>,
+    /// Switches off the CPU, in order of their experiments.
+    pub offcpu: Vec<OffCpuEntry>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).

@@ -94,11 +94,14 @@ impl Context<'_> {
     /// The metrics of the traces the model holds (sync waits, heap):
     /// every row carries them in JSON under their own keys.
     pub fn traced_metrics(&self) -> impl Iterator<Item = MetricName> {
+        let offcpu = (!self.model.offcpu.is_empty()).then_some(OFFCPU_METRICS);
         let sync = (!self.model.sync.is_empty()).then_some(SYNC_METRICS);
         let heap = (!self.model.heap.is_empty()).then_some(HEAP_METRICS.as_slice());
-        sync.into_iter()
+        let io = (!self.model.io.is_empty()).then_some(crate::io::IO_METRICS.as_slice());
+        [offcpu, sync, heap, io]
+            .into_iter()
             .flatten()
-            .chain(heap.into_iter().flatten())
+            .flatten()
             .copied()
     }
 
@@ -236,6 +239,8 @@ fn metric_json(metric: MetricName, value: Value) -> Json {
 
 const SYNC_METRICS: &[MetricName] = &[MetricName::SyncWaitTime, MetricName::SyncWaitCount];
 
+const OFFCPU_METRICS: &[MetricName] = &[MetricName::OffCpuTime, MetricName::WallTime];
+
 const HEAP_METRICS: [MetricName; 4] = [
     MetricName::Allocations,
     MetricName::BytesAllocated,
@@ -246,8 +251,11 @@ const HEAP_METRICS: [MetricName; 4] = [
 /// Sub-headings of a metric's value and percent columns.
 fn value_heading(metric: MetricName) -> &'static str {
     match metric {
-        MetricName::TotalCpu | MetricName::SyncWaitTime => "sec.",
-        MetricName::BytesAllocated | MetricName::BytesLeaked => "bytes",
+        m if m.is_time() => "sec.",
+        MetricName::BytesAllocated
+        | MetricName::BytesLeaked
+        | MetricName::ReadBytes
+        | MetricName::WriteBytes => "bytes",
         _ => "count",
     }
 }

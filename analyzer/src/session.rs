@@ -178,6 +178,10 @@ impl Analysis {
                 })?
             }
             C::Heap => self.heap_report(|model, _| crate::heap_report::statistics(model))?,
+            C::IoActivity => self.io_report(crate::io::activity),
+            C::IoDetail => self.io_report(crate::io::detail),
+            C::IoCallStack => self.io_report(crate::io::callstacks),
+            C::IoStat => self.io_report(crate::io::statistics),
             C::Statistics => {
                 let samples = self.samples.clone();
                 self.report(|ctx| info::statistics(ctx, &samples))
@@ -411,12 +415,21 @@ impl Analysis {
 
     /// The events the selections and the filter keep.
     fn weights(&self) -> Weights {
+        match self.selection() {
+            None => Weights::new(&self.model, |_| true),
+            Some(keep) => Weights::new(&self.model, keep),
+        }
+    }
+
+    /// Whether the selections and the filter keep an event; None when they
+    /// keep every one.
+    fn selection(&self) -> Option<impl Fn(&EventEntry) -> bool + '_> {
         let model = &self.model;
         let everything = [&self.samples, &self.threads, &self.cpus]
             .iter()
             .all(|list| matches!(list, ListSelection::All));
         if everything && self.filter.is_none() {
-            return Weights::new(model, |_| true);
+            return None;
         }
         // `time` counts from each event's own experiment's start (a
         // descendant starts later than its founder).
@@ -425,7 +438,7 @@ impl Analysis {
             .iter()
             .map(|e| e.start_ns.saturating_sub(model.origin_ns))
             .collect();
-        Weights::new(model, |event| {
+        Some(move |event: &EventEntry| {
             let since_start = event.time_ns.saturating_sub(
                 starts
                     .get(usize::from(event.experiment))
@@ -447,6 +460,28 @@ impl Analysis {
                     })
                 })
         })
+    }
+
+    /// An I/O view of the selected calls.
+    fn io_report(
+        &mut self,
+        make: fn(&Context, crate::io::Keep) -> report::Report,
+    ) -> Shown {
+        if self.view.is_none() {
+            self.view = Some(View::new(&self.model, &self.view_settings));
+        }
+        let weights = Weights::default();
+        let ctx = Context {
+            model: &self.model,
+            view: self.view.as_ref().expect("built above"),
+            weights: &weights,
+            settings: &self.settings,
+        };
+        let report = match self.selection() {
+            None => make(&ctx, &|_| true),
+            Some(keep) => make(&ctx, &keep),
+        };
+        Shown::Report(report)
     }
 
     /// Runs `f` over the selected events.
@@ -624,6 +659,8 @@ fn default_metrics(model: &Model) -> MetricSpec {
         clock: !model.events.is_empty(),
         sync: !model.sync.is_empty(),
         heap: !model.heap.is_empty(),
+        io: !model.io.is_empty(),
+        offcpu: !model.offcpu.is_empty(),
     })
 }
 

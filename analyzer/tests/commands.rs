@@ -6,6 +6,7 @@ mod common;
 
 use analyzer::{Analysis, Outcome};
 use common::*;
+use serde_json::json;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -725,4 +726,219 @@ fn sync_waits_are_metrics_of_every_view() {
     run(&mut analysis, &format!("collapsed {}", folded.display()));
     let text = std::fs::read_to_string(&folded).unwrap();
     assert!(text.lines().any(|l| l == "main;B;C 30000"), "{text}");
+}
+
+/// Traced I/O (the `io` file) in the views: the I/O metrics exclusive at
+/// the caller of the call and inclusive up the stack, and gprofng's
+/// ioactivity (per file name), iodetail (per opening), iocallstack and
+/// iostat, text and JSON.
+#[test]
+fn io_calls_are_metrics_and_views() {
+    use common::IoCall;
+    use experiment::io::IoOp;
+    let tmp = TempDir::new("io-views");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "io.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    expt.event(tick(
+        START + 1_000_000,
+        700,
+        stack_of(&syms, &["A", "main"]),
+    ));
+    let call = |op, fd, at_ms: u64, time_us: u64, bytes, name: &str| IoCall {
+        op,
+        failed: false,
+        fd,
+        start_ns: START + at_ms * 1_000_000,
+        time_ns: time_us * 1_000,
+        bytes,
+        aux_fd: -1,
+        name: name.as_bytes().to_vec(),
+    };
+    // /tmp/a: opened by A, written twice by C under A, closed by A; then
+    // opened again by B and read by C under B. stdout written by main.
+    let calls: Vec<(IoCall, &[&str])> = vec![
+        (call(IoOp::Open, 3, 2, 10, 0, "/tmp/a"), &["A", "main"]),
+        (call(IoOp::Write, 3, 3, 100, 1000, ""), &["C", "A", "main"]),
+        (call(IoOp::Write, 3, 4, 200, 9000, ""), &["C", "A", "main"]),
+        (call(IoOp::Close, 3, 5, 5, 0, ""), &["A", "main"]),
+        (call(IoOp::Open, 3, 6, 10, 0, "/tmp/a"), &["B", "main"]),
+        (call(IoOp::Read, 3, 7, 300, 4000, ""), &["C", "B", "main"]),
+        (call(IoOp::Write, 1, 8, 50, 12, ""), &["main"]),
+        (
+            IoCall {
+                failed: true,
+                ..call(IoOp::Open, -1, 9, 20, 0, "/missing")
+            },
+            &["main"],
+        ),
+    ];
+    for (c, names) in calls {
+        expt.io_call(700, c, stack_of(&syms, names));
+    }
+    let path = expt.write();
+    let mut analysis = Analysis::open(&[path]).expect("open");
+    let metrics = run(&mut analysis, "metrics");
+    assert!(
+        metrics.contains(
+            "e.%totalcpu:i.%totalcpu:i.iotime:i.ioreadbytes:i.iowritebytes:i.ioreadcnt:\
+             i.iowritecnt:i.ioothercnt:name"
+        ),
+        "{metrics}"
+    );
+    run(
+        &mut analysis,
+        "metrics ei.iotime:ei.iowritebytes:ei.ioreadcnt:e.ioothercnt:name",
+    );
+    let doc = run_json(&mut analysis, "functions");
+    let row = |name: &str| {
+        let r = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {doc}"))
+            .clone();
+        (
+            r["io_time"]["inclusive"].as_f64().unwrap(),
+            r["write_bytes"]["exclusive"].as_u64().unwrap(),
+            r["write_bytes"]["inclusive"].as_u64().unwrap(),
+            r["read_count"]["inclusive"].as_u64().unwrap(),
+            r["other_io_count"]["exclusive"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!(row("C"), (0.000600, 10000, 10000, 1, 0));
+    assert_eq!(row("A"), (0.000315, 0, 10000, 0, 2));
+    assert_eq!(row("B"), (0.000310, 0, 0, 1, 1));
+    assert_eq!(row("main").2, 10012);
+    assert_eq!(doc["total"]["write_count"], 3);
+    let text = run(&mut analysis, "functions");
+    assert!(text.contains("Excl. I/O Time"), "{text}");
+
+    let activity = run_json(&mut analysis, "ioactivity");
+    let file = |name: &str| {
+        activity["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {activity}"))
+            .clone()
+    };
+    let a = file("/tmp/a");
+    assert_eq!(
+        (
+            &a["write_bytes"],
+            &a["read_bytes"],
+            &a["write_count"],
+            &a["other_io_count"]
+        ),
+        (&json!(10000), &json!(4000), &json!(2), &json!(3))
+    );
+    assert_eq!(file("<stdout>")["write_bytes"], 12);
+    assert_eq!(file("/missing")["other_io_count"], 1);
+    assert_eq!(activity["total"]["write_bytes"], 10012);
+    assert_eq!(activity["files"][0]["name"], "/tmp/a", "most time first");
+    let text = run(&mut analysis, "ioactivity");
+    assert!(text.lines().any(|l| l.ends_with(" /tmp/a")), "{text}");
+
+    let detail = run_json(&mut analysis, "iodetail");
+    let openings: Vec<_> = detail["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["name"] == "/tmp/a")
+        .map(|f| {
+            (
+                f["write_bytes"].as_u64().unwrap(),
+                f["read_bytes"].as_u64().unwrap(),
+                f["fd"].as_i64().unwrap(),
+                f["closed"].is_null(),
+            )
+        })
+        .collect();
+    assert_eq!(openings, [(10000, 0, 3, false), (0, 4000, 3, true)]);
+    let text = run(&mut analysis, "iodetail");
+    assert!(text.contains("/tmp/a (IOVFD="), "{text}");
+
+    let stacks = run_json(&mut analysis, "iocallstack");
+    let first = &stacks["stacks"][0];
+    // 300 µs each: the one with more calls first.
+    assert_eq!(first["frames"], json!(["C", "A", "main"]), "{stacks}");
+    assert_eq!(first["write_bytes"], 10000);
+    assert_eq!(stacks["stacks"][1]["read_bytes"], 4000);
+
+    let stat = run_json(&mut analysis, "iostat");
+    assert_eq!(stat["write"]["calls"], 3);
+    assert_eq!(stat["write"]["largest_bytes"], 9000);
+    assert_eq!(stat["write"]["smallest_bytes"], 12);
+    assert_eq!(stat["read"]["bytes"], 4000);
+    assert_eq!(stat["other"]["calls"], 4);
+    assert_eq!(stat["failed_calls"], 1);
+    let text = run(&mut analysis, "iostat");
+    assert!(
+        text.contains("Write Statistics") && text.contains("1KB - 8KB"),
+        "{text}"
+    );
+
+    // Selections apply: the calls of thread 2 (none) leave nothing.
+    run(&mut analysis, "thread_select 2");
+    let empty = run_json(&mut analysis, "ioactivity");
+    assert_eq!(empty["total"]["write_bytes"], 0);
+}
+
+/// Off-CPU records in the views: Off-CPU Time at the stack where the thread
+/// was switched out, and Wall Time = Total CPU Time + Off-CPU Time.
+#[test]
+fn off_cpu_time_and_wall_time() {
+    use experiment::offcpu::OffCpuEvent;
+    let tmp = TempDir::new("offcpu-views");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "offcpu.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    // 3 units of CPU in A (tick() weighs UNIT each).
+    for i in 0..3 {
+        expt.event(tick(
+            START + (i + 1) * 1_000_000,
+            700,
+            stack_of(&syms, &["A", "main"]),
+        ));
+    }
+    let off = |end_ms: u64, off_ms: u64| OffCpuEvent {
+        end_ns: START + end_ms * 1_000_000,
+        off_ns: off_ms * 1_000_000,
+        stack_id: 0,
+    };
+    expt.off_cpu(700, off(50, 40), stack_of(&syms, &["C", "B", "main"]));
+    expt.off_cpu(700, off(80, 20), stack_of(&syms, &["A", "main"]));
+    let path = expt.write();
+    let mut analysis = Analysis::open(&[path]).expect("open");
+    let metrics = run(&mut analysis, "metrics");
+    assert!(
+        metrics.contains("e.%totalcpu:i.%totalcpu:i.offcpu:i.walltime:name"),
+        "{metrics}"
+    );
+    let doc = run_json(&mut analysis, "functions");
+    let row = |name: &str| {
+        let r = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {doc}"))
+            .clone();
+        (
+            r["off_cpu_time"]["inclusive"].as_f64().unwrap(),
+            r["wall_time"]["inclusive"].as_f64().unwrap(),
+        )
+    };
+    let unit = UNIT as f64 / 1e9;
+    assert_eq!(row("B"), (0.040, 0.040));
+    assert_eq!(row("A"), (0.020, 0.020 + 3.0 * unit));
+    assert_eq!(row("main"), (0.060, 0.060 + 3.0 * unit));
+    run(&mut analysis, "sort i.walltime");
+    let text = run(&mut analysis, "functions");
+    assert!(text.contains("Incl. Wall Time"), "{text}");
 }

@@ -1,4 +1,4 @@
-//! The analyzer's metric rules (seed 001, seed 002), checked through the
+//! The analyzer's metric rules (the manual's "Understanding the Performance Analyzer and Its Data" and "How Metrics Are Assigned to Program Structure"), checked through the
 //! analysis language on synthetic experiments over real compiled code:
 //! recursion, `<Truncated-stack>`, `<Unknown>`, `<static>@0x...`, PLT
 //! stubs, aliases and inlined functions.
@@ -114,7 +114,7 @@ fn recursion_counts_each_event_once_and_attributes_to_the_innermost_call() {
     assert_eq!(f["A"], (3, 4), "{f:?}");
     assert_eq!(f["B"], (1, 3), "{f:?}");
 
-    // R is its own caller for the deeper calls (seed 002).
+    // R is its own caller for the deeper calls (the manual's recursion rule).
     let r = csingle(&mut analysis, "R");
     assert_eq!((r.0, r.1), (5, 7));
     assert_eq!(r.2, owned(&[("R", 5), ("I", 2)]));

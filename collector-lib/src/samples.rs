@@ -1,5 +1,5 @@
 //! Samples: process-wide resource figures at a moment, with a number, a
-//! label and a cause (seed 000: start, end, pause, resume, periodic,
+//! label and a cause (the manual's "Performance Data" chapter: start, end, pause, resume, periodic,
 //! `collector sample record`, debugger stops, the API, a signal, fork).
 //! Async-signal-safe: getrusage and a raw read of /proc/self/statm.
 

@@ -53,6 +53,12 @@ pub enum AnalysisCommand {
     Leaks,
     Allocs,
     Heap,
+    /// gprofng's I/O tracing views: per file name, per opening of a file,
+    /// per call stack, and the size statistics.
+    IoActivity,
+    IoDetail,
+    IoCallStack,
+    IoStat,
     Header,
     SampleList,
     SampleSelect(ListSelection),
@@ -112,6 +118,10 @@ impl AnalysisCommand {
             A::Leaks => "leaks",
             A::Allocs => "allocs",
             A::Heap => "heap",
+            A::IoActivity => "ioactivity",
+            A::IoDetail => "iodetail",
+            A::IoCallStack => "iocallstack",
+            A::IoStat => "iostat",
             A::Statistics => "statistics",
             A::Header => "header",
             A::SampleList => "sample_list",
@@ -303,6 +313,22 @@ pub enum MetricName {
     SyncWaitTime,
     /// Sync-wait tracing: the traced waits (`syncn`).
     SyncWaitCount,
+    /// I/O tracing: wall time in the traced I/O calls (`iotime`).
+    IoTime,
+    /// I/O tracing: bytes read (`ioreadbytes`).
+    ReadBytes,
+    /// I/O tracing: bytes written (`iowritebytes`).
+    WriteBytes,
+    /// I/O tracing: read calls (`ioreadcnt`).
+    ReadCount,
+    /// I/O tracing: write calls (`iowritecnt`).
+    WriteCount,
+    /// I/O tracing: the other calls: open, close, seek, sync, dup (`ioothercnt`).
+    OtherIoCount,
+    /// Off-CPU profiling: time switched off the CPU (`offcpu`).
+    OffCpuTime,
+    /// Total CPU Time + Off-CPU Time (`walltime`).
+    WallTime,
     /// The function (line, object, ...) name column.
     Name,
     /// The function's size in bytes.
@@ -327,13 +353,30 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("sync_wait_time", MetricName::SyncWaitTime),
     ("syncn", MetricName::SyncWaitCount),
     ("sync_wait_count", MetricName::SyncWaitCount),
+    ("iotime", MetricName::IoTime),
+    ("io_time", MetricName::IoTime),
+    ("ioreadbytes", MetricName::ReadBytes),
+    ("read_bytes", MetricName::ReadBytes),
+    ("iowritebytes", MetricName::WriteBytes),
+    ("write_bytes", MetricName::WriteBytes),
+    ("ioreadcnt", MetricName::ReadCount),
+    ("read_count", MetricName::ReadCount),
+    ("iowritecnt", MetricName::WriteCount),
+    ("write_count", MetricName::WriteCount),
+    ("ioothercnt", MetricName::OtherIoCount),
+    ("other_io_count", MetricName::OtherIoCount),
+    ("offcpu", MetricName::OffCpuTime),
+    ("off_cpu_time", MetricName::OffCpuTime),
+    ("walltime", MetricName::WallTime),
+    ("wall_time", MetricName::WallTime),
     ("name", MetricName::Name),
     ("size", MetricName::Size),
     ("address", MetricName::Address),
 ];
 
 const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
-     heapleakbytes, sync, syncn, name, size, address";
+     heapleakbytes, sync, syncn, iotime, ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, \
+     ioothercnt, offcpu, walltime, name, size, address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
@@ -345,6 +388,14 @@ impl MetricName {
             MetricName::BytesLeaked => "heapleakbytes",
             MetricName::SyncWaitTime => "sync",
             MetricName::SyncWaitCount => "syncn",
+            MetricName::IoTime => "iotime",
+            MetricName::ReadBytes => "ioreadbytes",
+            MetricName::WriteBytes => "iowritebytes",
+            MetricName::ReadCount => "ioreadcnt",
+            MetricName::WriteCount => "iowritecnt",
+            MetricName::OtherIoCount => "ioothercnt",
+            MetricName::OffCpuTime => "offcpu",
+            MetricName::WallTime => "walltime",
             MetricName::Name => "name",
             MetricName::Size => "size",
             MetricName::Address => "address",
@@ -353,7 +404,14 @@ impl MetricName {
 
     /// Whether the metric is a time, shown in seconds.
     pub fn is_time(self) -> bool {
-        matches!(self, MetricName::TotalCpu | MetricName::SyncWaitTime)
+        matches!(
+            self,
+            MetricName::TotalCpu
+                | MetricName::SyncWaitTime
+                | MetricName::IoTime
+                | MetricName::OffCpuTime
+                | MetricName::WallTime
+        )
     }
 
     /// Whether the metric is computed from events (and so has exclusive,
@@ -366,10 +424,18 @@ impl MetricName {
     }
 
     /// The metrics computed from events, in the order er_print lists them.
-    pub const DYNAMIC: [MetricName; 7] = [
+    pub const DYNAMIC: [MetricName; 15] = [
         MetricName::TotalCpu,
+        MetricName::OffCpuTime,
+        MetricName::WallTime,
         MetricName::SyncWaitTime,
         MetricName::SyncWaitCount,
+        MetricName::IoTime,
+        MetricName::ReadBytes,
+        MetricName::WriteBytes,
+        MetricName::ReadCount,
+        MetricName::WriteCount,
+        MetricName::OtherIoCount,
         MetricName::Allocations,
         MetricName::BytesAllocated,
         MetricName::Leaks,
@@ -386,6 +452,14 @@ impl MetricName {
             MetricName::BytesLeaked => "Bytes Leaked",
             MetricName::SyncWaitTime => "Sync Wait Time",
             MetricName::SyncWaitCount => "Sync Wait Count",
+            MetricName::IoTime => "I/O Time",
+            MetricName::ReadBytes => "Read Bytes",
+            MetricName::WriteBytes => "Write Bytes",
+            MetricName::ReadCount => "Read Count",
+            MetricName::WriteCount => "Write Count",
+            MetricName::OtherIoCount => "Other I/O Count",
+            MetricName::OffCpuTime => "Off-CPU Time",
+            MetricName::WallTime => "Wall Time",
             MetricName::Name => "Name",
             MetricName::Size => "Size",
             MetricName::Address => "PC Address",
@@ -402,6 +476,14 @@ impl MetricName {
             MetricName::BytesLeaked => "bytes_leaked",
             MetricName::SyncWaitTime => "sync_wait_time",
             MetricName::SyncWaitCount => "sync_wait_count",
+            MetricName::IoTime => "io_time",
+            MetricName::ReadBytes => "read_bytes",
+            MetricName::WriteBytes => "write_bytes",
+            MetricName::ReadCount => "read_count",
+            MetricName::WriteCount => "write_count",
+            MetricName::OtherIoCount => "other_io_count",
+            MetricName::OffCpuTime => "off_cpu_time",
+            MetricName::WallTime => "wall_time",
             MetricName::Name => "name",
             MetricName::Size => "size",
             MetricName::Address => "address",
@@ -614,6 +696,8 @@ pub struct RecordedData {
     pub clock: bool,
     pub sync: bool,
     pub heap: bool,
+    pub io: bool,
+    pub offcpu: bool,
 }
 
 /// What `metrics` shows: items in column order.
@@ -652,11 +736,12 @@ impl MetricSpec {
 
     /// The default for the data at hand: CPU time when there are clock
     /// events (or nothing at all), then the inclusive metrics of each kind
-    /// of trace as gprofng shows them: Sync Wait Time and Count, then the
-    /// heap's (bytes leaked first).
+    /// of trace as gprofng shows them: Off-CPU and Wall Time, Sync Wait
+    /// Time and Count, the heap's (bytes leaked first), then the I/O
+    /// metrics.
     pub fn for_data(data: RecordedData) -> MetricSpec {
         let mut spec = MetricSpec::default_spec();
-        if !data.sync && !data.heap {
+        if !data.sync && !data.heap && !data.io && !data.offcpu {
             return spec;
         }
         let name = spec.items.pop();
@@ -664,6 +749,9 @@ impl MetricSpec {
             spec.items.clear();
         }
         let mut traced = Vec::new();
+        if data.offcpu {
+            traced.extend([MetricName::OffCpuTime, MetricName::WallTime]);
+        }
         if data.sync {
             traced.extend([MetricName::SyncWaitTime, MetricName::SyncWaitCount]);
         }
@@ -673,6 +761,16 @@ impl MetricSpec {
                 MetricName::Leaks,
                 MetricName::BytesAllocated,
                 MetricName::Allocations,
+            ]);
+        }
+        if data.io {
+            traced.extend([
+                MetricName::IoTime,
+                MetricName::ReadBytes,
+                MetricName::WriteBytes,
+                MetricName::ReadCount,
+                MetricName::WriteCount,
+                MetricName::OtherIoCount,
             ]);
         }
         for metric in traced {
@@ -1555,6 +1653,10 @@ impl Args<'_> {
             "leaks" => self.none(A::Leaks),
             "allocs" => self.none(A::Allocs),
             "heap" => self.none(A::Heap),
+            "ioactivity" => self.none(A::IoActivity),
+            "iodetail" => self.none(A::IoDetail),
+            "iocallstack" => self.none(A::IoCallStack),
+            "iostat" => self.none(A::IoStat),
             "statistics" => self.none(A::Statistics),
             "header" => self.none(A::Header),
             "sample_list" => self.none(A::SampleList),
@@ -1781,6 +1883,10 @@ mod tests {
             ("leaks", A::Leaks),
             ("allocs", A::Allocs),
             ("heap", A::Heap),
+            ("ioactivity", A::IoActivity),
+            ("iodetail", A::IoDetail),
+            ("iocallstack", A::IoCallStack),
+            ("iostat", A::IoStat),
             ("statistics", A::Statistics),
             ("header", A::Header),
             ("sample_list", A::SampleList),
@@ -2058,11 +2164,22 @@ mod tests {
         let sync = RecordedData {
             clock: true,
             sync: true,
-            heap: false,
+            ..RecordedData::default()
         };
         assert_eq!(
             MetricSpec::for_data(sync).to_string(),
             "e.%totalcpu:i.%totalcpu:i.sync:i.syncn:name"
+        );
+        let io_offcpu = RecordedData {
+            clock: true,
+            io: true,
+            offcpu: true,
+            ..RecordedData::default()
+        };
+        assert_eq!(
+            MetricSpec::for_data(io_offcpu).to_string(),
+            "e.%totalcpu:i.%totalcpu:i.offcpu:i.walltime:i.iotime:i.ioreadbytes:\
+             i.iowritebytes:i.ioreadcnt:i.iowritecnt:i.ioothercnt:name"
         );
         assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec.clone()));
         assert_eq!(MetricSpec::default(), spec);

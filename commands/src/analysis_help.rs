@@ -43,10 +43,15 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          no visibility flag means value. Names: totalcpu (alias cpu); with sync-wait tracing \
          sync (Sync Wait Time), syncn (Sync Wait Count); with heap tracing heapalloccnt \
          (Allocations), heapallocbytes (Bytes Allocated), heapleakcnt (Leaks), heapleakbytes \
-         (Bytes Leaked); name, size, address. With no SPEC, show the current one (default \
-         e.%totalcpu:i.%totalcpu:name; with traces also i.sync:i.syncn and i.heapleakbytes:\
-         i.heapleakcnt:i.heapallocbytes:i.heapalloccnt before name, and no CPU time when \
-         there was no clock profiling). A sort metric the new list does not show gives way \
+         (Bytes Leaked); with I/O tracing iotime (I/O Time), ioreadbytes (Read Bytes), \
+         iowritebytes (Write Bytes), ioreadcnt (Read Count), iowritecnt (Write Count), \
+         ioothercnt (Other I/O Count); with off-CPU profiling offcpu (Off-CPU Time) and \
+         walltime (Wall Time: Total CPU + Off-CPU); name, size, address. With no SPEC, show \
+         the current one (default e.%totalcpu:i.%totalcpu:name; with traces also \
+         i.offcpu:i.walltime, i.sync:i.syncn, i.heapleakbytes:i.heapleakcnt:\
+         i.heapallocbytes:i.heapalloccnt and i.iotime:i.ioreadbytes:i.iowritebytes:\
+         i.ioreadcnt:i.iowritecnt:i.ioothercnt before name, and no CPU time when there was \
+         no clock profiling). A sort metric the new list does not show gives way \
          to the list's first.",
         "metrics ei.%totalcpu:name",
     ),
@@ -192,6 +197,47 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          before tracing), leaks and bytes leaked, the peak of bytes in use and when, and the \
          allocations by size (powers of two).",
         "heap",
+    ),
+    entry(
+        "ioactivity",
+        &[],
+        "ioactivity",
+        "traced I/O by file name",
+        "With I/O tracing: per file name (the path as opened; <stdin>, <stdout>, <stderr> or \
+         <fd N> for a descriptor opened before tracing), I/O Time, Read Bytes, Write Bytes, \
+         Read Count, Write Count and Other I/O Count, most time first, with <Total>. JSON \
+         keys: files, total, and io_time, read_bytes, write_bytes, read_count, write_count, \
+         other_io_count in each.",
+        "ioactivity",
+    ),
+    entry(
+        "iodetail",
+        &[],
+        "iodetail",
+        "traced I/O by opening of a file",
+        "With I/O tracing: as ioactivity, per opening of a file (gprofng's virtual file \
+         descriptor: from the open or dup that made the descriptor to its close), with the \
+         descriptor and when it was opened and closed (seconds since the start).",
+        "iodetail",
+    ),
+    entry(
+        "iocallstack",
+        &[],
+        "iocallstack",
+        "traced I/O by call stack",
+        "With I/O tracing: the I/O metrics of each call stack that made I/O calls, most time \
+         first, with its frames (the I/O function first).",
+        "iocallstack",
+    ),
+    entry(
+        "iostat",
+        &[],
+        "iostat",
+        "traced I/O: sizes and extremes",
+        "With I/O tracing: for reads and writes, the calls by size (0-1KB, 1KB-8KB, ...), the \
+         longest call, the smallest and largest byte counts, total time, calls and bytes; \
+         for the other calls their count and time.",
+        "iostat",
     ),
     entry(
         "statistics",

@@ -4,8 +4,10 @@
 
 #![allow(dead_code)]
 
+use experiment::io::{IoEvent, IoOp};
 use experiment::layout::{stack_id, BlockWriter, ClockEvent, StackStatus, BLOCK_SIZE};
-use experiment::layout::{KIND_PROFILE, KIND_STACKS, KIND_SYNC};
+use experiment::layout::{KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC};
+use experiment::offcpu::OffCpuEvent;
 use experiment::sync::SyncEvent;
 use experiment::text::{write_manifest_into, LineWriter};
 use object::{Object, ObjectSymbol};
@@ -81,6 +83,42 @@ pub struct Synthetic {
     /// Traced waits: the thread, the event (its stack id filled in when
     /// written) and the stack.
     waits: Vec<(u32, SyncEvent, Vec<u64>)>,
+    /// Traced I/O calls, as the waits.
+    io: Vec<(u32, IoCall, Vec<u64>)>,
+    /// Switches off the CPU, as the waits.
+    offcpu: Vec<(u32, OffCpuEvent, Vec<u64>)>,
+}
+
+/// A traced I/O call (an `IoEvent` that owns its path).
+#[derive(Clone, Debug)]
+pub struct IoCall {
+    pub op: IoOp,
+    pub failed: bool,
+    pub fd: i32,
+    pub start_ns: u64,
+    pub time_ns: u64,
+    pub bytes: u64,
+    pub aux_fd: i32,
+    pub name: Vec<u8>,
+}
+
+impl IoCall {
+    fn record(&self, stack_id: u64) -> Vec<u8> {
+        let event = IoEvent {
+            op: self.op,
+            failed: self.failed,
+            fd: self.fd,
+            start_ns: self.start_ns,
+            time_ns: self.time_ns,
+            bytes: self.bytes,
+            stack_id,
+            aux_fd: self.aux_fd,
+            name: &self.name,
+        };
+        let mut out = vec![0u8; event.encoded_size()];
+        event.encode_into(&mut out).unwrap();
+        out
+    }
 }
 
 impl Synthetic {
@@ -102,6 +140,8 @@ impl Synthetic {
             log: Vec::new(),
             events: Vec::new(),
             waits: Vec::new(),
+            io: Vec::new(),
+            offcpu: Vec::new(),
         };
         let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
         s.line(|w| {
@@ -172,6 +212,43 @@ impl Synthetic {
     pub fn wait(&mut self, tid: u32, event: SyncEvent, pcs: Vec<u64>) {
         self.waits.push((tid, event, pcs));
     }
+
+    /// A traced I/O call; the experiment gets an `io` file.
+    pub fn io_call(&mut self, tid: u32, call: IoCall, pcs: Vec<u64>) {
+        self.io.push((tid, call, pcs));
+    }
+
+    /// A switch off the CPU; the experiment gets an `offcpu` file.
+    pub fn off_cpu(&mut self, tid: u32, event: OffCpuEvent, pcs: Vec<u64>) {
+        self.offcpu.push((tid, event, pcs));
+    }
+}
+
+/// Blocks of a trace file, a record and its stack per block: `record` makes
+/// a record's bytes from its stack id.
+fn trace_blocks<T>(
+    kind: u16,
+    items: &[(u32, T, Vec<u64>)],
+    record: impl Fn(&T, u64) -> Vec<u8>,
+    stacks: &mut Vec<u8>,
+) -> Vec<u8> {
+    let mut file = Vec::new();
+    for (index, (tid, item, pcs)) in items.iter().enumerate() {
+        let mut block = vec![0u8; BLOCK_SIZE];
+        let mut w = BlockWriter::claim(&mut block, kind, *tid, index as u32, 0).unwrap();
+        let mut stack_block = vec![0u8; BLOCK_SIZE];
+        let stack_index = 2000 + u32::from(kind) * 100_000 + index as u32;
+        let mut s =
+            BlockWriter::claim(&mut stack_block, KIND_STACKS, *tid, stack_index, 0).unwrap();
+        let id = stack_id(StackStatus::Complete.code(), pcs);
+        assert!(s.push_stack(StackStatus::Complete, pcs));
+        assert!(w.push_bytes(&record(item, id)));
+        w.commit();
+        s.commit();
+        file.extend_from_slice(&block);
+        stacks.extend_from_slice(&stack_block);
+    }
+    file
 }
 
 /// The waits' blocks of the `sync` file, their stacks' added to `stacks`.
@@ -255,14 +332,34 @@ impl Synthetic {
                 stacks.extend_from_slice(&stack_block);
             }
         }
+        let mut files = vec!["log", "profile", "stacks"];
+        let mut kinds = vec!["clock-profile"];
         if !self.waits.is_empty() {
             let sync = sync_blocks(&self.waits, &mut stacks);
             std::fs::write(self.dir.join("sync"), sync).unwrap();
+            files.push("sync");
+            kinds.push("sync-trace");
+        }
+        if !self.io.is_empty() {
+            let io = trace_blocks(KIND_IO, &self.io, IoCall::record, &mut stacks);
+            std::fs::write(self.dir.join("io"), io).unwrap();
+            files.push("io");
+            kinds.push("io-trace");
+        }
+        if !self.offcpu.is_empty() {
+            let record =
+                |e: &OffCpuEvent, stack_id| OffCpuEvent { stack_id, ..*e }.encode().to_vec();
+            let offcpu = trace_blocks(KIND_OFFCPU, &self.offcpu, record, &mut stacks);
+            std::fs::write(self.dir.join("offcpu"), offcpu).unwrap();
+            files.push("offcpu");
+            kinds.push("off-cpu");
+        }
+        if files.len() > 3 {
             let mut buf = [0u8; 512];
             let n = write_manifest_into(
                 &mut buf,
-                "log,profile,stacks,sync",
-                "clock-profile,sync-trace",
+                &files.join(","),
+                &kinds.join(","),
                 "analyzer test",
             )
             .unwrap();
@@ -554,6 +651,8 @@ impl Synthetic {
             log: Vec::new(),
             events: Vec::new(),
             waits: Vec::new(),
+            io: Vec::new(),
+            offcpu: Vec::new(),
         };
         let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
         s.line(|w| {

@@ -1,4 +1,5 @@
-/* The call tree of seed 002's worked example (main, A, B, C, E, F, G).
+/* The call tree of the worked example of the manual's "How Metrics Are
+ * Assigned to Program Structure" (main, A, B, C, E, F, G).
  * Never run: the analyzer tests only need its functions' addresses to
  * build a synthetic experiment whose PCs symbolize to these names. */
 void G(int n) { (void)n; }

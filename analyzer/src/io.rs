@@ -1,0 +1,436 @@
+//! gprofng's I/O tracing views: `ioactivity` (per file name), `iodetail`
+//! (per opening of a file: its "virtual file descriptor"), `iocallstack`
+//! (per call stack) and `iostat` (sizes and extremes), from the traced calls
+//! the loader placed in the model.
+
+use crate::metrics::Value;
+use crate::model::*;
+use crate::report::{Context, Report};
+use crate::table::{seconds, Column, Table};
+use commands::MetricName;
+use experiment::io::{IoClass, IoOp};
+use rustc_hash::FxHashMap;
+use serde_json::{json, Value as Json};
+
+/// The I/O metrics every I/O view shows, in column order.
+pub const IO_METRICS: [MetricName; 6] = [
+    MetricName::IoTime,
+    MetricName::ReadBytes,
+    MetricName::WriteBytes,
+    MetricName::ReadCount,
+    MetricName::WriteCount,
+    MetricName::OtherIoCount,
+];
+
+/// Whether the selections keep an event (a call asked as an event).
+pub type Keep<'a> = &'a dyn Fn(&EventEntry) -> bool;
+
+/// Places one experiment's calls (with each call's `aux_fd` and path) in
+/// the model: in order of their start, each call is given the opening of
+/// the file its descriptor stood for at the time. An open or a dup starts
+/// an opening, a close ends it; a descriptor first met in another call was
+/// opened before tracing and gets an opening named after it.
+pub(crate) fn place_calls(
+    experiment: u16,
+    mut calls: Vec<(IoEntry, i32, Option<String>)>,
+    io: &mut Vec<IoEntry>,
+    files: &mut Vec<IoFile>,
+) {
+    calls.sort_by_key(|(entry, _, _)| entry.time_ns_start);
+    let mut open: FxHashMap<i32, u32> = FxHashMap::default();
+    let start_file = |files: &mut Vec<IoFile>, name: String, fd: i32, at: u64| {
+        files.push(IoFile {
+            experiment,
+            name,
+            fd,
+            opened_ns: at,
+            closed_ns: None,
+        });
+        files.len() as u32 - 1
+    };
+    io.reserve(calls.len());
+    for (mut entry, aux_fd, name) in calls {
+        let at = entry.time_ns_start;
+        let current = |open: &mut FxHashMap<i32, u32>, files: &mut Vec<IoFile>, fd: i32| {
+            *open
+                .entry(fd)
+                .or_insert_with(|| start_file(files, unopened_name(fd), fd, at))
+        };
+        entry.file = match entry.op {
+            IoOp::Open | IoOp::Dup if entry.failed || entry.fd < 0 => {
+                // A failed open still names its file; it makes no descriptor.
+                let name = match (entry.op, name) {
+                    (IoOp::Open, Some(name)) => name,
+                    _ => unopened_name(aux_fd),
+                };
+                let file = start_file(files, name, -1, at);
+                files[file as usize].closed_ns = Some(at + entry.time_ns);
+                file
+            }
+            IoOp::Open | IoOp::Dup => {
+                let name = match entry.op {
+                    IoOp::Open => name.unwrap_or_else(|| unopened_name(entry.fd)),
+                    _ => {
+                        let from = current(&mut open, files, aux_fd);
+                        files[from as usize].name.clone()
+                    }
+                };
+                // A descriptor reused without a traced close (closed inside
+                // the C library, or by dup2 over it) ends its old opening.
+                if let Some(old) = open.remove(&entry.fd) {
+                    files[old as usize].closed_ns.get_or_insert(at);
+                }
+                let file = start_file(files, name, entry.fd, at);
+                open.insert(entry.fd, file);
+                file
+            }
+            IoOp::Close => {
+                let file = current(&mut open, files, entry.fd);
+                if !entry.failed {
+                    open.remove(&entry.fd);
+                    files[file as usize].closed_ns = Some(at + entry.time_ns);
+                }
+                file
+            }
+            _ => current(&mut open, files, entry.fd),
+        };
+        io.push(entry);
+    }
+}
+
+/// The name of a descriptor the program did not open while traced.
+fn unopened_name(fd: i32) -> String {
+    match fd {
+        0 => "<stdin>".to_string(),
+        1 => "<stdout>".to_string(),
+        2 => "<stderr>".to_string(),
+        fd => format!("<fd {fd}>"),
+    }
+}
+
+/// Sums of the selected calls by a key, with the total.
+fn sums_by<K: std::hash::Hash + Ord + Copy>(
+    model: &Model,
+    keep: Keep,
+    key: impl Fn(&IoEntry) -> K,
+) -> (Vec<(K, Value)>, Value) {
+    let mut sums: FxHashMap<K, Value> = FxHashMap::default();
+    let mut total = Value::default();
+    for entry in model.io.iter().filter(|e| keep(&e.as_event())) {
+        let value = Value::of_io(entry);
+        sums.entry(key(entry)).or_default().add(value);
+        total.add(value);
+    }
+    let mut list: Vec<(K, Value)> = sums.into_iter().collect();
+    list.sort_by_key(|&(key, v)| (std::cmp::Reverse((v.io_ns, v.io_calls())), key));
+    (list, total)
+}
+
+fn columns() -> Vec<Column> {
+    vec![
+        Column::number("I/O Time", "sec."),
+        Column::number("Read", "Bytes"),
+        Column::number("Write", "Bytes"),
+        Column::number("Read", "Count"),
+        Column::number("Write", "Count"),
+        Column::number("Other I/O", "Count"),
+    ]
+}
+
+fn cells(value: &Value) -> Vec<String> {
+    vec![
+        seconds(value.io_ns),
+        value.read_bytes.to_string(),
+        value.write_bytes.to_string(),
+        value.reads.to_string(),
+        value.writes.to_string(),
+        value.other_io.to_string(),
+    ]
+}
+
+/// The I/O metrics of `value` under their JSON keys.
+fn metrics_json(value: &Value) -> serde_json::Map<String, Json> {
+    IO_METRICS
+        .iter()
+        .map(|&m| {
+            let number = match m.is_time() {
+                true => json!(value.get(m) as f64 / 1e9),
+                false => json!(value.get(m)),
+            };
+            (m.json_key().to_string(), number)
+        })
+        .collect()
+}
+
+fn no_io(ctx: &Context, report: &str) -> Option<Report> {
+    ctx.model.io.is_empty().then(|| Report {
+        text: "no I/O tracing data (collect with -i on, or collector iotrace on)\n".to_string(),
+        json: json!({"report": report, "files": [], "message": "no I/O tracing data"}),
+    })
+}
+
+/// `ioactivity`: per file name.
+pub fn activity(ctx: &Context, keep: Keep) -> Report {
+    if let Some(empty) = no_io(ctx, "ioactivity") {
+        return empty;
+    }
+    let files = &ctx.model.io_files;
+    let (list, total) = sums_by(ctx.model, keep, |e| files[e.file as usize].name.as_str());
+    let limit = ctx.settings.limit.unwrap_or(usize::MAX);
+    let mut columns = columns();
+    columns.push(Column::text("Name"));
+    let mut table = Table::new(columns);
+    let mut rows = Vec::new();
+    let mut row = |name: &str, value: &Value| {
+        let mut cells = cells(value);
+        cells.push(name.to_string());
+        table.push(cells);
+        let mut json = metrics_json(value);
+        json.insert("name".into(), json!(name));
+        Json::Object(json)
+    };
+    let total_json = row(TOTAL_NAME, &total);
+    for (name, value) in list.iter().take(limit) {
+        rows.push(row(name, value));
+    }
+    Report {
+        text: table.render(),
+        json: json!({"report": "ioactivity", "total": total_json, "files": rows}),
+    }
+}
+
+/// `iodetail`: per opening of a file.
+pub fn detail(ctx: &Context, keep: Keep) -> Report {
+    if let Some(empty) = no_io(ctx, "iodetail") {
+        return empty;
+    }
+    let (list, total) = sums_by(ctx.model, keep, |e| e.file);
+    let limit = ctx.settings.limit.unwrap_or(usize::MAX);
+    let mut columns = columns();
+    columns.push(Column::number("Opened", "sec."));
+    columns.push(Column::number("Closed", "sec."));
+    columns.push(Column::text("Name"));
+    let mut table = Table::new(columns);
+    let mut total_cells = cells(&total);
+    total_cells.extend([String::new(), String::new(), TOTAL_NAME.to_string()]);
+    table.push(total_cells);
+    let mut rows = Vec::new();
+    for (file, value) in list.iter().take(limit) {
+        let entry = &ctx.model.io_files[*file as usize];
+        let since = |ns: u64| ns.saturating_sub(experiment_start(ctx.model, entry.experiment));
+        let name = format!("{} (IOVFD={}, FD={})", entry.name, file, entry.fd);
+        let mut row = cells(value);
+        row.push(seconds(since(entry.opened_ns)));
+        row.push(
+            entry
+                .closed_ns
+                .map(|t| seconds(since(t)))
+                .unwrap_or_default(),
+        );
+        row.push(name);
+        table.push(row);
+        let mut json = metrics_json(value);
+        json.insert("name".into(), json!(entry.name));
+        json.insert("vfd".into(), json!(file));
+        json.insert("fd".into(), json!(entry.fd));
+        json.insert("opened".into(), json!(since(entry.opened_ns) as f64 / 1e9));
+        json.insert(
+            "closed".into(),
+            json!(entry.closed_ns.map(|t| since(t) as f64 / 1e9)),
+        );
+        rows.push(Json::Object(json));
+    }
+    Report {
+        text: table.render(),
+        json: json!({
+            "report": "iodetail",
+            "total": Json::Object(metrics_json(&total)),
+            "files": rows,
+        }),
+    }
+}
+
+/// Nanoseconds from the model's origin to `experiment`'s start.
+fn experiment_start(model: &Model, experiment: u16) -> u64 {
+    model
+        .experiments
+        .get(usize::from(experiment))
+        .map_or(0, |e| e.start_ns.saturating_sub(model.origin_ns))
+}
+
+/// `iocallstack`: per call stack, its frames leaf first.
+pub fn callstacks(ctx: &Context, keep: Keep) -> Report {
+    if let Some(empty) = no_io(ctx, "iocallstack") {
+        return empty;
+    }
+    let (list, total) = sums_by(ctx.model, keep, |e| e.stack);
+    let limit = ctx.settings.limit.unwrap_or(usize::MAX);
+    let mut text = String::new();
+    let mut rows = Vec::new();
+    let line = |value: &Value| {
+        IO_METRICS
+            .iter()
+            .filter(|&&m| value.count(m) > 0 || m == MetricName::IoTime)
+            .map(|&m| match m.is_time() {
+                true => format!("{}={}", m.title(), seconds(value.get(m))),
+                false => format!("{}={}", m.title(), value.get(m)),
+            })
+            .collect::<Vec<_>>()
+            .join("  ")
+    };
+    text.push_str(&format!("{TOTAL_NAME}\n{}\n", line(&total)));
+    let mut buffer = Vec::new();
+    for (number, (stack, value)) in list.iter().take(limit).enumerate() {
+        let frames: Vec<String> = ctx
+            .view
+            .frames_of(*stack, &mut buffer)
+            .iter()
+            .map(|&f| ctx.function_name(ctx.view.frame(f).function))
+            .collect();
+        text.push_str(&format!("\nStack {}\n{}\n", number + 1, line(value)));
+        for frame in &frames {
+            text.push_str(&format!("  {frame}\n"));
+        }
+        let mut json = metrics_json(value);
+        json.insert("frames".into(), json!(frames));
+        rows.push(Json::Object(json));
+    }
+    Report {
+        text,
+        json: json!({
+            "report": "iocallstack",
+            "total": Json::Object(metrics_json(&total)),
+            "stacks": rows,
+        }),
+    }
+}
+
+/// Upper bounds of iostat's size ranges, in bytes, as gprofng's.
+const SIZE_RANGES: [(u64, &str); 9] = [
+    (1 << 10, "0KB - 1KB"),
+    (8 << 10, "1KB - 8KB"),
+    (32 << 10, "8KB - 32KB"),
+    (128 << 10, "32KB - 128KB"),
+    (256 << 10, "128KB - 256KB"),
+    (512 << 10, "256KB - 512KB"),
+    (1000 << 10, "512KB - 1000KB"),
+    (10_000 << 10, "1000KB - 10MB"),
+    (u64::MAX, "10MB and more"),
+];
+
+/// What iostat shows of one class of calls.
+#[derive(Default)]
+struct ClassStats {
+    calls: u64,
+    bytes: u64,
+    time_ns: u64,
+    longest_ns: u64,
+    smallest: Option<u64>,
+    largest: u64,
+    by_size: [u64; SIZE_RANGES.len()],
+}
+
+impl ClassStats {
+    fn add(&mut self, entry: &IoEntry) {
+        self.calls += 1;
+        self.bytes += entry.bytes;
+        self.time_ns += entry.time_ns;
+        self.longest_ns = self.longest_ns.max(entry.time_ns);
+        self.smallest = Some(self.smallest.map_or(entry.bytes, |s| s.min(entry.bytes)));
+        self.largest = self.largest.max(entry.bytes);
+        let range = SIZE_RANGES
+            .iter()
+            .position(|&(bound, _)| entry.bytes < bound)
+            .unwrap_or(SIZE_RANGES.len() - 1);
+        self.by_size[range] += 1;
+    }
+
+    fn write(&self, text: &mut String, title: &str, calls_heading: &str) {
+        use std::fmt::Write;
+        let _ = writeln!(text, "{title} Statistics");
+        let _ = writeln!(text, "{:<34}{calls_heading}", "I/O Size Range");
+        let _ = writeln!(text, "{}", "-".repeat(55));
+        for (i, &(_, label)) in SIZE_RANGES.iter().enumerate() {
+            if self.by_size[i] > 0 {
+                let _ = writeln!(text, "  {label:<32}{}", self.by_size[i]);
+            }
+        }
+        let _ = writeln!(text);
+        let rows = [
+            (
+                "Longest time",
+                format!("{} (secs.)", seconds(self.longest_ns)),
+            ),
+            ("Smallest bytes", self.smallest.unwrap_or(0).to_string()),
+            ("Largest bytes", self.largest.to_string()),
+            ("Total time", format!("{} (secs.)", seconds(self.time_ns))),
+            ("Total calls", self.calls.to_string()),
+            ("Total bytes", self.bytes.to_string()),
+        ];
+        for (label, value) in rows {
+            let _ = writeln!(text, "{label:<34}{value}");
+        }
+        let _ = writeln!(text);
+    }
+
+    fn json(&self) -> Json {
+        let by_size: Vec<Json> = SIZE_RANGES
+            .iter()
+            .zip(self.by_size)
+            .filter(|(_, n)| *n > 0)
+            .map(|(&(_, label), n)| json!({"range": label, "calls": n}))
+            .collect();
+        json!({
+            "calls": self.calls,
+            "bytes": self.bytes,
+            "io_time": self.time_ns as f64 / 1e9,
+            "longest": self.longest_ns as f64 / 1e9,
+            "smallest_bytes": self.smallest.unwrap_or(0),
+            "largest_bytes": self.largest,
+            "by_size": by_size,
+        })
+    }
+}
+
+/// `iostat`: reads' and writes' sizes and extremes, and the other calls.
+pub fn statistics(ctx: &Context, keep: Keep) -> Report {
+    if let Some(empty) = no_io(ctx, "iostat") {
+        return empty;
+    }
+    let mut reads = ClassStats::default();
+    let mut writes = ClassStats::default();
+    let (mut others, mut other_ns, mut failed) = (0u64, 0u64, 0u64);
+    for entry in ctx.model.io.iter().filter(|e| keep(&e.as_event())) {
+        failed += u64::from(entry.failed);
+        match entry.op.class() {
+            IoClass::Read => reads.add(entry),
+            IoClass::Write => writes.add(entry),
+            IoClass::Other => {
+                others += 1;
+                other_ns += entry.time_ns;
+            }
+        }
+    }
+    let mut text = String::new();
+    writes.write(&mut text, "Write", "Write Calls");
+    reads.write(&mut text, "Read", "Read Calls");
+    text.push_str(&format!(
+        "Other I/O Statistics\n{:<34}{}\n{:<34}{} (secs.)\n{:<34}{}\n",
+        "Total calls",
+        others,
+        "Total time",
+        seconds(other_ns),
+        "Failed calls (all kinds)",
+        failed
+    ));
+    Report {
+        text,
+        json: json!({
+            "report": "iostat",
+            "write": writes.json(),
+            "read": reads.json(),
+            "other": {"calls": others, "io_time": other_ns as f64 / 1e9},
+            "failed_calls": failed,
+        }),
+    }
+}
