@@ -20,6 +20,7 @@ mod resolve;
 pub mod session;
 mod stack_file;
 mod stack_ids;
+pub mod sync_objects;
 pub mod table;
 
 // Per-function totals of one experiment, for the collector's tests and tools.

@@ -458,6 +458,7 @@ impl Builder {
             if let Some(warning) = block_file_warning(&shown, "sync", &sync_stats) {
                 self.warn(warning);
             }
+            self.name_sync_objects(index, &mappings);
         }
         if expt.manifest().kinds.iter().any(|k| k == "io-trace") {
             let mut calls = Vec::new();
@@ -937,6 +938,30 @@ impl Builder {
         self.model.lines.push(entry.clone());
         self.line_ids.insert(entry, id);
         id
+    }
+
+    /// Names the synchronization objects of experiment `index`'s waits that
+    /// a symbol of their object holds (a global or static lock:
+    /// `queue_lock`, `table+64`).
+    fn name_sync_objects(&mut self, index: u16, mappings: &[Mapping]) {
+        let mut addresses: Vec<u64> = self
+            .model
+            .sync
+            .iter()
+            .filter(|e| e.experiment == index)
+            .map(|e| e.object)
+            .collect();
+        addresses.sort_unstable();
+        addresses.dedup();
+        for address in addresses {
+            let Some(m) = mappings.iter().find(|m| m.lo <= address && address < m.hi) else {
+                continue;
+            };
+            let offset = address.wrapping_sub(m.base);
+            if let Some(name) = self.file(m.object).and_then(|f| f.symbolic_name(offset)) {
+                self.model.sync_names.insert((index, address), name);
+            }
+        }
     }
 
     /// The symbol file of `object`, opened once; None (with one warning)

@@ -449,6 +449,8 @@ pub struct Model {
     pub heap: Vec<HeapEntry>,
     /// Traced synchronization waits, in order of their experiments.
     pub sync: Vec<SyncEntry>,
+    /// The names symbols give the waits' objects, by experiment and address.
+    pub sync_names: std::collections::HashMap<(u16, u64), String>,
     /// Traced I/O calls, in order of their experiments, then of their start.
     pub io: Vec<IoEntry>,
     /// The openings of files the I/O calls used.

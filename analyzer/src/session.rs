@@ -182,6 +182,7 @@ impl Analysis {
             C::IoDetail => self.io_report(crate::io::detail),
             C::IoCallStack => self.io_report(crate::io::callstacks),
             C::IoStat => self.io_report(crate::io::statistics),
+            C::SyncObjects => self.io_report(crate::sync_objects::objects),
             C::Statistics => {
                 let samples = self.samples.clone();
                 self.report(|ctx| info::statistics(ctx, &samples))
@@ -462,11 +463,9 @@ impl Analysis {
         })
     }
 
-    /// An I/O view of the selected calls.
-    fn io_report(
-        &mut self,
-        make: fn(&Context, crate::io::Keep) -> report::Report,
-    ) -> Shown {
+    /// A view of the selected traced calls (I/O, waits) that needs no
+    /// per-stack sums.
+    fn io_report(&mut self, make: fn(&Context, crate::io::Keep) -> report::Report) -> Shown {
         if self.view.is_none() {
             self.view = Some(View::new(&self.model, &self.view_settings));
         }

@@ -668,12 +668,16 @@ fn sync_waits_are_metrics_of_every_view() {
         (30_000_000, SyncOp::CondWait, &["C", "B", "main"]),
         (5_000_000, SyncOp::Join, &["main"]),
     ];
+    // The first two wait on the global queue_lock (at +8 for the second),
+    // the join on a thread (an address no symbol holds).
+    let lock = data_symbol(&exe, "queue_lock");
+    let objects = [lock, lock + 8, 0x5000];
     for (i, (wait_ns, op, names)) in waits.into_iter().enumerate() {
         let event = SyncEvent {
             op,
             start_ns: START + (i as u64 + 2) * 1_000_000,
             wait_ns,
-            object: 0x5000 + i as u64,
+            object: objects[i],
             stack_id: 0,
         };
         expt.wait(700, event, stack_of(&syms, names));
@@ -726,6 +730,49 @@ fn sync_waits_are_metrics_of_every_view() {
     run(&mut analysis, &format!("collapsed {}", folded.display()));
     let text = std::fs::read_to_string(&folded).unwrap();
     assert!(text.lines().any(|l| l == "main;B;C 30000"), "{text}");
+    // Per object: named by the symbol that holds it, else by address.
+    let objects = run_json(&mut analysis, "syncobjects");
+    let rows: Vec<(String, String, f64, u64)> = objects["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["object"].as_str().unwrap().to_string(),
+                o["kind"].as_str().unwrap().to_string(),
+                o["sync_wait_time"].as_f64().unwrap(),
+                o["sync_wait_count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (
+                "queue_lock+8".to_string(),
+                "cond_wait".to_string(),
+                0.030,
+                1
+            ),
+            ("queue_lock".to_string(), "mutex_lock".to_string(), 0.020, 1),
+            ("0x5000".to_string(), "join".to_string(), 0.005, 1),
+        ]
+    );
+    assert_eq!(objects["total"]["sync_wait_count"], 3);
+    let text = run(&mut analysis, "syncobjects");
+    assert!(
+        text.lines().any(|l| l.ends_with("mutex_lock  queue_lock")),
+        "{text}"
+    );
+}
+
+/// The address of data symbol `name` in an ELF file.
+fn data_symbol(path: &Path, name: &str) -> u64 {
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(path).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let symbol = file.symbols().find(|s| s.name() == Ok(name));
+    symbol.expect("the data symbol").address()
 }
 
 /// Traced I/O (the `io` file) in the views: the I/O metrics exclusive at

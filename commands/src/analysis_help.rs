@@ -240,6 +240,19 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "iostat",
     ),
     entry(
+        "syncobjects",
+        &["sync_objects"],
+        "syncobjects",
+        "sync waits by object waited on",
+        "With sync-wait tracing: Sync Wait Time and Sync Wait Count per synchronization \
+         object (the mutex, condition variable, rwlock, semaphore or barrier; for a join the \
+         thread waited for) and kind of wait, most time first, with <Total>. An object a \
+         symbol holds is named by it (a global or static lock: queue_lock, table+64), \
+         others by address. JSON keys: objects (object, name, address, kind, \
+         sync_wait_time, sync_wait_count), total.",
+        "syncobjects",
+    ),
+    entry(
         "statistics",
         &[],
         "statistics",
