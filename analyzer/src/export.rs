@@ -25,7 +25,7 @@ fn folded(ctx: &Context) -> BTreeMap<String, u64> {
                     .replace(';', ":")
             })
             .collect();
-        *lines.entry(names.join(";")).or_default() += exported(metric, value);
+        *lines.entry(names.join(";")).or_default() += exported(metric, ctx.weights.value(value));
     });
     lines.retain(|_, v| *v > 0);
     lines

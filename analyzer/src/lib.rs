@@ -15,6 +15,7 @@ pub mod load;
 mod memory;
 pub mod metrics;
 pub mod model;
+mod packed;
 pub mod report;
 mod resolve;
 pub mod session;

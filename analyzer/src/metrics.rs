@@ -7,6 +7,7 @@
 //! reads, a generation stamp for "once per stack", at most one hash.
 
 use crate::model::*;
+use crate::packed::{Layout, Sums};
 use commands::MetricName;
 use experiment::io::IoClass;
 use rustc_hash::FxHashMap;
@@ -395,10 +396,12 @@ impl View {
 /// Selected events summed per stack.
 #[derive(Debug, Clone, Default)]
 pub struct Weights {
+    /// The words of a value the model's data has.
+    layout: Layout,
     /// Indexed by stack id; the last slot is for events whose stack was
-    /// lost (`NO_STACK`). A dense vector: summing ten million events is
+    /// lost (`NO_STACK`). Dense and packed: summing ten million events is
     /// one indexed add each.
-    sums: Vec<Value>,
+    sums: Sums,
     pub total: Value,
 }
 
@@ -406,15 +409,18 @@ impl Weights {
     /// Sums the events, waits and allocations `keep` accepts (a wait or an
     /// allocation is asked as an event: [`HeapEntry::as_event`]).
     pub fn new(model: &Model, keep: impl Fn(&EventEntry) -> bool) -> Weights {
+        let layout = Layout::of(model);
         let lost_slot = model.stacks.len();
-        let mut sums = vec![Value::default(); lost_slot + 1];
+        let mut sums = Sums::new(layout.width(), lost_slot + 1);
         let mut total = Value::default();
+        let mut packed = vec![0u64; layout.width()];
         let mut add = |stack: StackId, value: Value| {
             let slot = match stack {
                 NO_STACK => lost_slot,
                 stack => (stack as usize).min(lost_slot),
             };
-            sums[slot].add(value);
+            layout.pack(value, &mut packed);
+            sums.add(slot, &packed);
             total.add(value);
         };
         for event in model.events.iter().filter(|e| keep(e)) {
@@ -432,45 +438,46 @@ impl Weights {
         for entry in model.offcpu.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_offcpu(entry));
         }
-        Weights { sums, total }
+        Weights {
+            layout,
+            sums,
+            total,
+        }
     }
 
-    /// Every stack with selected events, and their sum.
-    pub fn per_stack(&self) -> impl Iterator<Item = (StackId, Value)> + '_ {
-        let lost_slot = self.sums.len().saturating_sub(1);
-        self.sums
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| !v.is_empty())
-            .map(move |(i, &v)| match i == lost_slot {
-                true => (NO_STACK, v),
-                false => (i as StackId, v),
-            })
+    /// How the values are packed.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The value of packed words.
+    pub fn value(&self, packed: &[u64]) -> Value {
+        self.layout.unpack(packed)
     }
 
     /// Calls `each` with the frames of every stack with selected events
-    /// and their sum, in the view's walk order (neighbours alike), the
-    /// lost stack last.
-    pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], Value)) {
+    /// and their sum, packed (see [`Weights::value`]), in the view's walk
+    /// order (neighbours alike), the lost stack last.
+    pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], &[u64])) {
         let mut buffer = Vec::new();
+        let stacks = self.sums.len();
         for (i, &stack) in view.walk_order.iter().enumerate() {
             // Walk order is not id order: fetch a later stack's sum and
             // span while this one is walked.
             if let Some(&ahead) = view.walk_order.get(i + PREFETCH_AHEAD) {
-                if let Some(sum) = self.sums.get(ahead as usize) {
-                    crate::memory::prefetch_one(sum);
+                if (ahead as usize) < stacks {
+                    crate::memory::prefetch_one(&self.sums.get(ahead as usize)[0]);
                 }
                 view.stacks.prefetch(ahead);
             }
-            match self.sums.get(stack as usize) {
-                Some(&value) if !value.is_empty() => {
-                    each(view.frames_of(stack, &mut buffer), value)
-                }
-                _ => {}
+            let stack_id = stack as usize;
+            if stack_id < stacks && !self.sums.is_zero(stack_id) {
+                each(view.frames_of(stack, &mut buffer), self.sums.get(stack_id));
             }
         }
-        if let Some(&lost) = self.sums.last().filter(|v| !v.is_empty()) {
-            each(view.frames_of(NO_STACK, &mut buffer), lost);
+        let lost = stacks.saturating_sub(1);
+        if stacks > 0 && !self.sums.is_zero(lost) {
+            each(view.frames_of(NO_STACK, &mut buffer), self.sums.get(lost));
         }
     }
 }
@@ -557,17 +564,19 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
     key: impl Fn(&Frame) -> Option<K>,
 ) -> HashMap<K, ExclInclValue> {
     let keys = FrameKeys::new(view, key);
-    let mut values = vec![ExclInclValue::default(); keys.keys.len()];
+    let width = weights.layout().width();
+    let mut exclusive = Sums::new(width, keys.keys.len());
+    let mut inclusive = Sums::new(width, keys.keys.len());
     let mut once = OncePerStack::new(keys.keys.len());
     weights.for_each_stack(view, |frames, value| {
         if let Some(leaf) = frames.first().and_then(|&f| keys.of(f)) {
-            values[leaf].exclusive.add(value);
+            exclusive.add(leaf, value);
         }
         once.next_stack();
         for &frame in frames {
             if let Some(k) = keys.of(frame) {
                 if once.first(k) {
-                    values[k].inclusive.add(value);
+                    inclusive.add(k, value);
                 }
             }
         }
@@ -575,8 +584,15 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
     // Only what some selected stack holds (every such stack has events).
     keys.keys
         .into_iter()
-        .zip(values)
-        .filter(|(_, v)| !v.inclusive.is_empty())
+        .enumerate()
+        .filter(|&(i, _)| !inclusive.is_zero(i))
+        .map(|(i, k)| {
+            let value = ExclInclValue {
+                exclusive: weights.value(exclusive.get(i)),
+                inclusive: weights.value(inclusive.get(i)),
+            };
+            (k, value)
+        })
         .collect()
 }
 
@@ -654,7 +670,8 @@ pub struct CallersCallees {
 pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> CallersCallees {
     let mut acc = Attribution::default();
     let mut functions = Vec::new();
-    weights.for_each_stack(view, |frames, value| {
+    weights.for_each_stack(view, |frames, packed| {
+        let value = weights.value(packed);
         functions.clear();
         functions.extend(frames.iter().map(|&f| view.frame(f).function));
         if center == TOTAL {
@@ -670,9 +687,11 @@ pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> Ca
 /// `<Total>`), in one pass over the stacks.
 pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId, CallersCallees> {
     let bound = view.function_bound();
-    let mut values = vec![ExclInclValue::default(); bound];
-    let mut callers = PairSums::new(bound);
-    let mut callees = PairSums::new(bound);
+    let width = weights.layout().width();
+    let mut exclusive = Sums::new(width, bound);
+    let mut inclusive = Sums::new(width, bound);
+    let mut callers = PairSums::new(bound, width);
+    let mut callees = PairSums::new(bound, width);
     let mut once = OncePerStack::new(bound);
     let mut functions = Vec::new();
     let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
@@ -683,7 +702,7 @@ pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId
                 .iter()
                 .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
         );
-        values[TOTAL as usize].inclusive.add(value);
+        inclusive.add(TOTAL as usize, value);
         if let Some(&root) = functions.last() {
             callees.add(TOTAL, root, value);
         }
@@ -693,24 +712,27 @@ pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId
             if !once.first(center as usize) {
                 continue;
             }
-            let value_of_center = &mut values[center as usize];
-            value_of_center.inclusive.add(value);
+            inclusive.add(center as usize, value);
             let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
             callers.add(center, caller, value);
             match i.checked_sub(1).map(|j| functions[j]) {
                 Some(callee) => callees.add(center, callee, value),
-                None => value_of_center.exclusive.add(value),
+                None => exclusive.add(center as usize, value),
             }
         }
     });
-    let mut callers = callers.by_center();
-    let mut callees = callees.by_center();
+    let mut callers = callers.by_center(weights);
+    let mut callees = callees.by_center(weights);
     (0..bound as FunctionId)
-        .filter(|&f| !values[f as usize].inclusive.is_empty())
+        .filter(|&f| !inclusive.is_zero(f as usize))
         .map(|center| {
+            let value = ExclInclValue {
+                exclusive: weights.value(exclusive.get(center as usize)),
+                inclusive: weights.value(inclusive.get(center as usize)),
+            };
             let cc = CallersCallees {
                 center,
-                value: values[center as usize],
+                value,
                 callers: sorted_by_value(callers.remove(&center).unwrap_or_default()),
                 callees: sorted_by_value(callees.remove(&center).unwrap_or_default()),
             };
@@ -719,50 +741,63 @@ pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId
         .collect()
 }
 
-/// Values per (centre, other function): a dense matrix when there are few
-/// functions (an indexed add per frame), else a hash map.
+/// Packed values per (centre, other function): a dense matrix when there
+/// are few functions (an indexed add per frame), else a hash map of
+/// indices.
 enum PairSums {
-    Dense { bound: usize, values: Vec<Value> },
-    Sparse(FxHashMap<(FunctionId, FunctionId), Value>),
+    Dense { bound: usize, sums: Sums },
+    Sparse(FxHashMap<(FunctionId, FunctionId), u32>, Sums),
 }
 
-/// At most this many cells (16 bytes each) in a dense [`PairSums`].
-const DENSE_PAIR_CELLS: usize = 1 << 20;
+/// At most this many words in a dense [`PairSums`].
+const DENSE_PAIR_WORDS: usize = 1 << 21;
 
 impl PairSums {
-    fn new(bound: usize) -> PairSums {
+    fn new(bound: usize, width: usize) -> PairSums {
         match bound.checked_mul(bound) {
-            Some(cells) if cells <= DENSE_PAIR_CELLS => PairSums::Dense {
+            Some(cells) if cells.saturating_mul(width) <= DENSE_PAIR_WORDS => PairSums::Dense {
                 bound,
-                values: vec![Value::default(); cells],
+                sums: Sums::new(width, cells),
             },
-            _ => PairSums::Sparse(FxHashMap::default()),
+            _ => PairSums::Sparse(FxHashMap::default(), Sums::new(width, 0)),
         }
     }
 
-    fn add(&mut self, center: FunctionId, other: FunctionId, value: Value) {
+    fn add(&mut self, center: FunctionId, other: FunctionId, value: &[u64]) {
         match self {
-            PairSums::Dense { bound, values } => {
-                values[center as usize * *bound + other as usize].add(value)
+            PairSums::Dense { bound, sums } => {
+                sums.add(center as usize * *bound + other as usize, value)
             }
-            PairSums::Sparse(map) => map.entry((center, other)).or_default().add(value),
+            PairSums::Sparse(map, sums) => {
+                let index = *map
+                    .entry((center, other))
+                    .or_insert_with(|| sums.push_zero() as u32);
+                sums.add(index as usize, value)
+            }
         }
     }
 
     /// The pairs with events, grouped by centre.
-    fn by_center(self) -> HashMap<FunctionId, HashMap<FunctionId, Value>> {
+    fn by_center(self, weights: &Weights) -> HashMap<FunctionId, HashMap<FunctionId, Value>> {
         let mut out: HashMap<FunctionId, HashMap<FunctionId, Value>> = HashMap::new();
-        let pairs: Box<dyn Iterator<Item = ((FunctionId, FunctionId), Value)>> = match self {
-            PairSums::Dense { bound, values } => Box::new(
-                values
-                    .into_iter()
-                    .enumerate()
-                    .map(move |(i, v)| (((i / bound) as FunctionId, (i % bound) as FunctionId), v)),
-            ),
-            PairSums::Sparse(map) => Box::new(map.into_iter()),
+        let mut put = |center, other, packed: &[u64]| {
+            let value = weights.value(packed);
+            if !value.is_empty() {
+                out.entry(center).or_default().insert(other, value);
+            }
         };
-        for ((center, other), value) in pairs.filter(|(_, v)| !v.is_empty()) {
-            out.entry(center).or_default().insert(other, value);
+        match self {
+            PairSums::Dense { bound, sums } => {
+                for i in (0..sums.len()).filter(|&i| !sums.is_zero(i)) {
+                    let (center, other) = (i / bound, i % bound);
+                    put(center as FunctionId, other as FunctionId, sums.get(i));
+                }
+            }
+            PairSums::Sparse(map, sums) => {
+                for ((center, other), index) in map {
+                    put(center, other, sums.get(index as usize));
+                }
+            }
         }
         out
     }
@@ -812,30 +847,84 @@ fn sorted_by_value(map: HashMap<FunctionId, Value>) -> Vec<(FunctionId, Value)> 
     list
 }
 
-/// A node of the calling-context tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallTreeNode {
-    pub function: FunctionId,
-    pub value: ExclInclValue,
-    /// Sorted by inclusive value, largest first.
-    pub children: Vec<CallTreeNode>,
+/// Index of a node of a [`CallTree`].
+pub type NodeId = u32;
+
+/// The calling-context tree under `<Total>`, flat: node 0 is `<Total>`,
+/// every node comes after its parent, and each node's values are packed
+/// (a tree of millions of nodes holds only the words the data has).
+#[derive(Debug, Clone)]
+pub struct CallTree {
+    layout: Layout,
+    function: Vec<FunctionId>,
+    exclusive: Sums,
+    inclusive: Sums,
+    /// Node n's children are `child_ids[child_start[n]..child_start[n + 1]]`.
+    child_start: Vec<u32>,
+    child_ids: Vec<NodeId>,
 }
 
-/// A node of the call tree while it is built: nodes in one vector, each
-/// with its parent's index.
-struct FlatNode {
-    function: FunctionId,
-    parent: u32,
-    value: ExclInclValue,
+impl CallTree {
+    pub const ROOT: NodeId = 0;
+
+    /// Nodes, `<Total>` included.
+    pub fn len(&self) -> usize {
+        self.function.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.function.len() <= 1
+    }
+
+    pub fn function(&self, node: NodeId) -> FunctionId {
+        self.function[node as usize]
+    }
+
+    pub fn value(&self, node: NodeId) -> ExclInclValue {
+        ExclInclValue {
+            exclusive: self.layout.unpack(self.exclusive.get(node as usize)),
+            inclusive: self.layout.unpack(self.inclusive.get(node as usize)),
+        }
+    }
+
+    /// The node's children, in order (largest first, see
+    /// [`CallTree::sort_children_by`]).
+    pub fn children(&self, node: NodeId) -> &[NodeId] {
+        let (from, to) = (
+            self.child_start[node as usize] as usize,
+            self.child_start[node as usize + 1] as usize,
+        );
+        &self.child_ids[from..to]
+    }
+
+    /// Orders every node's children by `key` of their values, largest
+    /// first, ties by function id.
+    pub fn sort_children_by(&mut self, key: impl Fn(&ExclInclValue) -> u64) {
+        let keys: Vec<u64> = (0..self.len() as NodeId)
+            .map(|n| key(&self.value(n)))
+            .collect();
+        let function = &self.function;
+        for node in 0..self.len() {
+            let (from, to) = (
+                self.child_start[node] as usize,
+                self.child_start[node + 1] as usize,
+            );
+            self.child_ids[from..to].sort_by(|&a, &b| {
+                keys[b as usize]
+                    .cmp(&keys[a as usize])
+                    .then(function[a as usize].cmp(&function[b as usize]))
+            });
+        }
+    }
 }
 
-/// The whole calling-context tree under `<Total>`.
-pub fn call_tree(view: &View, weights: &Weights) -> CallTreeNode {
-    let mut nodes = vec![FlatNode {
-        function: TOTAL,
-        parent: 0,
-        value: ExclInclValue::default(),
-    }];
+/// The whole calling-context tree under `<Total>`, children ordered by
+/// inclusive CPU time.
+pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
+    let width = weights.layout().width();
+    let mut function = vec![TOTAL];
+    let mut parent_of = vec![0u32];
+    let mut exclusive = Sums::new(width, 1);
     // (parent, function) -> child: one hash per frame, where searching a
     // node's children is linear in their number.
     let mut children: FxHashMap<(u32, FunctionId), u32> = FxHashMap::default();
@@ -853,76 +942,57 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTreeNode {
             .count();
         path.truncate(shared + 1);
         for &frame in frames.iter().rev().skip(shared) {
-            let function = view.frame(frame).function;
+            let f = view.frame(frame).function;
             let parent = path[path.len() - 1];
-            let node = *children.entry((parent, function)).or_insert_with(|| {
-                nodes.push(FlatNode {
-                    function,
-                    parent,
-                    value: ExclInclValue::default(),
-                });
-                nodes.len() as u32 - 1
+            let node = *children.entry((parent, f)).or_insert_with(|| {
+                function.push(f);
+                parent_of.push(parent);
+                exclusive.push_zero() as u32
             });
             path.push(node);
         }
-        nodes[path[path.len() - 1] as usize]
-            .value
-            .exclusive
-            .add(value);
+        exclusive.add(path[path.len() - 1] as usize, value);
         previous.clear();
         previous.extend_from_slice(frames);
     });
     drop(children);
-    add_inclusive(&mut nodes);
-    nest(nodes)
+    // A node's inclusive value is what ends in it and in its descendants:
+    // summed from the last node back (children come after their parents).
+    let mut inclusive = exclusive.clone();
+    for id in (1..function.len()).rev() {
+        inclusive.add_within(parent_of[id] as usize, id);
+    }
+    let (child_start, child_ids) = child_lists(&parent_of);
+    drop(parent_of);
+    let mut tree = CallTree {
+        layout: weights.layout().clone(),
+        function,
+        exclusive,
+        inclusive,
+        child_start,
+        child_ids,
+    };
+    tree.sort_children_by(|v| v.inclusive.ns);
+    tree
 }
 
-/// A node's inclusive value is what ends in it and in its descendants:
-/// summed from the last node back (children come after their parents).
-fn add_inclusive(nodes: &mut [FlatNode]) {
-    for id in (0..nodes.len()).rev() {
-        let node = &mut nodes[id];
-        node.value.inclusive.add(node.value.exclusive);
-        let (inclusive, parent) = (node.value.inclusive, node.parent as usize);
-        if id > 0 {
-            nodes[parent].value.inclusive.add(inclusive);
-        }
+/// Each node's children, as offsets into one list (nodes after node 0
+/// are children of their `parent_of`).
+fn child_lists(parent_of: &[u32]) -> (Vec<u32>, Vec<NodeId>) {
+    let mut child_start = vec![0u32; parent_of.len() + 1];
+    for &parent in &parent_of[1..] {
+        child_start[parent as usize + 1] += 1;
     }
-}
-
-/// The nested tree of flat nodes, children sorted. A child comes after its
-/// parent in `nodes`, so building from the last node backwards finishes
-/// every child before its parent (no recursion: stacks can be thousands
-/// deep).
-fn nest(nodes: Vec<FlatNode>) -> CallTreeNode {
-    let mut children: Vec<Vec<CallTreeNode>> = Vec::new();
-    children.resize_with(nodes.len(), Vec::new);
-    for (id, node) in nodes.iter().enumerate().skip(1).rev() {
-        let mut own = std::mem::take(&mut children[id]);
-        sort_children(&mut own);
-        children[node.parent as usize].push(CallTreeNode {
-            function: node.function,
-            value: node.value,
-            children: own,
-        });
+    for i in 1..child_start.len() {
+        child_start[i] += child_start[i - 1];
     }
-    let mut root_children = std::mem::take(&mut children[0]);
-    sort_children(&mut root_children);
-    CallTreeNode {
-        function: TOTAL,
-        value: nodes[0].value,
-        children: root_children,
+    let mut next = child_start.clone();
+    let mut child_ids = vec![0; parent_of.len().saturating_sub(1)];
+    for (id, &parent) in parent_of.iter().enumerate().skip(1) {
+        child_ids[next[parent as usize] as usize] = id as NodeId;
+        next[parent as usize] += 1;
     }
-}
-
-fn sort_children(children: &mut [CallTreeNode]) {
-    children.sort_by(|a, b| {
-        b.value
-            .inclusive
-            .ns
-            .cmp(&a.value.inclusive.ns)
-            .then(a.function.cmp(&b.function))
-    });
+    (child_start, child_ids)
 }
 
 #[cfg(test)]

@@ -882,7 +882,7 @@ pub fn calltree(ctx: &Context) -> Report {
     let mut tree = call_tree(ctx.view, ctx.weights);
     let order = ctx.sort_metric();
     if order != MetricName::TotalCpu {
-        sort_tree(&mut tree, order);
+        tree.sort_children_by(|v| v.inclusive.get(order));
     }
     let metrics = shown_metrics(ctx);
     let total = ctx.total();
@@ -913,7 +913,7 @@ pub fn calltree(ctx: &Context) -> Report {
         .collect();
     let rows = |each: &mut dyn FnMut(&[&str])| {
         let mut cells = vec![String::new(); 3 * metrics.len() + 1];
-        let mut stack = vec![(&tree, 0usize)];
+        let mut stack = vec![(CallTree::ROOT, 0usize)];
         let mut rows = 0usize;
         // Iterative, depth-first: stacks can be thousands deep.
         while let Some((node, depth)) = stack.pop() {
@@ -922,8 +922,9 @@ pub fn calltree(ctx: &Context) -> Report {
             }
             rows += 1;
             cells.iter_mut().for_each(String::clear);
+            let value = tree.value(node);
             for (i, &metric) in metrics.iter().enumerate() {
-                let (inclusive, exclusive) = (node.value.inclusive, node.value.exclusive);
+                let (inclusive, exclusive) = (value.inclusive, value.exclusive);
                 write_metric(&mut cells[3 * i], metric, inclusive);
                 write_percent(
                     &mut cells[3 * i + 1],
@@ -936,13 +937,14 @@ pub fn calltree(ctx: &Context) -> Report {
             for _ in 0..depth {
                 name.push_str("  ");
             }
-            match names.get(node.function as usize) {
+            let function = tree.function(node);
+            match names.get(function as usize) {
                 Some(known) => name.push_str(known),
-                None => name.push_str(&ctx.function_name(node.function)),
+                None => name.push_str(&ctx.function_name(function)),
             }
             let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
             each(&refs);
-            for child in node.children.iter().rev() {
+            for &child in tree.children(node).iter().rev() {
                 stack.push((child, depth + 1));
             }
         }
@@ -958,45 +960,28 @@ pub fn calltree(ctx: &Context) -> Report {
     Report { text, json }
 }
 
-/// Sorts every node's children by inclusive `metric`, largest first.
-fn sort_tree(root: &mut CallTreeNode, metric: MetricName) {
-    let mut pending = vec![root];
-    while let Some(node) = pending.pop() {
-        node.children.sort_by(|a, b| {
-            b.value
-                .inclusive
-                .get(metric)
-                .cmp(&a.value.inclusive.get(metric))
-                .then(a.function.cmp(&b.function))
-        });
-        pending.extend(node.children.iter_mut());
-    }
-}
-
-fn tree_json(ctx: &Context, root: &CallTreeNode) -> Json {
-    // Built bottom-up without recursion (deep trees).
-    let mut order = Vec::new();
-    let mut stack = vec![root];
-    while let Some(node) = stack.pop() {
-        order.push(node);
-        stack.extend(node.children.iter());
-    }
-    let mut built: HashMap<*const CallTreeNode, Json> = HashMap::new();
-    for node in order.into_iter().rev() {
-        let children: Vec<Json> = node
-            .children
+fn tree_json(ctx: &Context, tree: &CallTree) -> Json {
+    // Built bottom-up without recursion (deep trees): children come after
+    // their parents, so from the last node back every child is built
+    // before its parent.
+    let mut built: Vec<Option<Json>> = vec![None; tree.len()];
+    for node in (0..tree.len() as NodeId).rev() {
+        let children: Vec<Json> = tree
+            .children(node)
             .iter()
-            .filter_map(|c| built.remove(&(c as *const CallTreeNode)))
+            .filter_map(|&c| built[c as usize].take())
             .collect();
+        let function = tree.function(node);
         let value = row_json(
             ctx,
-            &ctx.function_name(node.function),
-            &node.value,
-            json!({"function_id": node.function, "children": children}),
+            &ctx.function_name(function),
+            &tree.value(node),
+            json!({"function_id": function, "children": children}),
         );
-        built.insert(node as *const CallTreeNode, value);
+        built[node as usize] = Some(value);
     }
     built
-        .remove(&(root as *const CallTreeNode))
+        .first_mut()
+        .and_then(Option::take)
         .unwrap_or(Json::Null)
 }

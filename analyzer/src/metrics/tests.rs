@@ -107,18 +107,20 @@ fn deep_recursion_is_one_chain_in_the_call_tree() {
     let m = deep_recursion();
     let view = View::new(&m, &ViewSettings::default());
     let weights = Weights::new(&m, |_| true);
-    let mut node = &call_tree(&view, &weights);
-    assert_eq!(node.value.inclusive, ms(3));
+    let tree = call_tree(&view, &weights);
+    let mut node = CallTree::ROOT;
+    assert_eq!(tree.value(node).inclusive, ms(3));
     let mut depth = 0;
-    while let Some(child) = node.children.first() {
-        assert_eq!(node.children.len(), 1);
-        assert_eq!(child.value.inclusive, ms(3));
+    while let Some(&child) = tree.children(node).first() {
+        assert_eq!(tree.children(node).len(), 1);
+        assert_eq!(tree.value(child).inclusive, ms(3));
         node = child;
         depth += 1;
     }
     assert_eq!(depth, 200);
-    assert_eq!(node.function, f(1));
-    assert_eq!(node.value.exclusive, ms(3));
+    assert_eq!(tree.function(node), f(1));
+    assert_eq!(tree.value(node).exclusive, ms(3));
+    assert_eq!(tree.len(), 201);
 }
 
 /// Mutual recursion a -> b -> a -> ... with a truncated stack and a lost
@@ -161,7 +163,7 @@ fn inclusive_by_search(view: &View, weights: &Weights) -> HashMap<FunctionId, Va
             let function = view.frame(frame).function;
             if !seen.contains(&function) {
                 seen.push(function);
-                out.entry(function).or_default().add(value);
+                out.entry(function).or_default().add(weights.value(value));
             }
         }
     });
