@@ -531,3 +531,58 @@ fn sync_wait_time_per_function_is_the_programs_own() {
         );
     }
 }
+
+/// Faults the hooks must not change (tests/programs/sync_faults.c): a lock
+/// in a signal handler that interrupts a traced lock, a process-shared
+/// mutex contended by a forked child, a robust mutex whose owner died
+/// (EOWNERDEAD, then consistent), a thread cancelled in a condition wait:
+/// the output is the same traced as untraced, the run ends, and the
+/// blocking waits are recorded as what they are (the parent's 50 ms wait
+/// for the child's lock, in process_shared).
+#[test]
+fn faults_leave_the_program_unchanged_and_waits_recorded() {
+    let program = prog("sync_faults-O0");
+    let plain = Command::new(&program).output().expect("run sync_faults");
+    assert!(plain.status.success());
+    let dir = scratch_dir("sync-faults");
+    let traced = Command::new(rdbx_bin())
+        .args(["collect", "-s", "all", "-A", "off", "-o", "t.er"])
+        .arg(&program)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stdout = String::from_utf8_lossy(&traced.stdout);
+    assert!(
+        traced.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&traced.stderr)
+    );
+    assert_eq!(stdout, String::from_utf8_lossy(&plain.stdout));
+    assert!(
+        stdout.contains("lock rc=EOWNERDEAD, consistent rc=0"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("cancel in wait: cancelled, cleanup ran 1"),
+        "{stdout}"
+    );
+    let expt = Experiment::open(dir.join("t.er")).expect("open");
+    let callers = Callers::of(&expt, &program);
+    let waits = sync_events(&expt);
+    let shared: Vec<u64> = waits
+        .iter()
+        .filter(|w| w.event.op == SyncOp::MutexLock)
+        .filter(|w| {
+            callers
+                .functions(w.event.stack_id)
+                .first()
+                .map(String::as_str)
+                == Some("process_shared")
+        })
+        .map(|w| w.event.wait_ns)
+        .collect();
+    assert_eq!(shared.len(), 1, "{waits:?}");
+    assert!(shared[0] >= 40_000_000, "{shared:?}");
+    let joins = waits.iter().filter(|w| w.event.op == SyncOp::Join).count();
+    assert!(joins >= 2, "{waits:?}");
+}
