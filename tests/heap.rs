@@ -15,12 +15,10 @@ use debugger::symbols::ObjectFile;
 use experiment::heap::{HeapEvent, HeapOp};
 use experiment::log::Event;
 use experiment::{Experiment, HeapEventRecord};
-use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 
 /// heap_known.c, unoptimized and without builtins (tests/common's recipes).
 fn heap_known() -> PathBuf {
@@ -489,35 +487,6 @@ fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
         .collect();
     leaked.sort();
     assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
-}
-
-/// A C++ or Rust test program (in tests/programs; the C ones are in
-/// tests/common's recipes) built once per test process with `compiler`,
-/// unoptimized, C++ without builtins as the C ones. Tests run in parallel
-/// and share the build: a second build would replace the file under a
-/// running one.
-fn built(source: &str, compiler: &str) -> PathBuf {
-    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(out) = built.get(source) {
-        return out.clone();
-    }
-    let stem = source.split('.').next().unwrap_or(source);
-    let out = scratch_dir(&format!("{stem}-build")).join(stem);
-    let flags: &[&str] = match compiler {
-        "rustc" => &["-g", "-C", "opt-level=0", "--edition", "2021"],
-        _ => &["-g", "-O0", "-fno-builtin", "-pthread"],
-    };
-    let status = Command::new(compiler)
-        .args(flags)
-        .arg("-o")
-        .arg(&out)
-        .arg(sources_dir().join(source))
-        .status()
-        .unwrap_or_else(|e| panic!("{compiler} must be installed: {e}"));
-    assert!(status.success(), "{compiler} failed on {source}");
-    built.insert(source.to_string(), out.clone());
-    out
 }
 
 fn collect_program(

@@ -586,3 +586,114 @@ fn faults_leave_the_program_unchanged_and_waits_recorded() {
     let joins = waits.iter().filter(|w| w.event.op == SyncOp::Join).count();
     assert!(joins >= 2, "{waits:?}");
 }
+
+/// `wait KIND NS FUNCTION` lines of a C++ or Rust program's stderr.
+fn own_waits(stderr: &str) -> Vec<(String, u64, String)> {
+    stderr
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["wait", kind, ns, function] => {
+                    Some((kind.to_string(), ns.parse().ok()?, function.to_string()))
+                }
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// `rdbx collect -s all` of a C++ or Rust program: the waits recorded (op,
+/// time, the functions on the stack) and the program's waits.
+fn collect_built(
+    name: &str,
+    program: &Path,
+) -> (Vec<(SyncOp, u64, Vec<String>)>, Vec<(String, u64, String)>) {
+    let plain = Command::new(program).output().expect("run the program");
+    let dir = scratch_dir(name);
+    let traced = Command::new(rdbx_bin())
+        .args(["collect", "-s", "all", "-A", "off", "-o", "t.er"])
+        .arg(program)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    assert!(traced.status.success());
+    assert_eq!(traced.stdout, plain.stdout, "output unchanged");
+    let expt = Experiment::open(dir.join("t.er")).expect("open");
+    let callers = Callers::of(&expt, program);
+    let recorded = sync_events(&expt)
+        .iter()
+        // Names as the symbol table has them (a mangled name holds the
+        // function's).
+        .map(|w| {
+            (
+                w.event.op,
+                w.event.wait_ns,
+                callers.functions(w.event.stack_id),
+            )
+        })
+        .collect();
+    (
+        recorded,
+        own_waits(&String::from_utf8_lossy(&traced.stderr)),
+    )
+}
+
+/// The recorded wait of `op` whose stack holds `function` (one only).
+fn wait_in(recorded: &[(SyncOp, u64, Vec<String>)], op: SyncOp, function: &str) -> u64 {
+    let found: Vec<u64> = recorded
+        .iter()
+        .filter(|(o, _, names)| *o == op && names.iter().any(|n| n.contains(function)))
+        .map(|(_, ns, _)| *ns)
+        .collect();
+    assert_eq!(found.len(), 1, "{op:?} in {function}: {recorded:?}");
+    found[0]
+}
+
+fn within_5_percent(recorded: u64, measured: u64) -> bool {
+    recorded.abs_diff(measured) * 20 <= measured
+}
+
+/// C++: std::mutex, std::condition_variable and std::thread::join arrive
+/// through the pthread functions, each recorded in the function that waited
+/// with the time the program measured.
+#[test]
+fn cpp_std_mutex_condition_variable_and_join() {
+    let program = built("sync_cpp.cpp", "g++");
+    let (recorded, measured) = collect_built("sync-cpp", &program);
+    assert_eq!(measured.len(), 3, "{measured:?}");
+    for (kind, ns, function) in &measured {
+        let op = match kind.as_str() {
+            "mutex" => SyncOp::MutexLock,
+            "cond" => SyncOp::CondWait,
+            _ => SyncOp::Join,
+        };
+        let got = wait_in(&recorded, op, function);
+        assert!(within_5_percent(got, *ns), "{function}: {got} vs {ns}");
+    }
+}
+
+/// Rust: a join is pthread_join, recorded with its time; std's Mutex is a
+/// futex, not pthreads, so its 30 ms wait is not a sync wait (off-CPU
+/// profiling sees it).
+#[test]
+fn rust_join_is_recorded_and_std_mutex_is_not_pthreads() {
+    let program = built("sync_rust.rs", "rustc");
+    let (recorded, measured) = collect_built("sync-rust", &program);
+    let (_, join_ns, _) = measured
+        .iter()
+        .find(|(kind, _, _)| kind == "join")
+        .expect("the program's join");
+    let got = wait_in(&recorded, SyncOp::Join, "join_sleeper");
+    assert!(within_5_percent(got, *join_ns), "{got} vs {join_ns}");
+    // Only the short join of the holder, no 30 ms wait for the lock.
+    let in_lock: Vec<_> = recorded
+        .iter()
+        .filter(|(_, _, names)| names.iter().any(|n| n.contains("lock_std_mutex")))
+        .collect();
+    assert!(
+        in_lock
+            .iter()
+            .all(|(op, ns, _)| *op == SyncOp::Join && *ns < 10_000_000),
+        "{in_lock:?}"
+    );
+}

@@ -1582,3 +1582,33 @@ pub fn collect_after_attach(program: &Path, dir: &Path, settings: &[&str]) -> At
         transcript,
     }
 }
+
+/// A C++ or Rust test program (in tests/programs; the C ones are in
+/// tests/common's recipes) built once per test process with `compiler`,
+/// unoptimized, C++ without builtins as the C ones. Tests run in parallel
+/// and share the build: a second build would replace the file under a
+/// running one.
+pub fn built(source: &str, compiler: &str) -> PathBuf {
+    static BUILT: Mutex<std::collections::BTreeMap<String, PathBuf>> =
+        Mutex::new(std::collections::BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = built.get(source) {
+        return out.clone();
+    }
+    let stem = source.split('.').next().unwrap_or(source);
+    let out = scratch_dir(&format!("{stem}-build")).join(stem);
+    let flags: &[&str] = match compiler {
+        "rustc" => &["-g", "-C", "opt-level=0", "--edition", "2021"],
+        _ => &["-g", "-O0", "-fno-builtin", "-pthread"],
+    };
+    let status = Command::new(compiler)
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(sources_dir().join(source))
+        .status()
+        .unwrap_or_else(|e| panic!("{compiler} must be installed: {e}"));
+    assert!(status.success(), "{compiler} failed on {source}");
+    built.insert(source.to_string(), out.clone());
+    out
+}
