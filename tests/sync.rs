@@ -602,12 +602,12 @@ fn own_waits(stderr: &str) -> Vec<(String, u64, String)> {
         .collect()
 }
 
+/// A recorded wait: its op, time and the functions on its stack.
+type Recorded = (SyncOp, u64, Vec<String>);
+
 /// `rdbx collect -s all` of a C++ or Rust program: the waits recorded (op,
 /// time, the functions on the stack) and the program's waits.
-fn collect_built(
-    name: &str,
-    program: &Path,
-) -> (Vec<(SyncOp, u64, Vec<String>)>, Vec<(String, u64, String)>) {
+fn collect_built(name: &str, program: &Path) -> (Vec<Recorded>, Vec<(String, u64, String)>) {
     let plain = Command::new(program).output().expect("run the program");
     let dir = scratch_dir(name);
     let traced = Command::new(rdbx_bin())
@@ -639,7 +639,7 @@ fn collect_built(
 }
 
 /// The recorded wait of `op` whose stack holds `function` (one only).
-fn wait_in(recorded: &[(SyncOp, u64, Vec<String>)], op: SyncOp, function: &str) -> u64 {
+fn wait_in(recorded: &[Recorded], op: SyncOp, function: &str) -> u64 {
     let found: Vec<u64> = recorded
         .iter()
         .filter(|(o, _, names)| *o == op && names.iter().any(|n| n.contains(function)))
