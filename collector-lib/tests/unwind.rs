@@ -323,16 +323,20 @@ fn target() -> &'static Target {
     static TARGET: OnceLock<Target> = OnceLock::new();
     TARGET.get_or_init(|| {
         let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/c/unwind_target.c");
-        let dir = std::env::temp_dir().join(format!("rdbx-unwind-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
+        // Under the target directory, not /tmp (nothing left behind there);
+        // built under this process's name and renamed, so that a
+        // concurrent run never dlopens a half-written file.
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let library = dir.join("libunwind_target.so");
+        let building = dir.join(format!("libunwind_target.so.{}", std::process::id()));
         let status = Command::new("gcc")
             .args(["-O2", "-fomit-frame-pointer", "-shared", "-fPIC", "-o"])
-            .arg(&library)
+            .arg(&building)
             .arg(&source)
             .status()
             .expect("gcc must be installed");
         assert!(status.success(), "gcc failed");
+        std::fs::rename(&building, &library).expect("rename the built library");
         let path = CString::new(library.to_str().unwrap()).unwrap();
         let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW) };
         assert!(!handle.is_null(), "dlopen {library:?}");

@@ -3,8 +3,7 @@ use std::process::Command;
 
 /// Compile `source` with gcc into a fresh temp dir and return the binary path.
 fn compile(name: &str, source: &str, flags: &[&str]) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("rdbx-disasm-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = crate::unwind::test_support::scratch_dir(&format!("disasm-{name}"));
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, source).unwrap();
     let out = dir.join(name);

@@ -121,7 +121,7 @@ fn gdb_core_values(
 
 /// A fresh directory for one test's binaries.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rdbx-symbols-{}-{name}", std::process::id()));
+    let dir = crate::unwind::test_support::scratch_dir(&format!("symbols-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir

@@ -17,10 +17,37 @@ use object::{Object, ObjectSegment};
 
 use super::{CfiTable, ObjectLookup, UnwindMemory, UnwindRegs};
 
+/// A directory for this test process's file `name`: under the system's
+/// temporary directory, in `rdbx-unit-tests/PID-NAME`. The directories of
+/// test processes that have ended are removed first, so runs leave at most
+/// their own behind.
+pub(crate) fn scratch_dir(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join("rdbx-unit-tests");
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name.to_string_lossy();
+            let pid = pid.split('-').next().unwrap_or("");
+            let ended = pid
+                .parse::<u32>()
+                .is_ok_and(|pid| !Path::new(&format!("/proc/{pid}")).exists());
+            if ended {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    let dir = root.join(format!("{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 /// Compile `source` with gcc and `flags` into a fresh directory.
 pub(crate) fn compile(name: &str, source: &str, flags: &[&str]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rdbx-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch_dir(name);
     let c_file = dir.join(format!("{name}.c"));
     std::fs::write(&c_file, source).unwrap();
     let binary = dir.join(name);
