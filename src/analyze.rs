@@ -134,9 +134,19 @@ pub fn print_warnings(analysis: &Analysis) {
     }
 }
 
-/// Runs one line; Some(true) ok, Some(false) failed, None = quit.
+/// Runs one line; Some(true) ok, Some(false) failed, None = quit. Text is
+/// written to stdout as the listing makes it (a call tree of millions of
+/// rows is never held whole).
 pub fn run_line(analysis: &mut Analysis, line: &str) -> Option<bool> {
-    match analysis.run_line(line) {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let outcome = analysis.run_line_to(line, &mut out);
+    let flushed = std::io::Write::flush(&mut out);
+    drop(out);
+    if let Err(e) = flushed {
+        print_error(&format!("cannot write the output: {e}"));
+        return Some(false);
+    }
+    match outcome {
         Ok(Outcome::Output(text)) => {
             print!("{text}");
             Some(true)

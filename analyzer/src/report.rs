@@ -879,45 +879,98 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
 /// `calltree`: the calling-context tree, children by inclusive value of
 /// the sort metric.
 pub fn calltree(ctx: &Context) -> Report {
-    let mut tree = call_tree(ctx.view, ctx.weights);
-    let order = ctx.sort_metric();
-    if order != MetricName::TotalCpu {
-        tree.sort_children_by(|v| v.inclusive.get(order));
+    let shown = CallTreeText::of(ctx);
+    let mut text = String::new();
+    shown
+        .table
+        .render_rows_into(&mut text, |each| shown.rows(each));
+    // A tree of millions of nodes is gigabytes of JSON values: only when
+    // JSON will be shown.
+    let json = match ctx.settings.text_only {
+        true => Json::Null,
+        false => json!({"report": "calltree", "root": tree_json(ctx, &shown.tree)}),
+    };
+    Report {
+        text: format!("Calltree\n\n{text}"),
+        json,
     }
-    let metrics = shown_metrics(ctx);
-    let total = ctx.total();
-    // Per metric: inclusive value and percent, exclusive value.
-    let mut columns = Vec::new();
-    for &metric in &metrics {
-        let heading = value_heading(metric);
-        columns.extend([
-            Column::number(heading, ""),
-            Column::number("%", ""),
-            Column::number(heading, ""),
-        ]);
+}
+
+/// Text written to the output as it is made, not held: a listing of
+/// millions of rows.
+pub type TextStream = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>>;
+
+/// `calltree`'s text as a stream (what `calltree` shows as text).
+pub fn calltree_stream(ctx: &Context) -> TextStream {
+    let shown = CallTreeText::of(ctx);
+    Box::new(move |out| {
+        out.write_all(b"Calltree\n\n")?;
+        shown.table.render_rows_to(out, |each| shown.rows(each))
+    })
+}
+
+/// What the call tree's text is made of; it owns all of it, so that the
+/// text can be written after the command's context is gone.
+struct CallTreeText {
+    tree: CallTree,
+    metrics: Vec<MetricName>,
+    total: Value,
+    table: Table,
+    limit: usize,
+    /// Each function's name once, not once per node.
+    names: Vec<String>,
+}
+
+impl CallTreeText {
+    fn of(ctx: &Context) -> CallTreeText {
+        let mut tree = call_tree(ctx.view, ctx.weights);
+        let order = ctx.sort_metric();
+        if order != MetricName::TotalCpu {
+            tree.sort_children_by(|v| v.inclusive.get(order));
+        }
+        let metrics = shown_metrics(ctx);
+        // Per metric: inclusive value and percent, exclusive value.
+        let mut columns = Vec::new();
+        for &metric in &metrics {
+            let heading = value_heading(metric);
+            columns.extend([
+                Column::number(heading, ""),
+                Column::number("%", ""),
+                Column::number(heading, ""),
+            ]);
+        }
+        columns.push(Column::text("Name"));
+        let mut table = Table::new(columns);
+        for (i, metric) in metrics.iter().enumerate() {
+            let excl = match metric {
+                MetricName::TotalCpu => "Excl. CPU".to_string(),
+                m => format!("Excl. {}", m.title()),
+            };
+            table.group(3 * i, 2, &format!("Incl. {}", metric.title()));
+            table.group(3 * i + 2, 1, &excl);
+        }
+        let names = (0..ctx.model.functions.len() as FunctionId)
+            .map(|f| ctx.function_name(f))
+            .collect();
+        CallTreeText {
+            tree,
+            metrics,
+            total: ctx.total(),
+            table,
+            limit: ctx.settings.limit.unwrap_or(usize::MAX),
+            names,
+        }
     }
-    columns.push(Column::text("Name"));
-    let mut table = Table::new(columns);
-    for (i, metric) in metrics.iter().enumerate() {
-        let excl = match metric {
-            MetricName::TotalCpu => "Excl. CPU".to_string(),
-            m => format!("Excl. {}", m.title()),
-        };
-        table.group(3 * i, 2, &format!("Incl. {}", metric.title()));
-        table.group(3 * i + 2, 1, &excl);
-    }
-    let limit = ctx.settings.limit.unwrap_or(usize::MAX);
-    // Each name once, not once per node (a tree may have millions).
-    let names: Vec<String> = (0..ctx.model.functions.len() as FunctionId)
-        .map(|f| ctx.function_name(f))
-        .collect();
-    let rows = |each: &mut dyn FnMut(&[&str])| {
+
+    /// Calls `each` with every row's cells, depth first.
+    fn rows(&self, each: &mut dyn FnMut(&[&str])) {
+        let (tree, metrics, total) = (&self.tree, &self.metrics, self.total);
         let mut cells = vec![String::new(); 3 * metrics.len() + 1];
         let mut stack = vec![(CallTree::ROOT, 0usize)];
         let mut rows = 0usize;
         // Iterative, depth-first: stacks can be thousands deep.
         while let Some((node, depth)) = stack.pop() {
-            if rows >= limit.saturating_add(1) {
+            if rows >= self.limit.saturating_add(1) {
                 break;
             }
             rows += 1;
@@ -938,26 +991,18 @@ pub fn calltree(ctx: &Context) -> Report {
                 name.push_str("  ");
             }
             let function = tree.function(node);
-            match names.get(function as usize) {
-                Some(known) => name.push_str(known),
-                None => name.push_str(&ctx.function_name(function)),
-            }
+            name.push_str(
+                self.names
+                    .get(function as usize)
+                    .map_or(UNKNOWN_NAME, String::as_str),
+            );
             let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
             each(&refs);
             for &child in tree.children(node).iter().rev() {
                 stack.push((child, depth + 1));
             }
         }
-    };
-    let mut text = String::from("Calltree\n\n");
-    table.render_rows_into(&mut text, rows);
-    // A tree of millions of nodes is gigabytes of JSON values: only when
-    // JSON will be shown.
-    let json = match ctx.settings.text_only {
-        true => Json::Null,
-        false => json!({"report": "calltree", "root": tree_json(ctx, &tree)}),
-    };
-    Report { text, json }
+    }
 }
 
 fn tree_json(ctx: &Context, tree: &CallTree) -> Json {

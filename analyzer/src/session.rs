@@ -26,10 +26,18 @@ pub enum Outcome {
     Quit,
 }
 
-/// What a command shows: a listing, or a message.
+/// What a command shows: a listing, a listing's text to be written as it
+/// is made, or a message.
 enum Shown {
     Report(Report),
+    Stream(report::TextStream),
     Message(String),
+}
+
+/// A command's result: an outcome, or text to write as it is made.
+enum Produced {
+    Outcome(Outcome),
+    Stream(report::TextStream),
 }
 
 /// Everything a session remembers between commands.
@@ -133,18 +141,59 @@ impl Analysis {
         self.execute(&command)
     }
 
+    /// Runs one line, writing what it shows as text to `out` as it is made
+    /// (a listing of millions of rows is never held whole); returns
+    /// `Outcome::Output` with nothing left to print, or the JSON document,
+    /// or `Quit`.
+    pub fn run_line_to(
+        &mut self,
+        line: &str,
+        out: &mut dyn std::io::Write,
+    ) -> std::result::Result<Outcome, String> {
+        let command = commands::parse_analysis(line).map_err(|e| e.to_string())?;
+        let write_error = |e: std::io::Error| format!("cannot write the output: {e}");
+        match self.shown(&command, true)? {
+            Produced::Stream(stream) => stream(out).map_err(write_error)?,
+            Produced::Outcome(Outcome::Output(text)) => {
+                out.write_all(text.as_bytes()).map_err(write_error)?
+            }
+            Produced::Outcome(other) => return Ok(other),
+        }
+        Ok(Outcome::Output(String::new()))
+    }
+
     /// Runs one command. Errors are one-line messages.
     pub fn execute(&mut self, command: &AnalysisCommand) -> std::result::Result<Outcome, String> {
+        match self.shown(command, false)? {
+            Produced::Outcome(outcome) => Ok(outcome),
+            Produced::Stream(stream) => {
+                let mut text = Vec::new();
+                stream(&mut text).map_err(|e| e.to_string())?;
+                Ok(Outcome::Output(String::from_utf8_lossy(&text).into_owned()))
+            }
+        }
+    }
+
+    /// Runs one command; with `streaming`, a long listing's text may come
+    /// as a stream.
+    fn shown(
+        &mut self,
+        command: &AnalysisCommand,
+        streaming: bool,
+    ) -> std::result::Result<Produced, String> {
         use AnalysisCommand as C;
         let shown = match command {
-            C::Nothing => return Ok(Outcome::Output(String::new())),
-            C::Quit => return Ok(Outcome::Quit),
+            C::Nothing => return Ok(Produced::Outcome(Outcome::Output(String::new()))),
+            C::Quit => return Ok(Produced::Outcome(Outcome::Quit)),
             C::Functions => self.report(report::functions),
             C::Objects => self.report(report::objects),
             C::Lines => self.report(report::lines),
             C::Pcs => self.report(report::pcs),
             C::FSummary => self.report(report::fsummary),
             C::CallersCallees => self.report(report::callers_callees_all),
+            C::CallTree if streaming && self.format == OutputFormat::Text => {
+                Shown::Stream(self.with_context(false, report::calltree_stream))
+            }
             C::CallTree => self.report(report::calltree),
             C::FSingle(f) => match self.pick_function(f)? {
                 Ok(id) => self.report(|ctx| {
@@ -207,7 +256,8 @@ impl Analysis {
             }
             _ => Shown::Message(self.change_setting(command)?),
         };
-        Ok(match (shown, self.format) {
+        Ok(Produced::Outcome(match (shown, self.format) {
+            (Shown::Stream(stream), _) => return Ok(Produced::Stream(stream)),
             (Shown::Report(report), OutputFormat::Text) => Outcome::Output(report.text),
             (Shown::Report(report), OutputFormat::Json) => Outcome::Json(report.json),
             (Shown::Message(text), OutputFormat::Text) => Outcome::Output(text),
@@ -215,7 +265,7 @@ impl Analysis {
                 "report": command.name(),
                 "message": text.trim_end(),
             })),
-        })
+        }))
     }
 
     /// A heap-tracing listing (text, JSON), as a report.

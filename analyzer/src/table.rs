@@ -68,6 +68,38 @@ impl Table {
     /// columns and then to write them, so that a listing of millions of
     /// rows is never held as cells.
     pub fn render_rows_into(&self, out: &mut String, rows: impl Fn(&mut dyn FnMut(&[&str]))) {
+        self.render_rows_with(rows, &mut |text| {
+            out.push_str(text);
+            true
+        });
+    }
+
+    /// [`Table::render_rows_into`] written to `out` a few lines at a time,
+    /// so that a listing of millions of rows is never held as text either.
+    pub fn render_rows_to(
+        &self,
+        out: &mut dyn std::io::Write,
+        rows: impl Fn(&mut dyn FnMut(&[&str])),
+    ) -> std::io::Result<()> {
+        let mut failed = None;
+        self.render_rows_with(rows, &mut |text| match out.write_all(text.as_bytes()) {
+            Ok(()) => true,
+            Err(e) => {
+                failed = Some(e);
+                false
+            }
+        });
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// The table's text in pieces of up to 64 KiB, each given to `emit`
+    /// (which says false to stop).
+    fn render_rows_with(
+        &self,
+        rows: impl Fn(&mut dyn FnMut(&[&str])),
+        emit: &mut dyn FnMut(&str) -> bool,
+    ) {
+        const PIECE: usize = 64 * 1024;
         let mut widths: Vec<usize> = self
             .columns
             .iter()
@@ -84,8 +116,9 @@ impl Table {
                 *width = (*width).max(cell.chars().count());
             }
         });
+        let mut piece = String::new();
         if !self.groups.is_empty() {
-            out.push_str(&self.group_line(&mut widths));
+            piece.push_str(&self.group_line(&mut widths));
         }
         let header_rows = if self.columns.iter().any(|c| !c.header[1].is_empty()) {
             2
@@ -98,9 +131,22 @@ impl Table {
                 .iter()
                 .map(|c| c.header[line].as_str())
                 .collect();
-            self.line_into(&cells, &widths, out);
+            self.line_into(&cells, &widths, &mut piece);
         }
-        rows(&mut |cells| self.line_into(cells, &widths, out));
+        let mut going = true;
+        rows(&mut |cells| {
+            if !going {
+                return;
+            }
+            self.line_into(cells, &widths, &mut piece);
+            if piece.len() >= PIECE {
+                going = emit(&piece);
+                piece.clear();
+            }
+        });
+        if going && !piece.is_empty() {
+            emit(&piece);
+        }
     }
 
     /// The group labels, each left-aligned over its columns; a label wider

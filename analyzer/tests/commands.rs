@@ -293,6 +293,15 @@ fn hidden_objects_fold_into_one_frame_and_show_all_restores_them() {
     // Taken at the innermost occurrence, always the leaf here.
     assert!(attributed(&block, "callees").is_empty(), "{block}");
     assert_eq!(block["exclusive"]["ns"].as_u64(), Some(6 * UNIT));
+    // Written as it is made (rdbx analyze), the call tree's text is what
+    // the command returns whole.
+    run(&mut analysis, "format text");
+    let whole = run(&mut analysis, "calltree");
+    let mut streamed = Vec::new();
+    let outcome = analysis.run_line_to("calltree", &mut streamed).unwrap();
+    assert_eq!(outcome, Outcome::Output(String::new()));
+    assert_eq!(String::from_utf8(streamed).unwrap(), whole);
+    assert!(whole.contains("<libshow.so>"), "{whole}");
     let tree = run_json(&mut analysis, "calltree");
     let under_main = &tree["root"]["children"][0]["children"];
     assert_eq!(under_main.as_array().unwrap().len(), 1, "{tree}");
