@@ -680,6 +680,22 @@ fn analyze_lists_leaks_and_allocations_by_stack() {
     assert_eq!(allocs["allocations"].as_u64(), Some(allocations));
     assert_eq!(heap["allocations"].as_u64(), Some(allocations));
     assert!(heap["peak_bytes_in_use"].as_u64().unwrap_or(0) >= 4096);
+
+    // The text, written as it is made, says the same totals and lists
+    // every group.
+    let text = Command::new(rdbx_bin())
+        .args(["analyze", "-c", "leaks"])
+        .arg(&dir)
+        .output()
+        .expect("run rdbx analyze");
+    let text = String::from_utf8_lossy(&text.stdout);
+    let groups = leaks["groups"].as_array().expect("groups").len();
+    let summary = format!(
+        "Summary Results: Distinct Leaks = {groups}, Total Instances = {}, Total Bytes Leaked = {}",
+        leaks["leaks"], leaks["bytes_leaked"]
+    );
+    assert!(text.starts_with(&summary), "{text}");
+    assert_eq!(text.matches("\nLeak #").count(), groups, "{text}");
 }
 
 #[test]

@@ -213,97 +213,170 @@ pub fn listing_as(
     limit: Option<usize>,
     form: ListingForm,
 ) -> Result<(String, Json), String> {
-    let pass = match what {
-        HeapListing::Leaks => Pass::Leaks,
-        HeapListing::Allocations => Pass::Allocations,
-    };
-    let mut shown = ShownStacks::default();
-    // Groups by their shown stack's node, in order of first use.
-    let mut group_of: FxHashMap<u32, usize> = FxHashMap::default();
-    let mut groups: Vec<(u32, Sums)> = Vec::new();
-    for (expt, index) in heap_experiments(model)? {
-        let replayed = replay(&expt, pass)?;
-        let symbols = Symbolizer::new(model, &model.experiments[index].log);
-        let nodes = shown.of_experiment(&expt, &symbols, &replayed.by_stack)?;
-        for (stack_id, sums) in &replayed.by_stack {
-            let node = nodes
-                .get(stack_id)
-                .copied()
-                .unwrap_or_else(|| shown.unknown());
-            let group = *group_of.entry(node).or_insert_with(|| {
-                groups.push((node, Sums::default()));
-                groups.len() - 1
-            });
-            groups[group].1.count += sums.count;
-            groups[group].1.bytes += sums.bytes;
-        }
-    }
-    // Largest first; equal ones in the order of their stacks in the files.
-    groups.sort_unstable_by(|(a_node, a), (b_node, b)| {
-        b.bytes
-            .cmp(&a.bytes)
-            .then(b.count.cmp(&a.count))
-            .then(a_node.cmp(b_node))
-    });
-    let total_count: u64 = groups.iter().map(|(_, g)| g.count).sum();
-    let total_bytes: u64 = groups.iter().map(|(_, g)| g.bytes).sum();
-    let shown_groups = &groups[..limit.unwrap_or(usize::MAX).min(groups.len())];
-    let (noun, count_key, bytes_key, title) = match what {
-        HeapListing::Leaks => ("Leak", "leaks", "bytes_leaked", "Bytes Leaked"),
-        HeapListing::Allocations => (
-            "Allocation",
-            "allocations",
-            "bytes_allocated",
-            "Bytes Allocated",
-        ),
-    };
+    let grouped = Grouped::of(model, what, limit)?;
     let mut text = String::new();
     if form != ListingForm::Json {
         // Sized first: the text of a million groups is gigabytes, better
         // not copied as it grows.
-        let frames: usize = shown_groups
+        text.reserve(grouped.text_len());
+        grouped
+            .write_text(&mut |piece| {
+                text.push_str(piece);
+                Ok(())
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    let doc = match form {
+        ListingForm::Text => Json::Null,
+        ListingForm::Json | ListingForm::Both => grouped.json(),
+    };
+    Ok((text, doc))
+}
+
+/// A listing's text written as it is made (`rdbx analyze`): the whole
+/// `leaks` or `allocs` of a million stacks is gigabytes of text.
+pub fn listing_stream(
+    model: &Model,
+    what: HeapListing,
+    limit: Option<usize>,
+) -> Result<crate::report::TextStream, String> {
+    let grouped = Grouped::of(model, what, limit)?;
+    Ok(Box::new(move |out| {
+        grouped.write_text(&mut |piece| out.write_all(piece.as_bytes()))
+    }))
+}
+
+/// Leaks or allocations grouped by their stack as shown, largest first.
+struct Grouped {
+    what: HeapListing,
+    shown: ShownStacks,
+    groups: Vec<(u32, Sums)>,
+    /// How many groups are listed (`limit`).
+    listed: usize,
+    total_count: u64,
+    total_bytes: u64,
+}
+
+impl Grouped {
+    fn of(model: &Model, what: HeapListing, limit: Option<usize>) -> Result<Grouped, String> {
+        let pass = match what {
+            HeapListing::Leaks => Pass::Leaks,
+            HeapListing::Allocations => Pass::Allocations,
+        };
+        let mut shown = ShownStacks::default();
+        // Groups by their shown stack's node, in order of first use.
+        let mut group_of: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut groups: Vec<(u32, Sums)> = Vec::new();
+        for (expt, index) in heap_experiments(model)? {
+            let replayed = replay(&expt, pass)?;
+            let symbols = Symbolizer::new(model, &model.experiments[index].log);
+            let nodes = shown.of_experiment(&expt, &symbols, &replayed.by_stack)?;
+            for (stack_id, sums) in &replayed.by_stack {
+                let node = nodes
+                    .get(stack_id)
+                    .copied()
+                    .unwrap_or_else(|| shown.unknown());
+                let group = *group_of.entry(node).or_insert_with(|| {
+                    groups.push((node, Sums::default()));
+                    groups.len() - 1
+                });
+                groups[group].1.count += sums.count;
+                groups[group].1.bytes += sums.bytes;
+            }
+        }
+        // Largest first; equal ones in the order of their stacks in the files.
+        groups.sort_unstable_by(|(a_node, a), (b_node, b)| {
+            b.bytes
+                .cmp(&a.bytes)
+                .then(b.count.cmp(&a.count))
+                .then(a_node.cmp(b_node))
+        });
+        let total_count: u64 = groups.iter().map(|(_, g)| g.count).sum();
+        let total_bytes: u64 = groups.iter().map(|(_, g)| g.bytes).sum();
+        let listed = limit.unwrap_or(usize::MAX).min(groups.len());
+        Ok(Grouped {
+            what,
+            shown,
+            groups,
+            listed,
+            total_count,
+            total_bytes,
+        })
+    }
+
+    /// (noun, count key, bytes key, bytes title).
+    fn words(&self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self.what {
+            HeapListing::Leaks => ("Leak", "leaks", "bytes_leaked", "Bytes Leaked"),
+            HeapListing::Allocations => (
+                "Allocation",
+                "allocations",
+                "bytes_allocated",
+                "Bytes Allocated",
+            ),
+        }
+    }
+
+    fn listed(&self) -> &[(u32, Sums)] {
+        &self.groups[..self.listed]
+    }
+
+    /// About how long the text is.
+    fn text_len(&self) -> usize {
+        let frames: usize = self
+            .listed()
             .iter()
-            .map(|&(node, _)| shown.text_len(node))
+            .map(|&(node, _)| self.shown.text_len(node))
             .sum();
-        text.reserve(frames + 100 * (shown_groups.len() + 1));
-        let _ = writeln!(
-            text,
-            "Summary Results: Distinct {noun}s = {}, Total Instances = {total_count}, Total {title} = {total_bytes}",
-            groups.len()
+        frames + 100 * (self.listed + 1)
+    }
+
+    /// The text, a group at a time, each piece given to `emit`.
+    fn write_text(&self, emit: &mut dyn FnMut(&str) -> std::io::Result<()>) -> std::io::Result<()> {
+        let (noun, _, _, title) = self.words();
+        let mut piece = format!(
+            "Summary Results: Distinct {noun}s = {}, Total Instances = {}, Total {title} = {}\n",
+            self.groups.len(),
+            self.total_count,
+            self.total_bytes
         );
-        for (n, (node, group)) in shown_groups.iter().enumerate() {
+        for (n, (node, group)) in self.listed().iter().enumerate() {
             let _ = writeln!(
-                text,
+                piece,
                 "\n{noun} #{}, Instances = {}, {title} = {}",
                 n + 1,
                 group.count,
                 group.bytes
             );
-            shown.write_text(*node, &mut text);
+            self.shown.write_text(*node, &mut piece);
+            if piece.len() >= 64 * 1024 {
+                emit(&piece)?;
+                piece.clear();
+            }
         }
+        emit(&piece)
     }
-    let doc = match form {
-        ListingForm::Text => Json::Null,
-        ListingForm::Json | ListingForm::Both => {
-            let list: Vec<Json> = shown_groups
-                .iter()
-                .map(|(node, group)| {
-                    json!({
-                        count_key: group.count,
-                        bytes_key: group.bytes,
-                        "stack": shown.json(*node),
-                    })
+
+    fn json(&self) -> Json {
+        let (_, count_key, bytes_key, _) = self.words();
+        let list: Vec<Json> = self
+            .listed()
+            .iter()
+            .map(|(node, group)| {
+                json!({
+                    count_key: group.count,
+                    bytes_key: group.bytes,
+                    "stack": self.shown.json(*node),
                 })
-                .collect();
-            json!({
-                "report": if what == HeapListing::Leaks { "leaks" } else { "allocs" },
-                count_key: total_count,
-                bytes_key: total_bytes,
-                "groups": list,
             })
-        }
-    };
-    Ok((text, doc))
+            .collect();
+        json!({
+            "report": if self.what == HeapListing::Leaks { "leaks" } else { "allocs" },
+            count_key: self.total_count,
+            bytes_key: self.total_bytes,
+            "groups": list,
+        })
+    }
 }
 
 /// `heap`: totals, the peak in use and when, and sizes by power of two.

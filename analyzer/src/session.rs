@@ -212,6 +212,18 @@ impl Analysis {
             C::Source(f) => self.annotate(f, false)?,
             C::Disasm(f) => self.annotate(f, true)?,
             C::Overview => self.report(info::overview),
+            C::Leaks | C::Allocs if streaming && self.format == OutputFormat::Text => {
+                let what = match command {
+                    C::Leaks => crate::heap_report::HeapListing::Leaks,
+                    _ => crate::heap_report::HeapListing::Allocations,
+                };
+                let limit = self.settings.limit;
+                Shown::Stream(crate::heap_report::listing_stream(
+                    &self.model,
+                    what,
+                    limit,
+                )?)
+            }
             C::Leaks => {
                 let form = self.listing_form();
                 self.heap_report(|model, limit| {
