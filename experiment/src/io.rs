@@ -135,17 +135,20 @@ pub struct IoEvent<'a> {
 
 /// The path bytes a record keeps of `name`: all of it, or its last
 /// [`MAX_IO_NAME`] bytes.
+#[inline]
 fn kept_name(name: &[u8]) -> &[u8] {
     &name[name.len().saturating_sub(MAX_IO_NAME)..]
 }
 
 /// Bytes of a record with a path of `name_len` bytes.
+#[inline]
 pub fn record_size(name_len: usize) -> usize {
     IO_RECORD_FIXED_SIZE + name_len.min(MAX_IO_NAME).next_multiple_of(8)
 }
 
 impl IoEvent<'_> {
     /// Bytes of this event's record.
+    #[inline]
     pub fn encoded_size(&self) -> usize {
         record_size(self.name.len())
     }
@@ -167,6 +170,7 @@ impl<'a> IoEvent<'a> {
     /// they go without a buffer of [`MAX_IO_RECORD_SIZE`] bytes (the
     /// collector, on the program's stack): the fixed part, the path bytes
     /// kept, and how many zeros follow them.
+    #[inline]
     pub fn encode_parts(&self) -> ([u8; IO_RECORD_FIXED_SIZE], &'a [u8], usize) {
         let name = kept_name(self.name);
         let mut fixed = [0u8; IO_RECORD_FIXED_SIZE];
