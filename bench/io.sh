@@ -53,11 +53,11 @@ gprofng_run() {
     done | medians
 }
 
-added() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", a - b}'; }
+added() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%+.1f", a - b}'; }
 show() {
     local label=$1 pread=$2 write=$3
     read -r base_pread base_write <<<"$alone"
-    printf '%-32s pread %7.1f ns (+%s)   write %7.1f ns (+%s)\n' "$label" "$pread" \
+    printf '%-32s pread %7.1f ns (%s)   write %7.1f ns (%s)\n' "$label" "$pread" \
         "$(added "$pread" "$base_pread")" "$write" "$(added "$write" "$base_write")"
 }
 

@@ -187,9 +187,11 @@ fn record(call: Call<'_>, start: u64, end: u64) {
     let recorded = heap::record_io(end, |cursor, tid, stack_id| {
         let (fixed, name, padding) = IoEvent { stack_id, ..event }.encode_parts();
         state::IO.append(cursor, &state::BUDGET, tid, end, size, |writer| {
+            // Most calls name no file: their record is the fixed part.
             writer.push_bytes(&fixed)
-                && writer.push_bytes(name)
-                && writer.push_bytes(&ZEROS[..padding.min(ZEROS.len())])
+                && (name.is_empty()
+                    || (writer.push_bytes(name)
+                        && writer.push_bytes(&ZEROS[..padding.min(ZEROS.len())])))
         })
     });
     if let Err(err) = recorded {
