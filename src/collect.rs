@@ -48,6 +48,10 @@ pub struct CollectOptions {
     /// semaphore, join or barrier at least that long, with its stack.
     #[arg(short = 's', value_name = "on|off|calibrate|all|US")]
     synctrace: Option<String>,
+    /// I/O tracing: on or off (default): every file I/O call (open, read, write, seek, sync,
+    /// close, fopen, fread, fwrite, ...) with its bytes, time and stack.
+    #[arg(short = 'i', value_name = "on|off")]
+    iotrace: Option<String>,
     /// Follow descendants (fork, exec): on (default) or off.
     #[arg(short = 'F', value_name = "on|off")]
     follow: Option<String>,
@@ -203,6 +207,9 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
                 settings.synctrace = true;
             }
         }
+    }
+    if let Some(iotrace) = &options.iotrace {
+        settings.iotrace = on_off("-i", iotrace)?;
     }
     if let Some(limit) = &options.limit {
         settings.limit = match limit.parse::<u64>() {

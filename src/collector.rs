@@ -42,6 +42,8 @@ pub struct Settings {
     pub synctrace: bool,
     /// The wait a call must reach to be recorded (`collector synctrace threshold`).
     pub sync_threshold: SyncThreshold,
+    /// I/O tracing (`collector iotrace on`, `collect -i on`).
+    pub iotrace: bool,
 }
 
 impl Default for Settings {
@@ -66,6 +68,7 @@ impl Default for Settings {
             heaptrace: false,
             synctrace: false,
             sync_threshold: SyncThreshold::Calibrate,
+            iotrace: false,
         }
     }
 }
@@ -132,7 +135,7 @@ impl Settings {
                 (true, SyncThreshold::Calibrate) => SyncTrace::Calibrate,
                 (true, SyncThreshold::Microseconds(us)) => SyncTrace::ThresholdUs(us),
             },
-            iotrace: false,
+            iotrace: self.iotrace,
             offcpu: false,
         }
         .to_config_string()
@@ -188,6 +191,12 @@ impl Settings {
             line(format!(
                 "synctrace: {}, threshold {threshold}",
                 if self.synctrace { "on" } else { "off" }
+            ));
+        }
+        if all || what == ShowWhat::IoTrace {
+            line(format!(
+                "iotrace: {}",
+                if self.iotrace { "on" } else { "off" }
             ));
         }
 
@@ -443,7 +452,8 @@ mod tests {
         assert_eq!(
             config,
             "expt=/tmp/x%20y.er;founder=/tmp/x%20y.er;pid=42;mode=collect;profile=10000000;depth=256;\
-             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0;synctrace=off"
+             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0;synctrace=off;\
+             iotrace=0;offcpu=0"
         );
         let traced = Settings {
             synctrace: true,
@@ -451,7 +461,17 @@ mod tests {
             ..Settings::default()
         };
         let config = traced.config(Path::new("/e.er"), 1, Mode::Collect);
-        assert!(config.ends_with(";heaptrace=0;synctrace=1000"), "{config}");
+        assert!(config.contains(";heaptrace=0;synctrace=1000;"), "{config}");
+        let io = Settings {
+            iotrace: true,
+            ..Settings::default()
+        };
+        let config = io.config(Path::new("/e.er"), 1, Mode::Collect);
+        assert!(config.contains(";iotrace=1"), "{config}");
+        assert!(
+            experiment::Config::parse(&config).unwrap().iotrace,
+            "{config}"
+        );
     }
 
     #[test]

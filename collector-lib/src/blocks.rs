@@ -166,8 +166,7 @@ impl BlockFile {
         self.generation.fetch_add(1, Ordering::AcqRel);
         let old = self.fd.swap(fd, Ordering::AcqRel);
         if old >= 0 {
-            // SAFETY: old was ours.
-            unsafe { libc::close(old) };
+            crate::sys::close_raw(old);
         }
     }
 
@@ -182,8 +181,7 @@ impl BlockFile {
         }
         let old = self.fd.swap(-1, Ordering::AcqRel);
         if old >= 0 {
-            // SAFETY: old was ours.
-            unsafe { libc::close(old) };
+            crate::sys::close_raw(old);
         }
     }
 
@@ -320,15 +318,7 @@ fn write_zeros(fd: i32, offset: i64) -> Result<(), WriteError> {
     static ZEROS: [u8; BLOCK_SIZE] = [0; BLOCK_SIZE];
     let mut done = 0usize;
     while done < BLOCK_SIZE {
-        // SAFETY: writing from a static buffer of BLOCK_SIZE bytes.
-        let n = unsafe {
-            libc::pwrite(
-                fd,
-                ZEROS[done..].as_ptr().cast(),
-                BLOCK_SIZE - done,
-                offset + done as i64,
-            )
-        };
+        let n = crate::sys::pwrite_raw(fd, &ZEROS[done..], offset + done as i64);
         if n <= 0 {
             return Err(WriteError::Disk);
         }

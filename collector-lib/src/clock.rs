@@ -90,8 +90,7 @@ pub fn choose(interval_ns: u64, allow_trap: bool) -> (ClockKind, Option<u64>) {
             continue;
         }
         if let Some(fd) = open_perf(tid, interval_ns, delivery) {
-            // SAFETY: our descriptor.
-            unsafe { libc::close(fd) };
+            crate::sys::close_raw(fd);
             KIND.store(kind, Ordering::Relaxed);
             return (ClockKind::PerfEvent, None);
         }
@@ -177,8 +176,7 @@ impl ClockSource {
                     unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1 << 30) };
                     return true;
                 }
-                // SAFETY: ours.
-                unsafe { libc::close(fd) };
+                crate::sys::close_raw(fd);
             }
         }
         self.arm_posix(tid, interval)
@@ -222,8 +220,7 @@ impl ClockSource {
         let fd = self.perf_fd.swap(-1, Ordering::AcqRel);
         if fd >= 0 {
             mark_fd(fd, false);
-            // SAFETY: ours.
-            unsafe { libc::close(fd) };
+            crate::sys::close_raw(fd);
         }
         if self.has_timer.swap(0, Ordering::AcqRel) == 1 {
             let timer = self.timer.load(Ordering::Acquire) as libc::timer_t;
@@ -238,8 +235,8 @@ impl ClockSource {
         let fd = self.perf_fd.swap(-1, Ordering::AcqRel);
         if fd >= 0 {
             mark_fd(fd, false);
-            // SAFETY: the child's copy of the descriptor.
-            unsafe { libc::close(fd) };
+            // The child's copy of the descriptor.
+            crate::sys::close_raw(fd);
         }
         self.has_timer.store(0, Ordering::Release);
     }

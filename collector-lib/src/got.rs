@@ -1,11 +1,11 @@
-//! Heap and sync tracing in a process the collector was loaded into while
-//! running (an injected dlopen: nothing of ours is interposed). Every
-//! loaded object calls the malloc family (and the pthread wait family)
-//! through its own GOT entries (PLT jump slots and GLOB_DAT for
+//! Heap, sync and I/O tracing in a process the collector was loaded into
+//! while running (an injected dlopen: nothing of ours is interposed). Every
+//! loaded object calls the malloc family (and the pthread wait family, and
+//! the file I/O functions) through its own GOT entries (PLT jump slots and GLOB_DAT for
 //! address-taken uses); pointing those entries at the collector's hooks
 //! makes the program's calls ours from the next call on. Each set of
-//! functions is patched and restored on its own: heap and sync tracing
-//! are turned on and off independently. The original entries are kept and written back when tracing
+//! functions is patched and restored on its own: heap, sync and I/O
+//! tracing are turned on and off independently. The original entries are kept and written back when tracing
 //! stops. heaptrack does this with gdb's help; the collector does it
 //! from inside.
 //!
@@ -17,7 +17,7 @@
 //! Ordinary context only (mprotect, dl_iterate_phdr, the loader's lock).
 
 use crate::real::Real;
-use crate::{heap, log, sync};
+use crate::{heap, io, log, sync};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
 
@@ -74,12 +74,14 @@ const R_X86_64_JUMP_SLOT: u32 = 7;
 pub enum Set {
     Heap,
     Sync,
+    Io,
 }
 
 fn targets(set: Set) -> Vec<Target> {
     match set {
         Set::Heap => heap::got_targets(),
         Set::Sync => sync::got_targets(),
+        Set::Io => io::got_targets(),
     }
 }
 
@@ -97,17 +99,18 @@ struct Patches {
     objects: Vec<usize>,
 }
 
-static PATCHES: [Mutex<Patches>; 2] = [const {
+static PATCHES: [Mutex<Patches>; 3] = [const {
     Mutex::new(Patches {
         entries: Vec::new(),
         objects: Vec::new(),
     })
-}; 2];
+}; 3];
 
 fn patches(set: Set) -> std::sync::MutexGuard<'static, Patches> {
     let index = match set {
         Set::Heap => 0,
         Set::Sync => 1,
+        Set::Io => 2,
     };
     PATCHES[index].lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -52,6 +52,9 @@ static ORDER: AtomicU64 = AtomicU64::new(1);
 static UNRECORDED: AtomicU64 = AtomicU64::new(0);
 /// Events of threads whose slot was freed.
 static EVENTS_OF_GONE_THREADS: AtomicU64 = AtomicU64::new(0);
+/// The same two counts for I/O calls (io.rs).
+static IO_UNRECORDED: AtomicU64 = AtomicU64::new(0);
+static IO_CALLS_OF_GONE_THREADS: AtomicU64 = AtomicU64::new(0);
 
 /// The text of libcollector.so itself: frames there are the hooks', not
 /// the program's, and are cut from recorded stacks.
@@ -73,8 +76,10 @@ const TOMBSTONE: usize = usize::MAX;
 struct Owned {
     events: Cursor,
     /// The thread's block of the `sync` file (sync.rs records through
-    /// this slot too: one busy flag guards both kinds of hook).
+    /// this slot too: one busy flag guards every kind of hook).
     sync_events: Cursor,
+    /// The thread's block of the `io` file (io.rs, the same).
+    io_events: Cursor,
     stacks: Cursor,
     delta: HeapDelta,
     stack_cache: StackCache,
@@ -122,6 +127,8 @@ struct Slot {
     busy: AtomicBool,
     /// Events recorded; written by the slot's thread only.
     events: AtomicU64,
+    /// I/O calls recorded (io.rs); written by the slot's thread only.
+    io_calls: AtomicU64,
     /// The thread's walk memo and buffers, mapped at its first record
     /// (tens of KiB: not in every slot of the static table).
     walk: AtomicPtr<WalkSpace>,
@@ -139,10 +146,12 @@ impl Slot {
             tid: AtomicI32::new(0),
             busy: AtomicBool::new(false),
             events: AtomicU64::new(0),
+            io_calls: AtomicU64::new(0),
             walk: AtomicPtr::new(std::ptr::null_mut()),
             owned: UnsafeCell::new(Owned {
                 events: Cursor::new(),
                 sync_events: Cursor::new(),
+                io_events: Cursor::new(),
                 stacks: Cursor::new(),
                 delta: HeapDelta::block_start(0),
                 stack_cache: StackCache::new(),
@@ -242,10 +251,13 @@ fn retire_thread(slot: &Slot) {
     let owned = unsafe { &mut *slot.owned.get() };
     state::HEAP.retire(&mut owned.events);
     state::SYNC.retire(&mut owned.sync_events);
+    state::IO.retire(&mut owned.io_events);
     state::STACKS.retire(&mut owned.stacks);
     owned.stack_cache = StackCache::new();
     let events = slot.events.swap(0, Ordering::Relaxed);
     EVENTS_OF_GONE_THREADS.fetch_add(events, Ordering::Relaxed);
+    let io_calls = slot.io_calls.swap(0, Ordering::Relaxed);
+    IO_CALLS_OF_GONE_THREADS.fetch_add(io_calls, Ordering::Relaxed);
 }
 
 /// Holds a slot's `busy` flag; the owned state is ours meanwhile.
@@ -384,9 +396,11 @@ pub fn forget_after_fork() {
             let owned = unsafe { &mut *slot.owned.get() };
             owned.events.release();
             owned.sync_events.release();
+            owned.io_events.release();
             owned.stacks.release();
             owned.stack_cache = StackCache::new();
             slot.events.store(0, Ordering::Relaxed);
+            slot.io_calls.store(0, Ordering::Relaxed);
             slot.busy.store(false, Ordering::Release);
             slot.thread.store(TOMBSTONE, Ordering::Release);
         }
@@ -628,6 +642,52 @@ pub(crate) fn record_sync(
     timestamp_ns: u64,
     write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
+    record_hooked(timestamp_ns, Hooked::Sync, write)
+}
+
+/// The kinds of hook that record through a thread's slot besides the
+/// heap's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hooked {
+    Sync,
+    Io,
+}
+
+/// [`record_sync`] for the I/O hooks (io.rs): the thread's `io` cursor.
+/// Counts the calls recorded, and those not recorded because the thread
+/// was inside a hook already (the collector's own calls never come here:
+/// they are raw system calls).
+pub(crate) fn record_io(
+    timestamp_ns: u64,
+    write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
+) -> Result<bool, WriteError> {
+    let recorded = record_hooked(timestamp_ns, Hooked::Io, write);
+    if recorded == Ok(false) {
+        IO_UNRECORDED.fetch_add(1, Ordering::Relaxed);
+    }
+    recorded
+}
+
+/// I/O calls recorded (every thread's, gone ones too) and calls seen but
+/// not recorded, for the `io_totals` line.
+pub fn io_counts() -> (u64, u64) {
+    let live: u64 = SLOTS
+        .iter()
+        .map(|s| s.io_calls.load(Ordering::Relaxed))
+        .sum();
+    (
+        live + IO_CALLS_OF_GONE_THREADS.load(Ordering::Relaxed),
+        IO_UNRECORDED.load(Ordering::Relaxed),
+    )
+}
+
+/// A hook's record: the stack walked and written, then `write` with the
+/// thread's cursor of `kind`'s file (see [`record_sync`]).
+fn record_hooked(
+    timestamp_ns: u64,
+    kind: Hooked,
+    write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
+) -> Result<bool, WriteError> {
     let Some(mut busy) = Busy::enter() else {
         return Ok(false);
     };
@@ -642,7 +702,15 @@ pub(crate) fn record_sync(
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
     let pcs = &space.pcs[first..depth];
     let id = state::record_stack(&mut owned.stacks, tid, timestamp_ns, status, pcs)?;
-    write(&mut owned.sync_events, tid, id)?;
+    match kind {
+        Hooked::Sync => write(&mut owned.sync_events, tid, id)?,
+        Hooked::Io => {
+            write(&mut owned.io_events, tid, id)?;
+            // Still busy: no handler of this thread counts meanwhile.
+            let calls = slot.io_calls.load(Ordering::Relaxed);
+            slot.io_calls.store(calls + 1, Ordering::Relaxed);
+        }
+    }
     Ok(true)
 }
 

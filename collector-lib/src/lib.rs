@@ -18,6 +18,7 @@ mod clock;
 mod got;
 mod heap;
 mod interpose;
+mod io;
 mod lifecycle;
 mod log;
 mod numbers;

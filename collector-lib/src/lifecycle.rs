@@ -16,7 +16,7 @@
 //! Data is recorded only while Active and not paused, and only the kinds
 //! whose bit is on: `clock` (clock profiling wanted and still possible),
 //! `heap` (heap tracing wanted, set up, and still possible), `sync` (sync
-//! wait tracing, the same).
+//! wait tracing, the same), `io` (I/O tracing, the same).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -37,6 +37,7 @@ const HEAP: u32 = 1 << 4;
 /// interposed. Set while Idle, for the next experiment.
 const LIVE: u32 = 1 << 5;
 const SYNC: u32 = 1 << 6;
+const IO: u32 = 1 << 8;
 
 static WORD: AtomicU32 = AtomicU32::new(0);
 
@@ -141,6 +142,15 @@ pub fn sync_off() -> bool {
     WORD.fetch_and(!SYNC, Ordering::AcqRel) & SYNC != 0
 }
 
+/// I/O tracing is set up (while Active).
+pub fn io_on() {
+    WORD.fetch_or(IO, Ordering::AcqRel);
+}
+
+pub fn io_off() -> bool {
+    WORD.fetch_and(!IO, Ordering::AcqRel) & IO != 0
+}
+
 pub fn clock_off() -> bool {
     WORD.fetch_and(!CLOCK, Ordering::AcqRel) & CLOCK != 0
 }
@@ -180,6 +190,16 @@ pub fn heap_traced() -> bool {
 /// Whether sync waits are traced: the kind set up (whatever the phase).
 pub fn sync_traced() -> bool {
     WORD.load(Ordering::Acquire) & SYNC != 0
+}
+
+/// Whether file I/O calls are traced: the kind set up (whatever the phase).
+pub fn io_traced() -> bool {
+    WORD.load(Ordering::Acquire) & IO != 0
+}
+
+/// Whether an I/O call is recorded now. One load.
+pub fn recording_io() -> bool {
+    recording(IO)
 }
 
 /// Whether a sync wait is recorded now. One load.
@@ -222,16 +242,25 @@ mod tests {
         assert!(!recording_sync(), "each kind has its own bit");
         sync_on();
         assert!(recording_sync());
+        assert!(!recording_io(), "each kind has its own bit");
+        io_on();
+        assert!(recording_io() && io_traced());
         assert!(set_paused(true));
         assert!(!set_paused(true));
         assert!(!recording_clock() && !recording_heap() && !recording_sync());
+        assert!(!recording_io(), "paused: nothing recorded");
         assert!(set_paused(false));
+        assert!(io_off());
+        assert!(!io_off(), "said once");
+        assert!(!recording_io() && recording_sync());
+        io_on();
         assert!(clock_off());
         assert!(!clock_off(), "said once");
         assert!(!recording_clock() && recording_heap());
         assert!(begin_stop());
         assert!(!recording_heap(), "nothing recorded while stopping");
         assert!(!recording_sync(), "nothing recorded while stopping");
+        assert!(!recording_io(), "nothing recorded while stopping");
         finish_stop();
         assert_eq!(phase(), Phase::Idle);
         assert!(live(), "live is the process's, kept across experiments");

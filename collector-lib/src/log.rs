@@ -16,8 +16,7 @@ pub const LINE_MAX: usize = 4096;
 pub fn open(fd: i32) {
     let old = LOG_FD.swap(fd, Ordering::AcqRel);
     if old >= 0 {
-        // SAFETY: ours.
-        unsafe { libc::close(old) };
+        sys::close_raw(old);
     }
 }
 

@@ -141,6 +141,123 @@ pub const SYNC: [&Real; 17] = [
     &PTHREAD_BARRIER_WAIT,
 ];
 
+pub static OPEN: Real = Real::new(c"open");
+pub static OPEN64: Real = Real::new(c"open64");
+pub static OPENAT: Real = Real::new(c"openat");
+pub static OPENAT64: Real = Real::new(c"openat64");
+pub static CREAT: Real = Real::new(c"creat");
+pub static CREAT64: Real = Real::new(c"creat64");
+pub static CLOSE: Real = Real::new(c"close");
+pub static READ: Real = Real::new(c"read");
+pub static WRITE: Real = Real::new(c"write");
+pub static PREAD: Real = Real::new(c"pread");
+pub static PREAD64: Real = Real::new(c"pread64");
+pub static PWRITE: Real = Real::new(c"pwrite");
+pub static PWRITE64: Real = Real::new(c"pwrite64");
+pub static READV: Real = Real::new(c"readv");
+pub static WRITEV: Real = Real::new(c"writev");
+pub static PREADV: Real = Real::new(c"preadv");
+pub static PREADV64: Real = Real::new(c"preadv64");
+pub static PWRITEV: Real = Real::new(c"pwritev");
+pub static PWRITEV64: Real = Real::new(c"pwritev64");
+pub static LSEEK: Real = Real::new(c"lseek");
+pub static LSEEK64: Real = Real::new(c"lseek64");
+pub static FSYNC: Real = Real::new(c"fsync");
+pub static FDATASYNC: Real = Real::new(c"fdatasync");
+pub static DUP: Real = Real::new(c"dup");
+pub static DUP2: Real = Real::new(c"dup2");
+pub static DUP3: Real = Real::new(c"dup3");
+pub static SENDFILE: Real = Real::new(c"sendfile");
+pub static SENDFILE64: Real = Real::new(c"sendfile64");
+pub static COPY_FILE_RANGE: Real = Real::new(c"copy_file_range");
+pub static FOPEN: Real = Real::new(c"fopen");
+pub static FOPEN64: Real = Real::new(c"fopen64");
+pub static FDOPEN: Real = Real::new(c"fdopen");
+pub static FREOPEN: Real = Real::new(c"freopen");
+pub static FREOPEN64: Real = Real::new(c"freopen64");
+pub static FCLOSE: Real = Real::new(c"fclose");
+pub static FREAD: Real = Real::new(c"fread");
+pub static FWRITE: Real = Real::new(c"fwrite");
+pub static FGETS: Real = Real::new(c"fgets");
+pub static FPUTS: Real = Real::new(c"fputs");
+pub static PUTS: Real = Real::new(c"puts");
+pub static FFLUSH: Real = Real::new(c"fflush");
+pub static FSEEK: Real = Real::new(c"fseek");
+pub static FSEEKO: Real = Real::new(c"fseeko");
+pub static FSEEKO64: Real = Real::new(c"fseeko64");
+pub static GETLINE: Real = Real::new(c"getline");
+pub static GETDELIM: Real = Real::new(c"getdelim");
+// The fortified forms (-D_FORTIFY_SOURCE, the default of many compilers at
+// -O1 and up) the program calls instead when the buffer size is known.
+pub static READ_CHK: Real = Real::new(c"__read_chk");
+pub static PREAD_CHK: Real = Real::new(c"__pread_chk");
+pub static PREAD64_CHK: Real = Real::new(c"__pread64_chk");
+pub static FREAD_CHK: Real = Real::new(c"__fread_chk");
+pub static FGETS_CHK: Real = Real::new(c"__fgets_chk");
+pub static OPEN_2: Real = Real::new(c"__open_2");
+pub static OPEN64_2: Real = Real::new(c"__open64_2");
+pub static OPENAT_2: Real = Real::new(c"__openat_2");
+pub static OPENAT64_2: Real = Real::new(c"__openat64_2");
+
+/// The file I/O functions (I/O tracing's hooks forward to these).
+pub const IO: [&Real; 55] = [
+    &OPEN,
+    &OPEN64,
+    &OPENAT,
+    &OPENAT64,
+    &CREAT,
+    &CREAT64,
+    &CLOSE,
+    &READ,
+    &WRITE,
+    &PREAD,
+    &PREAD64,
+    &PWRITE,
+    &PWRITE64,
+    &READV,
+    &WRITEV,
+    &PREADV,
+    &PREADV64,
+    &PWRITEV,
+    &PWRITEV64,
+    &LSEEK,
+    &LSEEK64,
+    &FSYNC,
+    &FDATASYNC,
+    &DUP,
+    &DUP2,
+    &DUP3,
+    &SENDFILE,
+    &SENDFILE64,
+    &COPY_FILE_RANGE,
+    &FOPEN,
+    &FOPEN64,
+    &FDOPEN,
+    &FREOPEN,
+    &FREOPEN64,
+    &FCLOSE,
+    &FREAD,
+    &FWRITE,
+    &FGETS,
+    &FPUTS,
+    &PUTS,
+    &FFLUSH,
+    &FSEEK,
+    &FSEEKO,
+    &FSEEKO64,
+    &GETLINE,
+    &GETDELIM,
+    &READ_CHK,
+    &PREAD_CHK,
+    &PREAD64_CHK,
+    &FREAD_CHK,
+    &FGETS_CHK,
+    &OPEN_2,
+    &OPEN64_2,
+    &OPENAT_2,
+    &OPENAT64_2,
+];
+
 /// Resolves every pointer now, outside any signal handler.
 pub fn resolve_all() {
     for real in [
@@ -155,6 +272,7 @@ pub fn resolve_all() {
     .into_iter()
     .chain(ALLOCATOR)
     .chain(SYNC)
+    .chain(IO)
     {
         real.address();
     }

@@ -9,10 +9,10 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    heap, lifecycle, log, numbers, objects, profile, samples, sync, sys, threads, unwind, watch,
+    heap, io, lifecycle, log, numbers, objects, profile, samples, sync, sys, threads, unwind, watch,
 };
 use experiment::layout::{
-    SampleCause, KIND_HEAP, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
+    SampleCause, KIND_HEAP, KIND_IO, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -25,6 +25,7 @@ pub static PROFILE: BlockFile = BlockFile::new(KIND_PROFILE);
 pub static STACKS: BlockFile = BlockFile::new(KIND_STACKS);
 pub static HEAP: BlockFile = BlockFile::new(KIND_HEAP);
 pub static SYNC: BlockFile = BlockFile::new(KIND_SYNC);
+pub static IO: BlockFile = BlockFile::new(KIND_IO);
 pub static BUDGET: Budget = Budget::new();
 
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
@@ -235,7 +236,8 @@ fn start_steps(
     let lineage = lineage_of(&config.founder, &expt);
     let heaptrace = config.heaptrace;
     let synctrace = config.synctrace.is_on();
-    open_files(&expt, heaptrace, synctrace)?;
+    let iotrace = config.iotrace;
+    open_files(&expt, heaptrace, synctrace, iotrace)?;
     config.expt = expt.clone();
     config.pid = sys::getpid() as u32;
     BUDGET.limit.store(config.limit_bytes, Ordering::Relaxed);
@@ -266,10 +268,13 @@ fn start_steps(
         sync_threshold.map(|t| t.threshold_ns),
     );
     if live() {
-        write_kinds_line(config.profile_ns > 0, heaptrace, synctrace);
+        write_kinds_line(config.profile_ns > 0, heaptrace, synctrace, iotrace);
     }
     if heaptrace {
         heap::prepare();
+    }
+    if iotrace {
+        io::prepare();
     }
     if let Some(threshold) = sync_threshold {
         sync::log_threshold(threshold);
@@ -326,7 +331,7 @@ fn start_steps(
         register_existing_threads();
     }
     if live() {
-        start_live_parts(config.profile_ns > 0 || heaptrace || synctrace);
+        start_live_parts(config.profile_ns > 0 || heaptrace || synctrace || iotrace);
     }
     update_environment(&config, control);
     **control = Some(Current { config, expt });
@@ -336,15 +341,18 @@ fn start_steps(
     if synctrace {
         sync::start_tracing();
     }
+    if iotrace {
+        io::start_tracing();
+    }
     Ok(())
 }
 
 /// The `kinds` line of a live start: what cannot be collected without
 /// interposition, and how new threads are found.
-fn write_kinds_line(profiling: bool, heaptrace: bool, synctrace: bool) {
+fn write_kinds_line(profiling: bool, heaptrace: bool, synctrace: bool, iotrace: bool) {
     let mut available = vec!["clock-profile", "samples"];
     let mut unavailable = Vec::new();
-    for (kind, on) in [("heap", heaptrace), ("sync", synctrace)] {
+    for (kind, on) in [("heap", heaptrace), ("sync", synctrace), ("io", iotrace)] {
         if on {
             available.push(kind);
         } else {
@@ -371,19 +379,17 @@ fn start_live_parts(profiling: bool) {
     }
 }
 
-fn open_files(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), StartError> {
+fn open_files(
+    expt: &Path,
+    heaptrace: bool,
+    synctrace: bool,
+    iotrace: bool,
+) -> Result<(), StartError> {
     let create = |name: &str, flags: i32| -> Result<i32, StartError> {
         let path = expt.join(name);
         let c_path = CString::new(path.as_os_str().as_bytes())
             .map_err(|_| StartError(format!("bad path {}", path.display())))?;
-        // SAFETY: NUL-terminated path.
-        let fd = unsafe {
-            libc::open(
-                c_path.as_ptr(),
-                flags | libc::O_CLOEXEC | libc::O_CREAT,
-                0o644,
-            )
-        };
+        let fd = sys::open_raw(&c_path, flags | libc::O_CLOEXEC | libc::O_CREAT, 0o644);
         if fd < 0 {
             return Err(StartError(format!(
                 "cannot create {}: {}",
@@ -406,7 +412,12 @@ fn open_files(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), Start
     } else {
         None
     };
-    write_manifest(expt, heaptrace, synctrace)?;
+    let io_fd = if iotrace {
+        Some(create("io", libc::O_RDWR | libc::O_TRUNC)?)
+    } else {
+        None
+    };
+    write_manifest(expt, heaptrace, synctrace, iotrace)?;
     log::open(log_fd);
     PROFILE.open(profile_fd);
     STACKS.open(stacks_fd);
@@ -416,10 +427,18 @@ fn open_files(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), Start
     if let Some(fd) = sync_fd {
         SYNC.open(fd);
     }
+    if let Some(fd) = io_fd {
+        IO.open(fd);
+    }
     Ok(())
 }
 
-fn write_manifest(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), StartError> {
+fn write_manifest(
+    expt: &Path,
+    heaptrace: bool,
+    synctrace: bool,
+    iotrace: bool,
+) -> Result<(), StartError> {
     let mut files = String::from("log,profile,stacks");
     let mut kinds = String::from("clock-profile");
     if heaptrace {
@@ -429,6 +448,10 @@ fn write_manifest(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), S
     if synctrace {
         files.push_str(",sync");
         kinds.push_str(",sync-trace");
+    }
+    if iotrace {
+        files.push_str(",io");
+        kinds.push_str(",io-trace");
     }
     let created_by = format!("libcollector {}", crate::VERSION);
     let mut buf = [0u8; 512];
@@ -491,6 +514,7 @@ fn write_start_line(
         if let Some(threshold) = sync_threshold_ns {
             line.u64("synctrace", threshold);
         }
+        line.u64("iotrace", u64::from(config.iotrace));
     });
 }
 
@@ -771,16 +795,24 @@ pub fn stop() -> bool {
     watch::stop();
     heap::stop_tracing();
     sync::stop_tracing();
+    io::stop_tracing();
     heap::forget_current_thread();
     for slot in threads::registered() {
         slot.clock.disarm();
     }
     heap::log_totals();
+    if control
+        .as_ref()
+        .is_some_and(|current| current.config.iotrace)
+    {
+        io::log_totals();
+    }
     log::write("end", |_| {});
     PROFILE.close();
     STACKS.close();
     HEAP.close();
     SYNC.close();
+    IO.close();
     log::close();
     *control = None;
     lifecycle::finish_stop();
@@ -852,6 +884,7 @@ fn forget_parent_experiment() {
     STACKS.close_after_fork();
     HEAP.close_after_fork();
     SYNC.close_after_fork();
+    IO.close_after_fork();
     log::close();
     crate::interpose::restore_mask(blocked);
 }

@@ -150,11 +150,69 @@ pub fn current_cpu() -> Option<u16> {
     u16::try_from(cpu).ok()
 }
 
+// ---- the collector's own file I/O ----------------------------------------
+// Raw system calls, never libc's functions: a preloaded collector exports
+// `open`, `read`, `write`, `close`, ... (I/O tracing), and a call from
+// inside the library to libc's name would reach that export, so the
+// collector's own log lines, block files and /proc reads would be traced
+// as the program's. errno is set as libc's functions set it.
+
+/// The result of a raw system call as libc's wrappers give it: glibc's
+/// `syscall()` already returns -1 with errno set on failure.
+fn raw_result(result: libc::c_long) -> isize {
+    result as isize
+}
+
+/// open(2) as a raw system call (openat relative to the working directory).
+pub fn open_raw(path: &CStr, flags: i32, mode: u32) -> i32 {
+    // SAFETY: a NUL-terminated path; the kernel checks the rest.
+    raw_result(unsafe {
+        libc::syscall(
+            libc::SYS_openat,
+            libc::AT_FDCWD as libc::c_long,
+            path.as_ptr(),
+            flags as libc::c_long,
+            mode as libc::c_long,
+        )
+    }) as i32
+}
+
+/// read(2) as a raw system call.
+pub fn read_raw(fd: i32, buf: &mut [u8]) -> isize {
+    // SAFETY: `buf` is writable for its length.
+    raw_result(unsafe { libc::syscall(libc::SYS_read, fd, buf.as_mut_ptr(), buf.len()) })
+}
+
+/// write(2) as a raw system call.
+pub fn write_raw(fd: i32, bytes: &[u8]) -> isize {
+    // SAFETY: the pointer and length describe `bytes`.
+    raw_result(unsafe { libc::syscall(libc::SYS_write, fd, bytes.as_ptr(), bytes.len()) })
+}
+
+/// pwrite(2) as a raw system call.
+pub fn pwrite_raw(fd: i32, bytes: &[u8], offset: i64) -> isize {
+    // SAFETY: the pointer and length describe `bytes`.
+    raw_result(unsafe {
+        libc::syscall(libc::SYS_pwrite64, fd, bytes.as_ptr(), bytes.len(), offset)
+    })
+}
+
+/// lseek(2) as a raw system call.
+pub fn lseek_raw(fd: i32, offset: i64, whence: i32) -> i64 {
+    // SAFETY: plain system call on a descriptor.
+    raw_result(unsafe { libc::syscall(libc::SYS_lseek, fd, offset, whence) }) as i64
+}
+
+/// close(2) as a raw system call.
+pub fn close_raw(fd: i32) -> i32 {
+    // SAFETY: plain system call; closing a descriptor the caller owns.
+    raw_result(unsafe { libc::syscall(libc::SYS_close, fd) }) as i32
+}
+
 /// Writes all of `bytes` to `fd`, retrying on EINTR and short writes.
 pub fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
     while !bytes.is_empty() {
-        // SAFETY: the pointer and length describe `bytes`.
-        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        let n = write_raw(fd, bytes);
         if n < 0 {
             if errno() == libc::EINTR {
                 continue;
@@ -170,18 +228,16 @@ pub fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
 }
 
 /// Reads a whole small file (e.g. /proc/self/statm) into `buf` with raw
-/// open/read/close; returns the bytes read.
+/// open/read/close system calls; returns the bytes read.
 pub fn read_small_file<'a>(path: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
-    // SAFETY: path is NUL-terminated.
-    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = open_raw(path, libc::O_RDONLY | libc::O_CLOEXEC, 0);
     if fd < 0 {
         return None;
     }
     let mut len = 0;
     while len < buf.len() {
         let rest = buf.get_mut(len..)?;
-        // SAFETY: rest is a valid writable buffer.
-        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        let n = read_raw(fd, rest);
         if n < 0 && errno() == libc::EINTR {
             continue;
         }
@@ -190,8 +246,7 @@ pub fn read_small_file<'a>(path: &CStr, buf: &'a mut [u8]) -> Option<&'a [u8]> {
         }
         len += n as usize;
     }
-    // SAFETY: fd is ours.
-    unsafe { libc::close(fd) };
+    close_raw(fd);
     buf.get(..len)
 }
 

@@ -123,13 +123,11 @@ fn watch(generation: u64, number: u32) {
     let me = sys::gettid();
     WATCHER_TID.store(me, Ordering::Release);
     announce(generation, me, number);
-    // SAFETY: NUL-terminated path.
-    let dir = unsafe {
-        libc::open(
-            c"/proc/self/task".as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
+    let dir = sys::open_raw(
+        c"/proc/self/task",
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        0,
+    );
     if dir < 0 {
         log::warning("cannot read /proc/self/task: threads created from now on are not profiled");
         return;
@@ -145,12 +143,12 @@ fn watch(generation: u64, number: u32) {
         if objects_changed() {
             crate::heap::follow_new_objects();
             crate::sync::follow_new_objects();
+            crate::io::follow_new_objects();
         }
         // SAFETY: valid timespec; an interruption just shortens the sleep.
         unsafe { libc::nanosleep(&sleep, std::ptr::null_mut()) };
     }
-    // SAFETY: ours.
-    unsafe { libc::close(dir) };
+    sys::close_raw(dir);
     numbers::forget(me);
     let _ = WATCHER_TID.compare_exchange(me, 0, Ordering::AcqRel, Ordering::Acquire);
 }
@@ -158,8 +156,8 @@ fn watch(generation: u64, number: u32) {
 /// The thread ids in /proc/self/task (read again from its start), the
 /// watcher's own excepted. No allocation.
 fn read_tids(dir: i32, tids: &mut [i32]) -> usize {
-    // SAFETY: our descriptor; rewinding a /proc directory lists it anew.
-    if unsafe { libc::lseek(dir, 0, libc::SEEK_SET) } != 0 {
+    // Rewinding a /proc directory lists it anew.
+    if sys::lseek_raw(dir, 0, libc::SEEK_SET) != 0 {
         return 0;
     }
     let me = sys::gettid();

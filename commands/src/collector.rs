@@ -30,6 +30,8 @@ pub enum CollectorCommand {
     HeapTrace(bool),
     /// `synctrace on|off`, `synctrace threshold MICROSECONDS|calibrate|all`.
     SyncTrace(SyncTraceSetting),
+    /// `iotrace on|off`.
+    IoTrace(bool),
     /// `limit MB` in bytes; `None` = no limit (`limit unlimited`).
     Limit(Option<u64>),
     Archive(ArchiveMode),
@@ -136,6 +138,7 @@ pub enum ShowWhat {
     HwProfile,
     SyncTrace,
     HeapTrace,
+    IoTrace,
     Sample,
     Store,
     Limit,
@@ -175,6 +178,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "hwprofile",
     "synctrace",
     "heaptrace",
+    "iotrace",
     "mpitrace",
     "sample",
     "dbxsample",
@@ -234,6 +238,7 @@ impl Sub<'_> {
             "hwprofile" => self.not_yet(TraceKind::HwProfile),
             "synctrace" => self.synctrace().map(CollectorCommand::SyncTrace),
             "heaptrace" => self.on_off().map(CollectorCommand::HeapTrace),
+            "iotrace" => self.on_off().map(CollectorCommand::IoTrace),
             _ => self.not_yet(TraceKind::MpiTrace),
         }
     }
@@ -406,6 +411,7 @@ impl Sub<'_> {
             "hwprofile" => ShowWhat::HwProfile,
             "synctrace" => ShowWhat::SyncTrace,
             "heaptrace" => ShowWhat::HeapTrace,
+            "iotrace" => ShowWhat::IoTrace,
             "sample" => ShowWhat::Sample,
             "store" => ShowWhat::Store,
             "limit" => ShowWhat::Limit,
@@ -614,6 +620,9 @@ mod tests {
             parse_text("synctrace off"),
             Ok(C::SyncTrace(SyncTraceSetting::Off))
         );
+        assert_eq!(parse_text("iotrace on"), Ok(C::IoTrace(true)));
+        assert_eq!(parse_text("iotrace off"), Ok(C::IoTrace(false)));
+        assert_eq!(parse_text("show iotrace"), Ok(C::Show(ShowWhat::IoTrace)));
     }
 
     #[test]
@@ -637,6 +646,8 @@ mod tests {
             ("store", "missing directory"),
             ("show things", "nothing called \"things\""),
             ("heaptrace maybe", "expected on or off"),
+            ("iotrace maybe", "expected on or off"),
+            ("iotrace", "missing on or off"),
             ("synctrace maybe", "expected on, off or threshold"),
             ("synctrace", "missing on, off or threshold"),
             ("synctrace threshold", "missing threshold"),

@@ -513,7 +513,8 @@ static COMMANDS: &[CommandHelp] = &[
         "control the performance collector (see the collector ... entries)",
         "Collect performance data (clock profiles with call stacks, samples) while the program runs \
          under rdbx. Subcommands: enable, disable, pause, resume, profile, hwprofile, synctrace, \
-         heaptrace, mpitrace, sample, dbxsample, limit, archive, store, show, status, version; \
+         heaptrace, iotrace, mpitrace, sample, dbxsample, limit, archive, store, show, status, \
+         version; \
          help collector NAME describes each.",
         "collector enable",
     ),
@@ -591,6 +592,14 @@ static COMMANDS: &[CommandHelp] = &[
         "collector heaptrace on",
     ),
     entry(
+        "collector iotrace",
+        &[],
+        "collector iotrace on|off",
+        "I/O tracing: every file I/O call, with its bytes, time and call stack",
+        "Traces the file I/O calls of the next experiment (off by default; set before collector enable or run), as gprofng collect -i does, for the Read Bytes, Write Bytes, Read Count, Write Count, Other I/O Count and I/O Time metrics: open, openat, creat, close, read, write, pread, pwrite, readv, writev, preadv, pwritev, lseek, fsync, fdatasync, dup, dup2, dup3, sendfile, copy_file_range (and their 64 forms) and the stdio functions fopen, fdopen, freopen, fclose, fread, fwrite, fgets, getline, getdelim, fputs, puts, fflush, fseek, fseeko. Each call is recorded with its descriptor, bytes moved, wall time, whether it failed, thread and call stack, and the path it named (opens). Not traced: the calls the C library makes inside other functions, the printf family, and the per-character fgetc and fputc. In a process rdbx attached to, the GOT entries of these functions are redirected from collector enable until collector disable.",
+        "collector iotrace on",
+    ),
+    entry(
         "collector mpitrace",
         &[],
         "collector mpitrace on|off",
@@ -647,7 +656,7 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "collector show",
         &[],
-        "collector show [all|profile|hwprofile|synctrace|heaptrace|sample|store|limit|archive]",
+        "collector show [all|profile|hwprofile|synctrace|heaptrace|iotrace|sample|store|limit|archive]",
         "show the collector settings",
         "Show the settings that the next experiment will use (all by default).",
         "collector show store",

@@ -135,38 +135,56 @@ pub struct IoEvent<'a> {
 
 /// The path bytes a record keeps of `name`: all of it, or its last
 /// [`MAX_IO_NAME`] bytes.
+#[inline]
 fn kept_name(name: &[u8]) -> &[u8] {
     &name[name.len().saturating_sub(MAX_IO_NAME)..]
 }
 
 /// Bytes of a record with a path of `name_len` bytes.
+#[inline]
 pub fn record_size(name_len: usize) -> usize {
     IO_RECORD_FIXED_SIZE + name_len.min(MAX_IO_NAME).next_multiple_of(8)
 }
 
 impl IoEvent<'_> {
     /// Bytes of this event's record.
+    #[inline]
     pub fn encoded_size(&self) -> usize {
         record_size(self.name.len())
     }
 
     /// Writes the record into `out`; its length, or None when `out` is too short.
     pub fn encode_into(&self, out: &mut [u8]) -> Option<usize> {
-        let name = kept_name(self.name);
-        let size = record_size(name.len());
+        let (fixed, name, padding) = self.encode_parts();
+        let size = IO_RECORD_FIXED_SIZE + name.len() + padding;
         let record = out.get_mut(..size)?;
         record.fill(0);
-        record[0] = self.op.code();
-        record[1] = if self.failed { FLAG_FAILED } else { 0 };
-        record[2..4].copy_from_slice(&(name.len() as u16).to_le_bytes());
-        record[4..8].copy_from_slice(&self.fd.to_le_bytes());
-        record[8..16].copy_from_slice(&self.start_ns.to_le_bytes());
-        record[16..24].copy_from_slice(&self.time_ns.to_le_bytes());
-        record[24..32].copy_from_slice(&self.bytes.to_le_bytes());
-        record[32..40].copy_from_slice(&self.stack_id.to_le_bytes());
-        record[40..44].copy_from_slice(&self.aux_fd.to_le_bytes());
+        record[..IO_RECORD_FIXED_SIZE].copy_from_slice(&fixed);
         record[IO_RECORD_FIXED_SIZE..IO_RECORD_FIXED_SIZE + name.len()].copy_from_slice(name);
         Some(size)
+    }
+}
+
+impl<'a> IoEvent<'a> {
+    /// The record in its three parts, for a writer that copies them where
+    /// they go without a buffer of [`MAX_IO_RECORD_SIZE`] bytes (the
+    /// collector, on the program's stack): the fixed part, the path bytes
+    /// kept, and how many zeros follow them.
+    #[inline]
+    pub fn encode_parts(&self) -> ([u8; IO_RECORD_FIXED_SIZE], &'a [u8], usize) {
+        let name = kept_name(self.name);
+        let mut fixed = [0u8; IO_RECORD_FIXED_SIZE];
+        fixed[0] = self.op.code();
+        fixed[1] = if self.failed { FLAG_FAILED } else { 0 };
+        fixed[2..4].copy_from_slice(&(name.len() as u16).to_le_bytes());
+        fixed[4..8].copy_from_slice(&self.fd.to_le_bytes());
+        fixed[8..16].copy_from_slice(&self.start_ns.to_le_bytes());
+        fixed[16..24].copy_from_slice(&self.time_ns.to_le_bytes());
+        fixed[24..32].copy_from_slice(&self.bytes.to_le_bytes());
+        fixed[32..40].copy_from_slice(&self.stack_id.to_le_bytes());
+        fixed[40..44].copy_from_slice(&self.aux_fd.to_le_bytes());
+        let padding = record_size(name.len()) - IO_RECORD_FIXED_SIZE - name.len();
+        (fixed, name, padding)
     }
 }
 
@@ -248,6 +266,21 @@ mod tests {
                 assert_eq!(size, e.encoded_size());
                 assert_eq!(IoEvent::decode(&buf[..size]), Some((e, size)));
             }
+        }
+    }
+
+    #[test]
+    fn parts_make_the_record() {
+        let mut buf = [0u8; MAX_IO_RECORD_SIZE];
+        for name in [&b""[..], b"/tmp/a", b"/exactly8", b"/tmp/a-longer-name"] {
+            let e = event(IoOp::Write, name);
+            let size = e.encode_into(&mut buf).unwrap();
+            let (fixed, kept, padding) = e.encode_parts();
+            let mut joined = fixed.to_vec();
+            joined.extend_from_slice(kept);
+            joined.resize(joined.len() + padding, 0);
+            assert_eq!(joined, &buf[..size]);
+            assert!(padding < 8);
         }
     }
 

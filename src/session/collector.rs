@@ -91,6 +91,11 @@ impl Session {
                 self.collector_settings.heaptrace = on;
                 Ok(())
             }
+            CollectorCommand::IoTrace(on) => {
+                self.refuse_while_active("iotrace")?;
+                self.collector_settings.iotrace = on;
+                Ok(())
+            }
             CollectorCommand::SyncTrace(setting) => {
                 self.refuse_while_active("synctrace")?;
                 let settings = &mut self.collector_settings;

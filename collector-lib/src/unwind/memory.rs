@@ -167,21 +167,15 @@ pub(crate) fn read_u64_checked(address: u64) -> Option<u64> {
 /// Async-signal-safe: open/read/close system calls and a 4 KiB stack buffer; the lines are
 /// parsed as a stream, so long path names need no line buffer.
 fn find_mapping(address: u64) -> Option<Mapping> {
-    // SAFETY: a constant NUL-terminated path.
-    let fd = unsafe {
-        libc::open(
-            c"/proc/self/maps".as_ptr(),
-            libc::O_RDONLY | libc::O_CLOEXEC,
-        )
-    };
+    // A raw system call: the preloaded collector's own `open` is traced.
+    let fd = crate::sys::open_raw(c"/proc/self/maps", libc::O_RDONLY | libc::O_CLOEXEC, 0);
     if fd < 0 {
         return None;
     }
     let mut parser = MapsParser::new(address);
     let mut buffer = [0u8; 4096];
     let found = loop {
-        // SAFETY: reading into our own buffer of that length.
-        let count = unsafe { libc::read(fd, buffer.as_mut_ptr().cast(), buffer.len()) };
+        let count = crate::sys::read_raw(fd, &mut buffer);
         // SAFETY: errno is thread-local and always readable.
         if count < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
             continue;
@@ -199,8 +193,7 @@ fn find_mapping(address: u64) -> Option<Mapping> {
             break Some(mapping);
         }
     };
-    // SAFETY: closing the descriptor we opened.
-    unsafe { libc::close(fd) };
+    crate::sys::close_raw(fd);
     found
 }
 

@@ -1,0 +1,591 @@
+//! I/O tracing against programs whose I/O is known by construction
+//! (tests/programs/io_known.c: a file written in 8 calls of 100 bytes and
+//! read back with pread, readv and read through a dup, a file written and
+//! read with stdio, a sendfile and a copy_file_range, two failed opens of a
+//! missing file, a second thread's writes, and writes to stdout): every
+//! call is in the `io` file with its op, descriptor, bytes, failed flag,
+//! path and caller; per file, the bytes and calls add up to what the
+//! program did; the program's output is unchanged. Also `collector iotrace`
+//! in the debugger and a collector loaded into a running process
+//! (io_attach.c: the GOT entries are redirected, the calls after
+//! `collector enable` are seen).
+
+mod common;
+
+use common::*;
+use debugger::symbols::ObjectFile;
+use experiment::io::IoOp;
+use experiment::log::Event;
+use experiment::Experiment;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One recorded call, its path owned.
+#[derive(Debug, Clone)]
+struct Call {
+    tid: u32,
+    op: IoOp,
+    failed: bool,
+    fd: i32,
+    aux_fd: i32,
+    start_ns: u64,
+    time_ns: u64,
+    bytes: u64,
+    stack_id: u64,
+    name: String,
+}
+
+fn io_calls(expt: &Experiment) -> Vec<Call> {
+    let mut calls = Vec::new();
+    let stats = expt
+        .for_each_io_event(|r| {
+            calls.push(Call {
+                tid: r.tid,
+                op: r.event.op,
+                failed: r.event.failed,
+                fd: r.event.fd,
+                aux_fd: r.event.aux_fd,
+                start_ns: r.event.start_ns,
+                time_ns: r.event.time_ns,
+                bytes: r.event.bytes,
+                stack_id: r.event.stack_id,
+                name: String::from_utf8_lossy(r.event.name).into_owned(),
+            })
+        })
+        .expect("read the io file");
+    assert_eq!(stats.damaged, 0, "{stats:?}");
+    calls.sort_by_key(|c| c.start_ns);
+    calls
+}
+
+/// The program functions on a stack, leaf first (its leaf frame is the
+/// call in the caller).
+struct Callers {
+    base: u64,
+    program: ObjectFile,
+    stacks: HashMap<u64, experiment::Stack>,
+}
+
+impl Callers {
+    fn of(expt: &Experiment, program: &Path) -> Callers {
+        let log = expt.log().expect("log");
+        let base = log
+            .iter()
+            .find_map(|e| match &e.event {
+                Event::Object { path, base, .. } if path == program => Some(*base),
+                _ => None,
+            })
+            .expect("the program's object line");
+        Callers {
+            base,
+            program: ObjectFile::open(program).expect("open the program"),
+            stacks: expt.stacks().expect("stacks"),
+        }
+    }
+
+    fn functions(&self, stack_id: u64) -> Vec<String> {
+        let Some(stack) = self.stacks.get(&stack_id) else {
+            return Vec::new();
+        };
+        stack
+            .pcs
+            .iter()
+            .filter_map(|&pc| {
+                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
+                self.program.symbol_at(file).map(|s| s.name)
+            })
+            .collect()
+    }
+
+    fn caller(&self, stack_id: u64) -> String {
+        self.functions(stack_id)
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+    }
+}
+
+/// A log line's fields, by event name (the first such line).
+fn log_fields(expt: &Experiment, event: &str) -> Option<HashMap<String, String>> {
+    expt.log()
+        .expect("log")
+        .into_iter()
+        .find_map(|e| match e.event {
+            Event::Other { name, fields } if name == event => Some(fields.into_iter().collect()),
+            _ => None,
+        })
+}
+
+/// What the program said on stderr: its descriptors by name and the
+/// result of its copy_file_range.
+struct Said {
+    fds: HashMap<String, i32>,
+    copied: i64,
+}
+
+fn said(stderr: &str) -> Said {
+    let mut fds = HashMap::new();
+    let mut copied = None;
+    for line in stderr.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words[..] {
+            ["fd", name, fd] => {
+                fds.insert(name.to_string(), fd.parse().expect("fd"));
+            }
+            ["copy_file_range", n] => copied = Some(n.parse().expect("result")),
+            _ => {}
+        }
+    }
+    Said {
+        fds,
+        copied: copied.unwrap_or_else(|| panic!("no copy_file_range line:\n{stderr}")),
+    }
+}
+
+/// Per file (by the path its descriptor was opened with, followed through
+/// dups; `fd N` for descriptors opened before), the bytes and calls of
+/// each class, from the records in time order.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct PerFile {
+    read_bytes: u64,
+    reads: u64,
+    written_bytes: u64,
+    writes: u64,
+    other: u64,
+}
+
+fn per_file(calls: &[Call]) -> BTreeMap<String, PerFile> {
+    let mut open: HashMap<(u32, i32), String> = HashMap::new();
+    let mut files: BTreeMap<String, PerFile> = BTreeMap::new();
+    // Descriptors are the process's: a thread's open is every thread's.
+    let name_of = |open: &HashMap<(u32, i32), String>, fd: i32| -> String {
+        open.get(&(0, fd)).cloned().unwrap_or(format!("fd {fd}"))
+    };
+    for call in calls {
+        let file = name_of(&open, call.fd);
+        match call.op {
+            IoOp::Open if !call.failed => {
+                let name = Path::new(&call.name)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                open.insert((0, call.fd), name.clone());
+                files.entry(name).or_default().other += 1;
+            }
+            IoOp::Dup if !call.failed => {
+                let name = name_of(&open, call.aux_fd);
+                open.insert((0, call.fd), name.clone());
+                files.entry(name).or_default().other += 1;
+            }
+            IoOp::Close => {
+                open.remove(&(0, call.fd));
+                files.entry(file).or_default().other += 1;
+            }
+            IoOp::Read => {
+                let entry = files.entry(file).or_default();
+                entry.reads += 1;
+                entry.read_bytes += call.bytes;
+            }
+            IoOp::Write => {
+                let entry = files.entry(file).or_default();
+                entry.writes += 1;
+                entry.written_bytes += call.bytes;
+            }
+            IoOp::Transfer => {
+                let from = files.entry(name_of(&open, call.aux_fd)).or_default();
+                from.reads += 1;
+                from.read_bytes += call.bytes;
+                let to = files.entry(file).or_default();
+                to.writes += 1;
+                to.written_bytes += call.bytes;
+            }
+            _ => files.entry(file).or_default().other += 1,
+        }
+    }
+    files
+}
+
+fn file(read_bytes: u64, reads: u64, written_bytes: u64, writes: u64, other: u64) -> PerFile {
+    PerFile {
+        read_bytes,
+        reads,
+        written_bytes,
+        writes,
+        other,
+    }
+}
+
+/// The records of io_known against what it did by construction (its
+/// descriptors and its copy_file_range's result from its stderr).
+fn check_known_io(expt: &Experiment, program: &Path, dir: &Path, said: &Said) {
+    assert!(
+        expt.manifest().kinds.iter().any(|k| k == "io-trace"),
+        "{:?}",
+        expt.manifest()
+    );
+    assert!(expt.manifest().files.iter().any(|f| f == "io"));
+    let start = expt
+        .log()
+        .expect("log")
+        .into_iter()
+        .find_map(|e| match e.event {
+            Event::Start(start) => Some(start),
+            _ => None,
+        })
+        .expect("start line");
+    assert!(start.iotrace, "{start:?}");
+    let calls = io_calls(expt);
+    let callers = Callers::of(expt, program);
+    let fd = |name: &str| -> i32 {
+        *said
+            .fds
+            .get(name)
+            .unwrap_or_else(|| panic!("the program names no fd {name}"))
+    };
+    let copied = u64::try_from(said.copied).unwrap_or(0);
+    let copy_calls = 1 + u64::from(said.copied >= 0);
+
+    // Per file: the bytes and calls add up.
+    let expected: BTreeMap<String, PerFile> = [
+        // 8 writes of 100; open, fsync, close (write_a); open, lseek,
+        // dup, dup2, 3 closes (read_a), open and close (copy_c); read:
+        // 4 preads of 100, a readv of 400, a read of 400 and one of 0
+        // through the dup, then what sendfile and copy_file_range took.
+        (
+            "a",
+            file(1200 + 200 + copied, 7 + copy_calls, 800, 8, 3 + 7 + 2),
+        ),
+        // fwrite 150 + fputs 5; fread 150, fgets 5, fgets 155, fgets 0;
+        // 2 fopens, fflush, fseek, 2 fcloses.
+        ("b", file(310, 4, 155, 2, 6)),
+        ("c", file(0, 0, 200 + copied, copy_calls, 2)),
+        ("d", file(0, 0, 192, 3, 2)),
+        // puts of "puts line\n", write of "done\n", fflush(stdout).
+        ("fd 1", file(0, 0, 15, 2, 1)),
+        // The failed open and fopen (not in a file's figures: they made
+        // no descriptor) are below.
+    ]
+    .into_iter()
+    .map(|(name, figures)| (name.to_string(), figures))
+    .collect();
+    let mut found = per_file(&calls);
+    let missing = found.remove("fd -1");
+    assert_eq!(found, expected, "{calls:#?}");
+    assert_eq!(missing, Some(file(0, 0, 0, 0, 2)), "the failed opens");
+
+    // Ops, descriptors, failed flags and callers, call by call.
+    let of = |caller: &str| -> Vec<&Call> {
+        calls
+            .iter()
+            .filter(|c| callers.caller(c.stack_id) == caller)
+            .collect()
+    };
+    let ops = |list: &[&Call]| -> Vec<IoOp> { list.iter().map(|c| c.op).collect() };
+    use IoOp::*;
+    let path = |name: &str| dir.join(name).to_string_lossy().into_owned();
+
+    let write_a = of("write_a");
+    let mut expect = vec![Open];
+    expect.extend([Write; 8]);
+    expect.extend([Sync, Close]);
+    assert_eq!(ops(&write_a), expect, "{write_a:#?}");
+    assert!(write_a.iter().all(|c| c.fd == fd("write_a") && !c.failed));
+    assert_eq!(write_a[0].name, path("a"));
+    assert!(write_a[1..9].iter().all(|c| c.bytes == 100));
+
+    let read_a = of("read_a");
+    assert_eq!(
+        ops(&read_a),
+        vec![Open, Read, Read, Read, Read, Seek, Read, Dup, Read, Read, Dup, Close, Close, Close],
+        "{read_a:#?}"
+    );
+    let (a, copy, high) = (fd("read_a"), fd("read_a_dup"), fd("read_a_dup2"));
+    let described: Vec<(i32, i32, u64)> =
+        read_a.iter().map(|c| (c.fd, c.aux_fd, c.bytes)).collect();
+    assert_eq!(
+        described,
+        vec![
+            (a, -1, 0),
+            (a, -1, 100),
+            (a, -1, 100),
+            (a, -1, 100),
+            (a, -1, 100),
+            (a, -1, 0),
+            (a, -1, 400),
+            (copy, a, 0),
+            (copy, -1, 400),
+            (copy, -1, 0),
+            (high, a, 0),
+            (high, -1, 0),
+            (copy, -1, 0),
+            (a, -1, 0),
+        ]
+    );
+    assert_eq!(high, 100);
+    assert!(
+        read_a.iter().all(|c| !c.failed),
+        "the read at the end of the file is no failure"
+    );
+    assert_eq!(read_a[0].name, path("a"));
+    assert!(read_a[1..].iter().all(|c| c.name.is_empty()));
+
+    let stdio_b = of("stdio_b");
+    assert_eq!(
+        ops(&stdio_b),
+        vec![Open, Write, Write, Sync, Close, Open, Read, Read, Seek, Read, Read, Close],
+        "{stdio_b:#?}"
+    );
+    let (w, r) = (fd("stdio_b_w"), fd("stdio_b_r"));
+    let described: Vec<(i32, u64)> = stdio_b.iter().map(|c| (c.fd, c.bytes)).collect();
+    assert_eq!(
+        described,
+        vec![
+            (w, 0),
+            (w, 150),
+            (w, 5),
+            (w, 0),
+            (w, 0),
+            (r, 0),
+            (r, 150),
+            (r, 5),
+            (r, 0),
+            (r, 155),
+            (r, 0),
+            (r, 0),
+        ]
+    );
+    assert!(stdio_b.iter().all(|c| !c.failed));
+    assert_eq!(
+        (stdio_b[0].name.clone(), stdio_b[5].name.clone()),
+        (path("b"), path("b"))
+    );
+
+    let copy_c = of("copy_c");
+    let (to, from) = (fd("copy_c_to"), fd("copy_c_from"));
+    let described: Vec<(IoOp, i32, i32, u64, bool)> = copy_c
+        .iter()
+        .map(|c| (c.op, c.fd, c.aux_fd, c.bytes, c.failed))
+        .collect();
+    assert_eq!(
+        described,
+        vec![
+            (Open, to, -1, 0, false),
+            (Open, from, -1, 0, false),
+            (Transfer, to, from, 200, false),
+            (Transfer, to, from, copied, said.copied < 0),
+            (Close, from, -1, 0, false),
+            (Close, to, -1, 0, false),
+        ]
+    );
+
+    let missing = of("open_missing");
+    assert_eq!(ops(&missing), vec![Open, Open]);
+    for call in &missing {
+        assert!(call.failed && call.fd == -1, "{call:?}");
+        assert_eq!(call.name, path("missing/none"));
+    }
+    assert_eq!(calls.iter().filter(|c| c.failed).count(), 2, "{calls:#?}");
+
+    let write_d = of("write_d");
+    assert_eq!(ops(&write_d), vec![Open, Write, Write, Write, Close]);
+    assert!(write_d.iter().all(|c| c.fd == fd("write_d")));
+    let main_tid = write_a[0].tid;
+    assert!(
+        write_d.iter().all(|c| c.tid != main_tid),
+        "the other thread's"
+    );
+
+    let done = of("say_done");
+    let described: Vec<(IoOp, i32, u64)> = done.iter().map(|c| (c.op, c.fd, c.bytes)).collect();
+    assert_eq!(described, vec![(Write, 1, 10), (Sync, 1, 0), (Write, 1, 5)]);
+
+    // Every call has a caller of the program's, and is timed.
+    let total = write_a.len()
+        + read_a.len()
+        + stdio_b.len()
+        + copy_c.len()
+        + missing.len()
+        + write_d.len()
+        + done.len();
+    assert_eq!(total, calls.len(), "calls with another caller: {calls:#?}");
+    assert!(calls.iter().all(|c| c.time_ns > 0 && c.start_ns > 0));
+    let totals = log_fields(expt, "io_totals").expect("the io_totals line");
+    assert_eq!(totals["calls"], calls.len().to_string());
+    assert_eq!(totals["unrecorded"], "0");
+}
+
+/// `rdbx collect ARGS io_known DIR` in a scratch directory: the
+/// experiment, stdout, stderr.
+fn collect(name: &str, options: &[&str]) -> (PathBuf, PathBuf, String, String) {
+    let dir = scratch_dir(name);
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-A", "off", "-o", "t.er"])
+        .args(options)
+        .arg(prog("io_known-O0"))
+        .arg(&dir)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    (dir.join("t.er"), dir, stdout, stderr)
+}
+
+#[test]
+fn every_call_is_recorded_with_its_bytes_descriptor_and_caller() {
+    let (path, dir, stdout, stderr) = collect("io-known", &["-i", "on"]);
+    let untraced_dir = scratch_dir("io-untraced");
+    let untraced = Command::new(prog("io_known-O0"))
+        .arg(&untraced_dir)
+        .output()
+        .expect("run io_known");
+    assert_eq!(
+        stdout
+            .lines()
+            .filter(|l| !l.starts_with("rdbx collect"))
+            .collect::<Vec<_>>(),
+        String::from_utf8_lossy(&untraced.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        "the program's output changed"
+    );
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), ["puts line", "done"]);
+    for name in ["a", "b", "c", "d"] {
+        assert_eq!(
+            std::fs::read(dir.join(name)).expect("the traced run's file"),
+            std::fs::read(untraced_dir.join(name)).expect("the untraced run's file"),
+            "{name}"
+        );
+    }
+    let expt = Experiment::open(&path).expect("open the experiment");
+    check_known_io(&expt, &prog("io_known-O0"), &dir, &said(&stderr));
+}
+
+#[test]
+fn off_by_default_and_with_i_off() {
+    for (name, options) in [("io-default", &[][..]), ("io-off", &["-i", "off"][..])] {
+        let (path, _, _, _) = collect(name, options);
+        let expt = Experiment::open(&path).expect("open");
+        assert!(!expt.manifest().kinds.iter().any(|k| k == "io-trace"));
+        assert!(!path.join("io").exists());
+        let log = std::fs::read_to_string(path.join("log")).expect("log");
+        assert!(log.contains(" iotrace=0"), "{log}");
+        assert!(!log.contains(" io_totals "), "{log}");
+    }
+}
+
+#[test]
+fn a_bad_i_value_is_one_line_before_the_program_runs() {
+    let dir = scratch_dir("io-bad");
+    let output = Command::new(rdbx_bin())
+        .args(["collect", "-i", "maybe", "-o", "t.er"])
+        .arg(prog("io_known-O0"))
+        .arg(&dir)
+        .current_dir(&dir)
+        .output()
+        .expect("run rdbx collect");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("-i: expected on or off, got \"maybe\""),
+        "{stderr}"
+    );
+    assert!(!dir.join("t.er").exists());
+    assert!(!dir.join("a").exists(), "the program did not run");
+}
+
+#[test]
+fn collector_iotrace_in_the_debugger() {
+    let program = prog("io_known-O0");
+    let dir = scratch_dir("io-debugger");
+    let run = format!("run {}", dir.display());
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector show iotrace",
+            "collector iotrace on",
+            "collector show iotrace",
+            "collector iotrace maybe",
+            "collector store filename dbx.er",
+            "collector enable",
+            &run,
+        ])
+        .arg(&program)
+        .run();
+    let transcript = out.transcript();
+    assert!(out.has_line("iotrace: off"), "{transcript}");
+    assert!(out.has_line("iotrace: on"), "{transcript}");
+    let errors = out.errors().join("\n");
+    assert!(
+        errors.contains("collector iotrace: expected on or off, got \"maybe\""),
+        "{transcript}"
+    );
+    assert!(out.has_line("done"), "{transcript}");
+    let expt = Experiment::open(dir.join("dbx.er"))
+        .unwrap_or_else(|e| panic!("open dbx.er: {e}\n{transcript}"));
+    check_known_io(&expt, &program, &dir, &said(&out.stderr));
+}
+
+#[test]
+fn io_tracing_after_attach_sees_the_calls_from_then_on() {
+    let program = prog("io_attach-O0");
+    let dir = scratch_dir("io-attach");
+    let run = collect_after_attach(&program, &dir, &["collector iotrace on"]);
+    let target_dir = run.ready.strip_prefix("ready ").expect("ready line");
+    let (rest, transcript) = (run.rest, run.transcript);
+    assert_eq!(rest, "read 128\ndone\n", "{transcript}");
+
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
+    let log = std::fs::read_to_string(dir.join("live.er/log")).expect("log");
+    assert!(
+        log.contains(" kinds available=clock-profile,samples,io unavailable=heap,sync "),
+        "{log}"
+    );
+    let entries: u64 = log_fields(&expt, "io")
+        .and_then(|f| f.get("entries")?.parse().ok())
+        .unwrap_or_else(|| panic!("the io how=got line: {log}"));
+    assert!(entries >= 4, "open, write, read, close at least: {log}");
+    let calls = io_calls(&expt);
+    let callers = Callers::of(&expt, &program);
+    let after = format!("{target_dir}/after");
+    // The calls of after_attach (write_file's from it), none of before's.
+    let described: Vec<(IoOp, u64, bool)> = calls
+        .iter()
+        .filter(|c| {
+            let functions = callers.functions(c.stack_id);
+            functions.iter().any(|f| f == "after_attach")
+        })
+        .map(|c| (c.op, c.bytes, c.failed))
+        .collect();
+    use IoOp::*;
+    assert_eq!(
+        described,
+        vec![
+            (Open, 0, false),
+            (Write, 32, false),
+            (Write, 32, false),
+            (Write, 32, false),
+            (Write, 32, false),
+            (Close, 0, false),
+            (Open, 0, false),
+            (Read, 128, false),
+            (Close, 0, false),
+            (Write, 14, false),
+        ],
+        "{calls:#?}\n{log}"
+    );
+    let opens: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.op == Open)
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(opens, [after.as_str(), after.as_str()]);
+    assert!(
+        !calls.iter().any(|c| c.name.ends_with("/before")),
+        "{calls:#?}"
+    );
+}
