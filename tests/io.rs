@@ -461,6 +461,36 @@ fn every_call_is_recorded_with_its_bytes_descriptor_and_caller() {
     }
     let expt = Experiment::open(&path).expect("open the experiment");
     check_known_io(&expt, &prog("io_known-O0"), &dir, &said(&stderr));
+
+    // The analyzer's ioactivity says the same per file.
+    let output = Command::new(rdbx_bin())
+        .args(["analyze", "--json", "-c", "ioactivity"])
+        .arg(&path)
+        .output()
+        .expect("run rdbx analyze");
+    assert!(output.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let expected = per_file(&io_calls(&expt));
+    for name in ["a", "b", "c", "d"] {
+        let row = doc[0]["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .find(|f| {
+                f["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with(&format!("/{name}")))
+            })
+            .unwrap_or_else(|| panic!("{name} in {doc}"));
+        let got = file(
+            row["read_bytes"].as_u64().unwrap(),
+            row["read_count"].as_u64().unwrap(),
+            row["write_bytes"].as_u64().unwrap(),
+            row["write_count"].as_u64().unwrap(),
+            row["other_io_count"].as_u64().unwrap(),
+        );
+        assert_eq!(Some(&got), expected.get(name), "{name}: {row}");
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::model::*;
 use crate::report::{Context, Report};
 use crate::table::{seconds, Column, Table};
 use commands::MetricName;
-use experiment::io::{IoClass, IoOp};
+use experiment::io::IoOp;
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value as Json};
 
@@ -92,6 +92,10 @@ pub(crate) fn place_calls(
                 }
                 file
             }
+            IoOp::Transfer => {
+                entry.source = current(&mut open, files, aux_fd);
+                current(&mut open, files, entry.fd)
+            }
             _ => current(&mut open, files, entry.fd),
         };
         io.push(entry);
@@ -108,18 +112,57 @@ fn unopened_name(fd: i32) -> String {
     }
 }
 
-/// Sums of the selected calls by a key, with the total.
+/// Sums of the selected calls by a key, with the total, most time first
+/// (ties by key).
 fn sums_by<K: std::hash::Hash + Ord + Copy>(
     model: &Model,
     keep: Keep,
     key: impl Fn(&IoEntry) -> K,
 ) -> (Vec<(K, Value)>, Value) {
+    sums_of_parts(model, keep, |entry, each| {
+        each(key(entry), Value::of_io(entry))
+    })
+}
+
+/// Sums per opening of a file: a transfer's read counts in its source's,
+/// its write (and time) in its destination's.
+fn sums_by_file(model: &Model, keep: Keep) -> (Vec<(u32, Value)>, Value) {
+    sums_of_parts(model, keep, |entry, each| {
+        let whole = Value::of_io(entry);
+        if entry.source == NO_FILE {
+            return each(entry.file, whole);
+        }
+        let read = Value {
+            reads: whole.reads,
+            read_bytes: whole.read_bytes,
+            ..Value::default()
+        };
+        each(entry.source, read);
+        each(
+            entry.file,
+            Value {
+                reads: 0,
+                read_bytes: 0,
+                ..whole
+            },
+        );
+    })
+}
+
+/// Sums of the parts `parts` gives each selected call (a key and a
+/// value, once or more), with the total of the calls.
+fn sums_of_parts<K: std::hash::Hash + Ord + Copy>(
+    model: &Model,
+    keep: Keep,
+    parts: impl Fn(&IoEntry, &mut dyn FnMut(K, Value)),
+) -> (Vec<(K, Value)>, Value) {
     let mut sums: FxHashMap<K, Value> = FxHashMap::default();
     let mut total = Value::default();
     for entry in model.io.iter().filter(|e| keep(&e.as_event())) {
-        let value = Value::of_io(entry);
-        sums.entry(key(entry)).or_default().add(value);
-        total.add(value);
+        total.add(Value::of_io(entry));
+        parts(entry, &mut |key, value| {
+            sums.entry(key).or_default().add(value)
+        });
     }
     let mut list: Vec<(K, Value)> = sums.into_iter().collect();
     list.sort_by_key(|&(key, v)| (std::cmp::Reverse((v.io_ns, v.io_calls())), key));
@@ -175,7 +218,16 @@ pub fn activity(ctx: &Context, keep: Keep) -> Report {
         return empty;
     }
     let files = &ctx.model.io_files;
-    let (list, total) = sums_by(ctx.model, keep, |e| files[e.file as usize].name.as_str());
+    let (by_file, total) = sums_by_file(ctx.model, keep);
+    let mut by_name: FxHashMap<&str, Value> = FxHashMap::default();
+    for (file, value) in by_file {
+        by_name
+            .entry(files[file as usize].name.as_str())
+            .or_default()
+            .add(value);
+    }
+    let mut list: Vec<(&str, Value)> = by_name.into_iter().collect();
+    list.sort_by_key(|&(name, v)| (std::cmp::Reverse((v.io_ns, v.io_calls())), name));
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
     let mut columns = columns();
     columns.push(Column::text("Name"));
@@ -204,7 +256,7 @@ pub fn detail(ctx: &Context, keep: Keep) -> Report {
     if let Some(empty) = no_io(ctx, "iodetail") {
         return empty;
     }
-    let (list, total) = sums_by(ctx.model, keep, |e| e.file);
+    let (list, total) = sums_by_file(ctx.model, keep);
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
     let mut columns = columns();
     columns.push(Column::number("Opened", "sec."));
@@ -402,12 +454,18 @@ pub fn statistics(ctx: &Context, keep: Keep) -> Report {
     let (mut others, mut other_ns, mut failed) = (0u64, 0u64, 0u64);
     for entry in ctx.model.io.iter().filter(|e| keep(&e.as_event())) {
         failed += u64::from(entry.failed);
-        match entry.op.class() {
-            IoClass::Read => reads.add(entry),
-            IoClass::Write => writes.add(entry),
-            IoClass::Other => {
+        match entry.read_and_written() {
+            (None, None) => {
                 others += 1;
                 other_ns += entry.time_ns;
+            }
+            (read, written) => {
+                if read.is_some() {
+                    reads.add(entry);
+                }
+                if written.is_some() {
+                    writes.add(entry);
+                }
             }
         }
     }

@@ -486,6 +486,7 @@ impl Builder {
                         bytes: e.bytes,
                         fd: e.fd,
                         file: 0,
+                        source: NO_FILE,
                         stack,
                         sample: sample_of(&entry.samples, e.start_ns),
                     },

@@ -9,7 +9,6 @@
 use crate::model::*;
 use crate::packed::{Layout, Sums};
 use commands::MetricName;
-use experiment::io::IoClass;
 use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -147,16 +146,17 @@ impl Value {
             io_ns: entry.time_ns,
             ..Value::default()
         };
-        match entry.op.class() {
-            IoClass::Read => {
-                value.reads = 1;
-                value.read_bytes = entry.bytes;
-            }
-            IoClass::Write => {
-                value.writes = 1;
-                value.write_bytes = entry.bytes;
-            }
-            IoClass::Other => value.other_io = 1,
+        let (read, written) = entry.read_and_written();
+        if let Some(bytes) = read {
+            value.reads = 1;
+            value.read_bytes = bytes;
+        }
+        if let Some(bytes) = written {
+            value.writes = 1;
+            value.write_bytes = bytes;
+        }
+        if read.is_none() && written.is_none() {
+            value.other_io = 1;
         }
         value
     }

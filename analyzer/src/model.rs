@@ -321,8 +321,12 @@ pub struct IoEntry {
     pub bytes: u64,
     /// The descriptor as the program knew it.
     pub fd: i32,
-    /// Index into `Model::io_files`: the opening of a file the call used.
+    /// Index into `Model::io_files`: the opening of a file the call used
+    /// (a transfer's destination).
     pub file: u32,
+    /// A transfer's source (sendfile, copy_file_range: what it read);
+    /// `NO_FILE` for the other calls.
+    pub source: u32,
     /// The call's stack; `NO_STACK` when its record was lost.
     pub stack: StackId,
     /// The sample (of its experiment) the call began in, from 1.
@@ -330,6 +334,18 @@ pub struct IoEntry {
 }
 
 impl IoEntry {
+    /// The bytes the call read and wrote, when it is a read, a write, or
+    /// both (a transfer reads its source and writes its destination).
+    pub fn read_and_written(&self) -> (Option<u64>, Option<u64>) {
+        use experiment::io::IoOp;
+        match self.op {
+            IoOp::Read => (Some(self.bytes), None),
+            IoOp::Write => (None, Some(self.bytes)),
+            IoOp::Transfer => (Some(self.bytes), Some(self.bytes)),
+            _ => (None, None),
+        }
+    }
+
     /// The call as a clock event with no weight and no CPU, for the
     /// selections and filters written for events.
     pub fn as_event(&self) -> EventEntry {
@@ -342,6 +358,9 @@ impl IoEntry {
         )
     }
 }
+
+/// `IoEntry::source` of a call that is no transfer.
+pub const NO_FILE: u32 = u32::MAX;
 
 /// One opening of a file: from the call that made its descriptor (open,
 /// dup, or the first call on a descriptor opened before tracing) to the
