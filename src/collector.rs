@@ -42,6 +42,8 @@ pub struct Settings {
     pub synctrace: bool,
     /// The wait a call must reach to be recorded (`collector synctrace threshold`).
     pub sync_threshold: SyncThreshold,
+    /// Off-CPU profiling (`collector offcpu on`, `collect --off-cpu on`).
+    pub offcpu: bool,
 }
 
 impl Default for Settings {
@@ -66,6 +68,7 @@ impl Default for Settings {
             heaptrace: false,
             synctrace: false,
             sync_threshold: SyncThreshold::Calibrate,
+            offcpu: false,
         }
     }
 }
@@ -133,7 +136,7 @@ impl Settings {
                 (true, SyncThreshold::Microseconds(us)) => SyncTrace::ThresholdUs(us),
             },
             iotrace: false,
-            offcpu: false,
+            offcpu: self.offcpu,
         }
         .to_config_string()
     }
@@ -174,6 +177,12 @@ impl Settings {
             line(format!(
                 "heaptrace: {}",
                 if self.heaptrace { "on" } else { "off" }
+            ));
+        }
+        if all || what == ShowWhat::OffCpu {
+            line(format!(
+                "offcpu: {}",
+                if self.offcpu { "on" } else { "off" }
             ));
         }
         if all || what == ShowWhat::HwProfile {
@@ -298,6 +307,8 @@ pub struct Figures {
     pub clock_events: u64,
     pub samples: usize,
     pub data_bytes: u64,
+    /// Off-CPU records, when an experiment records them.
+    pub offcpu_events: Option<u64>,
 }
 
 /// Reads the founder `expt` (and every descendant that can be read: one
@@ -316,6 +327,16 @@ pub fn figures(expt: &Path) -> experiment::Result<Figures> {
     for summary in std::iter::once(founder.summary()?).chain(readable) {
         figures.clock_events += summary.clock_events;
         figures.samples += summary.samples;
+    }
+    for expt in std::iter::once(founder).chain(
+        descendants
+            .iter()
+            .filter_map(|d| experiment::Experiment::open(d).ok()),
+    ) {
+        if expt.manifest().files.iter().any(|f| f == "offcpu") {
+            let stats = expt.for_each_offcpu_event(|_| {})?;
+            *figures.offcpu_events.get_or_insert(0) += stats.records;
+        }
     }
     Ok(figures)
 }

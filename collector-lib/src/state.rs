@@ -9,10 +9,11 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    heap, lifecycle, log, numbers, objects, profile, samples, sync, sys, threads, unwind, watch,
+    heap, lifecycle, log, numbers, objects, offcpu, profile, samples, sync, sys, threads, unwind,
+    watch,
 };
 use experiment::layout::{
-    SampleCause, KIND_HEAP, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
+    SampleCause, KIND_HEAP, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -25,6 +26,7 @@ pub static PROFILE: BlockFile = BlockFile::new(KIND_PROFILE);
 pub static STACKS: BlockFile = BlockFile::new(KIND_STACKS);
 pub static HEAP: BlockFile = BlockFile::new(KIND_HEAP);
 pub static SYNC: BlockFile = BlockFile::new(KIND_SYNC);
+pub static OFFCPU: BlockFile = BlockFile::new(KIND_OFFCPU);
 pub static BUDGET: Budget = Budget::new();
 
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
@@ -235,7 +237,19 @@ fn start_steps(
     let lineage = lineage_of(&config.founder, &expt);
     let heaptrace = config.heaptrace;
     let synctrace = config.synctrace.is_on();
+    // Off-CPU profiling needs the kernel's consent (see offcpu.rs): when
+    // refused, the experiment says why and goes on without it.
+    let offcpu_refused = if config.offcpu {
+        offcpu::check_available().err()
+    } else {
+        None
+    };
+    config.offcpu = config.offcpu && offcpu_refused.is_none();
+    let offcpu_on = config.offcpu;
     open_files(&expt, heaptrace, synctrace)?;
+    if offcpu_on {
+        open_offcpu_file(&expt)?;
+    }
     config.expt = expt.clone();
     config.pid = sys::getpid() as u32;
     BUDGET.limit.store(config.limit_bytes, Ordering::Relaxed);
@@ -248,6 +262,7 @@ fn start_steps(
     clear_stack_table();
     samples::reset();
     profile::reset_write_failure();
+    offcpu::reset(offcpu_on);
 
     let clock_kind = if config.profile_ns > 0 {
         // A sigtrap clock's SIGTRAPs would stop a tracer at every tick
@@ -265,8 +280,11 @@ fn start_steps(
         clock_kind.map(|(k, _)| k),
         sync_threshold.map(|t| t.threshold_ns),
     );
+    if let Some(refused) = &offcpu_refused {
+        log::error(refused);
+    }
     if live() {
-        write_kinds_line(config.profile_ns > 0, heaptrace, synctrace);
+        write_kinds_line(config.profile_ns > 0 || offcpu_on, heaptrace, synctrace);
     }
     if heaptrace {
         heap::prepare();
@@ -316,17 +334,20 @@ fn start_steps(
         Ordering::Relaxed,
     );
     lifecycle::finish_start(config.paused, config.profile_ns > 0);
+    if offcpu_on {
+        lifecycle::offcpu_on();
+    }
     samples::record(SampleCause::Start, b"");
     if config.paused {
         log::write("pause", |line| {
             line.str("cause", b"start");
         });
     }
-    if config.profile_ns > 0 {
+    if config.profile_ns > 0 || offcpu_on {
         register_existing_threads();
     }
     if live() {
-        start_live_parts(config.profile_ns > 0 || heaptrace || synctrace);
+        start_live_parts(config.profile_ns > 0 || offcpu_on || heaptrace || synctrace);
     }
     update_environment(&config, control);
     **control = Some(Current { config, expt });
@@ -419,6 +440,62 @@ fn open_files(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), Start
     Ok(())
 }
 
+/// The `offcpu` file, opened after the others, and the manifest's
+/// entries for it.
+fn open_offcpu_file(expt: &Path) -> Result<(), StartError> {
+    let path = expt.join("offcpu");
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| StartError(format!("bad path {}", path.display())))?;
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            c_path.as_ptr(),
+            libc::O_RDWR | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_CREAT,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return Err(StartError(format!(
+            "cannot create {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        )));
+    }
+    OFFCPU.open(fd);
+    add_to_manifest(expt, "offcpu", "off-cpu")
+}
+
+/// Adds a data file and its kind to the manifest written by `open_files`.
+fn add_to_manifest(expt: &Path, file: &str, kind: &str) -> Result<(), StartError> {
+    let path = expt.join("manifest");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| StartError(format!("cannot read {}: {e}", path.display())))?;
+    let mut files = String::new();
+    let mut kinds = String::new();
+    let mut created_by = String::new();
+    for line in text.lines() {
+        if let Some((key, value)) = line.split_once('=') {
+            match key.trim() {
+                "files" => files = value.trim().to_string(),
+                "kinds" => kinds = value.trim().to_string(),
+                "created_by" => created_by = value.trim().to_string(),
+                _ => {}
+            }
+        }
+    }
+    let join = |list: &mut String, item: &str| {
+        if !list.split(',').any(|x| x == item) {
+            if !list.is_empty() {
+                list.push(',');
+            }
+            list.push_str(item);
+        }
+    };
+    join(&mut files, file);
+    join(&mut kinds, kind);
+    write_manifest_text(expt, &files, &kinds, &created_by)
+}
+
 fn write_manifest(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), StartError> {
     let mut files = String::from("log,profile,stacks");
     let mut kinds = String::from("clock-profile");
@@ -431,8 +508,17 @@ fn write_manifest(expt: &Path, heaptrace: bool, synctrace: bool) -> Result<(), S
         kinds.push_str(",sync-trace");
     }
     let created_by = format!("libcollector {}", crate::VERSION);
+    write_manifest_text(expt, &files, &kinds, &created_by)
+}
+
+fn write_manifest_text(
+    expt: &Path,
+    files: &str,
+    kinds: &str,
+    created_by: &str,
+) -> Result<(), StartError> {
     let mut buf = [0u8; 512];
-    let len = experiment::text::write_manifest_into(&mut buf, &files, &kinds, &created_by)
+    let len = experiment::text::write_manifest_into(&mut buf, files, kinds, created_by)
         .ok_or_else(|| StartError("the manifest does not fit its buffer".into()))?;
     let text = &buf[..len];
     let tmp = expt.join("manifest.tmp");
@@ -491,6 +577,7 @@ fn write_start_line(
         if let Some(threshold) = sync_threshold_ns {
             line.u64("synctrace", threshold);
         }
+        line.u64("offcpu", u64::from(config.offcpu));
     });
 }
 
@@ -564,7 +651,8 @@ pub fn register_current_thread(number: u32) {
 /// Registers thread `tid` of this process (dbx's number `number`) and
 /// starts its clock; `cpu_now` is its CPU time to count from.
 pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
-    if !active() || !lifecycle::clock_traced() {
+    let offcpu_on = lifecycle::offcpu_traced();
+    if !active() || !(lifecycle::clock_traced() || offcpu_on) {
         return;
     }
     let Some(slot) = threads::claim(tid) else {
@@ -581,8 +669,12 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     if owned.pcs.is_none() {
         owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
     }
-    if !slot.clock.arm(tid) {
+    slot.in_clock_tick.store(false, Ordering::Relaxed);
+    if lifecycle::clock_traced() && !slot.clock.arm(tid) {
         log::warning(&format!("cannot start the profiling clock of thread {tid}"));
+    }
+    if offcpu_on && !slot.offcpu.arm(tid, cpu_now) {
+        log::warning(&format!("cannot start off-CPU profiling of thread {tid}"));
     }
     log::write("thread-start", |line| {
         line.u64("tid", tid as u64);
@@ -598,12 +690,14 @@ pub fn unregister_current_thread() {
     };
     let blocked = crate::interpose::block_sigprof();
     slot.clock.disarm();
+    slot.offcpu.disarm();
     // SAFETY: our own slot, SIGPROF blocked.
     unsafe { profile::flush_residual(slot) };
     // SAFETY: as above.
     let owned = unsafe { slot.owned() };
     PROFILE.retire(&mut owned.profile);
     STACKS.retire(&mut owned.stacks);
+    OFFCPU.retire(&mut owned.offcpu);
     threads::release(slot);
     crate::interpose::restore_mask(blocked);
     if active() {
@@ -618,11 +712,13 @@ pub fn unregister_current_thread() {
 pub fn retire_dead_thread(slot: &threads::Slot, tid: i32) {
     numbers::forget(tid);
     slot.clock.disarm();
+    slot.offcpu.disarm();
     // SAFETY: the thread is gone, so its handler cannot run on the owned
     // parts any more; only the watcher calls this.
     let owned = unsafe { slot.owned() };
     PROFILE.retire(&mut owned.profile);
     STACKS.retire(&mut owned.stacks);
+    OFFCPU.retire(&mut owned.offcpu);
     threads::release(slot);
     if active() {
         log::write("thread-end", |line| {
@@ -729,9 +825,11 @@ pub fn resume(cause: &str) -> bool {
     }
     // Time used while paused is not recorded: every thread's baseline
     // moves to now before recording starts again.
+    let wall = sys::monotonic_ns();
     for slot in threads::registered() {
         if let Some(now) = sys::other_thread_cpu_ns(slot.tid()) {
             slot.last_cpu_ns.store(now, Ordering::Relaxed);
+            slot.offcpu.restart_window(wall, now);
         }
     }
     if !lifecycle::set_paused(false) {
@@ -764,6 +862,7 @@ pub fn stop() -> bool {
         let owned = unsafe { slot.owned() };
         PROFILE.retire(&mut owned.profile);
         STACKS.retire(&mut owned.stacks);
+        OFFCPU.retire(&mut owned.offcpu);
         crate::interpose::restore_mask(blocked);
     }
     samples::record(SampleCause::End, b"");
@@ -772,15 +871,21 @@ pub fn stop() -> bool {
     heap::stop_tracing();
     sync::stop_tracing();
     heap::forget_current_thread();
+    let offcpu_was_on = control.as_ref().is_some_and(|c| c.config.offcpu);
     for slot in threads::registered() {
         slot.clock.disarm();
+        slot.offcpu.disarm();
     }
     heap::log_totals();
+    if offcpu_was_on {
+        offcpu::log_totals();
+    }
     log::write("end", |_| {});
     PROFILE.close();
     STACKS.close();
     HEAP.close();
     SYNC.close();
+    OFFCPU.close();
     log::close();
     *control = None;
     lifecycle::finish_stop();
@@ -852,6 +957,7 @@ fn forget_parent_experiment() {
     STACKS.close_after_fork();
     HEAP.close_after_fork();
     SYNC.close_after_fork();
+    OFFCPU.close_after_fork();
     log::close();
     crate::interpose::restore_mask(blocked);
 }

@@ -30,6 +30,8 @@ pub enum CollectorCommand {
     HeapTrace(bool),
     /// `synctrace on|off`, `synctrace threshold MICROSECONDS|calibrate|all`.
     SyncTrace(SyncTraceSetting),
+    /// `offcpu on|off`: record each switch off the CPU.
+    OffCpu(bool),
     /// `limit MB` in bytes; `None` = no limit (`limit unlimited`).
     Limit(Option<u64>),
     Archive(ArchiveMode),
@@ -136,6 +138,7 @@ pub enum ShowWhat {
     HwProfile,
     SyncTrace,
     HeapTrace,
+    OffCpu,
     Sample,
     Store,
     Limit,
@@ -176,6 +179,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "synctrace",
     "heaptrace",
     "mpitrace",
+    "offcpu",
     "sample",
     "dbxsample",
     "limit",
@@ -234,6 +238,7 @@ impl Sub<'_> {
             "hwprofile" => self.not_yet(TraceKind::HwProfile),
             "synctrace" => self.synctrace().map(CollectorCommand::SyncTrace),
             "heaptrace" => self.on_off().map(CollectorCommand::HeapTrace),
+            "offcpu" => self.on_off().map(CollectorCommand::OffCpu),
             _ => self.not_yet(TraceKind::MpiTrace),
         }
     }
@@ -406,6 +411,7 @@ impl Sub<'_> {
             "hwprofile" => ShowWhat::HwProfile,
             "synctrace" => ShowWhat::SyncTrace,
             "heaptrace" => ShowWhat::HeapTrace,
+            "offcpu" => ShowWhat::OffCpu,
             "sample" => ShowWhat::Sample,
             "store" => ShowWhat::Store,
             "limit" => ShowWhat::Limit,
@@ -610,6 +616,9 @@ mod tests {
             parse_text("synctrace on"),
             Ok(C::SyncTrace(SyncTraceSetting::On))
         );
+        assert_eq!(parse_text("offcpu on"), Ok(C::OffCpu(true)));
+        assert_eq!(parse_text("offcpu off"), Ok(C::OffCpu(false)));
+        assert_eq!(parse_text("show offcpu"), Ok(C::Show(ShowWhat::OffCpu)));
         assert_eq!(
             parse_text("synctrace off"),
             Ok(C::SyncTrace(SyncTraceSetting::Off))
