@@ -108,6 +108,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("heap_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_waits", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("offcpu", "O0", &["-O0", "-pthread"]),
     ];
     let mut out = Vec::new();
     for (stem, variant, flags) in table {

@@ -9,12 +9,14 @@
  *   20 ms (a futex wait), 10 times;
  * - spinner: about 200 ms of pure CPU work (its off-CPU time is whatever
  *   preemption the machine imposes, measured the same way).
- * stdout gets one deterministic line. */
+ * stdout gets one deterministic line. With the argument `attach` it first
+ * prints `ready` and waits for a line on stdin. */
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,7 +137,15 @@ static void report(const char *name, struct measure *m) {
             (unsigned long long)m->cpu);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "attach") == 0) {
+        /* For a collector loaded by an attaching rdbx: wait for it. */
+        char line[16];
+        printf("ready\n");
+        fflush(stdout);
+        if (!fgets(line, sizeof line, stdin))
+            return 1;
+    }
     if (pipe(pipe_fds) != 0)
         return 1;
     sem_init(&go_write, 0, 0);
