@@ -64,8 +64,15 @@ fn install_handler(signal: c_int) -> Result<(), String> {
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         // SIGPROF blocked while either handler runs (a thread's clock
         // sends one of the two, so a tick never nests into a tick's stack
-        // walk). SIGTRAP is never blocked here: a breakpoint trap that
-        // finds it blocked makes the kernel reset its handler to default.
+        // walk). SIGTRAP is never blocked, not even in its own handler
+        // (SA_NODEFER): a breakpoint or single-step trap that finds it
+        // blocked makes the kernel reset its handler to default, and the
+        // next trap of ours would kill the program (a debugger stepping
+        // through the handler). A handler nested in another finds the
+        // thread's `in_handler` flag set and leaves the stack buffers be.
+        if signal == libc::SIGTRAP {
+            action.sa_flags |= libc::SA_NODEFER;
+        }
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaddset(&mut action.sa_mask, libc::SIGPROF);
         let mut old: libc::sigaction = std::mem::zeroed();

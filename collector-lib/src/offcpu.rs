@@ -239,12 +239,13 @@ pub fn on_trap(context: *mut c_void) {
         // already, and the time goes to the next record.
         return;
     };
-    if slot.in_clock_tick.load(Ordering::Acquire) {
+    if slot.in_handler.swap(true, Ordering::AcqRel) {
         // The thread's clock handler was interrupted: it owns the stack
         // buffers. The window stays open for the next record.
         DEFERRED.fetch_add(1, Ordering::Relaxed);
     } else {
         record(slot, context, now, now_cpu);
+        slot.in_handler.store(false, Ordering::Release);
     }
     // Armed again last: a switch during the handler (a page fault on a
     // new block) is not one of the program's.

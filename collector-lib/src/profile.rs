@@ -152,9 +152,13 @@ fn profile_tick(context: *mut c_void) {
     let Some(slot) = threads::find(sys::gettid()) else {
         return;
     };
-    slot.in_clock_tick.store(true, Ordering::Release);
+    if slot.in_handler.swap(true, Ordering::AcqRel) {
+        // It interrupted the thread's off-CPU handler: the CPU time goes
+        // to the next tick.
+        return;
+    }
     tick_on_slot(slot, context);
-    slot.in_clock_tick.store(false, Ordering::Release);
+    slot.in_handler.store(false, Ordering::Release);
 }
 
 fn tick_on_slot(slot: &threads::Slot, context: *mut c_void) {

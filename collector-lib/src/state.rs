@@ -669,7 +669,7 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     if owned.pcs.is_none() {
         owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
     }
-    slot.in_clock_tick.store(false, Ordering::Relaxed);
+    slot.in_handler.store(false, Ordering::Relaxed);
     if lifecycle::clock_traced() && !slot.clock.arm(tid) {
         log::warning(&format!("cannot start the profiling clock of thread {tid}"));
     }

@@ -39,10 +39,10 @@ pub struct Slot {
     pub clock: ClockSource,
     /// The thread's context-switch event (off-CPU profiling).
     pub offcpu: OffCpuSource,
-    /// The clock's handler is using `owned`: an off-CPU trap that
-    /// interrupts it (SIGTRAP is not blocked in the SIGPROF handler)
-    /// leaves it alone.
-    pub in_clock_tick: AtomicBool,
+    /// One of the collector's handlers (clock tick, off-CPU trap) is
+    /// using `owned`: one that interrupts it (SIGTRAP is never blocked,
+    /// not even in its own handler) leaves it alone.
+    pub in_handler: AtomicBool,
     owned: UnsafeCell<Owned>,
 }
 
@@ -58,7 +58,7 @@ impl Slot {
             last_stack: AtomicU64::new(0),
             clock: ClockSource::new(),
             offcpu: OffCpuSource::new(),
-            in_clock_tick: AtomicBool::new(false),
+            in_handler: AtomicBool::new(false),
             owned: UnsafeCell::new(Owned {
                 profile: Cursor::new(),
                 stacks: Cursor::new(),
