@@ -378,3 +378,48 @@ fn refused_without_privilege() {
     assert!(expt.summary().expect("summary").clock_events > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Under the debugger every switch off the CPU is a SIGTRAP stop rdbx
+/// passes on: Ctrl-C, `next`, `stepi` and a call of the program's own
+/// function in the middle of them still work, no trap kills the program
+/// (a plain SIGTRAP would: the collector's handler knows only its own),
+/// no step lands in the collector's handler, and recording goes on.
+#[test]
+fn ctrl_c_steps_and_calls_among_the_traps() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = program();
+    let dir = scratch_dir("offcpu-ctrlc");
+    let mut rdbx = Session::start(&program, &[]);
+    rdbx.send(&format!("collector store directory {}", dir.display()));
+    rdbx.send("collector store filename c.er");
+    rdbx.send("collector offcpu on");
+    rdbx.send("collector enable");
+    rdbx.send("run");
+    rdbx.wait_for("Running:");
+    for round in 1..=3 {
+        std::thread::sleep(std::time::Duration::from_millis(120));
+        rdbx.interrupt();
+        rdbx.wait_for_count("signal SIGINT", round);
+        rdbx.send("stepi");
+        rdbx.send("next");
+        rdbx.send(&format!("print now_ns(1) > {round}"));
+        rdbx.wait_for_count("now_ns(1) > ", round);
+        rdbx.send("cont");
+    }
+    rdbx.wait_for("offcpu done: 10 rounds");
+    rdbx.wait_for("exit code is 0");
+    let outcome = rdbx.finish();
+    let transcript = outcome.transcript();
+    assert!(!transcript.contains("SIGTRAP"), "{transcript}");
+    let expt = Experiment::open(dir.join("c.er"))
+        .unwrap_or_else(|e| panic!("open c.er: {e}\n{transcript}"));
+    let (per_function, records) = recorded(&expt, &program);
+    assert!(records >= 30, "{records} records\n{transcript}");
+    // Every wait ran (the time of the stops in between is off-CPU too).
+    for name in ["sleeper", "pipe_reader", "mutex_waiter"] {
+        assert!(
+            per_function.get(name).copied().unwrap_or(0) >= 150_000_000,
+            "{name}: {per_function:?}\n{transcript}"
+        );
+    }
+}
