@@ -380,10 +380,14 @@ fn refused_without_privilege() {
 }
 
 /// Under the debugger every switch off the CPU is a SIGTRAP stop rdbx
-/// passes on: Ctrl-C, `next`, `stepi` and a call of the program's own
-/// function in the middle of them still work, no trap kills the program
-/// (a plain SIGTRAP would: the collector's handler knows only its own),
-/// no step lands in the collector's handler, and recording goes on.
+/// passes on: steps over and into the waits (`next`, `stepi`, `step`),
+/// Ctrl-C, `where` and a call of the program's own function in the middle
+/// of them still work, no trap kills the program (a plain SIGTRAP would:
+/// the collector's handler knows only its own), no step lands in the
+/// collector's handler, and recording goes on. (The Ctrl-C stops are not
+/// stepped from: a thread stopped in a blocking read or futex wait would
+/// restart it on its own while the others stay stopped, with or without
+/// the collector.)
 #[test]
 fn ctrl_c_steps_and_calls_among_the_traps() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -394,23 +398,37 @@ fn ctrl_c_steps_and_calls_among_the_traps() {
     rdbx.send("collector store filename c.er");
     rdbx.send("collector offcpu on");
     rdbx.send("collector enable");
+    rdbx.send("stop in sleeper");
     rdbx.send("run");
-    rdbx.wait_for("Running:");
+    rdbx.wait_for("stopped in sleeper");
+    for command in [
+        "next", "next", "next", "stepi", "stepi", "next", "step", "next", "next",
+    ] {
+        rdbx.send(command);
+    }
+    rdbx.send("print now_ns(1) > 0");
+    rdbx.wait_for("now_ns(1) > 0 = 1");
+    rdbx.send("delete all");
+    rdbx.send("cont");
     for round in 1..=3 {
-        std::thread::sleep(std::time::Duration::from_millis(120));
+        std::thread::sleep(std::time::Duration::from_millis(100));
         rdbx.interrupt();
         rdbx.wait_for_count("signal SIGINT", round);
-        rdbx.send("stepi");
-        rdbx.send("next");
+        rdbx.send("where");
         rdbx.send(&format!("print now_ns(1) > {round}"));
-        rdbx.wait_for_count("now_ns(1) > ", round);
+        rdbx.wait_for_count(&format!("now_ns(1) > {round} = 1"), 1);
         rdbx.send("cont");
     }
     rdbx.wait_for("offcpu done: 10 rounds");
     rdbx.wait_for("exit code is 0");
     let outcome = rdbx.finish();
     let transcript = outcome.transcript();
+    eprintln!("{transcript}");
     assert!(!transcript.contains("SIGTRAP"), "{transcript}");
+    assert!(
+        !transcript.contains("stopped in collector::"),
+        "no step in the collector's handler\n{transcript}"
+    );
     let expt = Experiment::open(dir.join("c.er"))
         .unwrap_or_else(|e| panic!("open c.er: {e}\n{transcript}"));
     let (per_function, records) = recorded(&expt, &program);
