@@ -12,14 +12,21 @@
 # getrusage of its own threads) and the CPU of the whole command (GNU
 # time: the tool's own processes too).
 #
+# Every case runs pinned to one CPU (taskset -c CPU, default 1): the two
+# threads hand the CPU to each other at each read, the switches are
+# direct, and the figures do not depend on how the scheduler spreads
+# them over a small, shared machine (unpinned, cross-CPU wakeups on a VM
+# dominate and vary by a factor of 3 from run to run).
+#
 # Needs root (or perf_event_paranoid <= 1) for both tools.
 #
-# usage: bash bench/offcpu.sh [ROUNDS [WORK]]   (RUNS=N to change the run count)
+# usage: bash bench/offcpu.sh [ROUNDS [WORK]]   (RUNS=N run count, CPU=N the CPU)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-100000}
-work_steps=${2:-1000}
+work_steps=${2:-8000}
 runs=${RUNS:-5}
+cpu=${CPU:-1}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -32,7 +39,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 # One run of "$@" (a command line running pingpong): "wall cpu total rate"
 # from the program's line and GNU time's user+system of the whole tree.
 measure() {
-    /usr/bin/time -f "total %U %S" -o "$work/time" "$@" >"$work/out" 2>/dev/null
+    /usr/bin/time -f "total %U %S" -o "$work/time" taskset -c "$cpu" "$@" >"$work/out" 2>/dev/null
     local wall cpu rate total
     wall=$(sed -n 's/^wall \([0-9.]*\) s.*/\1/p' "$work/out")
     cpu=$(sed -n 's/.* cpu \([0-9.]*\) s.*/\1/p' "$work/out")
@@ -59,11 +66,11 @@ read -r rdbx_wall rdbx_cpu rdbx_total _ < <(case_medians "$rdbx" collect --off-c
 read -r perf_wall perf_cpu perf_total _ < <(case_medians perf record -q -e context-switches -c 1 -g -o perf.data ./pingpong "$rounds" "$work_steps")
 
 # An experiment to count what was recorded.
-"$rdbx" collect --off-cpu on -p off -A off -o r.er ./pingpong "$rounds" "$work_steps" >/dev/null 2>&1
+taskset -c "$cpu" "$rdbx" collect --off-cpu on -p off -A off -o r.er ./pingpong "$rounds" "$work_steps" >/dev/null 2>&1
 events=$(sed -n 's/.* offcpu events=\([0-9]*\) .*/\1/p' r.er/log)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-echo "pingpong $rounds round trips, work $work_steps: ~$base_rate switches/s alone (median of $runs runs)"
+echo "pingpong $rounds round trips, work $work_steps, on CPU $cpu: ~$base_rate switches/s alone (median of $runs runs)"
 printf '%-36s %8s %8s %10s\n' "" "wall s" "cpu s" "total cpu"
 printf '%-36s %8s %8s %10s\n' "program alone" "$base_wall" "$base_cpu" "$base_total"
 printf '%-36s %8s %8s %10s\n' "rdbx collect --off-cpu on -p off" "$rdbx_wall" "$rdbx_cpu" "$rdbx_total"

@@ -466,10 +466,10 @@ fn absorb(pid: i32, status: ptrace::WaitStatus, tasks: &mut TaskList) {
             }
         }
         WaitStatus::Signal { tid, signal } if signal == libc::SIGTRAP => {
-            if !rewind_trap(tid) {
-                if ptrace::siginfo(tid).is_ok_and(|info| ptrace::is_perf_trap(&info)) {
-                    note_undecided_raw(tid, libc::SIGTRAP);
-                }
+            if !rewind_trap(tid)
+                && ptrace::siginfo(tid).is_ok_and(|info| ptrace::is_perf_trap(&info))
+            {
+                note_undecided_raw(tid, libc::SIGTRAP);
             }
         }
         WaitStatus::Signal { tid, signal } => {
