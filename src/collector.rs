@@ -464,7 +464,8 @@ mod tests {
         assert_eq!(
             config,
             "expt=/tmp/x%20y.er;founder=/tmp/x%20y.er;pid=42;mode=collect;profile=10000000;depth=256;\
-             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0;synctrace=off"
+             sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0;synctrace=off;\
+             iotrace=0;offcpu=0"
         );
         let traced = Settings {
             synctrace: true,
@@ -472,7 +473,13 @@ mod tests {
             ..Settings::default()
         };
         let config = traced.config(Path::new("/e.er"), 1, Mode::Collect);
-        assert!(config.ends_with(";heaptrace=0;synctrace=1000"), "{config}");
+        assert!(config.contains(";heaptrace=0;synctrace=1000;"), "{config}");
+        let off_cpu = Settings {
+            offcpu: true,
+            ..Settings::default()
+        };
+        let config = off_cpu.config(Path::new("/e.er"), 1, Mode::Collect);
+        assert!(config.ends_with(";offcpu=1"), "{config}");
     }
 
     #[test]
