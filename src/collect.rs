@@ -52,6 +52,11 @@ pub struct CollectOptions {
     /// close, fopen, fread, fwrite, ...) with its bytes, time and stack.
     #[arg(short = 'i', value_name = "on|off")]
     iotrace: Option<String>,
+    /// Off-CPU profiling: on or off (default): each switch off the CPU (a block, a sleep, a
+    /// wait, a preemption) with its stack and how long. Needs root, CAP_PERFMON or
+    /// kernel.perf_event_paranoid <= 1.
+    #[arg(long = "off-cpu", value_name = "on|off")]
+    off_cpu: Option<String>,
     /// Follow descendants (fork, exec): on (default) or off.
     #[arg(short = 'F', value_name = "on|off")]
     follow: Option<String>,
@@ -210,6 +215,9 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
     }
     if let Some(iotrace) = &options.iotrace {
         settings.iotrace = on_off("-i", iotrace)?;
+    }
+    if let Some(off_cpu) = &options.off_cpu {
+        settings.offcpu = on_off("--off-cpu", off_cpu)?;
     }
     if let Some(limit) = &options.limit {
         settings.limit = match limit.parse::<u64>() {

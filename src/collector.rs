@@ -44,6 +44,8 @@ pub struct Settings {
     pub sync_threshold: SyncThreshold,
     /// I/O tracing (`collector iotrace on`, `collect -i on`).
     pub iotrace: bool,
+    /// Off-CPU profiling (`collector offcpu on`, `collect --off-cpu on`).
+    pub offcpu: bool,
 }
 
 impl Default for Settings {
@@ -69,6 +71,7 @@ impl Default for Settings {
             synctrace: false,
             sync_threshold: SyncThreshold::Calibrate,
             iotrace: false,
+            offcpu: false,
         }
     }
 }
@@ -136,7 +139,7 @@ impl Settings {
                 (true, SyncThreshold::Microseconds(us)) => SyncTrace::ThresholdUs(us),
             },
             iotrace: self.iotrace,
-            offcpu: false,
+            offcpu: self.offcpu,
         }
         .to_config_string()
     }
@@ -177,6 +180,12 @@ impl Settings {
             line(format!(
                 "heaptrace: {}",
                 if self.heaptrace { "on" } else { "off" }
+            ));
+        }
+        if all || what == ShowWhat::OffCpu {
+            line(format!(
+                "offcpu: {}",
+                if self.offcpu { "on" } else { "off" }
             ));
         }
         if all || what == ShowWhat::HwProfile {
@@ -307,6 +316,8 @@ pub struct Figures {
     pub clock_events: u64,
     pub samples: usize,
     pub data_bytes: u64,
+    /// Off-CPU records, when an experiment records them.
+    pub offcpu_events: Option<u64>,
 }
 
 /// Reads the founder `expt` (and every descendant that can be read: one
@@ -325,6 +336,16 @@ pub fn figures(expt: &Path) -> experiment::Result<Figures> {
     for summary in std::iter::once(founder.summary()?).chain(readable) {
         figures.clock_events += summary.clock_events;
         figures.samples += summary.samples;
+    }
+    for expt in std::iter::once(founder).chain(
+        descendants
+            .iter()
+            .filter_map(|d| experiment::Experiment::open(d).ok()),
+    ) {
+        if expt.manifest().files.iter().any(|f| f == "offcpu") {
+            let stats = expt.for_each_offcpu_event(|_| {})?;
+            *figures.offcpu_events.get_or_insert(0) += stats.records;
+        }
     }
     Ok(figures)
 }
@@ -472,6 +493,12 @@ mod tests {
             experiment::Config::parse(&config).unwrap().iotrace,
             "{config}"
         );
+        let off_cpu = Settings {
+            offcpu: true,
+            ..Settings::default()
+        };
+        let config = off_cpu.config(Path::new("/e.er"), 1, Mode::Collect);
+        assert!(config.ends_with(";offcpu=1"), "{config}");
     }
 
     #[test]

@@ -272,7 +272,7 @@ pub fn timespec(ns: u64) -> libc::timespec {
 }
 
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
-const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
+pub(crate) const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
@@ -310,11 +310,11 @@ struct PerfEventAttr {
 
 const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 128);
 
-const ATTR_DISABLED: u64 = 1 << 0;
-const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
-const ATTR_EXCLUDE_HV: u64 = 1 << 6;
-const ATTR_REMOVE_ON_EXEC: u64 = 1 << 36;
-const ATTR_SIGTRAP: u64 = 1 << 37;
+pub(crate) const ATTR_DISABLED: u64 = 1 << 0;
+pub(crate) const ATTR_EXCLUDE_KERNEL: u64 = 1 << 5;
+pub(crate) const ATTR_EXCLUDE_HV: u64 = 1 << 6;
+pub(crate) const ATTR_REMOVE_ON_EXEC: u64 = 1 << 36;
+pub(crate) const ATTR_SIGTRAP: u64 = 1 << 37;
 
 /// How an overflow reaches the thread (see the module comment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,20 +330,44 @@ fn open_perf(tid: i32, interval_ns: u64, delivery: Delivery) -> Option<i32> {
         Delivery::Trap => (ATTR_SIGTRAP | ATTR_REMOVE_ON_EXEC, PROFILE_TAG as u64),
         Delivery::Fasync => (0, 0),
     };
+    // exclude_kernel: no overflow (so no signal) while the thread is in
+    // the kernel. Unprivileged users need it (perf_event_paranoid 2),
+    // and it keeps a signal from being queued during execve, where it
+    // would outlive our handler and kill the new image (its SIGPROF
+    // disposition is back to the default). Kernel time still counts:
+    // an event's weight is the thread's CPU time, user and system.
+    open_software_event(
+        tid,
+        SoftwareEvent {
+            config: PERF_COUNT_SW_CPU_CLOCK,
+            sample_period: interval_ns.max(10_000),
+            flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV | trap_flags,
+            sig_data,
+        },
+    )
+    .ok()
+}
+
+/// What differs between the collector's software perf events.
+pub(crate) struct SoftwareEvent {
+    pub config: u64,
+    pub sample_period: u64,
+    /// The attr's bit flags (`ATTR_*`).
+    pub flags: u64,
+    pub sig_data: u64,
+}
+
+/// Opens a software perf event counting thread `tid` on any CPU; the
+/// descriptor, or the errno of the refusal.
+pub(crate) fn open_software_event(tid: i32, event: SoftwareEvent) -> Result<i32, i32> {
     let attr = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: PERF_COUNT_SW_CPU_CLOCK,
-        sample_period: interval_ns.max(10_000),
+        config: event.config,
+        sample_period: event.sample_period,
         sample_type: 0,
         read_format: 0,
-        // exclude_kernel: no overflow (so no signal) while the thread is in
-        // the kernel. Unprivileged users need it (perf_event_paranoid 2),
-        // and it keeps a signal from being queued during execve, where it
-        // would outlive our handler and kill the new image (its SIGPROF
-        // disposition is back to the default). Kernel time still counts:
-        // an event's weight is the thread's CPU time, user and system.
-        flags: ATTR_DISABLED | ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV | trap_flags,
+        flags: event.flags,
         wakeup_events: 1,
         bp_type: 0,
         config1: 0,
@@ -358,7 +382,7 @@ fn open_perf(tid: i32, interval_ns: u64, delivery: Delivery) -> Option<i32> {
         reserved_2: 0,
         aux_sample_size: 0,
         reserved_3: 0,
-        sig_data,
+        sig_data: event.sig_data,
     };
     // SAFETY: attr is a valid perf_event_attr prefix of the size we give.
     let fd = unsafe {
@@ -371,7 +395,11 @@ fn open_perf(tid: i32, interval_ns: u64, delivery: Delivery) -> Option<i32> {
             PERF_FLAG_FD_CLOEXEC,
         )
     };
-    (fd >= 0).then_some(fd as i32)
+    if fd >= 0 {
+        Ok(fd as i32)
+    } else {
+        Err(crate::sys::errno())
+    }
 }
 
 /// `struct f_owner_ex` and the fcntl commands the libc crate lacks

@@ -41,11 +41,11 @@ fn virtual_disposition(signal: c_int) -> Option<&'static profile::UserDispositio
 }
 
 /// Installs the collector's profile signal handler for SIGPROF, and for
-/// SIGTRAP when the clock sends it, keeping whatever the program had as
+/// SIGTRAP when the clock or off-CPU profiling sends it, keeping whatever the program had as
 /// its virtual disposition.
 pub fn install_profile_handlers() -> Result<(), String> {
     install_handler(libc::SIGPROF)?;
-    if crate::clock::uses_sigtrap() {
+    if crate::clock::uses_sigtrap() || crate::offcpu::wanted() {
         install_handler(libc::SIGTRAP)?;
     }
     Ok(())
@@ -64,8 +64,15 @@ fn install_handler(signal: c_int) -> Result<(), String> {
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         // SIGPROF blocked while either handler runs (a thread's clock
         // sends one of the two, so a tick never nests into a tick's stack
-        // walk). SIGTRAP is never blocked here: a breakpoint trap that
-        // finds it blocked makes the kernel reset its handler to default.
+        // walk). SIGTRAP is never blocked, not even in its own handler
+        // (SA_NODEFER): a breakpoint or single-step trap that finds it
+        // blocked makes the kernel reset its handler to default, and the
+        // next trap of ours would kill the program (a debugger stepping
+        // through the handler). A handler nested in another finds the
+        // thread's `in_handler` flag set and leaves the stack buffers be.
+        if signal == libc::SIGTRAP {
+            action.sa_flags |= libc::SA_NODEFER;
+        }
         libc::sigemptyset(&mut action.sa_mask);
         libc::sigaddset(&mut action.sa_mask, libc::SIGPROF);
         let mut old: libc::sigaction = std::mem::zeroed();

@@ -23,6 +23,7 @@ mod lifecycle;
 mod log;
 mod numbers;
 mod objects;
+mod offcpu;
 mod profile;
 mod real;
 mod samples;

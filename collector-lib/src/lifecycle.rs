@@ -16,7 +16,8 @@
 //! Data is recorded only while Active and not paused, and only the kinds
 //! whose bit is on: `clock` (clock profiling wanted and still possible),
 //! `heap` (heap tracing wanted, set up, and still possible), `sync` (sync
-//! wait tracing, the same), `io` (I/O tracing, the same).
+//! wait tracing, the same), `io` (I/O tracing, the same), `offcpu` (off-CPU
+//! profiling, the same).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -38,6 +39,7 @@ const HEAP: u32 = 1 << 4;
 const LIVE: u32 = 1 << 5;
 const SYNC: u32 = 1 << 6;
 const IO: u32 = 1 << 8;
+const OFFCPU: u32 = 1 << 7;
 
 static WORD: AtomicU32 = AtomicU32::new(0);
 
@@ -151,6 +153,26 @@ pub fn io_off() -> bool {
     WORD.fetch_and(!IO, Ordering::AcqRel) & IO != 0
 }
 
+/// Off-CPU profiling is set up (while Active).
+pub fn offcpu_on() {
+    WORD.fetch_or(OFFCPU, Ordering::AcqRel);
+}
+
+pub fn offcpu_off() -> bool {
+    WORD.fetch_and(!OFFCPU, Ordering::AcqRel) & OFFCPU != 0
+}
+
+/// Whether switches off the CPU are recorded: the kind set up (whatever
+/// the phase).
+pub fn offcpu_traced() -> bool {
+    WORD.load(Ordering::Acquire) & OFFCPU != 0
+}
+
+/// Whether an off-CPU event is recorded now. Async-signal-safe: one load.
+pub fn recording_offcpu() -> bool {
+    recording(OFFCPU)
+}
+
 pub fn clock_off() -> bool {
     WORD.fetch_and(!CLOCK, Ordering::AcqRel) & CLOCK != 0
 }
@@ -245,7 +267,11 @@ mod tests {
         assert!(!recording_io(), "each kind has its own bit");
         io_on();
         assert!(recording_io() && io_traced());
+        assert!(!recording_offcpu());
+        offcpu_on();
+        assert!(recording_offcpu() && offcpu_traced());
         assert!(set_paused(true));
+        assert!(!recording_offcpu());
         assert!(!set_paused(true));
         assert!(!recording_clock() && !recording_heap() && !recording_sync());
         assert!(!recording_io(), "paused: nothing recorded");

@@ -1,6 +1,7 @@
 //! The profile signal handler (SIGPROF, and SIGTRAP when the clock is a
-//! `sigtrap` perf event): clock-profile events, periodic samples, and
-//! forwarding of signals that are not ours to the program's own handler.
+//! `sigtrap` perf event or off-CPU profiling is on): clock-profile events,
+//! periodic samples, off-CPU events (offcpu.rs), and forwarding of signals
+//! that are not ours to the program's own handler.
 //!
 //! Everything reachable from `on_profile_signal` is async-signal-safe:
 //! atomics, raw system calls, stack buffers, the unwinder's prepared
@@ -8,7 +9,7 @@
 
 use crate::blocks::WriteError;
 use crate::clock::{self, PROFILE_TAG};
-use crate::{log, samples, state, sys, threads, unwind};
+use crate::{lifecycle, log, samples, state, sys, threads, unwind};
 use experiment::layout::{ClockEvent, SampleCause, StackStatus, CLOCK_EVENT_SIZE, CPU_UNKNOWN};
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -53,9 +54,14 @@ static WRITE_FAILURE_TOLD: AtomicBool = AtomicBool::new(false);
 const SI_TIMER: c_int = -2;
 const POLL_IN: c_int = 1;
 const TRAP_PERF: c_int = 6;
+/// A SIGTRAP of our perf events that a debugger had to queue again
+/// (rt_tgsigqueueinfo keeps si_perf_data but may not forge TRAP_PERF).
+const SI_QUEUE: c_int = -1;
 
 enum Origin {
     ProfileTick,
+    /// A context-switch event's trap (off-CPU profiling).
+    OffCpu,
     /// A tick of a clock closed since it was sent (the experiment was
     /// disabled while the signal was queued): dropped.
     Stale,
@@ -74,6 +80,7 @@ pub extern "C" fn on_profile_signal(
             profile_tick(context);
             periodic_sample_if_due();
         }
+        Origin::OffCpu => crate::offcpu::on_trap(context),
         Origin::Stale => {}
         Origin::Foreign => forward(signal, info, context),
     }
@@ -89,10 +96,13 @@ fn origin(signal: c_int, info: *const libc::siginfo_t) -> Origin {
     if signal == libc::SIGTRAP {
         // A breakpoint, a single step, or somebody else's perf event
         // carries another code or sig_data.
-        return if info.si_code == TRAP_PERF && perf_data(info) == PROFILE_TAG as u64 {
-            Origin::ProfileTick
-        } else {
-            Origin::Foreign
+        if info.si_code != TRAP_PERF && info.si_code != SI_QUEUE {
+            return Origin::Foreign;
+        }
+        return match perf_data(info) {
+            data if data == PROFILE_TAG as u64 => Origin::ProfileTick,
+            crate::offcpu::OFFCPU_TAG => Origin::OffCpu,
+            _ => Origin::Foreign,
         };
     }
     match info.si_code {
@@ -142,9 +152,22 @@ fn profile_tick(context: *mut c_void) {
     let Some(slot) = threads::find(sys::gettid()) else {
         return;
     };
+    if slot.in_handler.swap(true, Ordering::AcqRel) {
+        // It interrupted the thread's off-CPU handler: the CPU time goes
+        // to the next tick.
+        return;
+    }
+    tick_on_slot(slot, context);
+    slot.in_handler.store(false, Ordering::Release);
+}
+
+fn tick_on_slot(slot: &threads::Slot, context: *mut c_void) {
     let now_cpu = sys::thread_cpu_ns();
     let last = slot.last_cpu_ns.swap(now_cpu, Ordering::Relaxed);
     slot.clock.top_up();
+    if clock::uses_sigtrap() && lifecycle::offcpu_traced() {
+        crate::offcpu::check_lost(slot);
+    }
     if !state::recording() {
         return;
     }

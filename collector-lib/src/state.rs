@@ -9,10 +9,12 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    heap, io, lifecycle, log, numbers, objects, profile, samples, sync, sys, threads, unwind, watch,
+    heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync, sys, threads,
+    unwind, watch,
 };
 use experiment::layout::{
-    SampleCause, KIND_HEAP, KIND_IO, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
+    SampleCause, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC,
+    MAX_STACK_DEPTH,
 };
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -26,6 +28,7 @@ pub static STACKS: BlockFile = BlockFile::new(KIND_STACKS);
 pub static HEAP: BlockFile = BlockFile::new(KIND_HEAP);
 pub static SYNC: BlockFile = BlockFile::new(KIND_SYNC);
 pub static IO: BlockFile = BlockFile::new(KIND_IO);
+pub static OFFCPU: BlockFile = BlockFile::new(KIND_OFFCPU);
 pub static BUDGET: Budget = Budget::new();
 
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
@@ -237,7 +240,24 @@ fn start_steps(
     let heaptrace = config.heaptrace;
     let synctrace = config.synctrace.is_on();
     let iotrace = config.iotrace;
-    open_files(&expt, heaptrace, synctrace, iotrace)?;
+    // Off-CPU profiling needs the kernel's consent (see offcpu.rs): when
+    // refused, the experiment says why and goes on without it.
+    let offcpu_refused = if config.offcpu {
+        offcpu::check_available().err()
+    } else {
+        None
+    };
+    config.offcpu = config.offcpu && offcpu_refused.is_none();
+    let offcpu_on = config.offcpu;
+    open_files(
+        &expt,
+        Traced {
+            heap: heaptrace,
+            sync: synctrace,
+            io: iotrace,
+            offcpu: offcpu_on,
+        },
+    )?;
     config.expt = expt.clone();
     config.pid = sys::getpid() as u32;
     BUDGET.limit.store(config.limit_bytes, Ordering::Relaxed);
@@ -250,6 +270,7 @@ fn start_steps(
     clear_stack_table();
     samples::reset();
     profile::reset_write_failure();
+    offcpu::reset(offcpu_on);
 
     let clock_kind = if config.profile_ns > 0 {
         // A sigtrap clock's SIGTRAPs would stop a tracer at every tick
@@ -267,8 +288,16 @@ fn start_steps(
         clock_kind.map(|(k, _)| k),
         sync_threshold.map(|t| t.threshold_ns),
     );
+    if let Some(refused) = &offcpu_refused {
+        log::error(refused);
+    }
     if live() {
-        write_kinds_line(config.profile_ns > 0, heaptrace, synctrace, iotrace);
+        write_kinds_line(
+            config.profile_ns > 0 || offcpu_on,
+            heaptrace,
+            synctrace,
+            iotrace,
+        );
     }
     if heaptrace {
         heap::prepare();
@@ -321,17 +350,20 @@ fn start_steps(
         Ordering::Relaxed,
     );
     lifecycle::finish_start(config.paused, config.profile_ns > 0);
+    if offcpu_on {
+        lifecycle::offcpu_on();
+    }
     samples::record(SampleCause::Start, b"");
     if config.paused {
         log::write("pause", |line| {
             line.str("cause", b"start");
         });
     }
-    if config.profile_ns > 0 {
+    if config.profile_ns > 0 || offcpu_on {
         register_existing_threads();
     }
     if live() {
-        start_live_parts(config.profile_ns > 0 || heaptrace || synctrace || iotrace);
+        start_live_parts(config.profile_ns > 0 || offcpu_on || heaptrace || synctrace || iotrace);
     }
     update_environment(&config, control);
     **control = Some(Current { config, expt });
@@ -379,12 +411,28 @@ fn start_live_parts(profiling: bool) {
     }
 }
 
-fn open_files(
-    expt: &Path,
-    heaptrace: bool,
-    synctrace: bool,
-    iotrace: bool,
-) -> Result<(), StartError> {
+/// The kinds of traced data an experiment records, each in its own file.
+#[derive(Clone, Copy)]
+struct Traced {
+    heap: bool,
+    sync: bool,
+    io: bool,
+    offcpu: bool,
+}
+
+impl Traced {
+    /// (file, manifest kind, on, the block file) of each traced kind.
+    fn files(self) -> [(&'static str, &'static str, bool, &'static BlockFile); 4] {
+        [
+            ("heap", "heap-trace", self.heap, &HEAP),
+            ("sync", "sync-trace", self.sync, &SYNC),
+            ("io", "io-trace", self.io, &IO),
+            ("offcpu", "off-cpu", self.offcpu, &OFFCPU),
+        ]
+    }
+}
+
+fn open_files(expt: &Path, traced: Traced) -> Result<(), StartError> {
     let create = |name: &str, flags: i32| -> Result<i32, StartError> {
         let path = expt.join(name);
         let c_path = CString::new(path.as_os_str().as_bytes())
@@ -402,60 +450,45 @@ fn open_files(
     let log_fd = create("log", libc::O_WRONLY | libc::O_APPEND)?;
     let profile_fd = create("profile", libc::O_RDWR | libc::O_TRUNC)?;
     let stacks_fd = create("stacks", libc::O_RDWR | libc::O_TRUNC)?;
-    let heap_fd = if heaptrace {
-        Some(create("heap", libc::O_RDWR | libc::O_TRUNC)?)
-    } else {
-        None
-    };
-    let sync_fd = if synctrace {
-        Some(create("sync", libc::O_RDWR | libc::O_TRUNC)?)
-    } else {
-        None
-    };
-    let io_fd = if iotrace {
-        Some(create("io", libc::O_RDWR | libc::O_TRUNC)?)
-    } else {
-        None
-    };
-    write_manifest(expt, heaptrace, synctrace, iotrace)?;
+    let mut opened = Vec::new();
+    for (name, _, on, file) in traced.files() {
+        if on {
+            opened.push((create(name, libc::O_RDWR | libc::O_TRUNC)?, file));
+        }
+    }
+    write_manifest(expt, traced)?;
     log::open(log_fd);
     PROFILE.open(profile_fd);
     STACKS.open(stacks_fd);
-    if let Some(fd) = heap_fd {
-        HEAP.open(fd);
-    }
-    if let Some(fd) = sync_fd {
-        SYNC.open(fd);
-    }
-    if let Some(fd) = io_fd {
-        IO.open(fd);
+    for (fd, file) in opened {
+        file.open(fd);
     }
     Ok(())
 }
 
-fn write_manifest(
-    expt: &Path,
-    heaptrace: bool,
-    synctrace: bool,
-    iotrace: bool,
-) -> Result<(), StartError> {
+fn write_manifest(expt: &Path, traced: Traced) -> Result<(), StartError> {
     let mut files = String::from("log,profile,stacks");
     let mut kinds = String::from("clock-profile");
-    if heaptrace {
-        files.push_str(",heap");
-        kinds.push_str(",heap-trace");
-    }
-    if synctrace {
-        files.push_str(",sync");
-        kinds.push_str(",sync-trace");
-    }
-    if iotrace {
-        files.push_str(",io");
-        kinds.push_str(",io-trace");
+    for (name, kind, on, _) in traced.files() {
+        if on {
+            files.push(',');
+            files.push_str(name);
+            kinds.push(',');
+            kinds.push_str(kind);
+        }
     }
     let created_by = format!("libcollector {}", crate::VERSION);
+    write_manifest_text(expt, &files, &kinds, &created_by)
+}
+
+fn write_manifest_text(
+    expt: &Path,
+    files: &str,
+    kinds: &str,
+    created_by: &str,
+) -> Result<(), StartError> {
     let mut buf = [0u8; 512];
-    let len = experiment::text::write_manifest_into(&mut buf, &files, &kinds, &created_by)
+    let len = experiment::text::write_manifest_into(&mut buf, files, kinds, created_by)
         .ok_or_else(|| StartError("the manifest does not fit its buffer".into()))?;
     let text = &buf[..len];
     let tmp = expt.join("manifest.tmp");
@@ -515,6 +548,7 @@ fn write_start_line(
             line.u64("synctrace", threshold);
         }
         line.u64("iotrace", u64::from(config.iotrace));
+        line.u64("offcpu", u64::from(config.offcpu));
     });
 }
 
@@ -588,7 +622,8 @@ pub fn register_current_thread(number: u32) {
 /// Registers thread `tid` of this process (dbx's number `number`) and
 /// starts its clock; `cpu_now` is its CPU time to count from.
 pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
-    if !active() || !lifecycle::clock_traced() {
+    let offcpu_on = lifecycle::offcpu_traced();
+    if !active() || !(lifecycle::clock_traced() || offcpu_on) {
         return;
     }
     let Some(slot) = threads::claim(tid) else {
@@ -605,8 +640,12 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     if owned.pcs.is_none() {
         owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
     }
-    if !slot.clock.arm(tid) {
+    slot.in_handler.store(false, Ordering::Relaxed);
+    if lifecycle::clock_traced() && !slot.clock.arm(tid) {
         log::warning(&format!("cannot start the profiling clock of thread {tid}"));
+    }
+    if offcpu_on && !slot.offcpu.arm(tid, cpu_now) {
+        log::warning(&format!("cannot start off-CPU profiling of thread {tid}"));
     }
     log::write("thread-start", |line| {
         line.u64("tid", tid as u64);
@@ -622,12 +661,14 @@ pub fn unregister_current_thread() {
     };
     let blocked = crate::interpose::block_sigprof();
     slot.clock.disarm();
+    slot.offcpu.disarm();
     // SAFETY: our own slot, SIGPROF blocked.
     unsafe { profile::flush_residual(slot) };
     // SAFETY: as above.
     let owned = unsafe { slot.owned() };
     PROFILE.retire(&mut owned.profile);
     STACKS.retire(&mut owned.stacks);
+    OFFCPU.retire(&mut owned.offcpu);
     threads::release(slot);
     crate::interpose::restore_mask(blocked);
     if active() {
@@ -642,11 +683,13 @@ pub fn unregister_current_thread() {
 pub fn retire_dead_thread(slot: &threads::Slot, tid: i32) {
     numbers::forget(tid);
     slot.clock.disarm();
+    slot.offcpu.disarm();
     // SAFETY: the thread is gone, so its handler cannot run on the owned
     // parts any more; only the watcher calls this.
     let owned = unsafe { slot.owned() };
     PROFILE.retire(&mut owned.profile);
     STACKS.retire(&mut owned.stacks);
+    OFFCPU.retire(&mut owned.offcpu);
     threads::release(slot);
     if active() {
         log::write("thread-end", |line| {
@@ -753,9 +796,11 @@ pub fn resume(cause: &str) -> bool {
     }
     // Time used while paused is not recorded: every thread's baseline
     // moves to now before recording starts again.
+    let wall = sys::monotonic_ns();
     for slot in threads::registered() {
         if let Some(now) = sys::other_thread_cpu_ns(slot.tid()) {
             slot.last_cpu_ns.store(now, Ordering::Relaxed);
+            slot.offcpu.restart_window(wall, now);
         }
     }
     if !lifecycle::set_paused(false) {
@@ -788,6 +833,7 @@ pub fn stop() -> bool {
         let owned = unsafe { slot.owned() };
         PROFILE.retire(&mut owned.profile);
         STACKS.retire(&mut owned.stacks);
+        OFFCPU.retire(&mut owned.offcpu);
         crate::interpose::restore_mask(blocked);
     }
     samples::record(SampleCause::End, b"");
@@ -797,8 +843,10 @@ pub fn stop() -> bool {
     sync::stop_tracing();
     io::stop_tracing();
     heap::forget_current_thread();
+    let offcpu_was_on = control.as_ref().is_some_and(|c| c.config.offcpu);
     for slot in threads::registered() {
         slot.clock.disarm();
+        slot.offcpu.disarm();
     }
     heap::log_totals();
     if control
@@ -807,12 +855,16 @@ pub fn stop() -> bool {
     {
         io::log_totals();
     }
+    if offcpu_was_on {
+        offcpu::log_totals();
+    }
     log::write("end", |_| {});
     PROFILE.close();
     STACKS.close();
     HEAP.close();
     SYNC.close();
     IO.close();
+    OFFCPU.close();
     log::close();
     *control = None;
     lifecycle::finish_stop();
@@ -885,6 +937,7 @@ fn forget_parent_experiment() {
     HEAP.close_after_fork();
     SYNC.close_after_fork();
     IO.close_after_fork();
+    OFFCPU.close_after_fork();
     log::close();
     crate::interpose::restore_mask(blocked);
 }

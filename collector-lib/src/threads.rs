@@ -7,9 +7,10 @@
 
 use crate::blocks::Cursor;
 use crate::clock::ClockSource;
+use crate::offcpu::OffCpuSource;
 use crate::unwind::StackCache;
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 pub const MAX_THREADS: usize = 4096;
 const EMPTY: i32 = 0;
@@ -20,6 +21,8 @@ const TOMBSTONE: i32 = -1;
 pub struct Owned {
     pub profile: Cursor,
     pub stacks: Cursor,
+    /// The thread's block of the `offcpu` file.
+    pub offcpu: Cursor,
     pub stack_cache: StackCache,
     /// Room for a stack (depth limit + 1), allocated at registration.
     pub pcs: Option<Box<[u64]>>,
@@ -34,6 +37,12 @@ pub struct Slot {
     /// The stack of the thread's previous profile event (0: none yet).
     pub last_stack: AtomicU64,
     pub clock: ClockSource,
+    /// The thread's context-switch event (off-CPU profiling).
+    pub offcpu: OffCpuSource,
+    /// One of the collector's handlers (clock tick, off-CPU trap) is
+    /// using `owned`: one that interrupts it (SIGTRAP is never blocked,
+    /// not even in its own handler) leaves it alone.
+    pub in_handler: AtomicBool,
     owned: UnsafeCell<Owned>,
 }
 
@@ -48,9 +57,12 @@ impl Slot {
             last_cpu_ns: AtomicU64::new(0),
             last_stack: AtomicU64::new(0),
             clock: ClockSource::new(),
+            offcpu: OffCpuSource::new(),
+            in_handler: AtomicBool::new(false),
             owned: UnsafeCell::new(Owned {
                 profile: Cursor::new(),
                 stacks: Cursor::new(),
+                offcpu: Cursor::new(),
                 stack_cache: StackCache::new(),
                 pcs: None,
             }),
@@ -130,11 +142,13 @@ pub fn forget_all_after_fork() {
     for slot in SLOTS.iter() {
         if slot.tid() != EMPTY {
             slot.clock.forget_after_fork();
+            slot.offcpu.forget_after_fork();
             // SAFETY: the child is single-threaded and SIGPROF is blocked
             // by the caller, so nothing else touches the owned parts.
             let owned = unsafe { slot.owned() };
             owned.profile.release();
             owned.stacks.release();
+            owned.offcpu.release();
             owned.stack_cache = StackCache::new();
             slot.tid.store(TOMBSTONE, Ordering::Release);
         }

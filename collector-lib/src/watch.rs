@@ -230,6 +230,7 @@ fn register_new(seen: &mut [i32], generation: u64) {
         if !current(generation) {
             if let Some(slot) = threads::find(tid) {
                 slot.clock.disarm();
+                slot.offcpu.disarm();
             }
             return;
         }

@@ -32,6 +32,8 @@ pub enum CollectorCommand {
     SyncTrace(SyncTraceSetting),
     /// `iotrace on|off`.
     IoTrace(bool),
+    /// `offcpu on|off`: record each switch off the CPU.
+    OffCpu(bool),
     /// `limit MB` in bytes; `None` = no limit (`limit unlimited`).
     Limit(Option<u64>),
     Archive(ArchiveMode),
@@ -139,6 +141,7 @@ pub enum ShowWhat {
     SyncTrace,
     HeapTrace,
     IoTrace,
+    OffCpu,
     Sample,
     Store,
     Limit,
@@ -180,6 +183,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "heaptrace",
     "iotrace",
     "mpitrace",
+    "offcpu",
     "sample",
     "dbxsample",
     "limit",
@@ -239,6 +243,7 @@ impl Sub<'_> {
             "synctrace" => self.synctrace().map(CollectorCommand::SyncTrace),
             "heaptrace" => self.on_off().map(CollectorCommand::HeapTrace),
             "iotrace" => self.on_off().map(CollectorCommand::IoTrace),
+            "offcpu" => self.on_off().map(CollectorCommand::OffCpu),
             _ => self.not_yet(TraceKind::MpiTrace),
         }
     }
@@ -412,6 +417,7 @@ impl Sub<'_> {
             "synctrace" => ShowWhat::SyncTrace,
             "heaptrace" => ShowWhat::HeapTrace,
             "iotrace" => ShowWhat::IoTrace,
+            "offcpu" => ShowWhat::OffCpu,
             "sample" => ShowWhat::Sample,
             "store" => ShowWhat::Store,
             "limit" => ShowWhat::Limit,
@@ -616,6 +622,9 @@ mod tests {
             parse_text("synctrace on"),
             Ok(C::SyncTrace(SyncTraceSetting::On))
         );
+        assert_eq!(parse_text("offcpu on"), Ok(C::OffCpu(true)));
+        assert_eq!(parse_text("offcpu off"), Ok(C::OffCpu(false)));
+        assert_eq!(parse_text("show offcpu"), Ok(C::Show(ShowWhat::OffCpu)));
         assert_eq!(
             parse_text("synctrace off"),
             Ok(C::SyncTrace(SyncTraceSetting::Off))

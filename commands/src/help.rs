@@ -513,7 +513,7 @@ static COMMANDS: &[CommandHelp] = &[
         "control the performance collector (see the collector ... entries)",
         "Collect performance data (clock profiles with call stacks, samples) while the program runs \
          under rdbx. Subcommands: enable, disable, pause, resume, profile, hwprofile, synctrace, \
-         heaptrace, iotrace, mpitrace, sample, dbxsample, limit, archive, store, show, status, \
+         heaptrace, iotrace, mpitrace, offcpu, sample, dbxsample, limit, archive, store, show, status, \
          version; \
          help collector NAME describes each.",
         "collector enable",
@@ -608,6 +608,14 @@ static COMMANDS: &[CommandHelp] = &[
         "collector mpitrace off",
     ),
     entry(
+        "collector offcpu",
+        &[],
+        "collector offcpu on|off",
+        "off-CPU profiling: each switch off the CPU, with its call stack and how long",
+        "Records, in the next experiment (off by default; set before collector enable or run), every time a thread is switched off its CPU (it blocks in a system call, sleeps, waits for a lock or a page, or is preempted): the call stack where it was and, once it runs again, how long it was off the CPU. With the clock profile this makes a wall-clock profile. It uses a context-switch perf event that counts in kernel mode, so it needs root, CAP_PERFMON or kernel.perf_event_paranoid at 1 or less; otherwise the experiment's log says why and the program runs without off-CPU data. Under rdbx each switch costs a stop that rdbx passes on silently.",
+        "collector offcpu on",
+    ),
+    entry(
         "collector sample",
         &[],
         "collector sample periodic|manual | collector sample period SECONDS | collector sample record [NAME]",
@@ -656,7 +664,7 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "collector show",
         &[],
-        "collector show [all|profile|hwprofile|synctrace|heaptrace|iotrace|sample|store|limit|archive]",
+        "collector show [all|profile|hwprofile|synctrace|heaptrace|iotrace|offcpu|sample|store|limit|archive]",
         "show the collector settings",
         "Show the settings that the next experiment will use (all by default).",
         "collector show store",

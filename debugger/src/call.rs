@@ -624,10 +624,10 @@ impl Debugger {
                 self.call_signal(tid, libc::SIGTRAP, name, on_interrupt)
             }
             // The collector's clock: the program's own tick.
-            Event::ClockTick { .. } => {
+            Event::ClockTick { info, .. } => {
                 self.process_mut()
                     .map_err(CallFailure::from_error)?
-                    .set_pending(tid, libc::SIGTRAP, None);
+                    .set_pending(tid, libc::SIGTRAP, Some(info.info()));
                 self.process_mut()
                     .and_then(|p| p.resume(tid, Resume::Continue))
                     .map(|()| false)

@@ -283,12 +283,31 @@ impl Inferior {
             return Ok(());
         }
         let pending = thread.pending.take();
+        let perf_trap = pending
+            .and_then(|p| p.info)
+            .filter(|info| info.si_signo == libc::SIGTRAP && ptrace::is_perf_trap(info));
+        if how == Resume::Step && perf_trap.is_some() {
+            // A step must not run the collector's handler: the trap waits
+            // for a resume that is not a step.
+            thread.pending = pending;
+            return match ptrace::single_step(tid, 0) {
+                Ok(()) | Err(Error::Os(nix::errno::Errno::ESRCH)) => {
+                    thread.state = ThreadState::Running(how);
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
+        }
         let mut signal = pending.map_or(0, |p| p.signal);
         if signal != 0 && !in_signal_delivery_stop(tid) {
             // A signal given to a resume is delivered only from a
             // signal-delivery stop; from any other stop (an interrupt) it
-            // is queued again instead, without its original siginfo.
-            ptrace::tgkill(self.pid, tid, signal)?;
+            // is queued again instead, without its original siginfo (a
+            // perf event's SIGTRAP keeps its payload, as SI_QUEUE).
+            match &perf_trap {
+                Some(info) => ptrace::requeue_perf_trap(self.pid, tid, info)?,
+                None => ptrace::tgkill(self.pid, tid, signal)?,
+            }
             signal = 0;
         } else if let Some(info) = pending.and_then(|p| p.info) {
             ptrace::set_siginfo(tid, &info)?;
@@ -310,6 +329,31 @@ impl Inferior {
                 thread.pending = pending;
                 Err(e)
             }
+        }
+    }
+
+    /// Delivers a perf event's SIGTRAP (`info`) to a thread stopped in its
+    /// signal-delivery stop for it, and lets the thread run on: the short
+    /// way for the one stop off-CPU profiling makes at every switch (one
+    /// PTRACE_CONT; the kernel delivers the stop's own siginfo). A signal
+    /// already waiting for the thread goes first, the trap queued again.
+    pub(crate) fn deliver_perf_trap(&mut self, tid: Tid, info: &libc::siginfo_t) -> Result<()> {
+        let Some(thread) = self.threads.get_mut(&tid) else {
+            return Ok(());
+        };
+        if thread.state != ThreadState::Stopped {
+            return Ok(());
+        }
+        if thread.pending.is_some() {
+            ptrace::requeue_perf_trap(self.pid, tid, info)?;
+            return self.resume(tid, Resume::Continue);
+        }
+        match ptrace::cont(tid, libc::SIGTRAP) {
+            Ok(()) | Err(Error::Os(nix::errno::Errno::ESRCH)) => {
+                thread.state = ThreadState::Running(Resume::Continue);
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
     }
 

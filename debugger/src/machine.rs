@@ -396,11 +396,14 @@ impl Debugger {
             self.process_mut()?.note_stopped(tid);
             match event {
                 Event::Stepped { .. } | Event::Breakpoint { .. } => return Ok(()),
-                Event::ClockTick { .. } => {
-                    // The collector's clock ticked before the instruction
-                    // ran: delivered, with its siginfo, on the next resume.
-                    let info = ptrace::siginfo(tid).ok();
-                    self.process_mut()?.set_pending(tid, libc::SIGTRAP, info);
+                Event::ClockTick { info, .. } => {
+                    // A collector trap (its clock, or the thread ran again
+                    // after a switch off the CPU: the stop before this step
+                    // was one) before the instruction ran: kept, with its
+                    // siginfo, for the next resume that is not a step (its
+                    // handler is the collector's, not the user's to step).
+                    self.process_mut()?
+                        .set_pending(tid, libc::SIGTRAP, Some(info.info()));
                 }
                 Event::Signal { signal, .. } => {
                     if !self.already_reported_sigint(tid, signal)? {
@@ -553,8 +556,9 @@ impl Debugger {
                 self.defer(event);
             }
             Event::Stepped { .. } => {}
-            Event::ClockTick { .. } => {
-                self.process_mut()?.set_pending(tid, libc::SIGTRAP, None);
+            Event::ClockTick { info, .. } => {
+                self.process_mut()?
+                    .set_pending(tid, libc::SIGTRAP, Some(info.info()));
             }
             Event::Signal { .. } => self.defer(event),
             Event::Clone { new, .. } => {
@@ -638,12 +642,15 @@ impl Debugger {
             // A stale interrupt, or a new thread's first stop.
             Event::Interrupted { .. } | Event::Stepped { .. } => self.resume_after_event(tid),
             Event::GroupStop { signal, .. } => self.group_stop(tid, signal),
-            Event::ClockTick { .. } => {
-                // The collector's perf-event clock (sigtrap delivery): the
-                // program's own tick, passed on silently like SIGPROF
-                // whatever the SIGTRAP disposition says.
-                self.process_mut()?.set_pending(tid, libc::SIGTRAP, None);
-                self.resume_after_event(tid)
+            Event::ClockTick { info, .. } => {
+                // A perf event's SIGTRAP (the collector's clock or off-CPU
+                // events): the program's own, passed on silently like
+                // SIGPROF whatever the SIGTRAP disposition says. Off-CPU
+                // profiling makes one per switch off the CPU, so this is
+                // the short way: delivered from this very stop, where
+                // nothing else is to be done.
+                self.process_mut()?.deliver_perf_trap(tid, &info.info())?;
+                Ok(None)
             }
             Event::Breakpoint { .. } => match self.handle_trap(tid, conditions)? {
                 Trap::Stop(stop) => Ok(Some(stop)),

@@ -23,6 +23,70 @@ pub const OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
 /// collector's clock); not in libc yet.
 pub const TRAP_PERF: i32 = 6;
 
+/// `si_code` of a signal queued with rt_sigqueueinfo / rt_tgsigqueueinfo.
+pub const SI_QUEUE: i32 = -1;
+
+/// `sig_data` of the collector's perf events, which the kernel passes as
+/// si_perf_data: its clock ("RDBXPROF") and off-CPU profiling
+/// ("RDBXOFFC"); kept in step with collector-lib's clock.rs and offcpu.rs.
+pub const COLLECTOR_PERF_TAGS: [u64; 2] = [0x5244_4258_5052_4f46, 0x5244_4258_4f46_4643];
+
+/// si_perf_data of a TRAP_PERF siginfo (offset 24 on x86-64, where a
+/// queued signal has its si_value; the libc crate has no accessor).
+pub fn perf_data(info: &libc::siginfo_t) -> u64 {
+    let base = (info as *const libc::siginfo_t).cast::<u8>();
+    // SAFETY: siginfo_t is 128 bytes; offset 24..32 is inside it.
+    unsafe { std::ptr::read_unaligned(base.add(24).cast::<u64>()) }
+}
+
+/// Whether a SIGTRAP's siginfo is a perf event's (the collector's clock or
+/// off-CPU events, or a program's own `sigtrap` event), or one of the
+/// collector's that rdbx had to queue again ([`requeue_perf_trap`]):
+/// passed on silently, never a stop.
+pub fn is_perf_trap(info: &libc::siginfo_t) -> bool {
+    info.si_code == TRAP_PERF
+        || (info.si_code == SI_QUEUE && COLLECTOR_PERF_TAGS.contains(&perf_data(info)))
+}
+
+/// A siginfo_t as plain words, for events that must be Copy + Eq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawSiginfo(pub [u64; 16]);
+
+const _: () = assert!(std::mem::size_of::<libc::siginfo_t>() == 128);
+
+impl RawSiginfo {
+    pub fn from_info(info: &libc::siginfo_t) -> RawSiginfo {
+        // SAFETY: siginfo_t is 128 bytes of plain data.
+        RawSiginfo(unsafe { std::mem::transmute_copy(info) })
+    }
+
+    pub fn info(&self) -> libc::siginfo_t {
+        // SAFETY: 16 words are a siginfo_t.
+        unsafe { std::mem::transmute_copy(&self.0) }
+    }
+}
+
+/// Queues a perf event's SIGTRAP again for a thread that is not in its
+/// signal-delivery stop any more (a resume gives a signal to the thread
+/// only from there). The kernel lets nobody forge TRAP_PERF for another
+/// process, but a queued signal keeps the payload: SI_QUEUE with
+/// si_perf_data where it was, which the collector accepts as its own.
+pub fn requeue_perf_trap(pid: i32, tid: Tid, info: &libc::siginfo_t) -> Result<()> {
+    let mut copy = *info;
+    copy.si_code = SI_QUEUE;
+    // SAFETY: the kernel reads a siginfo_t from the pointer.
+    check(unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            pid,
+            tid,
+            libc::SIGTRAP,
+            &copy as *const libc::siginfo_t,
+        )
+    })
+    .map(drop)
+}
+
 /// `si_code` of a single-step trap.
 pub const TRAP_TRACE: i32 = 2;
 

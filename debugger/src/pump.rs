@@ -93,10 +93,13 @@ pub enum Event {
     Stepped {
         tid: Tid,
     },
-    /// The collector's perf-event clock ticked (SIGTRAP with TRAP_PERF):
-    /// the program's own signal, never a stop.
+    /// A perf event's SIGTRAP (TRAP_PERF: the collector's clock ticked or
+    /// a thread ran again after a switch off the CPU; or one rdbx queued
+    /// again, see `ptrace::requeue_perf_trap`): the program's own signal,
+    /// never a stop. `info` is what must be delivered.
     ClockTick {
         tid: Tid,
+        info: ptrace::RawSiginfo,
     },
     /// Stopped by PTRACE_INTERRUPT, or a new task's first stop.
     Interrupted {
@@ -136,7 +139,7 @@ impl Event {
             | Event::Signal { tid, .. }
             | Event::Breakpoint { tid }
             | Event::Stepped { tid }
-            | Event::ClockTick { tid }
+            | Event::ClockTick { tid, .. }
             | Event::Interrupted { tid }
             | Event::GroupStop { tid, .. }
             | Event::Clone { tid, .. }
@@ -178,11 +181,17 @@ fn decode_status(status: WaitStatus) -> Event {
         WaitStatus::Exited { tid, code } => Event::Exited { tid, code },
         WaitStatus::Killed { tid, signal } => Event::Killed { tid, signal },
         WaitStatus::Signal { tid, signal } if signal == libc::SIGTRAP => {
-            match ptrace::siginfo(tid).map(|i| i.si_code) {
-                Ok(libc::SI_KERNEL) | Ok(ptrace::TRAP_BRKPT) => Event::Breakpoint { tid },
-                Ok(ptrace::TRAP_TRACE) => Event::Stepped { tid },
-                Ok(ptrace::TRAP_PERF) => Event::ClockTick { tid },
-                _ => Event::Signal { tid, signal },
+            match ptrace::siginfo(tid) {
+                Ok(info) if ptrace::is_perf_trap(&info) => Event::ClockTick {
+                    tid,
+                    info: ptrace::RawSiginfo::from_info(&info),
+                },
+                Ok(info) => match info.si_code {
+                    libc::SI_KERNEL | ptrace::TRAP_BRKPT => Event::Breakpoint { tid },
+                    ptrace::TRAP_TRACE => Event::Stepped { tid },
+                    _ => Event::Signal { tid, signal },
+                },
+                Err(_) => Event::Signal { tid, signal },
             }
         }
         WaitStatus::Signal { tid, signal } => Event::Signal { tid, signal },

@@ -408,7 +408,16 @@ pub(crate) fn release() {
         // The signal given to PTRACE_DETACH is delivered only from a
         // signal-delivery stop; from any other stop it is queued instead.
         if signal != 0 && !in_signal_delivery_stop(tid) {
-            let _ = ptrace::tgkill(pid, tid, signal);
+            // A perf event's SIGTRAP must keep its payload (see
+            // ptrace::requeue_perf_trap): a plain one kills the program.
+            match held_perf_trap(tid).filter(|_| signal == libc::SIGTRAP) {
+                Some(info) => {
+                    let _ = ptrace::requeue_perf_trap(pid, tid, &info);
+                }
+                None => {
+                    let _ = ptrace::tgkill(pid, tid, signal);
+                }
+            }
             let _ = ptrace::detach(tid, 0);
         } else {
             let _ = ptrace::detach(tid, signal);
@@ -457,11 +466,10 @@ fn absorb(pid: i32, status: ptrace::WaitStatus, tasks: &mut TaskList) {
             }
         }
         WaitStatus::Signal { tid, signal } if signal == libc::SIGTRAP => {
-            if !rewind_trap(tid) {
-                let code = ptrace::siginfo(tid).map(|i| i.si_code).unwrap_or(0);
-                if code == ptrace::TRAP_PERF {
-                    note_undecided_raw(tid, libc::SIGTRAP);
-                }
+            if !rewind_trap(tid)
+                && ptrace::siginfo(tid).is_ok_and(|info| ptrace::is_perf_trap(&info))
+            {
+                note_undecided_raw(tid, libc::SIGTRAP);
             }
         }
         WaitStatus::Signal { tid, signal } => {
@@ -632,6 +640,20 @@ fn program_address_of_slot_pc(pc: u64) -> Option<u64> {
         }
     }
     None
+}
+
+/// The siginfo kept for `tid` when it is a perf event's SIGTRAP.
+fn held_perf_trap(tid: Tid) -> Option<libc::siginfo_t> {
+    let held = held_entry(tid, false)?;
+    if !held.has_info.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut words = [0u64; 16];
+    for (word, slot) in words.iter_mut().zip(&held.info) {
+        *word = slot.load(Ordering::Relaxed);
+    }
+    let info = ptrace::RawSiginfo(words).info();
+    ptrace::is_perf_trap(&info).then_some(info)
 }
 
 /// The signal to deliver to `tid` as we let it go.

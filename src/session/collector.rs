@@ -96,6 +96,11 @@ impl Session {
                 self.collector_settings.iotrace = on;
                 Ok(())
             }
+            CollectorCommand::OffCpu(on) => {
+                self.refuse_while_active("offcpu")?;
+                self.collector_settings.offcpu = on;
+                Ok(())
+            }
             CollectorCommand::SyncTrace(setting) => {
                 self.refuse_while_active("synctrace")?;
                 let settings = &mut self.collector_settings;
@@ -363,6 +368,9 @@ impl Session {
                 }
                 println!("state: {}", e.state.name());
                 println!("clock events: {}", figures.clock_events);
+                if let Some(events) = figures.offcpu_events {
+                    println!("off-CPU events: {events}");
+                }
                 println!("samples: {}", figures.samples);
                 println!("data bytes: {}", figures.data_bytes);
             }

@@ -111,6 +111,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("sync_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("offcpu", "O0", &["-O0", "-pthread"]),
     ];
     let mut out = Vec::new();
     for (stem, variant, flags) in table {
