@@ -173,6 +173,33 @@ fn collect_records_each_wait_where_it_happened() {
     assert!(records >= 30, "{records} records");
     check_against_measures(&per_function, &measured(&stderr), COLLECT_SLACK_NS, &stderr);
     assert!(!stderr.contains("error:"), "{stderr}");
+
+    // The analyzer's Off-CPU Time per function (inclusive) says the same,
+    // and Wall Time is CPU + off-CPU.
+    let output = Command::new(rdbx_bin())
+        .args([
+            "analyze",
+            "--json",
+            "-c",
+            "metrics i.totalcpu:i.offcpu:i.walltime:name",
+        ])
+        .args(["-c", "functions"])
+        .arg(dir.join("t.er"))
+        .output()
+        .expect("run rdbx analyze");
+    assert!(output.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let rows = doc[1]["rows"].as_array().expect("rows");
+    let mut analyzed = HashMap::new();
+    for name in FUNCTIONS {
+        let row = rows.iter().find(|r| r["name"] == name).expect(name);
+        let seconds = |key: &str| row[key]["inclusive"].as_f64().expect(key);
+        let cpu = row["inclusive"]["seconds"].as_f64().expect("CPU seconds");
+        let (off, wall) = (seconds("off_cpu_time"), seconds("wall_time"));
+        assert!((cpu + off - wall).abs() < 1e-6, "{row}");
+        analyzed.insert(name.to_string(), (off * 1e9).round() as u64);
+    }
+    check_against_measures(&analyzed, &measured(&stderr), COLLECT_SLACK_NS, &stderr);
 }
 
 #[test]
