@@ -11,7 +11,6 @@
 mod common;
 
 use common::*;
-use debugger::symbols::ObjectFile;
 use experiment::heap::{HeapEvent, HeapOp};
 use experiment::log::Event;
 use experiment::{Experiment, HeapEventRecord};
@@ -46,11 +45,7 @@ fn collect(name: &str, args: &[&str]) -> (PathBuf, String) {
 
 /// Who called the allocator: the function of an event's first frame in
 /// the program (its leaf frame is the call in the caller).
-struct Callers {
-    base: u64,
-    program: ObjectFile,
-    stacks: HashMap<u64, experiment::Stack>,
-}
+struct Callers(common::Callers);
 
 impl Callers {
     fn of(expt: &Experiment) -> Callers {
@@ -58,19 +53,7 @@ impl Callers {
     }
 
     fn of_program(expt: &Experiment, program: &Path) -> Callers {
-        let log = expt.log().expect("log");
-        let base = log
-            .iter()
-            .find_map(|e| match &e.event {
-                Event::Object { path, base, .. } if path == program => Some(*base),
-                _ => None,
-            })
-            .expect("the program's object line");
-        Callers {
-            base,
-            program: ObjectFile::open(program).expect("open the program"),
-            stacks: expt.stacks().expect("stacks"),
-        }
+        Callers(common::Callers::of(expt, program))
     }
 
     /// The program functions on the event's stack, leaf first.
@@ -79,17 +62,7 @@ impl Callers {
     }
 
     fn functions_of(&self, stack_id: u64) -> Vec<String> {
-        let Some(stack) = self.stacks.get(&stack_id) else {
-            return Vec::new();
-        };
-        stack
-            .pcs
-            .iter()
-            .filter_map(|&pc| {
-                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
-                self.program.symbol_at(file).map(|s| s.name)
-            })
-            .collect()
+        self.0.functions(stack_id)
     }
 
     /// The first program function on the stack.
@@ -98,10 +71,7 @@ impl Callers {
     }
 
     fn caller_of(&self, stack_id: u64) -> String {
-        self.functions_of(stack_id)
-            .into_iter()
-            .next()
-            .unwrap_or_default()
+        self.0.caller(stack_id)
     }
 
     /// The first function on the stack whose name starts with `prefix`:
@@ -213,7 +183,7 @@ fn every_allocation_is_recorded_with_its_size_and_caller() {
     // call the collector makes for itself has no frame of the program.)
     let collector = collector_range(&expt);
     for e in events.iter().filter(|e| e.event.op.allocates()) {
-        let stack = &callers.stacks[&e.event.stack_id];
+        let stack = callers.0.stack(e.event.stack_id).expect("the stack");
         let through_collector = stack.pcs.iter().any(|pc| collector.contains(pc));
         assert!(
             !through_collector || !callers.functions(&e.event).is_empty(),

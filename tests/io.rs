@@ -13,7 +13,6 @@
 mod common;
 
 use common::*;
-use debugger::symbols::ObjectFile;
 use experiment::io::IoOp;
 use experiment::log::Event;
 use experiment::Experiment;
@@ -57,53 +56,6 @@ fn io_calls(expt: &Experiment) -> Vec<Call> {
     assert_eq!(stats.damaged, 0, "{stats:?}");
     calls.sort_by_key(|c| c.start_ns);
     calls
-}
-
-/// The program functions on a stack, leaf first (its leaf frame is the
-/// call in the caller).
-struct Callers {
-    base: u64,
-    program: ObjectFile,
-    stacks: HashMap<u64, experiment::Stack>,
-}
-
-impl Callers {
-    fn of(expt: &Experiment, program: &Path) -> Callers {
-        let log = expt.log().expect("log");
-        let base = log
-            .iter()
-            .find_map(|e| match &e.event {
-                Event::Object { path, base, .. } if path == program => Some(*base),
-                _ => None,
-            })
-            .expect("the program's object line");
-        Callers {
-            base,
-            program: ObjectFile::open(program).expect("open the program"),
-            stacks: expt.stacks().expect("stacks"),
-        }
-    }
-
-    fn functions(&self, stack_id: u64) -> Vec<String> {
-        let Some(stack) = self.stacks.get(&stack_id) else {
-            return Vec::new();
-        };
-        stack
-            .pcs
-            .iter()
-            .filter_map(|&pc| {
-                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
-                self.program.symbol_at(file).map(|s| s.name)
-            })
-            .collect()
-    }
-
-    fn caller(&self, stack_id: u64) -> String {
-        self.functions(stack_id)
-            .into_iter()
-            .next()
-            .unwrap_or_default()
-    }
 }
 
 /// A log line's fields, by event name (the first such line).

@@ -13,7 +13,6 @@
 mod common;
 
 use common::*;
-use debugger::symbols::ObjectFile;
 use experiment::log::Event;
 use experiment::Experiment;
 use std::collections::HashMap;
@@ -50,35 +49,15 @@ fn measured(stderr: &str) -> HashMap<String, u64> {
 /// Off-CPU ns of the records whose stack holds each function, and how
 /// many records there are.
 fn recorded(expt: &Experiment, program: &Path) -> (HashMap<String, u64>, u64) {
-    let log = expt.log().expect("log");
-    let base = log
-        .iter()
-        .find_map(|e| match &e.event {
-            Event::Object { path, base, .. } if path == program => Some(*base),
-            _ => None,
-        })
-        .expect("the program's object line");
-    let object = ObjectFile::open(program).expect("open the program");
-    let stacks = expt.stacks().expect("stacks");
+    let callers = Callers::of(expt, program);
     let mut names: HashMap<u64, Vec<String>> = HashMap::new();
     let mut per_function: HashMap<String, u64> = HashMap::new();
     let stats = expt
         .for_each_offcpu_event(|record| {
-            let functions = names.entry(record.event.stack_id).or_insert_with(|| {
-                stacks
-                    .get(&record.event.stack_id)
-                    .map(|stack| {
-                        stack
-                            .pcs
-                            .iter()
-                            .filter_map(|&pc| {
-                                let file = pc.checked_sub(base)?.checked_sub(1)?;
-                                object.symbol_at(file).map(|s| s.name)
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            });
+            let stack_id = record.event.stack_id;
+            let functions = names
+                .entry(stack_id)
+                .or_insert_with(|| callers.functions(stack_id));
             for name in FUNCTIONS {
                 if functions.iter().any(|f| f == name) {
                     *per_function.entry(name.to_string()).or_default() += record.event.off_ns;

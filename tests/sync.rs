@@ -12,11 +12,9 @@
 mod common;
 
 use common::*;
-use debugger::symbols::ObjectFile;
 use experiment::log::Event;
 use experiment::sync::SyncOp;
 use experiment::{Experiment, SyncEventRecord};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -86,46 +84,6 @@ fn sync_events(expt: &Experiment) -> Vec<SyncEventRecord> {
         .expect("read the sync file");
     assert_eq!(stats.damaged, 0, "{stats:?}");
     events
-}
-
-/// The program functions on a stack, leaf first (its leaf frame is the
-/// call in the caller).
-struct Callers {
-    base: u64,
-    program: ObjectFile,
-    stacks: HashMap<u64, experiment::Stack>,
-}
-
-impl Callers {
-    fn of(expt: &Experiment, program: &Path) -> Callers {
-        let log = expt.log().expect("log");
-        let base = log
-            .iter()
-            .find_map(|e| match &e.event {
-                Event::Object { path, base, .. } if path == program => Some(*base),
-                _ => None,
-            })
-            .expect("the program's object line");
-        Callers {
-            base,
-            program: ObjectFile::open(program).expect("open the program"),
-            stacks: expt.stacks().expect("stacks"),
-        }
-    }
-
-    fn functions(&self, stack_id: u64) -> Vec<String> {
-        let Some(stack) = self.stacks.get(&stack_id) else {
-            return Vec::new();
-        };
-        stack
-            .pcs
-            .iter()
-            .filter_map(|&pc| {
-                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
-                self.program.symbol_at(file).map(|s| s.name)
-            })
-            .collect()
-    }
 }
 
 /// The `sync threshold_ns= calibrated_ns=` line and the start line's

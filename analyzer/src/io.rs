@@ -13,14 +13,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{json, Value as Json};
 
 /// The I/O metrics every I/O view shows, in column order.
-pub const IO_METRICS: [MetricName; 6] = [
-    MetricName::IoTime,
-    MetricName::ReadBytes,
-    MetricName::WriteBytes,
-    MetricName::ReadCount,
-    MetricName::WriteCount,
-    MetricName::OtherIoCount,
-];
+pub const IO_METRICS: [MetricName; 6] = MetricName::IO;
 
 /// Whether the selections keep an event (a call asked as an event).
 pub type Keep<'a> = &'a dyn Fn(&EventEntry) -> bool;

@@ -445,6 +445,16 @@ impl MetricName {
         MetricName::BytesLeaked,
     ];
 
+    /// The I/O tracing metrics, in the order the views show them.
+    pub const IO: [MetricName; 6] = [
+        MetricName::IoTime,
+        MetricName::ReadBytes,
+        MetricName::WriteBytes,
+        MetricName::ReadCount,
+        MetricName::WriteCount,
+        MetricName::OtherIoCount,
+    ];
+
     /// The heading er_print gives the metric's columns.
     pub fn title(self) -> &'static str {
         match self {
@@ -767,14 +777,7 @@ impl MetricSpec {
             ]);
         }
         if data.io {
-            traced.extend([
-                MetricName::IoTime,
-                MetricName::ReadBytes,
-                MetricName::WriteBytes,
-                MetricName::ReadCount,
-                MetricName::WriteCount,
-                MetricName::OtherIoCount,
-            ]);
+            traced.extend(MetricName::IO);
         }
         for metric in traced {
             spec.items.push(MetricItem {

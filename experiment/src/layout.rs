@@ -673,6 +673,27 @@ pub fn parse_block(bytes: &[u8], block_size: usize, kind: u16) -> BlockState<'_>
     })
 }
 
+/// Decodes every fixed-size record of one block's committed bytes with
+/// `decode`, in order. Returns false when the bytes are not whole records
+/// or hold something that is no record (damaged data).
+pub fn decode_fixed_records<T>(
+    records: &[u8],
+    size: usize,
+    decode: impl Fn(&[u8]) -> Option<T>,
+    mut each: impl FnMut(T),
+) -> bool {
+    if size == 0 || !records.len().is_multiple_of(size) {
+        return false;
+    }
+    for chunk in records.chunks_exact(size) {
+        match decode(chunk) {
+            Some(record) => each(record),
+            None => return false,
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,17 +55,8 @@ impl OffCpuEvent {
 
 /// Decodes every record of one block's committed bytes. Returns false when
 /// the bytes are not whole records.
-pub fn decode_block(records: &[u8], mut each: impl FnMut(OffCpuEvent)) -> bool {
-    if !records.len().is_multiple_of(OFFCPU_RECORD_SIZE) {
-        return false;
-    }
-    for chunk in records.chunks_exact(OFFCPU_RECORD_SIZE) {
-        match OffCpuEvent::decode(chunk) {
-            Some(event) => each(event),
-            None => return false,
-        }
-    }
-    true
+pub fn decode_block(records: &[u8], each: impl FnMut(OffCpuEvent)) -> bool {
+    crate::layout::decode_fixed_records(records, OFFCPU_RECORD_SIZE, OffCpuEvent::decode, each)
 }
 
 #[cfg(test)]

@@ -719,18 +719,17 @@ impl Experiment {
         })
     }
 
-    /// Calls `each` with every committed wait of the `sync` file, block by block (each
-    /// block in its thread's order).
-    pub fn for_each_sync_event(&self, mut each: impl FnMut(SyncEventRecord)) -> Result<BlockStats> {
-        self.for_each_block("sync", KIND_SYNC, |header, records, stats| {
-            let mut count = 0u64;
-            let whole = crate::sync::decode_block(records, |event| {
-                count += 1;
-                each(SyncEventRecord {
-                    tid: header.tid,
-                    event,
-                });
-            });
+    /// Walks the blocks of a file of fixed or self-delimiting records: `decode` gets a
+    /// block's thread and committed bytes and says how many records it decoded and whether
+    /// the bytes were whole records (a damaged block's bytes are not counted).
+    fn for_each_record_block(
+        &self,
+        file: &str,
+        kind: u16,
+        mut decode: impl FnMut(u32, &[u8]) -> (u64, bool),
+    ) -> Result<BlockStats> {
+        self.for_each_block(file, kind, |header, records, stats| {
+            let (count, whole) = decode(header.tid, records);
             stats.records += count;
             if whole {
                 stats.record_bytes += records.len() as u64;
@@ -739,23 +738,29 @@ impl Experiment {
         })
     }
 
+    /// Calls `each` with every committed wait of the `sync` file, block by block (each
+    /// block in its thread's order).
+    pub fn for_each_sync_event(&self, mut each: impl FnMut(SyncEventRecord)) -> Result<BlockStats> {
+        self.for_each_record_block("sync", KIND_SYNC, |tid, records| {
+            let mut count = 0u64;
+            let whole = crate::sync::decode_block(records, |event| {
+                count += 1;
+                each(SyncEventRecord { tid, event });
+            });
+            (count, whole)
+        })
+    }
+
     /// Calls `each` with every committed I/O call of the `io` file, block by block (each
     /// block in its thread's order). The path a record holds is borrowed for the call.
     pub fn for_each_io_event(&self, mut each: impl FnMut(IoEventRecord<'_>)) -> Result<BlockStats> {
-        self.for_each_block("io", KIND_IO, |header, records, stats| {
+        self.for_each_record_block("io", KIND_IO, |tid, records| {
             let mut count = 0u64;
             let whole = crate::io::decode_block(records, |event| {
                 count += 1;
-                each(IoEventRecord {
-                    tid: header.tid,
-                    event,
-                });
+                each(IoEventRecord { tid, event });
             });
-            stats.records += count;
-            if whole {
-                stats.record_bytes += records.len() as u64;
-            }
-            !whole
+            (count, whole)
         })
     }
 
@@ -765,20 +770,13 @@ impl Experiment {
         &self,
         mut each: impl FnMut(OffCpuEventRecord),
     ) -> Result<BlockStats> {
-        self.for_each_block("offcpu", KIND_OFFCPU, |header, records, stats| {
+        self.for_each_record_block("offcpu", KIND_OFFCPU, |tid, records| {
             let mut count = 0u64;
             let whole = crate::offcpu::decode_block(records, |event| {
                 count += 1;
-                each(OffCpuEventRecord {
-                    tid: header.tid,
-                    event,
-                });
+                each(OffCpuEventRecord { tid, event });
             });
-            stats.records += count;
-            if whole {
-                stats.record_bytes += records.len() as u64;
-            }
-            !whole
+            (count, whole)
         })
     }
 

@@ -127,17 +127,8 @@ impl SyncEvent {
 
 /// Decodes every record of one block's committed bytes. Returns false when
 /// the bytes are not whole records or hold something that is no record.
-pub fn decode_block(records: &[u8], mut each: impl FnMut(SyncEvent)) -> bool {
-    if !records.len().is_multiple_of(SYNC_RECORD_SIZE) {
-        return false;
-    }
-    for chunk in records.chunks_exact(SYNC_RECORD_SIZE) {
-        match SyncEvent::decode(chunk) {
-            Some(event) => each(event),
-            None => return false,
-        }
-    }
-    true
+pub fn decode_block(records: &[u8], each: impl FnMut(SyncEvent)) -> bool {
+    crate::layout::decode_fixed_records(records, SYNC_RECORD_SIZE, SyncEvent::decode, each)
 }
 
 #[cfg(test)]

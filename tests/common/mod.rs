@@ -1615,3 +1615,57 @@ pub fn built(source: &str, compiler: &str) -> PathBuf {
     built.insert(source.to_string(), out.clone());
     out
 }
+
+/// The program functions on a recorded stack, leaf first (its leaf frame is
+/// the call in the caller), from the experiment's `object` line for the
+/// program and the program's symbols.
+pub struct Callers {
+    base: u64,
+    program: debugger::symbols::ObjectFile,
+    stacks: std::collections::HashMap<u64, experiment::Stack>,
+}
+
+impl Callers {
+    pub fn of(expt: &experiment::Experiment, program: &Path) -> Callers {
+        let log = expt.log().expect("log");
+        let base = log
+            .iter()
+            .find_map(|e| match &e.event {
+                experiment::log::Event::Object { path, base, .. } if path == program => Some(*base),
+                _ => None,
+            })
+            .expect("the program's object line");
+        Callers {
+            base,
+            program: debugger::symbols::ObjectFile::open(program).expect("open the program"),
+            stacks: expt.stacks().expect("stacks"),
+        }
+    }
+
+    pub fn functions(&self, stack_id: u64) -> Vec<String> {
+        let Some(stack) = self.stacks.get(&stack_id) else {
+            return Vec::new();
+        };
+        stack
+            .pcs
+            .iter()
+            .filter_map(|&pc| {
+                let file = pc.checked_sub(self.base)?.checked_sub(1)?;
+                self.program.symbol_at(file).map(|s| s.name)
+            })
+            .collect()
+    }
+
+    /// The recorded stack.
+    pub fn stack(&self, stack_id: u64) -> Option<&experiment::Stack> {
+        self.stacks.get(&stack_id)
+    }
+
+    /// The first program function on the stack ("" when none).
+    pub fn caller(&self, stack_id: u64) -> String {
+        self.functions(stack_id)
+            .into_iter()
+            .next()
+            .unwrap_or_default()
+    }
+}
