@@ -43,7 +43,7 @@
 //! only when the flags say there is one.
 
 use crate::blocks::WriteError;
-use crate::real::{self, Real};
+use crate::real;
 use crate::{heap, lifecycle, log, state, sys};
 use experiment::io::{IoEvent, IoOp};
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
@@ -306,22 +306,6 @@ type FseekoFn = unsafe extern "C" fn(*mut File, libc::off_t, c_int) -> c_int;
 type GetdelimFn = unsafe extern "C" fn(*mut *mut c_char, *mut usize, c_int, *mut File) -> isize;
 type GetlineFn = unsafe extern "C" fn(*mut *mut c_char, *mut usize, *mut File) -> isize;
 
-/// Calls the real function `$real` of type `$ty`; ENOSYS and `$fail`
-/// when the C library has none.
-macro_rules! real {
-    ($real:expr, $ty:ty, $fail:expr; $($arg:expr),*) => {
-        match Real::address(&$real) {
-            0 => {
-                sys::set_errno(libc::ENOSYS);
-                $fail
-            }
-            // SAFETY: the real function, by its C signature, with the
-            // program's arguments.
-            f => unsafe { std::mem::transmute::<usize, $ty>(f)($($arg),*) },
-        }
-    };
-}
-
 // ---- the hooks ------------------------------------------------------------
 
 /// # Safety
@@ -333,7 +317,7 @@ pub(crate) unsafe extern "C" fn hook_open(
     mode: c_uint,
 ) -> c_int {
     traced(
-        || real!(real::OPEN, OpenFn, -1; path, flags, mode),
+        || call_real!(real::OPEN, OpenFn, sys::no_such_function(-1); path, flags, mode),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -347,7 +331,7 @@ pub(crate) unsafe extern "C" fn hook_open64(
     mode: c_uint,
 ) -> c_int {
     traced(
-        || real!(real::OPEN64, OpenFn, -1; path, flags, mode),
+        || call_real!(real::OPEN64, OpenFn, sys::no_such_function(-1); path, flags, mode),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -357,7 +341,7 @@ pub(crate) unsafe extern "C" fn hook_open64(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_open_2(path: *const c_char, flags: c_int) -> c_int {
     traced(
-        || real!(real::OPEN_2, Open2Fn, -1; path, flags),
+        || call_real!(real::OPEN_2, Open2Fn, sys::no_such_function(-1); path, flags),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -367,7 +351,7 @@ pub(crate) unsafe extern "C" fn hook_open_2(path: *const c_char, flags: c_int) -
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_open64_2(path: *const c_char, flags: c_int) -> c_int {
     traced(
-        || real!(real::OPEN64_2, Open2Fn, -1; path, flags),
+        || call_real!(real::OPEN64_2, Open2Fn, sys::no_such_function(-1); path, flags),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -382,7 +366,7 @@ pub(crate) unsafe extern "C" fn hook_openat(
     mode: c_uint,
 ) -> c_int {
     traced(
-        || real!(real::OPENAT, OpenatFn, -1; dir, path, flags, mode),
+        || call_real!(real::OPENAT, OpenatFn, sys::no_such_function(-1); dir, path, flags, mode),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -397,7 +381,7 @@ pub(crate) unsafe extern "C" fn hook_openat64(
     mode: c_uint,
 ) -> c_int {
     traced(
-        || real!(real::OPENAT64, OpenatFn, -1; dir, path, flags, mode),
+        || call_real!(real::OPENAT64, OpenatFn, sys::no_such_function(-1); dir, path, flags, mode),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -411,7 +395,7 @@ pub(crate) unsafe extern "C" fn hook_openat_2(
     flags: c_int,
 ) -> c_int {
     traced(
-        || real!(real::OPENAT_2, Openat2Fn, -1; dir, path, flags),
+        || call_real!(real::OPENAT_2, Openat2Fn, sys::no_such_function(-1); dir, path, flags),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -425,7 +409,7 @@ pub(crate) unsafe extern "C" fn hook_openat64_2(
     flags: c_int,
 ) -> c_int {
     traced(
-        || real!(real::OPENAT64_2, Openat2Fn, -1; dir, path, flags),
+        || call_real!(real::OPENAT64_2, Openat2Fn, sys::no_such_function(-1); dir, path, flags),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -435,7 +419,7 @@ pub(crate) unsafe extern "C" fn hook_openat64_2(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_creat(path: *const c_char, mode: libc::mode_t) -> c_int {
     traced(
-        || real!(real::CREAT, CreatFn, -1; path, mode),
+        || call_real!(real::CREAT, CreatFn, sys::no_such_function(-1); path, mode),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -445,7 +429,7 @@ pub(crate) unsafe extern "C" fn hook_creat(path: *const c_char, mode: libc::mode
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_creat64(path: *const c_char, mode: libc::mode_t) -> c_int {
     traced(
-        || real!(real::CREAT64, CreatFn, -1; path, mode),
+        || call_real!(real::CREAT64, CreatFn, sys::no_such_function(-1); path, mode),
         |fd| opened(fd, path_bytes(path)),
     )
 }
@@ -455,7 +439,7 @@ pub(crate) unsafe extern "C" fn hook_creat64(path: *const c_char, mode: libc::mo
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_close(fd: c_int) -> c_int {
     traced(
-        || real!(real::CLOSE, FdFn, -1; fd),
+        || call_real!(real::CLOSE, FdFn, sys::no_such_function(-1); fd),
         |rc| Call::on(IoOp::Close, fd).failed_if(rc != 0),
     )
 }
@@ -465,7 +449,7 @@ pub(crate) unsafe extern "C" fn hook_close(fd: c_int) -> c_int {
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_read(fd: c_int, buf: *mut c_void, count: usize) -> isize {
     traced(
-        || real!(real::READ, ReadFn, -1; fd, buf, count),
+        || call_real!(real::READ, ReadFn, sys::no_such_function(-1); fd, buf, count),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -480,7 +464,7 @@ pub(crate) unsafe extern "C" fn hook_read_chk(
     size: usize,
 ) -> isize {
     traced(
-        || real!(real::READ_CHK, ReadChkFn, -1; fd, buf, count, size),
+        || call_real!(real::READ_CHK, ReadChkFn, sys::no_such_function(-1); fd, buf, count, size),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -490,7 +474,7 @@ pub(crate) unsafe extern "C" fn hook_read_chk(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_write(fd: c_int, buf: *const c_void, count: usize) -> isize {
     traced(
-        || real!(real::WRITE, WriteFn, -1; fd, buf, count),
+        || call_real!(real::WRITE, WriteFn, sys::no_such_function(-1); fd, buf, count),
         |n| Call::on(IoOp::Write, fd).moved(n),
     )
 }
@@ -505,7 +489,7 @@ pub(crate) unsafe extern "C" fn hook_pread(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PREAD, PreadFn, -1; fd, buf, count, offset),
+        || call_real!(real::PREAD, PreadFn, sys::no_such_function(-1); fd, buf, count, offset),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -520,7 +504,7 @@ pub(crate) unsafe extern "C" fn hook_pread64(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PREAD64, PreadFn, -1; fd, buf, count, offset),
+        || call_real!(real::PREAD64, PreadFn, sys::no_such_function(-1); fd, buf, count, offset),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -536,7 +520,7 @@ pub(crate) unsafe extern "C" fn hook_pread_chk(
     size: usize,
 ) -> isize {
     traced(
-        || real!(real::PREAD_CHK, PreadChkFn, -1; fd, buf, count, offset, size),
+        || call_real!(real::PREAD_CHK, PreadChkFn, sys::no_such_function(-1); fd, buf, count, offset, size),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -552,7 +536,7 @@ pub(crate) unsafe extern "C" fn hook_pread64_chk(
     size: usize,
 ) -> isize {
     traced(
-        || real!(real::PREAD64_CHK, PreadChkFn, -1; fd, buf, count, offset, size),
+        || call_real!(real::PREAD64_CHK, PreadChkFn, sys::no_such_function(-1); fd, buf, count, offset, size),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -567,7 +551,7 @@ pub(crate) unsafe extern "C" fn hook_pwrite(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PWRITE, PwriteFn, -1; fd, buf, count, offset),
+        || call_real!(real::PWRITE, PwriteFn, sys::no_such_function(-1); fd, buf, count, offset),
         |n| Call::on(IoOp::Write, fd).moved(n),
     )
 }
@@ -582,7 +566,7 @@ pub(crate) unsafe extern "C" fn hook_pwrite64(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PWRITE64, PwriteFn, -1; fd, buf, count, offset),
+        || call_real!(real::PWRITE64, PwriteFn, sys::no_such_function(-1); fd, buf, count, offset),
         |n| Call::on(IoOp::Write, fd).moved(n),
     )
 }
@@ -596,7 +580,7 @@ pub(crate) unsafe extern "C" fn hook_readv(
     count: c_int,
 ) -> isize {
     traced(
-        || real!(real::READV, VecFn, -1; fd, iov, count),
+        || call_real!(real::READV, VecFn, sys::no_such_function(-1); fd, iov, count),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -610,7 +594,7 @@ pub(crate) unsafe extern "C" fn hook_writev(
     count: c_int,
 ) -> isize {
     traced(
-        || real!(real::WRITEV, VecFn, -1; fd, iov, count),
+        || call_real!(real::WRITEV, VecFn, sys::no_such_function(-1); fd, iov, count),
         |n| Call::on(IoOp::Write, fd).moved(n),
     )
 }
@@ -625,7 +609,7 @@ pub(crate) unsafe extern "C" fn hook_preadv(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PREADV, VecAtFn, -1; fd, iov, count, offset),
+        || call_real!(real::PREADV, VecAtFn, sys::no_such_function(-1); fd, iov, count, offset),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -640,7 +624,7 @@ pub(crate) unsafe extern "C" fn hook_preadv64(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PREADV64, VecAtFn, -1; fd, iov, count, offset),
+        || call_real!(real::PREADV64, VecAtFn, sys::no_such_function(-1); fd, iov, count, offset),
         |n| Call::on(IoOp::Read, fd).moved(n),
     )
 }
@@ -655,7 +639,7 @@ pub(crate) unsafe extern "C" fn hook_pwritev(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PWRITEV, VecAtFn, -1; fd, iov, count, offset),
+        || call_real!(real::PWRITEV, VecAtFn, sys::no_such_function(-1); fd, iov, count, offset),
         |n| Call::on(IoOp::Write, fd).moved(n),
     )
 }
@@ -670,7 +654,7 @@ pub(crate) unsafe extern "C" fn hook_pwritev64(
     offset: libc::off_t,
 ) -> isize {
     traced(
-        || real!(real::PWRITEV64, VecAtFn, -1; fd, iov, count, offset),
+        || call_real!(real::PWRITEV64, VecAtFn, sys::no_such_function(-1); fd, iov, count, offset),
         |n| Call::on(IoOp::Write, fd).moved(n),
     )
 }
@@ -684,7 +668,7 @@ pub(crate) unsafe extern "C" fn hook_lseek(
     whence: c_int,
 ) -> libc::off_t {
     traced(
-        || real!(real::LSEEK, SeekFn, -1; fd, offset, whence),
+        || call_real!(real::LSEEK, SeekFn, sys::no_such_function(-1); fd, offset, whence),
         |at| Call::on(IoOp::Seek, fd).failed_if(at < 0),
     )
 }
@@ -698,7 +682,7 @@ pub(crate) unsafe extern "C" fn hook_lseek64(
     whence: c_int,
 ) -> libc::off_t {
     traced(
-        || real!(real::LSEEK64, SeekFn, -1; fd, offset, whence),
+        || call_real!(real::LSEEK64, SeekFn, sys::no_such_function(-1); fd, offset, whence),
         |at| Call::on(IoOp::Seek, fd).failed_if(at < 0),
     )
 }
@@ -708,7 +692,7 @@ pub(crate) unsafe extern "C" fn hook_lseek64(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_fsync(fd: c_int) -> c_int {
     traced(
-        || real!(real::FSYNC, FdFn, -1; fd),
+        || call_real!(real::FSYNC, FdFn, sys::no_such_function(-1); fd),
         |rc| Call::on(IoOp::Sync, fd).failed_if(rc != 0),
     )
 }
@@ -718,7 +702,7 @@ pub(crate) unsafe extern "C" fn hook_fsync(fd: c_int) -> c_int {
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_fdatasync(fd: c_int) -> c_int {
     traced(
-        || real!(real::FDATASYNC, FdFn, -1; fd),
+        || call_real!(real::FDATASYNC, FdFn, sys::no_such_function(-1); fd),
         |rc| Call::on(IoOp::Sync, fd).failed_if(rc != 0),
     )
 }
@@ -736,7 +720,7 @@ fn duplicated<'a>(new: c_int, old: c_int) -> Call<'a> {
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_dup(old: c_int) -> c_int {
     traced(
-        || real!(real::DUP, FdFn, -1; old),
+        || call_real!(real::DUP, FdFn, sys::no_such_function(-1); old),
         |new| duplicated(new, old),
     )
 }
@@ -746,7 +730,7 @@ pub(crate) unsafe extern "C" fn hook_dup(old: c_int) -> c_int {
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_dup2(old: c_int, new: c_int) -> c_int {
     traced(
-        || real!(real::DUP2, Dup2Fn, -1; old, new),
+        || call_real!(real::DUP2, Dup2Fn, sys::no_such_function(-1); old, new),
         |made| duplicated(made, old),
     )
 }
@@ -756,7 +740,7 @@ pub(crate) unsafe extern "C" fn hook_dup2(old: c_int, new: c_int) -> c_int {
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
     traced(
-        || real!(real::DUP3, Dup3Fn, -1; old, new, flags),
+        || call_real!(real::DUP3, Dup3Fn, sys::no_such_function(-1); old, new, flags),
         |made| duplicated(made, old),
     )
 }
@@ -779,7 +763,7 @@ pub(crate) unsafe extern "C" fn hook_sendfile(
     count: usize,
 ) -> isize {
     traced(
-        || real!(real::SENDFILE, SendfileFn, -1; to, from, offset, count),
+        || call_real!(real::SENDFILE, SendfileFn, sys::no_such_function(-1); to, from, offset, count),
         |n| transferred(to, from, n),
     )
 }
@@ -794,7 +778,7 @@ pub(crate) unsafe extern "C" fn hook_sendfile64(
     count: usize,
 ) -> isize {
     traced(
-        || real!(real::SENDFILE64, SendfileFn, -1; to, from, offset, count),
+        || call_real!(real::SENDFILE64, SendfileFn, sys::no_such_function(-1); to, from, offset, count),
         |n| transferred(to, from, n),
     )
 }
@@ -812,7 +796,7 @@ pub(crate) unsafe extern "C" fn hook_copy_file_range(
 ) -> isize {
     traced(
         || {
-            real!(real::COPY_FILE_RANGE, CopyRangeFn, -1;
+            call_real!(real::COPY_FILE_RANGE, CopyRangeFn, sys::no_such_function(-1);
                 from, from_offset, to, to_offset, count, flags)
         },
         |n| transferred(to, from, n),
@@ -824,7 +808,7 @@ pub(crate) unsafe extern "C" fn hook_copy_file_range(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_fopen(path: *const c_char, mode: *const c_char) -> *mut File {
     traced(
-        || real!(real::FOPEN, FopenFn, std::ptr::null_mut(); path, mode),
+        || call_real!(real::FOPEN, FopenFn, sys::no_such_function(std::ptr::null_mut()); path, mode),
         |stream| stream_opened(stream, path_bytes(path)),
     )
 }
@@ -837,7 +821,7 @@ pub(crate) unsafe extern "C" fn hook_fopen64(
     mode: *const c_char,
 ) -> *mut File {
     traced(
-        || real!(real::FOPEN64, FopenFn, std::ptr::null_mut(); path, mode),
+        || call_real!(real::FOPEN64, FopenFn, sys::no_such_function(std::ptr::null_mut()); path, mode),
         |stream| stream_opened(stream, path_bytes(path)),
     )
 }
@@ -847,7 +831,7 @@ pub(crate) unsafe extern "C" fn hook_fopen64(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_fdopen(fd: c_int, mode: *const c_char) -> *mut File {
     traced(
-        || real!(real::FDOPEN, FdopenFn, std::ptr::null_mut(); fd, mode),
+        || call_real!(real::FDOPEN, FdopenFn, sys::no_such_function(std::ptr::null_mut()); fd, mode),
         |stream| Call::on(IoOp::Open, fd).failed_if(stream.is_null()),
     )
 }
@@ -861,7 +845,7 @@ pub(crate) unsafe extern "C" fn hook_freopen(
     stream: *mut File,
 ) -> *mut File {
     traced(
-        || real!(real::FREOPEN, FreopenFn, std::ptr::null_mut(); path, mode, stream),
+        || call_real!(real::FREOPEN, FreopenFn, sys::no_such_function(std::ptr::null_mut()); path, mode, stream),
         |reopened| stream_opened(reopened, path_bytes(path)),
     )
 }
@@ -875,7 +859,7 @@ pub(crate) unsafe extern "C" fn hook_freopen64(
     stream: *mut File,
 ) -> *mut File {
     traced(
-        || real!(real::FREOPEN64, FreopenFn, std::ptr::null_mut(); path, mode, stream),
+        || call_real!(real::FREOPEN64, FreopenFn, sys::no_such_function(std::ptr::null_mut()); path, mode, stream),
         |reopened| stream_opened(reopened, path_bytes(path)),
     )
 }
@@ -885,12 +869,12 @@ pub(crate) unsafe extern "C" fn hook_freopen64(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_fclose(stream: *mut File) -> c_int {
     if !lifecycle::recording_io() {
-        return real!(real::FCLOSE, StreamFn, libc::EOF; stream);
+        return call_real!(real::FCLOSE, StreamFn, sys::no_such_function(libc::EOF); stream);
     }
     // The descriptor before the stream is gone.
     let fd = stream_fd(stream);
     timed(
-        || real!(real::FCLOSE, StreamFn, libc::EOF; stream),
+        || call_real!(real::FCLOSE, StreamFn, sys::no_such_function(libc::EOF); stream),
         |rc| Call::on(IoOp::Close, fd).failed_if(rc != 0),
     )
 }
@@ -923,7 +907,7 @@ pub(crate) unsafe extern "C" fn hook_fread(
     stream: *mut File,
 ) -> usize {
     traced(
-        || real!(real::FREAD, FreadFn, 0; buf, size, items, stream),
+        || call_real!(real::FREAD, FreadFn, sys::no_such_function(0); buf, size, items, stream),
         |done| stdio_moved(IoOp::Read, stream, size, items, done),
     )
 }
@@ -939,7 +923,7 @@ pub(crate) unsafe extern "C" fn hook_fread_chk(
     stream: *mut File,
 ) -> usize {
     traced(
-        || real!(real::FREAD_CHK, FreadChkFn, 0; buf, room, size, items, stream),
+        || call_real!(real::FREAD_CHK, FreadChkFn, sys::no_such_function(0); buf, room, size, items, stream),
         |done| stdio_moved(IoOp::Read, stream, size, items, done),
     )
 }
@@ -954,7 +938,7 @@ pub(crate) unsafe extern "C" fn hook_fwrite(
     stream: *mut File,
 ) -> usize {
     traced(
-        || real!(real::FWRITE, FwriteFn, 0; buf, size, items, stream),
+        || call_real!(real::FWRITE, FwriteFn, sys::no_such_function(0); buf, size, items, stream),
         |done| stdio_moved(IoOp::Write, stream, size, items, done),
     )
 }
@@ -985,7 +969,7 @@ pub(crate) unsafe extern "C" fn hook_fgets(
     stream: *mut File,
 ) -> *mut c_char {
     traced(
-        || real!(real::FGETS, FgetsFn, std::ptr::null_mut(); line, size, stream),
+        || call_real!(real::FGETS, FgetsFn, sys::no_such_function(std::ptr::null_mut()); line, size, stream),
         |got| line_read(stream, got),
     )
 }
@@ -1000,7 +984,7 @@ pub(crate) unsafe extern "C" fn hook_fgets_chk(
     stream: *mut File,
 ) -> *mut c_char {
     traced(
-        || real!(real::FGETS_CHK, FgetsChkFn, std::ptr::null_mut(); line, room, size, stream),
+        || call_real!(real::FGETS_CHK, FgetsChkFn, sys::no_such_function(std::ptr::null_mut()); line, room, size, stream),
         |got| line_read(stream, got),
     )
 }
@@ -1025,7 +1009,7 @@ pub(crate) unsafe extern "C" fn hook_getline(
     stream: *mut File,
 ) -> isize {
     traced(
-        || real!(real::GETLINE, GetlineFn, -1; line, size, stream),
+        || call_real!(real::GETLINE, GetlineFn, sys::no_such_function(-1); line, size, stream),
         |n| delimited_read(stream, n),
     )
 }
@@ -1040,7 +1024,7 @@ pub(crate) unsafe extern "C" fn hook_getdelim(
     stream: *mut File,
 ) -> isize {
     traced(
-        || real!(real::GETDELIM, GetdelimFn, -1; line, size, delimiter, stream),
+        || call_real!(real::GETDELIM, GetdelimFn, sys::no_such_function(-1); line, size, delimiter, stream),
         |n| delimited_read(stream, n),
     )
 }
@@ -1050,7 +1034,7 @@ pub(crate) unsafe extern "C" fn hook_getdelim(
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_fputs(text: *const c_char, stream: *mut File) -> c_int {
     traced(
-        || real!(real::FPUTS, FputsFn, libc::EOF; text, stream),
+        || call_real!(real::FPUTS, FputsFn, sys::no_such_function(libc::EOF); text, stream),
         |rc| {
             let call = Call::on(IoOp::Write, stream_fd(stream)).failed_if(rc < 0);
             if rc < 0 {
@@ -1070,7 +1054,7 @@ pub(crate) unsafe extern "C" fn hook_fputs(text: *const c_char, stream: *mut Fil
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_puts(text: *const c_char) -> c_int {
     traced(
-        || real!(real::PUTS, PutsFn, libc::EOF; text),
+        || call_real!(real::PUTS, PutsFn, sys::no_such_function(libc::EOF); text),
         |rc| {
             let call = Call::on(IoOp::Write, stream_fd(stdout)).failed_if(rc < 0);
             if rc < 0 {
@@ -1091,7 +1075,7 @@ pub(crate) unsafe extern "C" fn hook_puts(text: *const c_char) -> c_int {
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_fflush(stream: *mut File) -> c_int {
     traced(
-        || real!(real::FFLUSH, StreamFn, libc::EOF; stream),
+        || call_real!(real::FFLUSH, StreamFn, sys::no_such_function(libc::EOF); stream),
         |rc| Call::on(IoOp::Sync, stream_fd(stream)).failed_if(rc != 0),
     )
 }
@@ -1105,7 +1089,7 @@ pub(crate) unsafe extern "C" fn hook_fseek(
     whence: c_int,
 ) -> c_int {
     traced(
-        || real!(real::FSEEK, FseekFn, -1; stream, offset, whence),
+        || call_real!(real::FSEEK, FseekFn, sys::no_such_function(-1); stream, offset, whence),
         |rc| Call::on(IoOp::Seek, stream_fd(stream)).failed_if(rc != 0),
     )
 }
@@ -1119,7 +1103,7 @@ pub(crate) unsafe extern "C" fn hook_fseeko(
     whence: c_int,
 ) -> c_int {
     traced(
-        || real!(real::FSEEKO, FseekoFn, -1; stream, offset, whence),
+        || call_real!(real::FSEEKO, FseekoFn, sys::no_such_function(-1); stream, offset, whence),
         |rc| Call::on(IoOp::Seek, stream_fd(stream)).failed_if(rc != 0),
     )
 }
@@ -1133,7 +1117,7 @@ pub(crate) unsafe extern "C" fn hook_fseeko64(
     whence: c_int,
 ) -> c_int {
     traced(
-        || real!(real::FSEEKO64, FseekoFn, -1; stream, offset, whence),
+        || call_real!(real::FSEEKO64, FseekoFn, sys::no_such_function(-1); stream, offset, whence),
         |rc| Call::on(IoOp::Seek, stream_fd(stream)).failed_if(rc != 0),
     )
 }

@@ -16,6 +16,8 @@ mod blocks;
 mod clock;
 #[macro_use]
 mod got;
+#[macro_use]
+mod real;
 mod heap;
 mod interpose;
 mod io;
@@ -25,7 +27,6 @@ mod numbers;
 mod objects;
 mod offcpu;
 mod profile;
-mod real;
 mod samples;
 mod state;
 mod sync;

@@ -311,3 +311,18 @@ pub unsafe fn sigmask(
         }
     }
 }
+
+/// Calls the real function `$real` (a [`Real`]) as type `$ty` with the
+/// program's arguments; when nothing after the collector defines it,
+/// `$missing` is the result instead (the hooks say ENOSYS the way their
+/// function reports errors).
+macro_rules! call_real {
+    ($real:expr, $ty:ty, $missing:expr; $($arg:expr),*) => {
+        match $crate::real::Real::address(&$real) {
+            0 => $missing,
+            // SAFETY: the real function, by its C signature, with the
+            // program's arguments.
+            f => unsafe { std::mem::transmute::<usize, $ty>(f)($($arg),*) },
+        }
+    };
+}

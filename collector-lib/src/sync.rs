@@ -26,7 +26,7 @@
 //! block of the `sync` file.
 
 use crate::blocks::WriteError;
-use crate::real::{self, Real};
+use crate::real;
 use crate::{heap, lifecycle, log, state, sys};
 use experiment::sync::{SyncEvent, SyncOp, SYNC_RECORD_SIZE};
 use experiment::text::SyncTrace;
@@ -312,41 +312,6 @@ type CondClockFn =
     unsafe extern "C" fn(*mut c_void, *mut c_void, libc::clockid_t, *const libc::timespec) -> c_int;
 type JoinFn = unsafe extern "C" fn(libc::pthread_t, *mut *mut c_void) -> c_int;
 
-/// The real function's address, or None when libc has none (a glibc
-/// older than the clock* forms).
-fn next(real: &Real) -> Option<usize> {
-    match real.address() {
-        0 => None,
-        address => Some(address),
-    }
-}
-
-/// Calls the real pthread function `$real` of type `$ty`; ENOSYS when
-/// there is none.
-macro_rules! call_real {
-    ($real:expr, $ty:ty, $($arg:expr),*) => {
-        match next(&$real) {
-            // SAFETY: the real function, by its C signature.
-            Some(f) => unsafe { std::mem::transmute::<usize, $ty>(f)($($arg),*) },
-            None => libc::ENOSYS,
-        }
-    };
-}
-
-/// As `call_real`, for the semaphore functions (-1 and errno).
-macro_rules! call_real_sem {
-    ($real:expr, $ty:ty, $($arg:expr),*) => {
-        match next(&$real) {
-            // SAFETY: the real function, by its C signature.
-            Some(f) => unsafe { std::mem::transmute::<usize, $ty>(f)($($arg),*) },
-            None => {
-                sys::set_errno(libc::ENOSYS);
-                -1
-            }
-        }
-    };
-}
-
 // ---- the hooks ------------------------------------------------------------
 
 /// # Safety
@@ -358,7 +323,7 @@ pub(crate) unsafe extern "C" fn hook_mutex_lock(mutex: *mut c_void) -> c_int {
         mutex as usize,
         // SAFETY: the program's mutex.
         || unsafe { libc::pthread_mutex_trylock(mutex.cast()) },
-        || call_real!(real::PTHREAD_MUTEX_LOCK, MutexFn, mutex),
+        || call_real!(real::PTHREAD_MUTEX_LOCK, MutexFn, libc::ENOSYS; mutex),
     )
 }
 
@@ -374,7 +339,7 @@ pub(crate) unsafe extern "C" fn hook_mutex_timedlock(
         mutex as usize,
         // SAFETY: the program's mutex.
         || unsafe { libc::pthread_mutex_trylock(mutex.cast()) },
-        || call_real!(real::PTHREAD_MUTEX_TIMEDLOCK, TimedFn, mutex, until),
+        || call_real!(real::PTHREAD_MUTEX_TIMEDLOCK, TimedFn, libc::ENOSYS; mutex, until),
     )
 }
 
@@ -391,7 +356,7 @@ pub(crate) unsafe extern "C" fn hook_mutex_clocklock(
         mutex as usize,
         // SAFETY: the program's mutex.
         || unsafe { libc::pthread_mutex_trylock(mutex.cast()) },
-        || call_real!(real::PTHREAD_MUTEX_CLOCKLOCK, ClockFn, mutex, clock, until),
+        || call_real!(real::PTHREAD_MUTEX_CLOCKLOCK, ClockFn, libc::ENOSYS; mutex, clock, until),
     )
 }
 
@@ -399,7 +364,7 @@ pub(crate) unsafe extern "C" fn hook_mutex_clocklock(
 /// libc's pthread_cond_wait contract.
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_cond_wait(cond: *mut c_void, mutex: *mut c_void) -> c_int {
-    let call = || call_real!(real::PTHREAD_COND_WAIT, CondFn, cond, mutex);
+    let call = || call_real!(real::PTHREAD_COND_WAIT, CondFn, libc::ENOSYS; cond, mutex);
     always_timed(SyncOp::CondWait, cond as usize, call, lock_waited)
 }
 
@@ -412,9 +377,7 @@ pub(crate) unsafe extern "C" fn hook_cond_timedwait(
     until: *const libc::timespec,
 ) -> c_int {
     let call = || {
-        call_real!(
-            real::PTHREAD_COND_TIMEDWAIT,
-            CondTimedFn,
+        call_real!(real::PTHREAD_COND_TIMEDWAIT, CondTimedFn, libc::ENOSYS;
             cond,
             mutex,
             until
@@ -433,9 +396,7 @@ pub(crate) unsafe extern "C" fn hook_cond_clockwait(
     until: *const libc::timespec,
 ) -> c_int {
     let call = || {
-        call_real!(
-            real::PTHREAD_COND_CLOCKWAIT,
-            CondClockFn,
+        call_real!(real::PTHREAD_COND_CLOCKWAIT, CondClockFn, libc::ENOSYS;
             cond,
             mutex,
             clock,
@@ -454,7 +415,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_rdlock(lock: *mut c_void) -> c_int {
         lock as usize,
         // SAFETY: the program's rwlock.
         || unsafe { libc::pthread_rwlock_tryrdlock(lock.cast()) },
-        || call_real!(real::PTHREAD_RWLOCK_RDLOCK, MutexFn, lock),
+        || call_real!(real::PTHREAD_RWLOCK_RDLOCK, MutexFn, libc::ENOSYS; lock),
     )
 }
 
@@ -467,7 +428,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_wrlock(lock: *mut c_void) -> c_int {
         lock as usize,
         // SAFETY: the program's rwlock.
         || unsafe { libc::pthread_rwlock_trywrlock(lock.cast()) },
-        || call_real!(real::PTHREAD_RWLOCK_WRLOCK, MutexFn, lock),
+        || call_real!(real::PTHREAD_RWLOCK_WRLOCK, MutexFn, libc::ENOSYS; lock),
     )
 }
 
@@ -483,7 +444,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_timedrdlock(
         lock as usize,
         // SAFETY: the program's rwlock.
         || unsafe { libc::pthread_rwlock_tryrdlock(lock.cast()) },
-        || call_real!(real::PTHREAD_RWLOCK_TIMEDRDLOCK, TimedFn, lock, until),
+        || call_real!(real::PTHREAD_RWLOCK_TIMEDRDLOCK, TimedFn, libc::ENOSYS; lock, until),
     )
 }
 
@@ -499,7 +460,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_timedwrlock(
         lock as usize,
         // SAFETY: the program's rwlock.
         || unsafe { libc::pthread_rwlock_trywrlock(lock.cast()) },
-        || call_real!(real::PTHREAD_RWLOCK_TIMEDWRLOCK, TimedFn, lock, until),
+        || call_real!(real::PTHREAD_RWLOCK_TIMEDWRLOCK, TimedFn, libc::ENOSYS; lock, until),
     )
 }
 
@@ -517,9 +478,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_clockrdlock(
         // SAFETY: the program's rwlock.
         || unsafe { libc::pthread_rwlock_tryrdlock(lock.cast()) },
         || {
-            call_real!(
-                real::PTHREAD_RWLOCK_CLOCKRDLOCK,
-                ClockFn,
+            call_real!(real::PTHREAD_RWLOCK_CLOCKRDLOCK, ClockFn, libc::ENOSYS;
                 lock,
                 clock,
                 until
@@ -542,9 +501,7 @@ pub(crate) unsafe extern "C" fn hook_rwlock_clockwrlock(
         // SAFETY: the program's rwlock.
         || unsafe { libc::pthread_rwlock_trywrlock(lock.cast()) },
         || {
-            call_real!(
-                real::PTHREAD_RWLOCK_CLOCKWRLOCK,
-                ClockFn,
+            call_real!(real::PTHREAD_RWLOCK_CLOCKWRLOCK, ClockFn, libc::ENOSYS;
                 lock,
                 clock,
                 until
@@ -557,9 +514,10 @@ pub(crate) unsafe extern "C" fn hook_rwlock_clockwrlock(
 /// libc's sem_wait contract.
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_sem_wait(sem: *mut c_void) -> c_int {
-    sem_like(sem as usize, || {
-        call_real_sem!(real::SEM_WAIT, MutexFn, sem)
-    })
+    sem_like(
+        sem as usize,
+        || call_real!(real::SEM_WAIT, MutexFn, sys::no_such_function(-1); sem),
+    )
 }
 
 /// # Safety
@@ -569,9 +527,10 @@ pub(crate) unsafe extern "C" fn hook_sem_timedwait(
     sem: *mut c_void,
     until: *const libc::timespec,
 ) -> c_int {
-    sem_like(sem as usize, || {
-        call_real_sem!(real::SEM_TIMEDWAIT, TimedFn, sem, until)
-    })
+    sem_like(
+        sem as usize,
+        || call_real!(real::SEM_TIMEDWAIT, TimedFn, sys::no_such_function(-1); sem, until),
+    )
 }
 
 /// # Safety
@@ -582,9 +541,10 @@ pub(crate) unsafe extern "C" fn hook_sem_clockwait(
     clock: libc::clockid_t,
     until: *const libc::timespec,
 ) -> c_int {
-    sem_like(sem as usize, || {
-        call_real_sem!(real::SEM_CLOCKWAIT, ClockFn, sem, clock, until)
-    })
+    sem_like(
+        sem as usize,
+        || call_real!(real::SEM_CLOCKWAIT, ClockFn, sys::no_such_function(-1); sem, clock, until),
+    )
 }
 
 /// # Safety
@@ -594,7 +554,7 @@ pub(crate) unsafe extern "C" fn hook_join(
     thread: libc::pthread_t,
     result: *mut *mut c_void,
 ) -> c_int {
-    let call = || call_real!(real::PTHREAD_JOIN, JoinFn, thread, result);
+    let call = || call_real!(real::PTHREAD_JOIN, JoinFn, libc::ENOSYS; thread, result);
     always_timed(SyncOp::Join, thread as usize, call, |rc| rc == 0)
 }
 
@@ -602,7 +562,7 @@ pub(crate) unsafe extern "C" fn hook_join(
 /// libc's pthread_barrier_wait contract.
 #[inline(never)]
 pub(crate) unsafe extern "C" fn hook_barrier_wait(barrier: *mut c_void) -> c_int {
-    let call = || call_real!(real::PTHREAD_BARRIER_WAIT, MutexFn, barrier);
+    let call = || call_real!(real::PTHREAD_BARRIER_WAIT, MutexFn, libc::ENOSYS; barrier);
     always_timed(SyncOp::Barrier, barrier as usize, call, |rc| {
         rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD
     })

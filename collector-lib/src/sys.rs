@@ -274,6 +274,13 @@ pub fn errno() -> i32 {
     unsafe { *libc::__errno_location() }
 }
 
+/// `failed` with errno set to ENOSYS: what a hook returns when the
+/// function it stands for does not exist.
+pub fn no_such_function<T>(failed: T) -> T {
+    set_errno(libc::ENOSYS);
+    failed
+}
+
 pub fn set_errno(value: i32) {
     // SAFETY: as in errno().
     unsafe { *libc::__errno_location() = value };
