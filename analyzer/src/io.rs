@@ -29,7 +29,7 @@ pub(crate) fn place_calls(
     io: &mut Vec<IoEntry>,
     files: &mut Vec<IoFile>,
 ) {
-    calls.sort_by_key(|(entry, _, _)| entry.time_ns_start);
+    calls.sort_by_key(|(entry, _, _)| entry.time_ns);
     let mut open: FxHashMap<i32, u32> = FxHashMap::default();
     let start_file = |files: &mut Vec<IoFile>, name: String, fd: i32, at: u64| {
         files.push(IoFile {
@@ -43,7 +43,7 @@ pub(crate) fn place_calls(
     };
     io.reserve(calls.len());
     for (mut entry, aux_fd, name) in calls {
-        let at = entry.time_ns_start;
+        let at = entry.time_ns;
         let current = |open: &mut FxHashMap<i32, u32>, files: &mut Vec<IoFile>, fd: i32| {
             *open
                 .entry(fd)
@@ -57,7 +57,7 @@ pub(crate) fn place_calls(
                     _ => unopened_name(aux_fd),
                 };
                 let file = start_file(files, name, -1, at);
-                files[file as usize].closed_ns = Some(at + entry.time_ns);
+                files[file as usize].closed_ns = Some(at + entry.call_ns);
                 file
             }
             IoOp::Open | IoOp::Dup => {
@@ -81,7 +81,7 @@ pub(crate) fn place_calls(
                 let file = current(&mut open, files, entry.fd);
                 if !entry.failed {
                     open.remove(&entry.fd);
-                    files[file as usize].closed_ns = Some(at + entry.time_ns);
+                    files[file as usize].closed_ns = Some(at + entry.call_ns);
                 }
                 file
             }
@@ -379,8 +379,8 @@ impl ClassStats {
     fn add(&mut self, entry: &IoEntry) {
         self.calls += 1;
         self.bytes += entry.bytes;
-        self.time_ns += entry.time_ns;
-        self.longest_ns = self.longest_ns.max(entry.time_ns);
+        self.time_ns += entry.call_ns;
+        self.longest_ns = self.longest_ns.max(entry.call_ns);
         self.smallest = Some(self.smallest.map_or(entry.bytes, |s| s.min(entry.bytes)));
         self.largest = self.largest.max(entry.bytes);
         let range = SIZE_RANGES
@@ -450,7 +450,7 @@ pub fn statistics(ctx: &Context, keep: Keep) -> Report {
         match entry.read_and_written() {
             (None, None) => {
                 others += 1;
-                other_ns += entry.time_ns;
+                other_ns += entry.call_ns;
             }
             (read, written) => {
                 if read.is_some() {

@@ -305,7 +305,7 @@ impl Builder {
         }
         let origin = self.model.origin_ns;
         for entry in &mut self.model.io {
-            entry.time_ns_start = entry.time_ns_start.saturating_sub(origin);
+            entry.time_ns = entry.time_ns.saturating_sub(origin);
         }
         for file in &mut self.model.io_files {
             file.opened_ns = file.opened_ns.saturating_sub(origin);
@@ -481,8 +481,8 @@ impl Builder {
                         op: e.op,
                         failed: e.failed,
                         thread: threads.number(record.tid),
-                        time_ns_start: e.start_ns,
-                        time_ns: e.time_ns,
+                        time_ns: e.start_ns,
+                        call_ns: e.time_ns,
                         bytes: e.bytes,
                         fd: e.fd,
                         file: 0,

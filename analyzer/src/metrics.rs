@@ -143,7 +143,7 @@ impl Value {
     /// A traced I/O call's value.
     pub(crate) fn of_io(entry: &IoEntry) -> Value {
         let mut value = Value {
-            io_ns: entry.time_ns,
+            io_ns: entry.call_ns,
             ..Value::default()
         };
         let (read, written) = entry.read_and_written();

@@ -289,20 +289,6 @@ pub struct SyncEntry {
     pub sample: u32,
 }
 
-impl SyncEntry {
-    /// The wait as a clock event with no weight and no CPU, for the
-    /// selections and filters written for events.
-    pub fn as_event(&self) -> EventEntry {
-        EventEntry::traced(
-            self.experiment,
-            self.thread,
-            self.time_ns,
-            self.stack,
-            self.sample,
-        )
-    }
-}
-
 /// One traced I/O call (gprofng's I/O tracing: Read and Write Bytes and
 /// Counts, Other I/O Count, I/O Time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -314,9 +300,9 @@ pub struct IoEntry {
     pub thread: u32,
     /// When the call began: nanoseconds since the earliest experiment
     /// start of the model.
-    pub time_ns_start: u64,
-    /// Wall time of the call.
     pub time_ns: u64,
+    /// Wall time of the call.
+    pub call_ns: u64,
     /// Bytes read or written.
     pub bytes: u64,
     /// The descriptor as the program knew it.
@@ -344,18 +330,6 @@ impl IoEntry {
             IoOp::Transfer => (Some(self.bytes), Some(self.bytes)),
             _ => (None, None),
         }
-    }
-
-    /// The call as a clock event with no weight and no CPU, for the
-    /// selections and filters written for events.
-    pub fn as_event(&self) -> EventEntry {
-        EventEntry::traced(
-            self.experiment,
-            self.thread,
-            self.time_ns_start,
-            self.stack,
-            self.sample,
-        )
     }
 }
 
@@ -393,32 +367,20 @@ pub struct OffCpuEntry {
     pub sample: u32,
 }
 
-impl OffCpuEntry {
-    /// The switch as a clock event with no weight and no CPU.
-    pub fn as_event(&self) -> EventEntry {
-        EventEntry::traced(
-            self.experiment,
-            self.thread,
-            self.time_ns,
-            self.stack,
-            self.sample,
-        )
-    }
+/// `as_event` for the traced calls (waits, allocations, I/O calls,
+/// switches off the CPU): the call as a clock event with no weight and no
+/// CPU, for the selections and filters written for events.
+macro_rules! traced_as_event {
+    ($($entry:ty),*) => {$(
+        impl $entry {
+            pub fn as_event(&self) -> EventEntry {
+                EventEntry::traced(self.experiment, self.thread, self.time_ns, self.stack, self.sample)
+            }
+        }
+    )*};
 }
 
-impl HeapEntry {
-    /// The entry as a clock event with no weight and no CPU, for the
-    /// selections and filters written for events.
-    pub fn as_event(&self) -> EventEntry {
-        EventEntry::traced(
-            self.experiment,
-            self.thread,
-            self.time_ns,
-            self.stack,
-            self.sample,
-        )
-    }
-}
+traced_as_event!(SyncEntry, HeapEntry, IoEntry, OffCpuEntry);
 
 const _: () = assert!(std::mem::size_of::<EventEntry>() == 32);
 
