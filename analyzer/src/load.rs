@@ -118,26 +118,61 @@ fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
 /// One experiment's allocations while its heap events are replayed in
 /// order (read again from the start if the order had to be found by a
 /// sort: everything counted is here).
+#[derive(Default)]
 struct HeapLoad {
     entries: Vec<HeapEntry>,
     /// The entry of each block in use, by address.
     live: FxHashMap<u64, u32>,
+    tally: Tally,
+}
+
+/// What loading an experiment's events found beside the events: those
+/// skipped for an impossible time, those whose stack was lost, and the
+/// span of time they cover.
+struct Tally {
     impossible: u64,
     lost: u64,
     first_ns: u64,
     last_ns: u64,
 }
 
-impl Default for HeapLoad {
+impl Default for Tally {
     fn default() -> Self {
-        HeapLoad {
-            entries: Vec::new(),
-            live: FxHashMap::default(),
+        Tally {
             impossible: 0,
             lost: 0,
             first_ns: u64::MAX,
             last_ns: 0,
         }
+    }
+}
+
+impl Tally {
+    /// Whether an event recorded at `at` (covering `start..=end`) has a
+    /// possible time; counts it when not, widens the span when it has.
+    fn admit(&mut self, plausible: &PlausibleTimes, at: u64, start: u64, end: u64) -> bool {
+        if !plausible.contains(at) {
+            self.impossible += 1;
+            return false;
+        }
+        self.first_ns = self.first_ns.min(start);
+        self.last_ns = self.last_ns.max(end);
+        true
+    }
+
+    /// `stack`, counted when its record was lost.
+    fn stack(&mut self, stack: StackId) -> StackId {
+        if stack == NO_STACK {
+            self.lost += 1;
+        }
+        stack
+    }
+
+    fn add(&mut self, other: &Tally) {
+        self.impossible += other.impossible;
+        self.lost += other.lost;
+        self.first_ns = self.first_ns.min(other.first_ns);
+        self.last_ns = self.last_ns.max(other.last_ns);
     }
 }
 
@@ -372,8 +407,7 @@ impl Builder {
         let mut entry = experiment_entry(expt, log);
         let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
-        let (mut lost, mut impossible) = (0u64, 0u64);
-        let (mut first_ns, mut last_ns) = (u64::MAX, 0u64);
+        let mut tally = Tally::default();
         // Events go in batches: the table entries of a batch's stacks are
         // fetched from memory together, not one cache miss after another.
         let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
@@ -402,16 +436,12 @@ impl Builder {
                 }
             }
             for record in batch.drain(..) {
-                if !plausible.contains(record.timestamp_ns) {
-                    impossible += 1;
+                let at = record.timestamp_ns;
+                if !tally.admit(&plausible, at, at, at) {
                     continue;
                 }
-                first_ns = first_ns.min(record.timestamp_ns);
-                last_ns = last_ns.max(record.timestamp_ns);
                 let stack = self.model_stack(index, &mut stacks, record.stack_id, &mappings);
-                if stack == NO_STACK {
-                    lost += 1;
-                }
+                let stack = tally.stack(stack);
                 self.model.events.push(EventEntry {
                     experiment: index,
                     thread: threads.number(record.tid),
@@ -434,16 +464,12 @@ impl Builder {
         if expt.manifest().kinds.iter().any(|k| k == "sync-trace") {
             let sync_stats = expt.for_each_sync_event(|record| {
                 let e = record.event;
-                if !plausible.contains(e.start_ns) {
-                    impossible += 1;
+                let end = e.start_ns.saturating_add(e.wait_ns);
+                if !tally.admit(&plausible, e.start_ns, e.start_ns, end) {
                     return;
                 }
-                first_ns = first_ns.min(e.start_ns);
-                last_ns = last_ns.max(e.start_ns.saturating_add(e.wait_ns));
                 let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                if stack == NO_STACK {
-                    lost += 1;
-                }
+                let stack = tally.stack(stack);
                 self.model.sync.push(SyncEntry {
                     experiment: index,
                     op: e.op,
@@ -464,16 +490,12 @@ impl Builder {
             let mut calls = Vec::new();
             let io_stats = expt.for_each_io_event(|record| {
                 let e = record.event;
-                if !plausible.contains(e.start_ns) {
-                    impossible += 1;
+                let end = e.start_ns.saturating_add(e.time_ns);
+                if !tally.admit(&plausible, e.start_ns, e.start_ns, end) {
                     return;
                 }
-                first_ns = first_ns.min(e.start_ns);
-                last_ns = last_ns.max(e.start_ns.saturating_add(e.time_ns));
                 let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                if stack == NO_STACK {
-                    lost += 1;
-                }
+                let stack = tally.stack(stack);
                 let name = (!e.name.is_empty()).then(|| String::from_utf8_lossy(e.name));
                 calls.push((
                     IoEntry {
@@ -503,16 +525,11 @@ impl Builder {
             let offcpu_stats = expt.for_each_offcpu_event(|record| {
                 let e = record.event;
                 let start_ns = e.end_ns.saturating_sub(e.off_ns);
-                if !plausible.contains(e.end_ns) {
-                    impossible += 1;
+                if !tally.admit(&plausible, e.end_ns, start_ns, e.end_ns) {
                     return;
                 }
-                first_ns = first_ns.min(start_ns);
-                last_ns = last_ns.max(e.end_ns);
                 let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                if stack == NO_STACK {
-                    lost += 1;
-                }
+                let stack = tally.stack(stack);
                 self.model.offcpu.push(OffCpuEntry {
                     experiment: index,
                     thread: threads.number(record.tid),
@@ -531,12 +548,10 @@ impl Builder {
             let (heap, heap_stats) =
                 expt.heap_events_in_order(HeapLoad::default, |heap, record| {
                     let e = record.event;
-                    if !plausible.contains(e.timestamp_ns) {
-                        heap.impossible += 1;
+                    let at = e.timestamp_ns;
+                    if !heap.tally.admit(&plausible, at, at, at) {
                         return;
                     }
-                    heap.first_ns = heap.first_ns.min(e.timestamp_ns);
-                    heap.last_ns = heap.last_ns.max(e.timestamp_ns);
                     if e.op == HeapOp::Free && e.address != 0 {
                         heap.live.remove(&e.address);
                         return;
@@ -545,9 +560,7 @@ impl Builder {
                         return;
                     }
                     let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                    if stack == NO_STACK {
-                        heap.lost += 1;
-                    }
+                    let stack = heap.tally.stack(stack);
                     heap.live.insert(e.address, heap.entries.len() as u32);
                     heap.entries.push(HeapEntry {
                         experiment: index,
@@ -562,12 +575,7 @@ impl Builder {
             if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
                 self.warn(warning);
             }
-            impossible += heap.impossible;
-            lost += heap.lost;
-            if heap.first_ns <= heap.last_ns {
-                first_ns = first_ns.min(heap.first_ns);
-                last_ns = last_ns.max(heap.last_ns);
-            }
+            tally.add(&heap.tally);
             self.model.heap.extend(heap.finish());
         }
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
@@ -583,6 +591,12 @@ impl Builder {
                 "{shown}: the log names no load object: every function shows as <Unknown>"
             ));
         }
+        let Tally {
+            impossible,
+            lost,
+            first_ns,
+            last_ns,
+        } = tally;
         if impossible > 0 {
             self.warn(format!(
                 "{shown}: {impossible} event(s) with impossible timestamps (damaged data) skipped"
