@@ -3,16 +3,8 @@
 //! exported `malloc` hooks, so the collector's work is not traced as the
 //! program's and a hook never re-enters itself through our own code.
 
+use crate::sys::{__libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_realloc};
 use std::alloc::{GlobalAlloc, Layout};
-use std::ffi::c_void;
-
-extern "C" {
-    fn __libc_malloc(size: usize) -> *mut c_void;
-    fn __libc_free(pointer: *mut c_void);
-    fn __libc_calloc(count: usize, size: usize) -> *mut c_void;
-    fn __libc_realloc(pointer: *mut c_void, size: usize) -> *mut c_void;
-    fn __libc_memalign(alignment: usize, size: usize) -> *mut c_void;
-}
 
 /// What malloc aligns to on x86-64 glibc.
 const MALLOC_ALIGNMENT: usize = 16;

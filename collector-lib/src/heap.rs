@@ -24,6 +24,10 @@
 
 use crate::blocks::{Cursor, WriteError};
 use crate::real::{self, Real};
+use crate::sys::{
+    __libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_pvalloc, __libc_realloc,
+    __libc_valloc,
+};
 use crate::unwind::{self, MemoFrameSlot, StackCache, WalkMemo, MEMO_FRAMES};
 use crate::{lifecycle, log, state, sys};
 use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
@@ -31,16 +35,6 @@ use experiment::layout::StackStatus;
 use std::cell::UnsafeCell;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-
-extern "C" {
-    fn __libc_malloc(size: usize) -> *mut c_void;
-    fn __libc_free(pointer: *mut c_void);
-    fn __libc_calloc(count: usize, size: usize) -> *mut c_void;
-    fn __libc_realloc(pointer: *mut c_void, size: usize) -> *mut c_void;
-    fn __libc_memalign(alignment: usize, size: usize) -> *mut c_void;
-    fn __libc_valloc(size: usize) -> *mut c_void;
-    fn __libc_pvalloc(size: usize) -> *mut c_void;
-}
 
 /// The next order number.
 static ORDER: AtomicU64 = AtomicU64::new(1);

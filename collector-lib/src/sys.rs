@@ -353,6 +353,19 @@ impl<const N: usize> Default for FixedBuf<N> {
     }
 }
 
+// glibc's own entry points of the malloc family: what the collector's
+// allocator uses, and what the heap hooks call before the next definitions
+// are resolved (resolving them may itself allocate).
+extern "C" {
+    pub fn __libc_malloc(size: usize) -> *mut std::ffi::c_void;
+    pub fn __libc_free(pointer: *mut std::ffi::c_void);
+    pub fn __libc_calloc(count: usize, size: usize) -> *mut std::ffi::c_void;
+    pub fn __libc_realloc(pointer: *mut std::ffi::c_void, size: usize) -> *mut std::ffi::c_void;
+    pub fn __libc_memalign(alignment: usize, size: usize) -> *mut std::ffi::c_void;
+    pub fn __libc_valloc(size: usize) -> *mut std::ffi::c_void;
+    pub fn __libc_pvalloc(size: usize) -> *mut std::ffi::c_void;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1050,7 +1050,7 @@ fn raw_value(return_type: &CallType, bytes: &[u8; 16]) -> Value {
 }
 
 /// The runtime address of the function `name` that `object` defines.
-fn defined_function(object: &crate::objects::LoadedObject, name: &str) -> Option<u64> {
+pub(crate) fn defined_function(object: &crate::objects::LoadedObject, name: &str) -> Option<u64> {
     object
         .file
         .lookup_symbol(name)

@@ -110,14 +110,7 @@ impl Debugger {
         caller: &crate::objects::LoadedObject,
         name: &str,
     ) -> Option<u64> {
-        let defined = |object: &crate::objects::LoadedObject| {
-            object
-                .file
-                .lookup_symbol(name)
-                .into_iter()
-                .find(|s| s.is_function && s.address != 0)
-                .map(|s| object.runtime_address(s.address))
-        };
+        let defined = |object| crate::call::defined_function(object, name);
         defined(caller).or_else(|| self.objects.list.iter().find_map(defined))
     }
 
