@@ -41,8 +41,7 @@ use crate::clock::{
     self, SoftwareEvent, ATTR_DISABLED, ATTR_EXCLUDE_HV, ATTR_REMOVE_ON_EXEC, ATTR_SIGTRAP,
     PERF_EVENT_IOC_REFRESH,
 };
-use crate::{lifecycle, log, state, sys, threads, unwind};
-use experiment::layout::StackStatus;
+use crate::{lifecycle, log, profile, state, sys, threads};
 use experiment::offcpu::{OffCpuEvent, OFFCPU_RECORD_SIZE};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -266,25 +265,9 @@ fn record(slot: &threads::Slot, context: *mut c_void, now: u64, now_cpu: u64) {
     // and SIGPROF blocked), and the clock handler is not running under
     // us (checked by the caller): nothing else touches `owned`.
     let owned = unsafe { slot.owned() };
-    let mut fallback = [0u64; 64];
-    let buffer: &mut [u64] = match owned.pcs.as_deref_mut() {
-        Some(pcs) => pcs,
-        None => &mut fallback,
-    };
-    let limit = state::depth_limit().min(buffer.len());
-    let Some(out) = buffer.get_mut(..limit) else {
-        return;
-    };
-    // SAFETY: context is the ucontext the kernel passed to this handler.
-    let unwound = unsafe { unwind::unwind_from_signal(context, &mut owned.stack_cache, out) };
-    let pcs = out.get(..unwound.depth).unwrap_or(&[]);
-    let status = match unwound.status {
-        unwind::UnwindStatus::Complete => StackStatus::Complete,
-        unwind::UnwindStatus::Truncated => StackStatus::Truncated,
-        unwind::UnwindStatus::Failed => StackStatus::Failed,
-    };
     let tid = slot.tid();
-    let stack_id = match state::record_stack(&mut owned.stacks, tid, now, status, pcs) {
+    // SAFETY: context is this handler's ucontext.
+    let stack_id = match unsafe { profile::record_signal_stack(owned, tid, context, now) } {
         Ok(id) => id,
         Err(err) => return write_failed(err),
     };

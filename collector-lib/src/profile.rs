@@ -177,27 +177,41 @@ fn tick_on_slot(slot: &threads::Slot, context: *mut c_void) {
     // and a thread's clock sends one signal, blocked (with SIGPROF, for a
     // SIGTRAP clock) while its handler runs: nothing else touches `owned`.
     let owned = unsafe { slot.owned() };
-    let depth_limit = state::depth_limit();
-    let mut fallback = [0u64; 64];
-    let buffer: &mut [u64] = match owned.pcs.as_deref_mut() {
-        Some(pcs) => pcs,
-        None => &mut fallback,
-    };
-    let limit = depth_limit.min(buffer.len());
-    let Some(out) = buffer.get_mut(..limit) else {
-        return;
-    };
-    // SAFETY: context is the ucontext the kernel passed to this handler.
-    let unwound = unsafe { unwind::unwind_from_signal(context, &mut owned.stack_cache, out) };
-    let pcs = out.get(..unwound.depth).unwrap_or(&[]);
-    let status = status_of(unwound.status);
     let tid = slot.tid();
-    let id = match state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs) {
+    // SAFETY: context is this handler's ucontext.
+    let id = match unsafe { record_signal_stack(owned, tid, context, timestamp) } {
         Ok(id) => id,
         Err(err) => return write_failed(err),
     };
     slot.last_stack.store(id, Ordering::Relaxed);
     write_event(owned, tid, timestamp, id, weight);
+}
+
+/// Unwinds the interrupted code of the calling thread's signal (`context`,
+/// the handler's ucontext) into the thread's buffer and records the stack;
+/// its id. Async-signal-safe: the clock and off-CPU handlers share it.
+///
+/// # Safety
+/// `context` is the ucontext the kernel passed to the running handler, and
+/// `owned` is the calling thread's, touched by nothing else meanwhile.
+pub unsafe fn record_signal_stack(
+    owned: &mut threads::Owned,
+    tid: i32,
+    context: *mut c_void,
+    timestamp: u64,
+) -> Result<u64, WriteError> {
+    let mut fallback = [0u64; 64];
+    let buffer: &mut [u64] = match owned.pcs.as_deref_mut() {
+        Some(pcs) => pcs,
+        None => &mut fallback,
+    };
+    let limit = state::depth_limit().min(buffer.len());
+    let out = &mut buffer[..limit];
+    // SAFETY: context is the ucontext the kernel passed to this handler.
+    let unwound = unsafe { unwind::unwind_from_signal(context, &mut owned.stack_cache, out) };
+    let pcs = out.get(..unwound.depth).unwrap_or(&[]);
+    let status = status_of(unwound.status);
+    state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs)
 }
 
 fn write_event(owned: &mut threads::Owned, tid: i32, timestamp: u64, stack: u64, weight: u64) {
