@@ -416,7 +416,8 @@ fn every_call_is_recorded_with_its_bytes_descriptor_and_caller() {
 
     // The analyzer's ioactivity says the same per file.
     let output = Command::new(rdbx_bin())
-        .args(["analyze", "--json", "-c", "ioactivity"])
+        .args(["analyze", "--json", "-c", "ioactivity", "-c", "iodetail"])
+        .args(["-c", "iocallstack", "-c", "iostat"])
         .arg(&path)
         .output()
         .expect("run rdbx analyze");
@@ -443,6 +444,45 @@ fn every_call_is_recorded_with_its_bytes_descriptor_and_caller() {
         );
         assert_eq!(Some(&got), expected.get(name), "{name}: {row}");
     }
+    // iodetail: the openings of a file add up to its ioactivity row; the
+    // file write_a made was opened and closed there.
+    let (activity, detail, stacks, stat) = (&doc[0], &doc[1], &doc[2], &doc[3]);
+    for row in activity["files"].as_array().expect("files") {
+        let openings: Vec<&serde_json::Value> = detail["files"]
+            .as_array()
+            .expect("openings")
+            .iter()
+            .filter(|o| o["name"] == row["name"])
+            .collect();
+        for key in [
+            "read_bytes",
+            "write_bytes",
+            "read_count",
+            "write_count",
+            "other_io_count",
+        ] {
+            let sum: u64 = openings.iter().map(|o| o[key].as_u64().unwrap()).sum();
+            assert_eq!(Some(sum), row[key].as_u64(), "{key} of {}", row["name"]);
+        }
+    }
+    // iocallstack: write_a's 8 writes of 100 bytes are one stack under it;
+    // the stacks add up to the total.
+    let stack_list = stacks["stacks"].as_array().expect("stacks");
+    let writes_in_a = stack_list
+        .iter()
+        .find(|s| s["frames"][0] == "write_a" && s["write_count"] == 8)
+        .unwrap_or_else(|| panic!("write_a's writes in {stacks}"));
+    assert_eq!(writes_in_a["write_bytes"], 800);
+    let written: u64 = stack_list
+        .iter()
+        .map(|s| s["write_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(written), stacks["total"]["write_bytes"].as_u64());
+    // iostat: the calls and bytes of the total, by class.
+    assert_eq!(stat["write"]["calls"], activity["total"]["write_count"]);
+    assert_eq!(stat["write"]["bytes"], activity["total"]["write_bytes"]);
+    assert_eq!(stat["read"]["bytes"], activity["total"]["read_bytes"]);
+    assert_eq!(stat["other"]["calls"], activity["total"]["other_io_count"]);
 }
 
 #[test]

@@ -230,6 +230,27 @@ fn every_wait_is_recorded_with_its_time_object_and_caller() {
     ] {
         assert!(events.iter().any(|e| e.event.op == op), "no {op:?}");
     }
+
+    // syncobjects: the program's named locks by their symbols, every wait
+    // counted once, the totals the records'.
+    let output = Command::new(rdbx_bin())
+        .args(["analyze", "--json", "-c", "syncobjects"])
+        .arg(&path)
+        .output()
+        .expect("run rdbx analyze");
+    assert!(output.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let objects = doc[0]["objects"].as_array().expect("objects");
+    let named: Vec<&str> = objects.iter().filter_map(|o| o["name"].as_str()).collect();
+    for name in ["held_mutex", "cond", "rwlock", "sem", "barrier"] {
+        assert!(named.contains(&name), "{name} in {named:?}");
+    }
+    let count: u64 = objects
+        .iter()
+        .map(|o| o["sync_wait_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(count, events.len() as u64);
+    assert_eq!(doc[0]["total"]["sync_wait_count"], events.len() as u64);
 }
 
 /// A threshold run: every record at least the threshold, and each long
