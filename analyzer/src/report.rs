@@ -880,7 +880,7 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
 /// the sort metric.
 pub fn calltree(ctx: &Context) -> Report {
     let shown = CallTreeText::of(ctx);
-    let mut text = String::new();
+    let mut text = String::from("Calltree\n\n");
     shown
         .table
         .render_rows_into(&mut text, |each| shown.rows(each));
@@ -890,10 +890,7 @@ pub fn calltree(ctx: &Context) -> Report {
         true => Json::Null,
         false => json!({"report": "calltree", "root": tree_json(ctx, &shown.tree)}),
     };
-    Report {
-        text: format!("Calltree\n\n{text}"),
-        json,
-    }
+    Report { text, json }
 }
 
 /// Text written to the output as it is made, not held: a listing of
