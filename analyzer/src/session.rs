@@ -239,11 +239,11 @@ impl Analysis {
                 })?
             }
             C::Heap => self.heap_report(|model, _| crate::heap_report::statistics(model))?,
-            C::IoActivity => self.io_report(crate::io::activity),
-            C::IoDetail => self.io_report(crate::io::detail),
-            C::IoCallStack => self.io_report(crate::io::callstacks),
-            C::IoStat => self.io_report(crate::io::statistics),
-            C::SyncObjects => self.io_report(crate::sync_objects::objects),
+            C::IoActivity => self.calls_report(crate::io::activity),
+            C::IoDetail => self.calls_report(crate::io::detail),
+            C::IoCallStack => self.calls_report(crate::io::callstacks),
+            C::IoStat => self.calls_report(crate::io::statistics),
+            C::SyncObjects => self.calls_report(crate::sync_objects::objects),
             C::Statistics => {
                 let samples = self.samples.clone();
                 self.report(|ctx| info::statistics(ctx, &samples))
@@ -527,7 +527,7 @@ impl Analysis {
 
     /// A view of the selected traced calls (I/O, waits) that needs no
     /// per-stack sums.
-    fn io_report(&mut self, make: fn(&Context, crate::io::Keep) -> report::Report) -> Shown {
+    fn calls_report(&mut self, make: fn(&Context, crate::io::Keep) -> report::Report) -> Shown {
         if self.view.is_none() {
             self.view = Some(View::new(&self.model, &self.view_settings));
         }
