@@ -5,7 +5,7 @@
 
 use crate::metrics::Value;
 use crate::model::*;
-use crate::report::{Context, Report};
+use crate::report::{Context, Keep, Report};
 use crate::table::{seconds, Column, Table};
 use commands::MetricName;
 use experiment::io::IoOp;
@@ -14,9 +14,6 @@ use serde_json::{json, Value as Json};
 
 /// The I/O metrics every I/O view shows, in column order.
 pub const IO_METRICS: [MetricName; 6] = MetricName::IO;
-
-/// Whether the selections keep an event (a call asked as an event).
-pub type Keep<'a> = &'a dyn Fn(&EventEntry) -> bool;
 
 /// Places one experiment's calls (with each call's `aux_fd` and path) in
 /// the model: in order of their start, each call is given the opening of

@@ -78,6 +78,10 @@ pub struct Report {
     pub json: Json,
 }
 
+/// Whether the selections keep an event (a traced call asked as an
+/// event): what the views of traced calls are given.
+pub type Keep<'a> = &'a dyn Fn(&EventEntry) -> bool;
+
 /// What every report is computed from.
 pub struct Context<'a> {
     pub model: &'a Model,

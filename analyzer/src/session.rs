@@ -527,7 +527,7 @@ impl Analysis {
 
     /// A view of the selected traced calls (I/O, waits) that needs no
     /// per-stack sums.
-    fn calls_report(&mut self, make: fn(&Context, crate::io::Keep) -> report::Report) -> Shown {
+    fn calls_report(&mut self, make: fn(&Context, report::Keep) -> report::Report) -> Shown {
         if self.view.is_none() {
             self.view = Some(View::new(&self.model, &self.view_settings));
         }

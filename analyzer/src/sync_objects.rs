@@ -2,9 +2,8 @@
 //! lock, condition variable, semaphore or barrier waited on; the thread
 //! waited for by a join), named by the symbol that holds it when one does.
 
-use crate::io::Keep;
 use crate::model::*;
-use crate::report::{Context, Report};
+use crate::report::{Context, Keep, Report};
 use crate::table::{seconds, Column, Table};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value as Json};
