@@ -195,7 +195,7 @@ fn every_wait_is_recorded_with_its_time_object_and_caller() {
         assert!(measured_ns >= 10_000_000, "{op}: {measured_ns} ns");
         // The program's clock reads enclose the collector's.
         assert!(
-            recorded_ns <= measured_ns && recorded_ns * 100 >= measured_ns * 95,
+            close_below(recorded_ns, measured_ns),
             "{op}: recorded {recorded_ns} ns, the program measured {measured_ns} ns"
         );
         for record in &recorded {
@@ -410,6 +410,15 @@ fn collector_synctrace_in_the_debugger() {
     assert!(events.iter().all(|e| e.event.wait_ns >= 5_000_000));
 }
 
+/// A recorded wait is at most what the program measured around the call
+/// (its clock reads enclose the collector's) and at least 95% of it less
+/// 3 ms: the program's measure also holds the hook's own work after the
+/// wait, and on a loaded machine the thread can be preempted there (the
+/// off-CPU tests allow the same slack).
+fn close_below(recorded_ns: u64, measured_ns: u64) -> bool {
+    recorded_ns <= measured_ns && recorded_ns * 100 + 300_000_000 >= measured_ns * 95
+}
+
 #[test]
 fn sync_tracing_after_attach_sees_the_waits_from_then_on() {
     let program = prog("sync_attach-O0");
@@ -444,7 +453,7 @@ fn sync_tracing_after_attach_sees_the_waits_from_then_on() {
     let wait = waits[0].event;
     assert_eq!(wait.op, SyncOp::MutexLock);
     assert!(
-        wait.wait_ns <= measured && wait.wait_ns * 100 >= measured * 95,
+        close_below(wait.wait_ns, measured),
         "recorded {} ns, measured {measured} ns",
         wait.wait_ns
     );
@@ -505,7 +514,7 @@ fn sync_wait_time_per_function_is_the_programs_own() {
         let ns = (seconds * 1e9).round() as u64;
         assert_eq!(count, 1, "{caller}");
         assert!(
-            ns * 100 >= measured * 95 && ns <= measured + 100_000,
+            close_below(ns, measured + 100_000),
             "{caller}: rdbx {ns} ns, the program measured {measured} ns"
         );
     }
