@@ -140,6 +140,8 @@ impl Settings {
             },
             iotrace: self.iotrace,
             offcpu: self.offcpu,
+            // Filled in when `collector hwprofile` chooses counters.
+            counters: Vec::new(),
         }
         .to_config_string()
     }

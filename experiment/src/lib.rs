@@ -7,12 +7,15 @@
 //! - [`sync`]: synchronization-wait records (fixed size, the same guarantees).
 //! - [`io`]: I/O tracing records (a fixed part and the path, the same guarantees).
 //! - [`offcpu`]: off-CPU records (fixed size, the same guarantees).
+//! - [`counters`]: counter overflow records (fixed size, the same guarantees) and the
+//!   counters an experiment profiles on.
 //! - [`text`]: percent-encoding, log lines ([`text::LineWriter`] allocates nothing), the
 //!   config string, the manifest.
 //! - with the default `reader` feature: [`Experiment`] (reading, also while the collector
 //!   writes), [`log`] (typed log events), [`writer`] (what the launcher writes) and
 //!   [`archive`] (`archives/`).
 
+pub mod counters;
 pub mod heap;
 pub mod io;
 pub mod layout;
@@ -35,8 +38,9 @@ pub use archive::{ArchiveSummary, ArchivedObject};
 pub use log::{DescendantKind, Event, LogEvent, Sample, StartInfo, TerminatedHow};
 #[cfg(feature = "reader")]
 pub use reader::{
-    log_warnings, missing_stacks, BlockStats, ClockEventRecord, Experiment, HeapEventRecord,
-    IoEventRecord, Manifest, OffCpuEventRecord, Stack, Summary, SyncEventRecord, Warning,
+    log_warnings, missing_stacks, BlockStats, ClockEventRecord, CounterEventRecord, Experiment,
+    HeapEventRecord, IoEventRecord, Manifest, OffCpuEventRecord, Stack, Summary, SyncEventRecord,
+    Warning,
 };
 #[cfg(feature = "reader")]
 pub use writer::{

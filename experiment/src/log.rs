@@ -5,6 +5,7 @@
 //! [`Event::Malformed`], so one bad line does not hide the rest of the log. Unknown events
 //! become [`Event::Other`]; unknown keys of known events are ignored.
 
+use crate::counters::CounterSpec;
 use crate::layout::SampleCause;
 use crate::text::{
     cut_chars, parse_u64, percent_decode, preview, split_log_line, Mode, MAX_LOG_LINE,
@@ -67,6 +68,12 @@ pub enum Event {
     Descendant {
         parent_expt: String,
         kind: DescendantKind,
+    },
+    /// A counter the experiment profiles on (format 1.5): its index in the counter
+    /// records and what was opened; written at start, before any of its records.
+    Counter {
+        index: u16,
+        spec: CounterSpec,
     },
     Warning(String),
     Error(String),
@@ -357,6 +364,18 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             parent_expt: f.string("parent_expt")?,
             kind: f.named("kind", DescendantKind::from_name)?,
         },
+        "counter" => Event::Counter {
+            index: u16::try_from(f.u32("index")?).map_err(|_| "index out of range".to_string())?,
+            spec: CounterSpec {
+                name: f.string("name")?,
+                kind: f.u32("type")?,
+                config: f.u64("config")?,
+                config1: f.u64("config1")?,
+                config2: f.u64("config2")?,
+                interval: f.u64("interval")?,
+                data_address: f.u64("address")? == 1,
+            },
+        },
         "warning" => Event::Warning(f.string("msg")?),
         "error" => Event::Error(f.string("msg")?),
         "end" => Event::End,
@@ -398,6 +417,23 @@ pub fn parse_log(bytes: &[u8]) -> Vec<LogEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counter_lines() {
+        let events = parse_log(
+            b"5 counter index=1 name=page-faults type=1 config=2 config1=0 config2=0 \
+              interval=100 address=1\n6 counter index=70000 name=x type=1 config=2 config1=0 \
+              config2=0 interval=100 address=0\n",
+        );
+        assert_eq!(
+            events[0].event,
+            Event::Counter {
+                index: 1,
+                spec: CounterSpec::parse("1:2:0:0:100:1:page-faults").unwrap(),
+            }
+        );
+        assert!(matches!(events[1].event, Event::Malformed { .. }));
+    }
 
     #[test]
     fn thread_numbers() {

@@ -4,8 +4,8 @@
 use crate::archive::{self, ArchivedObject};
 use crate::layout::{
     self, BlockState, ClockEvent, StackRecordRef, StackStatus, BLOCK_SIZE, CLOCK_EVENT_SIZE,
-    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE,
-    KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
+    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_OFFCPU,
+    KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use crate::log::{parse_log, Event, LogEvent, Sample};
 use crate::text::preview;
@@ -399,6 +399,13 @@ pub struct OffCpuEventRecord {
     pub event: crate::offcpu::OffCpuEvent,
 }
 
+/// One counter overflow record, with the thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CounterEventRecord {
+    pub tid: u32,
+    pub event: crate::counters::CounterEvent,
+}
+
 /// A clock-profiling event with the thread id of its block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClockEventRecord {
@@ -775,6 +782,22 @@ impl Experiment {
             let whole = crate::offcpu::decode_block(records, |event| {
                 count += 1;
                 each(OffCpuEventRecord { tid, event });
+            });
+            (count, whole)
+        })
+    }
+
+    /// Calls `each` with every committed counter overflow record of the `counters` file,
+    /// block by block (each block in its thread's order).
+    pub fn for_each_counter_event(
+        &self,
+        mut each: impl FnMut(CounterEventRecord),
+    ) -> Result<BlockStats> {
+        self.for_each_record_block("counters", KIND_COUNTERS, |tid, records| {
+            let mut count = 0u64;
+            let whole = crate::counters::decode_block(records, |event| {
+                count += 1;
+                each(CounterEventRecord { tid, event });
             });
             (count, whole)
         })
@@ -1622,7 +1645,7 @@ mod tests {
         let dir = temp_expt("warn");
         std::fs::write(
             dir.join("manifest"),
-            "format=rdbx-experiment\nversion=1.5\nblock_size=64\n",
+            "format=rdbx-experiment\nversion=1.6\nblock_size=64\n",
         )
         .unwrap();
         std::fs::write(dir.join("log"), "1 end\ngarbage\n2 thread-start tid=x\n").unwrap();
@@ -1646,7 +1669,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "experiment format version 1.5 is newer than this rdbx reads (1.4); data it \
+                "experiment format version 1.6 is newer than this rdbx reads (1.5); data it \
                  does not know is ignored",
                 "2 log line(s) could not be read and were skipped",
                 "1 block(s) of profile end before their committed records do (still being \

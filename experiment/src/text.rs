@@ -6,6 +6,7 @@
 //! [`config_pairs`] never allocate: libcollector.so uses them in signal handlers and after
 //! fork. The parsers ([`parse_log_line`], [`Config::parse`]) allocate.
 
+use crate::counters::{CounterSpec, MAX_COUNTERS};
 use crate::layout::{
     BLOCK_SIZE, DEFAULT_STACK_DEPTH, FORMAT_MINOR_VERSION, FORMAT_NAME, FORMAT_VERSION,
     MAX_STACK_DEPTH,
@@ -466,6 +467,9 @@ pub struct Config {
     pub iotrace: bool,
     /// Record each switch off the CPU (key `offcpu`, 1 | 0; format 1.4).
     pub offcpu: bool,
+    /// Counters to profile on, in order (key `counter`, repeated, one per counter;
+    /// format 1.5). At most [`crate::counters::MAX_COUNTERS`].
+    pub counters: Vec<CounterSpec>,
 }
 
 impl Default for Config {
@@ -487,6 +491,7 @@ impl Default for Config {
             synctrace: SyncTrace::Off,
             iotrace: false,
             offcpu: false,
+            counters: Vec::new(),
         }
     }
 }
@@ -538,6 +543,13 @@ impl Config {
                 "synctrace" => out.synctrace = SyncTrace::from_name(text?).ok_or_else(bad)?,
                 "iotrace" => out.iotrace = parse_flag(text?).ok_or_else(bad)?,
                 "offcpu" => out.offcpu = parse_flag(text?).ok_or_else(bad)?,
+                "counter" => {
+                    if out.counters.len() >= MAX_COUNTERS {
+                        return Err(bad());
+                    }
+                    out.counters
+                        .push(CounterSpec::parse(text?).ok_or_else(bad)?);
+                }
                 _ => {}
             }
         }
@@ -608,6 +620,14 @@ impl Config {
         sink.u64(u64::from(self.iotrace));
         key(sink, "offcpu");
         sink.u64(u64::from(self.offcpu));
+        for counter in &self.counters {
+            key(sink, "counter");
+            for n in counter.numbers() {
+                sink.u64(n);
+                sink.encoded(b":");
+            }
+            sink.encoded(counter.name.as_bytes());
+        }
     }
 }
 
@@ -818,6 +838,10 @@ mod tests {
             synctrace: SyncTrace::ThresholdUs(250),
             iotrace: true,
             offcpu: true,
+            counters: vec![
+                CounterSpec::parse("1:2:0:0:100:1:page-faults").unwrap(),
+                CounterSpec::parse("4:60:0:0:1000003:0:cpu/event=0x3c;x=1/").unwrap(),
+            ],
         };
         let s = c.to_config_string();
         assert!(s.starts_with("expt=/tmp/a%20dir%3Bx/test.1.er;founder="));
@@ -832,6 +856,11 @@ mod tests {
         // Unknown keys and empty pieces are ignored.
         let c2 = Config::parse("future=1;;pid=9;mode=collect;").unwrap();
         assert_eq!(c2.pid, 9);
+        // At most MAX_COUNTERS counters.
+        let many = "counter=1:2:0:0:100:1:page-faults;".repeat(MAX_COUNTERS);
+        assert_eq!(Config::parse(&many).unwrap().counters.len(), MAX_COUNTERS);
+        let too_many = format!("{many}counter=1:3:0:0:100:0:context-switches");
+        assert!(Config::parse(&too_many).is_err());
     }
 
     #[test]
@@ -892,7 +921,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             std::str::from_utf8(&buf[..n]).unwrap(),
-            "format=rdbx-experiment\nversion=1.4\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
+            "format=rdbx-experiment\nversion=1.5\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
              kinds=clock-profile,heap-trace\ncreated_by=libcollector 0.1.0\n"
         );
         assert_eq!(write_manifest_into(&mut buf[..10], "log", "", "x"), None);
