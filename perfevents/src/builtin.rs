@@ -9,8 +9,17 @@ pub const PERF_TYPE_SOFTWARE: u32 = 1;
 pub const PERF_TYPE_HW_CACHE: u32 = 3;
 pub const PERF_TYPE_RAW: u32 = 4;
 
-/// Hardware events: config, name, short names, description, intervals.
-const HARDWARE: &[(u64, &str, &[&str], &str, Intervals)] = &[
+/// A generic event: config, name, short names, description, intervals.
+type Generic = (
+    u64,
+    &'static str,
+    &'static [&'static str],
+    &'static str,
+    Intervals,
+);
+
+/// Hardware events.
+const HARDWARE: &[Generic] = &[
     (
         0,
         "cpu-cycles",
@@ -77,9 +86,8 @@ const HARDWARE: &[(u64, &str, &[&str], &str, Intervals)] = &[
     ),
 ];
 
-/// Software events: config, name, short names, description, intervals,
-/// whether each event has a data address.
-const SOFTWARE: &[(u64, &str, &[&str], &str, Intervals, bool)] = &[
+/// Software events, and whether each has a data address.
+const SOFTWARE: &[(Generic, bool)] = &[
     (
         0,
         "cpu-clock",
@@ -183,7 +191,7 @@ pub fn software() -> Vec<Event> {
     SOFTWARE
         .iter()
         .map(
-            |&(config, name, aliases, description, intervals, data_address)| Event {
+            |&((config, name, aliases, description, intervals), data_address)| Event {
                 name: name.to_string(),
                 aliases: aliases.iter().map(|a| a.to_string()).collect(),
                 source: Source::Software,
