@@ -132,7 +132,7 @@ pub enum Interval {
 /// Why a counter cannot be profiled on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
-    #[error("unknown counter \"{name}\"{}; `collector hwprofile list` shows the counters of this machine", closest.as_ref().map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default())]
+    #[error("unknown counter \"{name}\"{}; `collector hwprofile list` or `rdbx collect -h list` lists this machine's counters", closest.as_ref().map(|c| format!(" (did you mean \"{c}\"?)")).unwrap_or_default())]
     Unknown {
         name: String,
         closest: Option<String>,
@@ -277,6 +277,21 @@ impl Catalog {
             specs.push(spec);
         }
         Ok(specs)
+    }
+
+    /// The counters `hwprofile on` profiles when none were chosen: cycles
+    /// and instructions where there is a hardware PMU, page faults where
+    /// there is not.
+    pub fn defaults(&self) -> Vec<(String, Interval)> {
+        let names: &[&str] = if self.has_cpu_pmu() {
+            &["cycles", "insts"]
+        } else {
+            &["page-faults"]
+        };
+        names
+            .iter()
+            .map(|n| (n.to_string(), Interval::On))
+            .collect()
     }
 
     /// The text of `collector hwprofile list`.

@@ -193,3 +193,11 @@ fn this_machine_offers_the_software_counters() {
     assert!(catalog.find("page-faults").is_some());
     assert!(catalog.resolve("context-switches", Interval::On).is_ok());
 }
+
+#[test]
+fn defaults_follow_the_pmu() {
+    let names = |c: &Catalog| -> Vec<String> { c.defaults().into_iter().map(|(n, _)| n).collect() };
+    assert_eq!(names(&no_pmu()), ["page-faults"]);
+    assert_eq!(names(&with_pmu()), ["cycles", "insts"]);
+    assert!(no_pmu().resolve_all(&no_pmu().defaults()).is_ok());
+}
