@@ -110,6 +110,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("sync_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("io_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("offcpu", "O0", &["-O0", "-pthread"]),
     ];
