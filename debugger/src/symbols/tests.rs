@@ -1034,6 +1034,7 @@ fn dwarf_fallback_when_the_symbol_table_lacks_a_function() {
 
 const DATA_PROGRAM: &str = r#"struct cell { char tag; double weight; int counts[3]; };
 struct cell cells[4];
+struct flags { unsigned a : 3; unsigned b : 7; short s; } mode;
 int hits;
 static long file_total;
 
@@ -1051,7 +1052,7 @@ long work(int n)
 
 int main(void)
 {
-    hits = (int)work(3);
+    hits = (int)work(3) + mode.b;
     return 0;
 }
 "#;
@@ -1127,7 +1128,7 @@ fn aggregate_shapes_and_fields() {
     let fields: Vec<(String, u64, Option<u64>)> = element
         .fields()
         .into_iter()
-        .map(|f| (f.name.unwrap_or_default(), f.offset, f.ty.size()))
+        .map(|f| (f.name.unwrap_or_default(), f.offset, f.size))
         .collect();
     assert_eq!(
         fields,
@@ -1135,6 +1136,23 @@ fn aggregate_shapes_and_fields() {
             ("tag".to_string(), 0, Some(1)),
             ("weight".to_string(), 8, Some(8)),
             ("counts".to_string(), 16, Some(12)),
+        ]
+    );
+    // Bitfields occupy the bytes their bits touch.
+    let mode = object.lookup_variable(None, "mode").unwrap();
+    let bits: Vec<(u64, Option<u64>, Option<(u64, u64)>)> = object
+        .variable_type(&mode)
+        .unwrap()
+        .fields()
+        .into_iter()
+        .map(|f| (f.offset, f.size, f.bits))
+        .collect();
+    assert_eq!(
+        bits,
+        [
+            (0, Some(1), Some((0, 3))),
+            (0, Some(2), Some((3, 7))),
+            (2, Some(2), None)
         ]
     );
     let hits = object.lookup_variable(None, "hits").unwrap();

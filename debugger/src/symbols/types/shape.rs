@@ -2,7 +2,7 @@
 //! themselves: the analyzer names data objects and lays out aggregates
 //! from it ("Data Objects" of the Performance Analyzer manual).
 
-use super::{child_ref, member_offset, udata, Layer, TypeKind, TypeRef};
+use super::{child_ref, member_offset, Layer, TypeKind, TypeRef};
 
 /// What a type is, one step down.
 #[derive(Debug, Clone)]
@@ -38,11 +38,16 @@ pub enum AggregateKind {
 pub struct Field {
     /// None for an anonymous member or a base class.
     pub name: Option<String>,
-    /// Bytes from the aggregate's start.
+    /// Bytes from the aggregate's start (of a bitfield: to the byte
+    /// holding its first bit).
     pub offset: u64,
+    /// The bytes it occupies from `offset` (of a bitfield: the bytes its
+    /// bits touch), when known.
+    pub size: Option<u64>,
     pub ty: TypeRef,
-    /// The width of a bitfield, in bits.
-    pub bit_size: Option<u64>,
+    /// A bitfield's first bit (from the aggregate's first bit, the least
+    /// significant bit of its first byte) and width.
+    pub bits: Option<(u64, u64)>,
 }
 
 impl TypeRef {
@@ -119,13 +124,20 @@ impl TypeRef {
                 continue;
             }
             let at = child_ref(parent, e);
+            let ty = self.at(self.with(|t| t.type_of(at, e)));
+            let bitfield = self.with(|t| t.bitfield_position(at, e));
+            let (offset, size) = match bitfield.and_then(|b| b.byte_range()) {
+                Some(bytes) => (bytes.start as u64, Some(bytes.len() as u64)),
+                None => (member_offset(e).unwrap_or(0), ty.size()),
+            };
             fields.push(Field {
                 name: (!is_base)
                     .then(|| self.with(|t| t.name_of(at, e)))
                     .flatten(),
-                offset: member_offset(e).unwrap_or(0),
-                ty: self.at(self.with(|t| t.type_of(at, e))),
-                bit_size: udata(e, gimli::DW_AT_bit_size),
+                offset,
+                size,
+                ty,
+                bits: bitfield.map(|b| (b.first, b.bits)),
             });
         }
         fields
