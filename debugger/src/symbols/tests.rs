@@ -1140,7 +1140,8 @@ fn aggregate_shapes_and_fields() {
     );
     // Bitfields occupy the bytes their bits touch.
     let mode = object.lookup_variable(None, "mode").unwrap();
-    let bits: Vec<(u64, Option<u64>, Option<(u64, u64)>)> = object
+    type Placed = (u64, Option<u64>, Option<(u64, u64)>);
+    let bits: Vec<Placed> = object
         .variable_type(&mode)
         .unwrap()
         .fields()
