@@ -8,9 +8,11 @@
 //! on`, where every switch costs a ptrace stop rdbx passes on silently),
 //! and with the collector loaded into a running process; the same for a
 //! Rust program's std::thread::sleep and std::sync::Mutex wait
-//! (tests/programs/offcpu_rust.rs). Without the privilege the event needs
-//! (as `nobody` at perf_event_paranoid 2) the experiment says why in one
-//! error line and the program runs unchanged.
+//! (tests/programs/offcpu_rust.rs). The time rdbx holds the process
+//! stopped at a breakpoint is no thread's off-CPU time (nor sync-wait or
+//! I/O time). Without the privilege the event needs (as `nobody` at
+//! perf_event_paranoid 2) the experiment says why in one error line and
+//! the program runs unchanged.
 
 mod common;
 
@@ -519,11 +521,142 @@ fn ctrl_c_steps_and_calls_among_the_traps() {
         .unwrap_or_else(|e| panic!("open c.er: {e}\n{transcript}"));
     let (per_function, records) = recorded(&expt, &program, &C_FUNCTIONS);
     assert!(records >= 30, "{records} records\n{transcript}");
-    // Every wait ran (the time of the stops in between is off-CPU too).
+    // Every wait ran (the stops in between held the process: not off-CPU).
     for name in ["sleeper", "pipe_reader", "mutex_waiter"] {
         assert!(
             per_function.get(name).copied().unwrap_or(0) >= 150_000_000,
             "{name}: {per_function:?}\n{transcript}"
         );
     }
+}
+
+/// tests/programs/offcpu_hold.c's `measure` lines (wall and CPU ns per
+/// function) and its `held` line (how long its call of `hold_here` took).
+fn hold_measures(text: &str) -> (HashMap<String, (u64, u64)>, u64) {
+    let mut measures = HashMap::new();
+    let mut held = None;
+    for line in text.lines() {
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            ["measure", name, wall, cpu] => {
+                let ns = |text: &str| text.parse::<u64>().expect("ns");
+                measures.insert(name.to_string(), (ns(wall), ns(cpu)));
+            }
+            ["held", ns] => held = Some(ns.parse::<u64>().expect("held ns")),
+            _ => {}
+        }
+    }
+    (measures, held.expect("the program's held line"))
+}
+
+/// Per function of `names`: the sum of `value` over the records whose
+/// stack (`stack_id`) holds it.
+fn per_function(callers: &Callers, records: &[(u64, u64)], names: &[&str]) -> HashMap<String, u64> {
+    let mut sums = HashMap::new();
+    for &(stack_id, value) in records {
+        let functions = callers.functions(stack_id);
+        for name in names {
+            if functions.iter().any(|f| f == name) {
+                *sums.entry(name.to_string()).or_default() += value;
+            }
+        }
+    }
+    sums
+}
+
+/// A recorded time against what the program measured less the time it was
+/// held: within 5% plus 3 ms, and clearly without the hold.
+fn check_without_hold(what: &str, recorded: u64, measured: u64, held: u64, context: &str) {
+    let want = measured.saturating_sub(held);
+    let allowed = want / 20 + 3_000_000;
+    eprintln!("{what}: recorded {recorded} ns, measured {measured} ns, held {held} ns");
+    assert!(
+        recorded.abs_diff(want) <= allowed,
+        "{what}: recorded {recorded} ns, the program measured {measured} ns and was held \
+         {held} ns: want {want} ± {allowed}\n{context}"
+    );
+    assert!(
+        recorded + held / 2 < measured,
+        "{what}: the hold is in\n{context}"
+    );
+}
+
+/// rdbx stops at a breakpoint while three threads wait (a sleep to a
+/// deadline, a pipe read, a mutex lock) and holds the process about a
+/// second; each wait's off-CPU time, and the lock's sync wait and the
+/// read's I/O time, are the program's measures less the time it was held
+/// (the program measures the hold as the call of the function stopped
+/// in: the stop, plus the trap's and the resume's own microseconds).
+#[test]
+fn a_stop_at_a_breakpoint_is_not_off_cpu() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = prog("offcpu_hold-O0");
+    let dir = scratch_dir("offcpu-hold");
+    let mut rdbx = Session::start(&program, &[]);
+    rdbx.send(&format!("collector store directory {}", dir.display()));
+    rdbx.send("collector store filename h.er");
+    rdbx.send("collector offcpu on");
+    rdbx.send("collector synctrace on");
+    rdbx.send("collector iotrace on");
+    rdbx.send("collector enable");
+    rdbx.send("stop in hold_here");
+    rdbx.send("run");
+    rdbx.wait_for("stopped in hold_here");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    rdbx.send("cont");
+    rdbx.wait_for("offcpu_hold done");
+    rdbx.wait_for("exit code is 0");
+    let outcome = rdbx.finish();
+    let transcript = outcome.transcript();
+    let (measures, held) = hold_measures(&transcript);
+    assert!(held >= 1_000_000_000, "held {held} ns\n{transcript}");
+    let expt = Experiment::open(dir.join("h.er"))
+        .unwrap_or_else(|e| panic!("open h.er: {e}\n{transcript}"));
+    let callers = Callers::of(&expt, &program);
+    let waiters = ["held_sleeper", "held_reader", "held_locker"];
+
+    let mut off_cpu = Vec::new();
+    expt.for_each_offcpu_event(|r| off_cpu.push((r.event.stack_id, r.event.off_ns)))
+        .expect("read the offcpu file");
+    let off_cpu = per_function(&callers, &off_cpu, &waiters);
+    for name in waiters {
+        let (wall, cpu) = measures[name];
+        let got = off_cpu.get(name).copied().unwrap_or(0);
+        check_without_hold(
+            &format!("{name} off-CPU"),
+            got,
+            wall - cpu,
+            held,
+            &transcript,
+        );
+    }
+
+    let mut waits = Vec::new();
+    expt.for_each_sync_event(|r| waits.push((r.event.stack_id, r.event.wait_ns)))
+        .expect("read the sync file");
+    let waits = per_function(&callers, &waits, &["held_locker"]);
+    let got = waits.get("held_locker").copied().unwrap_or(0);
+    check_without_hold(
+        "held_locker sync wait",
+        got,
+        measures["held_locker"].0,
+        held,
+        &transcript,
+    );
+
+    let mut reads = Vec::new();
+    expt.for_each_io_event(|r| {
+        if r.event.op == experiment::io::IoOp::Read {
+            reads.push((r.event.stack_id, r.event.time_ns));
+        }
+    })
+    .expect("read the io file");
+    let reads = per_function(&callers, &reads, &["held_reader"]);
+    let got = reads.get("held_reader").copied().unwrap_or(0);
+    check_without_hold(
+        "held_reader I/O",
+        got,
+        measures["held_reader"].0,
+        held,
+        &transcript,
+    );
 }

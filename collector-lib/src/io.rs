@@ -43,6 +43,7 @@
 //! only when the flags say there is one.
 
 use crate::blocks::WriteError;
+use crate::hold::{self, Moment};
 use crate::real;
 use crate::{heap, lifecycle, log, state, sys};
 use experiment::io::{IoEvent, IoOp};
@@ -157,9 +158,9 @@ fn traced<'a, R: Copy>(call: impl FnOnce() -> R, describe: impl FnOnce(R) -> Cal
 /// look at the arguments before the call).
 #[inline(always)]
 fn timed<'a, R: Copy>(call: impl FnOnce() -> R, describe: impl FnOnce(R) -> Call<'a>) -> R {
-    let start = sys::monotonic_ns();
+    let start = hold::now();
     let result = call();
-    let end = sys::monotonic_ns();
+    let end = hold::now();
     let saved = sys::errno();
     record(describe(result), start, end);
     sys::set_errno(saved);
@@ -169,15 +170,18 @@ fn timed<'a, R: Copy>(call: impl FnOnce() -> R, describe: impl FnOnce(R) -> Call
 const ZEROS: [u8; 8] = [0; 8];
 
 /// Writes the record of a call from `start` to `end` into the thread's
-/// block of the `io` file, with its stack.
+/// block of the `io` file, with its stack. Its time leaves out the time
+/// rdbx held the process stopped (hold.rs).
 #[inline(never)]
-fn record(call: Call<'_>, start: u64, end: u64) {
+fn record(call: Call<'_>, start: Moment, end: Moment) {
+    let time_ns = end.run_ns.saturating_sub(start.run_ns);
+    let (start, end) = (start.wall_ns, end.wall_ns);
     let event = IoEvent {
         op: call.op,
         failed: call.failed,
         fd: call.fd,
         start_ns: start,
-        time_ns: end.saturating_sub(start),
+        time_ns,
         bytes: call.bytes,
         stack_id: 0,
         aux_fd: call.aux_fd,

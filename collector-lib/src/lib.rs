@@ -19,6 +19,7 @@ mod got;
 #[macro_use]
 mod real;
 mod heap;
+mod hold;
 mod interpose;
 mod io;
 mod lifecycle;

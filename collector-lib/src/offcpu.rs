@@ -12,7 +12,10 @@
 //! [`OFFCPU_TAG`]. The handler's ucontext is where the thread was at the
 //! switch. Off-CPU time is the wall time since the thread's previous
 //! trap less the CPU time it used since then (both read on entry of the
-//! handler, so the handler's own run time cancels out).
+//! handler, so the handler's own run time cancels out), less the time rdbx
+//! held the process stopped meanwhile (the wall time is the run clock of
+//! hold.rs): a thread asleep while the user sat at a breakpoint was not
+//! waiting for the program.
 //!
 //! The event is one-shot: armed with PERF_EVENT_IOC_REFRESH 1, it
 //! disables itself at its overflow, and the handler arms it again. Under a
@@ -41,7 +44,7 @@ use crate::clock::{
     self, SoftwareEvent, ATTR_DISABLED, ATTR_EXCLUDE_HV, ATTR_REMOVE_ON_EXEC, ATTR_SIGTRAP,
     PERF_EVENT_IOC_REFRESH,
 };
-use crate::{lifecycle, log, profile, state, sys, threads};
+use crate::{hold, lifecycle, log, profile, state, sys, threads};
 use experiment::offcpu::{OffCpuEvent, OFFCPU_RECORD_SIZE};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
@@ -134,9 +137,9 @@ pub struct OffCpuSource {
     /// The event's count when it was last armed: a trap re-arms only
     /// when the count moved since (it overflowed, so it is off).
     armed_count: AtomicU64,
-    /// CLOCK_MONOTONIC and thread CPU time at the previous trap (or when
-    /// armed): the next record's window.
-    last_wall_ns: AtomicU64,
+    /// The run clock (hold.rs) and thread CPU time at the previous trap
+    /// (or when armed): the next record's window.
+    last_run_ns: AtomicU64,
     last_cpu_ns: AtomicU64,
 }
 
@@ -145,7 +148,7 @@ impl OffCpuSource {
         OffCpuSource {
             fd: AtomicI32::new(-1),
             armed_count: AtomicU64::new(0),
-            last_wall_ns: AtomicU64::new(0),
+            last_run_ns: AtomicU64::new(0),
             last_cpu_ns: AtomicU64::new(0),
         }
     }
@@ -156,8 +159,8 @@ impl OffCpuSource {
         let Ok(fd) = open_event(tid) else {
             return false;
         };
-        self.last_wall_ns
-            .store(sys::monotonic_ns(), Ordering::Relaxed);
+        self.last_run_ns
+            .store(hold::now().run_ns, Ordering::Relaxed);
         self.last_cpu_ns.store(cpu_now, Ordering::Relaxed);
         self.armed_count.store(0, Ordering::Relaxed);
         self.fd.store(fd, Ordering::Release);
@@ -180,9 +183,10 @@ impl OffCpuSource {
         self.disarm();
     }
 
-    /// The window of the next record starts now (recording resumes).
-    pub fn restart_window(&self, wall_ns: u64, cpu_ns: u64) {
-        self.last_wall_ns.store(wall_ns, Ordering::Relaxed);
+    /// The window of the next record starts now (recording resumes);
+    /// `run_ns` is the run clock of hold.rs.
+    pub fn restart_window(&self, run_ns: u64, cpu_ns: u64) {
+        self.last_run_ns.store(run_ns, Ordering::Relaxed);
         self.last_cpu_ns.store(cpu_ns, Ordering::Relaxed);
     }
 
@@ -229,7 +233,7 @@ pub fn on_trap(context: *mut c_void) {
     let Some(slot) = threads::find(sys::gettid()) else {
         return;
     };
-    let now = sys::monotonic_ns();
+    let now = hold::now();
     let now_cpu = sys::thread_cpu_ns();
     let source = &slot.offcpu;
     let Some(count) = source.fired() else {
@@ -251,16 +255,18 @@ pub fn on_trap(context: *mut c_void) {
     source.rearm(count);
 }
 
-fn record(slot: &threads::Slot, context: *mut c_void, now: u64, now_cpu: u64) {
+fn record(slot: &threads::Slot, context: *mut c_void, moment: hold::Moment, now_cpu: u64) {
     let source = &slot.offcpu;
-    let last_wall = source.last_wall_ns.swap(now, Ordering::Relaxed);
+    let last_run = source.last_run_ns.swap(moment.run_ns, Ordering::Relaxed);
     let last_cpu = source.last_cpu_ns.swap(now_cpu, Ordering::Relaxed);
     if !lifecycle::recording_offcpu() {
         return;
     }
-    let off = now
-        .saturating_sub(last_wall)
+    let off = moment
+        .run_ns
+        .saturating_sub(last_run)
         .saturating_sub(now_cpu.saturating_sub(last_cpu));
+    let now = moment.wall_ns;
     // SAFETY: we are the slot's thread, in its SIGTRAP handler (SIGTRAP
     // and SIGPROF blocked), and the clock handler is not running under
     // us (checked by the caller): nothing else touches `owned`.
@@ -312,7 +318,7 @@ pub fn check_lost(slot: &threads::Slot) {
     }
     source.rearm(count);
     RECOVERED.fetch_add(1, Ordering::Relaxed);
-    source.restart_window(sys::monotonic_ns(), sys::thread_cpu_ns());
+    source.restart_window(hold::now().run_ns, sys::thread_cpu_ns());
 }
 
 /// Recording stops (the program runs on); the log says why, once.

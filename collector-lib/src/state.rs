@@ -796,11 +796,11 @@ pub fn resume(cause: &str) -> bool {
     }
     // Time used while paused is not recorded: every thread's baseline
     // moves to now before recording starts again.
-    let wall = sys::monotonic_ns();
+    let run = crate::hold::now().run_ns;
     for slot in threads::registered() {
         if let Some(now) = sys::other_thread_cpu_ns(slot.tid()) {
             slot.last_cpu_ns.store(now, Ordering::Relaxed);
-            slot.offcpu.restart_window(wall, now);
+            slot.offcpu.restart_window(run, now);
         }
     }
     if !lifecycle::set_paused(false) {

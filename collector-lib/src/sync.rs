@@ -26,6 +26,7 @@
 //! block of the `sync` file.
 
 use crate::blocks::WriteError;
+use crate::hold::{self, Moment};
 use crate::real;
 use crate::{heap, lifecycle, log, state, sys};
 use experiment::sync::{SyncEvent, SyncOp, SYNC_RECORD_SIZE};
@@ -157,11 +158,13 @@ pub fn follow_new_objects() {
 // ---- recording ------------------------------------------------------------
 
 /// A wait from `start` to `end` is over: recorded when it reached the
-/// threshold and the experiment records now. errno is the program's
-/// again afterwards (a block claim may set it).
+/// threshold and the experiment records now. Its time leaves out the time
+/// rdbx held the process stopped (hold.rs). errno is the program's again
+/// afterwards (a block claim may set it).
 #[inline(never)]
-fn finish(op: SyncOp, object: usize, start: u64, end: u64) {
-    let wait = end.saturating_sub(start);
+fn finish(op: SyncOp, object: usize, start: Moment, end: Moment) {
+    let wait = end.run_ns.saturating_sub(start.run_ns);
+    let (start, end) = (start.wall_ns, end.wall_ns);
     if wait < THRESHOLD_NS.load(Ordering::Relaxed) || !lifecycle::recording_sync() {
         return;
     }
@@ -229,9 +232,9 @@ fn timed(
     call: impl FnOnce() -> c_int,
     waited: fn(c_int) -> bool,
 ) -> c_int {
-    let start = sys::monotonic_ns();
+    let start = hold::now();
     let rc = call();
-    let end = sys::monotonic_ns();
+    let end = hold::now();
     if waited(rc) {
         finish(op, object, start, end);
     }

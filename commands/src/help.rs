@@ -612,7 +612,7 @@ static COMMANDS: &[CommandHelp] = &[
         &[],
         "collector offcpu on|off",
         "off-CPU profiling: each switch off the CPU, with its call stack and how long",
-        "Records, in the next experiment (off by default; set before collector enable or run), every time a thread is switched off its CPU (it blocks in a system call, sleeps, waits for a lock or a page, or is preempted): the call stack where it was and, once it runs again, how long it was off the CPU. With the clock profile this makes a wall-clock profile. It uses a context-switch perf event that counts in kernel mode, so it needs root, CAP_PERFMON or kernel.perf_event_paranoid at 1 or less; otherwise the experiment's log says why and the program runs without off-CPU data. Under rdbx each switch costs a stop that rdbx passes on silently.",
+        "Records, in the next experiment (off by default; set before collector enable or run), every time a thread is switched off its CPU (it blocks in a system call, sleeps, waits for a lock or a page, or is preempted): the call stack where it was and, once it runs again, how long it was off the CPU. With the clock profile this makes a wall-clock profile. It uses a context-switch perf event that counts in kernel mode, so it needs root, CAP_PERFMON or kernel.perf_event_paranoid at 1 or less; otherwise the experiment's log says why and the program runs without off-CPU data. Under rdbx each switch costs a stop that rdbx passes on silently; the time rdbx holds the program stopped (at a breakpoint, after a step or Ctrl-C) is left out of every thread's off-CPU time, as it is of sync-wait and I/O times.",
         "collector offcpu on",
     ),
     entry(

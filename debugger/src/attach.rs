@@ -89,6 +89,7 @@ impl Debugger {
     pub fn detach(&mut self) -> Result<()> {
         self.process()?;
         let outcome = self.decide_before_detach();
+        self.hold_ends();
         crate::rescue::release();
         self.after_process_gone();
         outcome

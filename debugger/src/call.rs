@@ -539,6 +539,8 @@ impl Debugger {
         on_interrupt: OnInterrupt,
     ) -> CallResult<()> {
         let pid = self.process().map_err(CallFailure::from_error)?.pid();
+        // The collector may have been loaded by the call before this one.
+        self.show_hold();
         self.process_mut()
             .and_then(|p| p.resume_keeping_pending(tid, Resume::Continue))
             .map_err(CallFailure::from_error)?;

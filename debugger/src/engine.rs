@@ -138,6 +138,8 @@ pub struct Debugger {
     /// Frames below `main` are shown (`stack_past_main`): `main` then has
     /// a caller, whose call site may give its entry values.
     pub(crate) stack_past_main: bool,
+    /// How long every thread has been stopped, for the collector (hold.rs).
+    pub(crate) hold: crate::hold::Hold,
     /// The current thread's whole stack while it stays where it is.
     pub(crate) stack_cache: std::cell::RefCell<Option<crate::stack::CachedStack>>,
     /// Functions (by entry) found to reach, or not, themselves by tail
@@ -173,6 +175,7 @@ impl Debugger {
             sigint_reported: false,
             job_stopped: false,
             inline_skips: Default::default(),
+            hold: Default::default(),
         })
     }
 
@@ -347,6 +350,7 @@ impl Debugger {
 
     pub(crate) fn after_process_gone(&mut self) {
         crate::rescue::end();
+        self.forget_hold();
         self.process = None;
         self.breakpoints.forget_sites();
         self.step_resume = None;

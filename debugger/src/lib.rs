@@ -9,6 +9,7 @@ pub mod disasm;
 pub mod engine;
 pub mod error;
 pub mod expr;
+mod hold;
 pub mod inferior;
 pub mod inject;
 mod inline_stop;

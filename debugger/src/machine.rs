@@ -197,6 +197,7 @@ impl Debugger {
                 nix::sys::signal::Signal::SIGCONT,
             );
         }
+        self.hold_ends();
         // A thread with an event not handled yet stays stopped until it is.
         let waiting: Vec<Tid> = self.deferred.iter().map(|e| e.tid()).collect();
         for tid in tids {
@@ -480,12 +481,23 @@ impl Debugger {
 
     // ----- stopping everything ------------------------------------------
 
-    /// Stops every running thread and waits until each has stopped.
+    /// Stops every running thread and waits until each has stopped: the
+    /// process is held (hold.rs) until `resume_all` or a detach.
+    pub(crate) fn stop_all(&mut self) -> Result<()> {
+        if self.process.is_none() {
+            return Ok(());
+        }
+        self.hold_begins();
+        self.stop_every_thread()?;
+        self.show_hold();
+        Ok(())
+    }
+
     /// Breakpoint traps that race with the stop are rewound so they are
     /// seen again; signals are kept for the next resume. A second Ctrl-C
     /// gives up on threads that do not stop (a thread blocked in an
     /// uninterruptible wait).
-    pub(crate) fn stop_all(&mut self) -> Result<()> {
+    fn stop_every_thread(&mut self) -> Result<()> {
         let Some(process) = self.process.as_mut() else {
             return Ok(());
         };
@@ -767,6 +779,11 @@ impl Debugger {
             }
         } else if let Ok(memory) = crate::memory::Memory::open(child) {
             self.breakpoints.write_originals(&memory);
+            // Forked in a hold (an injected call, a step): the child's copy of
+            // the collector's clock must not stay held.
+            if let Some(at) = self.hold_shown_at() {
+                let _ = memory.write(at, &[0; 8]);
+            }
         }
         // A child stopped on a slot address would be lost; it never is,
         // since only the forking thread is copied and it is at the syscall.

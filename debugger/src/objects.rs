@@ -65,6 +65,9 @@ pub struct Symbolized {
 pub struct LoadedObjects {
     pub list: Vec<LoadedObject>,
     cache: HashMap<PathBuf, Rc<ObjectFile>>,
+    /// Counts the times `list` was made again: what was looked up in it
+    /// under another generation must be looked up again.
+    generation: u64,
 }
 
 impl LoadedObjects {
@@ -78,8 +81,13 @@ impl LoadedObjects {
         Ok(file)
     }
 
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// Before the program runs: just the executable, at its file addresses.
     pub fn set_static(&mut self, path: &Path) -> Result<()> {
+        self.generation += 1;
         let file = self.open(path)?;
         let (start, end) = file_extent(&file);
         self.list = vec![LoadedObject {
@@ -96,6 +104,7 @@ impl LoadedObjects {
     /// Re-reads the process's maps. Returns the indexes of objects that
     /// are new since the last refresh; objects no longer mapped are dropped.
     pub fn refresh(&mut self, pid: i32) -> Result<Vec<usize>> {
+        self.generation += 1;
         let mappings = maps::read_maps(pid)?;
         let mut by_path: Vec<(PathBuf, Vec<&Mapping>)> = Vec::new();
         for mapping in mappings.iter().filter(|m| m.is_file()) {

@@ -161,6 +161,14 @@ impl SymbolTable {
             .collect()
     }
 
+    /// Symbols by their exact linkage name only (no demangling).
+    pub(crate) fn lookup_linkage(&self, name: &str) -> Vec<Symbol> {
+        self.linkage_index()
+            .get(name)
+            .map(|hits| hits.iter().map(|&i| to_symbol(&self.symbols[i])).collect())
+            .unwrap_or_default()
+    }
+
     fn lookup_indices(&self, name: &str) -> Vec<usize> {
         if let Some(hits) = self.linkage_index().get(name) {
             return hits.clone();

@@ -416,6 +416,12 @@ impl ObjectFile {
         self.symbol_table().lookup(name)
     }
 
+    /// Symbols by exact linkage name: no demangled names are built (for a
+    /// name looked up in every object at every stop).
+    pub fn lookup_linkage_name(&self, name: &str) -> Vec<Symbol> {
+        self.symbol_table().lookup_linkage(name)
+    }
+
     /// Variable names of the symbol table (globals and file statics).
     pub fn data_names(&self) -> Vec<String> {
         self.symbol_table().data_names()
