@@ -14,6 +14,7 @@
 mod allocator;
 mod blocks;
 mod clock;
+mod counters;
 #[macro_use]
 mod got;
 #[macro_use]

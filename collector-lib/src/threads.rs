@@ -7,6 +7,7 @@
 
 use crate::blocks::Cursor;
 use crate::clock::ClockSource;
+use crate::counters::CounterSources;
 use crate::offcpu::OffCpuSource;
 use crate::unwind::StackCache;
 use std::cell::UnsafeCell;
@@ -23,6 +24,8 @@ pub struct Owned {
     pub stacks: Cursor,
     /// The thread's block of the `offcpu` file.
     pub offcpu: Cursor,
+    /// The thread's block of the `counters` file.
+    pub counters: Cursor,
     pub stack_cache: StackCache,
     /// Room for a stack (depth limit + 1), allocated at registration.
     pub pcs: Option<Box<[u64]>>,
@@ -39,7 +42,9 @@ pub struct Slot {
     pub clock: ClockSource,
     /// The thread's context-switch event (off-CPU profiling).
     pub offcpu: OffCpuSource,
-    /// One of the collector's handlers (clock tick, off-CPU trap) is
+    /// The thread's counters (counter overflow profiling).
+    pub counters: CounterSources,
+    /// One of the collector's handlers (clock tick, off-CPU or counter trap) is
     /// using `owned`: one that interrupts it (SIGTRAP is never blocked,
     /// not even in its own handler) leaves it alone.
     pub in_handler: AtomicBool,
@@ -58,11 +63,13 @@ impl Slot {
             last_stack: AtomicU64::new(0),
             clock: ClockSource::new(),
             offcpu: OffCpuSource::new(),
+            counters: CounterSources::new(),
             in_handler: AtomicBool::new(false),
             owned: UnsafeCell::new(Owned {
                 profile: Cursor::new(),
                 stacks: Cursor::new(),
                 offcpu: Cursor::new(),
+                counters: Cursor::new(),
                 stack_cache: StackCache::new(),
                 pcs: None,
             }),
@@ -143,12 +150,14 @@ pub fn forget_all_after_fork() {
         if slot.tid() != EMPTY {
             slot.clock.forget_after_fork();
             slot.offcpu.forget_after_fork();
+            slot.counters.forget_after_fork();
             // SAFETY: the child is single-threaded and SIGPROF is blocked
             // by the caller, so nothing else touches the owned parts.
             let owned = unsafe { slot.owned() };
             owned.profile.release();
             owned.stacks.release();
             owned.offcpu.release();
+            owned.counters.release();
             owned.stack_cache = StackCache::new();
             slot.tid.store(TOMBSTONE, Ordering::Release);
         }

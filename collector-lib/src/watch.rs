@@ -231,6 +231,7 @@ fn register_new(seen: &mut [i32], generation: u64) {
             if let Some(slot) = threads::find(tid) {
                 slot.clock.disarm();
                 slot.offcpu.disarm();
+                slot.counters.disarm();
             }
             return;
         }
