@@ -18,9 +18,14 @@ use std::sync::atomic::{AtomicI32, Ordering};
 #[derive(Parser, Debug)]
 #[command(
     name = "rdbx collect",
-    about = "Run a program with the performance collector (no debugger)"
+    about = "Run a program with the performance collector (no debugger)",
+    // -h is gprofng's counter flag; help is --help only.
+    disable_help_flag = true
 )]
 pub struct CollectOptions {
+    /// Print help.
+    #[arg(long = "help", action = clap::ArgAction::Help)]
+    help: Option<bool>,
     /// Experiment name (must end in .er; default test.N.er, N going up); a path puts it in
     /// that directory (relative to -d), which must exist.
     #[arg(short = 'o', value_name = "[DIR/]NAME.er")]
@@ -57,6 +62,16 @@ pub struct CollectOptions {
     /// kernel.perf_event_paranoid <= 1.
     #[arg(long = "off-cpu", value_name = "on|off")]
     off_cpu: Option<String>,
+    /// Counter overflow profiling: NAME[,INTERVAL][,NAME2[,INTERVAL2]...] (up to 8
+    /// counters; INTERVAL on, hi, lo or a number of events), on (this machine's
+    /// default counters), off, or list (what this machine offers; also -h alone).
+    #[arg(
+        short = 'h',
+        value_name = "NAME[,INTERVAL]...|on|off|list",
+        num_args = 0..=1,
+        default_missing_value = "list"
+    )]
+    counters: Option<String>,
     /// Follow descendants (fork, exec): on (default) or off.
     #[arg(short = 'F', value_name = "on|off")]
     follow: Option<String>,
@@ -74,7 +89,7 @@ pub struct CollectOptions {
     sample_signal: Option<String>,
     /// The program and its arguments.
     #[arg(
-        required = true,
+        required_unless_present = "counters",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "PROGRAM [ARGS]"
@@ -108,6 +123,10 @@ pub fn main(args: Vec<String>) -> i32 {
 }
 
 fn run(options: CollectOptions) -> Result<i32> {
+    if options.counters.as_deref() == Some("list") {
+        print!("{}", perfevents::Catalog::probe().listing());
+        return Ok(0);
+    }
     let (settings, comments) = settings_from(&options)?;
     let (program_name, args) = options
         .program
@@ -218,6 +237,16 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
     }
     if let Some(off_cpu) = &options.off_cpu {
         settings.offcpu = on_off("--off-cpu", off_cpu)?;
+    }
+    if let Some(counters) = &options.counters {
+        match counters.as_str() {
+            "on" => settings.hwprofile_on(),
+            list => {
+                let requests = commands::parse_counter_list(list).map_err(|p| anyhow!("{p}"))?;
+                settings.choose_counters(&requests)
+            }
+        }
+        .map_err(|e| anyhow!("-h: {e}"))?;
     }
     if let Some(limit) = &options.limit {
         settings.limit = match limit.parse::<u64>() {

@@ -3,8 +3,10 @@
 //! `key=value;...`, percent-encoded values).
 
 use anyhow::{anyhow, bail, Result};
-use commands::{ArchiveMode, ShowWhat, SyncThreshold};
+use commands::{ArchiveMode, CounterInterval, CounterRequest, ShowWhat, SyncThreshold};
+use experiment::counters::CounterSpec;
 use experiment::{Config, Mode, SyncTrace, TerminatedHow};
+use perfevents::{Catalog, Interval};
 use std::path::{Path, PathBuf};
 
 /// Default sample period (1 s) and stack depth limit.
@@ -46,6 +48,10 @@ pub struct Settings {
     pub iotrace: bool,
     /// Off-CPU profiling (`collector offcpu on`, `collect --off-cpu on`).
     pub offcpu: bool,
+    /// Counter overflow profiling (`collector hwprofile on`, `collect -h`).
+    pub hwprofile: bool,
+    /// The counters, resolved against this machine's when chosen.
+    pub counters: Vec<CounterSpec>,
 }
 
 impl Default for Settings {
@@ -72,7 +78,43 @@ impl Default for Settings {
             sync_threshold: SyncThreshold::Calibrate,
             iotrace: false,
             offcpu: false,
+            hwprofile: false,
+            counters: Vec::new(),
         }
+    }
+}
+
+impl Settings {
+    /// `hwprofile counter ...` and `collect -h`: checks the counters
+    /// against this machine's and turns counter profiling on; an empty
+    /// list turns it off.
+    pub fn choose_counters(&mut self, requests: &[CounterRequest]) -> Result<()> {
+        let wanted: Vec<(String, Interval)> = requests
+            .iter()
+            .map(|r| (r.name.clone(), interval_of(r.interval)))
+            .collect();
+        self.counters = Catalog::probe().resolve_all(&wanted)?;
+        self.hwprofile = !self.counters.is_empty();
+        Ok(())
+    }
+
+    /// `hwprofile on`: the counters chosen, or the machine's defaults.
+    pub fn hwprofile_on(&mut self) -> Result<()> {
+        if self.counters.is_empty() {
+            let catalog = Catalog::probe();
+            self.counters = catalog.resolve_all(&catalog.defaults())?;
+        }
+        self.hwprofile = true;
+        Ok(())
+    }
+}
+
+fn interval_of(interval: CounterInterval) -> Interval {
+    match interval {
+        CounterInterval::On => Interval::On,
+        CounterInterval::Hi => Interval::Hi,
+        CounterInterval::Lo => Interval::Lo,
+        CounterInterval::Events(n) => Interval::Events(n),
     }
 }
 
@@ -140,8 +182,11 @@ impl Settings {
             },
             iotrace: self.iotrace,
             offcpu: self.offcpu,
-            // Filled in when `collector hwprofile` chooses counters.
-            counters: Vec::new(),
+            counters: if self.hwprofile {
+                self.counters.clone()
+            } else {
+                Vec::new()
+            },
         }
         .to_config_string()
     }
@@ -191,7 +236,16 @@ impl Settings {
             ));
         }
         if all || what == ShowWhat::HwProfile {
-            line("hwprofile: off (not available yet)".to_string());
+            let counters: Vec<String> = self
+                .counters
+                .iter()
+                .map(|c| format!("{} every {}", c.name, c.interval))
+                .collect();
+            line(match (self.hwprofile, counters.is_empty()) {
+                (false, true) => "hwprofile: off".to_string(),
+                (false, false) => format!("hwprofile: off (counters {})", counters.join(", ")),
+                (true, _) => format!("hwprofile: on, counters {}", counters.join(", ")),
+            });
         }
         if all || what == ShowWhat::SyncTrace {
             let threshold = match self.sync_threshold {

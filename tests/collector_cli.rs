@@ -215,7 +215,11 @@ fn settings_and_bad_input() {
             "collector show",
             "collector profile sometimes",
             "collector store filename mine",
-            "collector hwprofile on",
+            "collector hwprofile counter page-fault 1",
+            "collector hwprofile counter page-faults 1 context-switches hi",
+            "collector show hwprofile",
+            "collector hwprofile off",
+            "collector show hwprofile",
             "collector status",
             "collector enable",
             "collector pause",
@@ -235,6 +239,8 @@ fn settings_and_bad_input() {
         "limit: 20 MB",
         "archive: copy",
         "store filename: mine.er",
+        "hwprofile: on, counters page-faults every 1, context-switches every 10",
+        "hwprofile: off (counters page-faults every 1, context-switches every 10)",
         "no experiment (collector enable, then run)",
     ] {
         assert!(out.has_line(line), "{line}\n{}", out.transcript());
@@ -243,7 +249,7 @@ fn settings_and_bad_input() {
     for needle in [
         "collector profile: expected on or off, got \"sometimes\"",
         "must end in .er",
-        "hardware-counter profiling is not available yet",
+        "collector hwprofile counter: unknown counter \"page-fault\" (did you mean \"page-faults\"?)",
         "collector pause: no experiment is active",
     ] {
         assert!(errors.contains(needle), "{needle}\n{}", out.transcript());
@@ -769,4 +775,69 @@ fn status_counts_descendants() {
     assert!(number("samples: ") >= 4, "{}", out.transcript());
     let founder = experiment::Experiment::open(&expt).unwrap();
     assert_eq!(number("data bytes: "), founder.total_data_bytes());
+}
+
+/// `rdbx collect -h` with a bad counter: one line before the program runs,
+/// no experiment left behind.
+#[test]
+fn a_bad_counter_is_one_line_before_the_program_runs() {
+    let dir = scratch_dir("counters-bad");
+    let pmu = perfevents::Catalog::probe().has_cpu_pmu();
+    let mut cases = vec![
+        (
+            "pagefaults,1",
+            "unknown counter \"pagefaults\" (did you mean \"page-faults\"?)",
+        ),
+        ("page-faults,0", "counter \"page-faults\": interval 0"),
+        ("page-faults,1e13", "interval 10000000000000 is absurd"),
+        ("page-faults,faults", "counter \"faults\" is given twice"),
+        ("1,page-faults", "expected a counter name, got \"1\""),
+    ];
+    if pmu {
+        println!("this machine has a hardware PMU: the no-PMU refusal is not checked");
+    } else {
+        cases.push(("cycles,on", "counter \"cycles\" needs a hardware PMU"));
+    }
+    for (value, needle) in cases {
+        let output = std::process::Command::new(rdbx_bin())
+            .args(["collect", "-h", value, "-o", "t.er", "/bin/touch", "ran"])
+            .current_dir(&dir)
+            .output()
+            .expect("run rdbx collect");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{value}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{value}: {stderr}");
+        assert!(stderr.contains(needle), "{value}: {stderr}");
+        assert!(!dir.join("t.er").exists(), "{value}");
+        assert!(!dir.join("ran").exists(), "{value}: the program ran");
+    }
+}
+
+/// `-h` is the counter flag, as in gprofng; alone or as `-h list` it lists
+/// the machine's counters, and help is --help.
+#[test]
+fn collect_h_lists_counters_and_help_is_long_only() {
+    for args in [&["collect", "-h"][..], &["collect", "-h", "list"]] {
+        let output = std::process::Command::new(rdbx_bin())
+            .args(args)
+            .output()
+            .expect("run rdbx collect");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{args:?}");
+        assert!(stdout.contains("Software counters:"), "{stdout}");
+        assert!(stdout.contains("page-faults"), "{stdout}");
+        let pmu = perfevents::Catalog::probe().has_cpu_pmu();
+        assert_eq!(stdout.contains("no hardware PMU"), !pmu, "{stdout}");
+    }
+    let output = std::process::Command::new(rdbx_bin())
+        .args(["collect", "--help"])
+        .output()
+        .expect("run rdbx collect --help");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success());
+    assert!(
+        stdout.contains("-h [<NAME[,INTERVAL]...|on|off|list>]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("--help"), "{stdout}");
 }

@@ -41,12 +41,126 @@ pub enum CollectorCommand {
     Show(ShowWhat),
     Status,
     Version,
-    /// `hwprofile`, `mpitrace`: accepted, not
+    /// `hwprofile on|off|list`, `hwprofile counter NAME [INTERVAL] ...`.
+    HwProfile(HwProfileSetting),
+    /// `mpitrace`: accepted, not
     /// collected yet; the words after the kind are kept.
     NotYet {
         kind: TraceKind,
         words: Vec<String>,
     },
+}
+
+/// `collector hwprofile ...`: counter overflow profiling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HwProfileSetting {
+    On,
+    Off,
+    /// `list`: the counters this machine offers.
+    List,
+    /// `counter NAME [INTERVAL] [NAME2 [INTERVAL2] ...]`: choose counters
+    /// (also turns counter profiling on). Names are checked against the
+    /// machine's counters when the command runs.
+    Counters(Vec<CounterRequest>),
+}
+
+/// One counter asked for: a name and how often it overflows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterRequest {
+    pub name: String,
+    pub interval: CounterInterval,
+}
+
+/// A counter's overflow interval: `on` (the default), `hi`, `lo` or a
+/// number of events between records (at least 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterInterval {
+    On,
+    Hi,
+    Lo,
+    Events(u64),
+}
+
+impl CounterInterval {
+    /// `on`, `hi`, `lo` or a positive number (`10000`, `1e6`, `0x1000`);
+    /// None when the word is none of these, an error for 0.
+    fn parse(word: &str) -> Option<std::result::Result<CounterInterval, String>> {
+        Some(Ok(match word {
+            "on" => CounterInterval::On,
+            "hi" | "high" => CounterInterval::Hi,
+            "lo" | "low" => CounterInterval::Lo,
+            _ => {
+                let events = parse_count(word)?;
+                if events == 0 {
+                    return Some(Err(
+                        "interval 0: at least 1 event between records".to_string()
+                    ));
+                }
+                CounterInterval::Events(events)
+            }
+        }))
+    }
+}
+
+/// A count of events: decimal, hex (`0x`), or `NeM` (`1e6`).
+fn parse_count(word: &str) -> Option<u64> {
+    if let Some(hex) = word.strip_prefix("0x") {
+        return u64::from_str_radix(hex, 16).ok();
+    }
+    if let Some((mantissa, exponent)) = word.split_once(['e', 'E']) {
+        let mantissa: u64 = mantissa.parse().ok()?;
+        let exponent: u32 = exponent.parse().ok()?;
+        return 10u64.checked_pow(exponent)?.checked_mul(mantissa);
+    }
+    word.parse().ok()
+}
+
+/// gprofng's `-h` list: `NAME[,INTERVAL][,NAME2[,INTERVAL2]...]`, an
+/// interval being `on`, `hi`, `lo`, a number, or empty (the default).
+/// `-h off` is no counters.
+pub fn parse_counter_list(text: &str) -> std::result::Result<Vec<CounterRequest>, String> {
+    if text == "off" {
+        return Ok(Vec::new());
+    }
+    let items: Vec<&str> = text.split(',').map(str::trim).collect();
+    counter_requests(&items, true)
+}
+
+/// Names each followed by an optional interval. With `empty_is_default`
+/// an empty item is a name's default interval (`cycles,,insts`).
+fn counter_requests(
+    items: &[&str],
+    empty_is_default: bool,
+) -> std::result::Result<Vec<CounterRequest>, String> {
+    let mut out = Vec::new();
+    let mut items = items.iter().copied().peekable();
+    while let Some(name) = items.next() {
+        if name.is_empty() || CounterInterval::parse(name).is_some() {
+            return Err(format!("expected a counter name, got \"{name}\""));
+        }
+        let interval = match items.peek().copied() {
+            Some("") if empty_is_default => {
+                items.next();
+                CounterInterval::On
+            }
+            Some(word) => match CounterInterval::parse(word) {
+                Some(interval) => {
+                    items.next();
+                    interval.map_err(|problem| format!("counter \"{name}\": {problem}"))?
+                }
+                None => CounterInterval::On,
+            },
+            None => CounterInterval::On,
+        };
+        out.push(CounterRequest {
+            name: name.to_string(),
+            interval,
+        });
+    }
+    if out.is_empty() {
+        return Err("no counter given".to_string());
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,14 +264,12 @@ pub enum ShowWhat {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TraceKind {
-    HwProfile,
     MpiTrace,
 }
 
 impl TraceKind {
     pub fn name(self) -> &'static str {
         match self {
-            TraceKind::HwProfile => "hwprofile",
             TraceKind::MpiTrace => "mpitrace",
         }
     }
@@ -165,7 +277,6 @@ impl TraceKind {
     /// What the data kind is, for messages.
     pub fn description(self) -> &'static str {
         match self {
-            TraceKind::HwProfile => "hardware-counter profiling",
             TraceKind::MpiTrace => "MPI tracing",
         }
     }
@@ -239,7 +350,7 @@ impl Sub<'_> {
             "archive" => self.archive().map(CollectorCommand::Archive),
             "store" => self.store().map(CollectorCommand::Store),
             "show" => self.show().map(CollectorCommand::Show),
-            "hwprofile" => self.not_yet(TraceKind::HwProfile),
+            "hwprofile" => self.hwprofile().map(CollectorCommand::HwProfile),
             "synctrace" => self.synctrace().map(CollectorCommand::SyncTrace),
             "heaptrace" => self.on_off().map(CollectorCommand::HeapTrace),
             "iotrace" => self.on_off().map(CollectorCommand::IoTrace),
@@ -294,6 +405,29 @@ impl Sub<'_> {
                     "off" => Ok(SyncTraceSetting::Off),
                     _ => {
                         Err(self.invalid(format!("expected on, off or threshold, got \"{word}\"")))
+                    }
+                }
+            }
+        }
+    }
+
+    fn hwprofile(&self) -> Result<HwProfileSetting> {
+        match self.rest.first().map(String::as_str) {
+            Some("counter") => {
+                let items: Vec<&str> = self.rest[1..].iter().map(String::as_str).collect();
+                counter_requests(&items, false)
+                    .map(HwProfileSetting::Counters)
+                    .map_err(|problem| self.invalid(problem))
+            }
+            Some("list") => self.exactly(1, "").map(|_| HwProfileSetting::List),
+            _ => {
+                let word = &self.exactly(1, "on, off, list or counter")?[0];
+                match word.as_str() {
+                    "on" => Ok(HwProfileSetting::On),
+                    "off" => Ok(HwProfileSetting::Off),
+                    _ => {
+                        Err(self
+                            .invalid(format!("expected on, off, list or counter, got \"{word}\"")))
                     }
                 }
             }
@@ -430,7 +564,6 @@ impl Sub<'_> {
     /// itself arrives in a later version.
     fn not_yet(&self, kind: TraceKind) -> Result<CollectorCommand> {
         let valid_first: &[&str] = match kind {
-            TraceKind::HwProfile => &["on", "off", "list", "counter"],
             TraceKind::MpiTrace => &["on", "off"],
         };
         match self.rest.first() {
@@ -634,6 +767,77 @@ mod tests {
         assert_eq!(parse_text("show iotrace"), Ok(C::Show(ShowWhat::IoTrace)));
     }
 
+    fn request(name: &str, interval: CounterInterval) -> CounterRequest {
+        CounterRequest {
+            name: name.into(),
+            interval,
+        }
+    }
+
+    #[test]
+    fn hwprofile() {
+        use CollectorCommand as C;
+        use CounterInterval::{Events, Hi, Lo, On};
+        assert_eq!(
+            parse_text("hwprofile on"),
+            Ok(C::HwProfile(HwProfileSetting::On))
+        );
+        assert_eq!(
+            parse_text("hwprofile off"),
+            Ok(C::HwProfile(HwProfileSetting::Off))
+        );
+        assert_eq!(
+            parse_text("hwprofile list"),
+            Ok(C::HwProfile(HwProfileSetting::List))
+        );
+        assert_eq!(
+            parse_text("hwprofile counter page-faults 1 context-switches hi cycles lo insts"),
+            Ok(C::HwProfile(HwProfileSetting::Counters(vec![
+                request("page-faults", Events(1)),
+                request("context-switches", Hi),
+                request("cycles", Lo),
+                request("insts", On),
+            ])))
+        );
+        assert_eq!(
+            parse_text("hwprofile counter r01c2 1e6 faults 0x100"),
+            Ok(C::HwProfile(HwProfileSetting::Counters(vec![
+                request("r01c2", Events(1_000_000)),
+                request("faults", Events(256)),
+            ])))
+        );
+    }
+
+    #[test]
+    fn counter_lists_as_gprofng_writes_them() {
+        use CounterInterval::{Events, Hi, On};
+        assert_eq!(
+            parse_counter_list("page-faults,1,context-switches"),
+            Ok(vec![
+                request("page-faults", Events(1)),
+                request("context-switches", On)
+            ])
+        );
+        assert_eq!(
+            parse_counter_list("cycles,,insts,hi"),
+            Ok(vec![request("cycles", On), request("insts", Hi)])
+        );
+        assert_eq!(
+            parse_counter_list("page-faults"),
+            Ok(vec![request("page-faults", On)])
+        );
+        assert_eq!(parse_counter_list("off"), Ok(vec![]));
+        for (bad, needle) in [
+            ("", "expected a counter name, got \"\""),
+            ("1,page-faults", "expected a counter name, got \"1\""),
+            ("page-faults,0", "counter \"page-faults\": interval 0"),
+            ("page-faults,1,2", "expected a counter name, got \"2\""),
+        ] {
+            let problem = parse_counter_list(bad).unwrap_err();
+            assert!(problem.contains(needle), "{bad:?}: {problem}");
+        }
+    }
+
     #[test]
     fn bad_input_is_one_line() {
         for (text, needle) in [
@@ -663,6 +867,15 @@ mod tests {
             ("synctrace threshold 1.5", "threshold in microseconds"),
             ("synctrace threshold -3", "threshold in microseconds"),
             ("synctrace on now", "unexpected argument \"now\""),
+            ("hwprofile", "missing on, off, list or counter"),
+            ("hwprofile maybe", "expected on, off, list or counter"),
+            ("hwprofile list all", "unexpected argument \"all\""),
+            ("hwprofile counter", "no counter given"),
+            (
+                "hwprofile counter 100",
+                "expected a counter name, got \"100\"",
+            ),
+            ("hwprofile counter page-faults 0", "interval 0"),
         ] {
             let message = err(text);
             assert!(message.contains(needle), "{text:?}: {message}");

@@ -570,10 +570,10 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "collector hwprofile",
         &[],
-        "collector hwprofile on|off|list | collector hwprofile counter NAME INTERVAL ...",
-        "hardware-counter profiling (not available yet)",
-        "Accepted for dbx scripts; rdbx answers that hardware-counter profiling is not available yet.",
-        "collector hwprofile off",
+        "collector hwprofile on|off|list | collector hwprofile counter NAME [INTERVAL] [NAME2 [INTERVAL2] ...]",
+        "counter overflow profiling: the call stack every INTERVAL events of a counter",
+        "Profiles the next experiment on counters (off by default; set before collector enable or run), as gprofng collect -h does: each thread counts each counter and, every INTERVAL events, is interrupted and its call stack recorded with the count since its previous record, for a metric named after the counter in every view. list shows the counters this machine offers, with their short names, default intervals and whether their events carry a data address, and says plainly when there is no hardware PMU (software counters: page-faults, minor-faults, major-faults, context-switches, cpu-migrations, alignment-faults, emulation-faults, task-clock, cpu-clock; hardware ones: cycles, insts, cache and branch events, the kernel's named events, raw rHEX). counter chooses up to 8 counters and turns counter profiling on; an INTERVAL is on (the default), hi, lo or a number of events. on without counters chosen profiles the machine's default counters (cycles and insts with a hardware PMU, page-faults without). Page-fault events carry the faulting address, which the data-object views attribute to variables. An unknown name is an error naming the closest one; a hardware counter on a machine without a PMU is an error. Clock profiling can be on at the same time.",
+        "collector hwprofile counter page-faults 1 context-switches hi",
     ),
     entry(
         "collector synctrace",

@@ -27,8 +27,9 @@ pub use analysis_help::{
     find_analysis_help,
 };
 pub use collector::{
-    check_experiment_name, profile_interval, seconds, stack_depth, sync_threshold, ArchiveMode,
-    CollectorCommand, ProfileSetting, SampleSetting, ShowWhat, StoreSetting, SyncThreshold,
+    check_experiment_name, parse_counter_list, profile_interval, seconds, stack_depth,
+    sync_threshold, ArchiveMode, CollectorCommand, CounterInterval, CounterRequest,
+    HwProfileSetting, ProfileSetting, SampleSetting, ShowWhat, StoreSetting, SyncThreshold,
     SyncTraceSetting, TraceKind, PROFILE_HI_NS, PROFILE_LO_NS, PROFILE_ON_NS,
 };
 pub use command::{

@@ -15,7 +15,8 @@ use crate::collector::{self, Termination};
 use crate::collector_lib;
 use anyhow::{anyhow, bail, Result};
 use commands::{
-    ArchiveMode, CollectorCommand, ProfileSetting, SampleSetting, StoreSetting, SyncTraceSetting,
+    ArchiveMode, CollectorCommand, HwProfileSetting, ProfileSetting, SampleSetting, StoreSetting,
+    SyncTraceSetting,
 };
 use debugger::call::CallArg;
 use debugger::inject::InjectOptions;
@@ -157,6 +158,27 @@ impl Session {
                 let library = collector_lib::locate()?;
                 println!("{} at {}", library.version, library.path.display());
                 Ok(())
+            }
+            CollectorCommand::HwProfile(setting) => {
+                if setting == HwProfileSetting::List {
+                    print!("{}", perfevents::Catalog::probe().listing());
+                    return Ok(());
+                }
+                self.refuse_while_active("hwprofile")?;
+                let settings = &mut self.collector_settings;
+                match setting {
+                    HwProfileSetting::On => settings
+                        .hwprofile_on()
+                        .map_err(|e| anyhow!("collector hwprofile on: {e}")),
+                    HwProfileSetting::Off => {
+                        settings.hwprofile = false;
+                        Ok(())
+                    }
+                    HwProfileSetting::Counters(requests) => settings
+                        .choose_counters(&requests)
+                        .map_err(|e| anyhow!("collector hwprofile counter: {e}")),
+                    HwProfileSetting::List => Ok(()),
+                }
             }
             CollectorCommand::NotYet { kind, .. } => {
                 self.refuse_while_active(kind.name())?;
