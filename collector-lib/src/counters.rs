@@ -510,14 +510,6 @@ impl CounterSources {
             }
         }
     }
-
-    /// Whether any counter of the thread counts in kernel mode.
-    pub fn counts_in_kernel(&self) -> bool {
-        COUNTERS
-            .iter()
-            .zip(&self.sources)
-            .any(|(counter, source)| source.fd().is_some() && counter.kernel.load(Ordering::Relaxed))
-    }
 }
 
 impl Default for CounterSources {

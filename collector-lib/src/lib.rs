@@ -19,6 +19,7 @@ mod counters;
 mod got;
 #[macro_use]
 mod real;
+mod exec;
 mod heap;
 mod interpose;
 mod io;

@@ -166,6 +166,11 @@ impl OffCpuSource {
         true
     }
 
+    /// Whether the thread's switches are watched.
+    pub fn is_armed(&self) -> bool {
+        self.fd.load(Ordering::Acquire) >= 0
+    }
+
     /// Stops watching. Safe to call when not armed.
     pub fn disarm(&self) {
         let fd = self.fd.swap(-1, Ordering::AcqRel);

@@ -9,7 +9,7 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    counters, heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync, sys,
+    counters, exec, heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync, sys,
     threads, unwind, watch,
 };
 use experiment::layout::{
@@ -387,6 +387,9 @@ fn start_steps(
     }
     if iotrace {
         io::start_tracing();
+    }
+    if counters_on || offcpu_on {
+        exec::start_guarding();
     }
     Ok(())
 }
@@ -866,6 +869,7 @@ pub fn stop() -> bool {
     heap::stop_tracing();
     sync::stop_tracing();
     io::stop_tracing();
+    exec::stop_guarding();
     heap::forget_current_thread();
     let offcpu_was_on = control.as_ref().is_some_and(|c| c.config.offcpu);
     for slot in threads::registered() {

@@ -15,9 +15,10 @@
  * Modes (argv[1]):
  *   (none)   all of the above
  *   fork     the same in a forked child (the parent only waits)
- *   exec     execs itself with an argument the kernel reads from a file page
- *            this process never touched: the kernel takes a page fault inside
- *            execve, before the old image's perf events go away
+ *   exec     execs itself (execv) with an argument the kernel reads from a
+ *            file page this process never touched: the kernel takes a page
+ *            fault inside execve, before the old image's perf events go away
+ *   execl    the same with execl (variadic)
  *   dlopen   loads the collector itself (RDBX_TEST_COLLECTOR, started with the
  *            config RDBX_TEST_CONFIG) while running, as `collector enable` on a
  *            live process does: a thread that exists before it (`worker`)
@@ -160,7 +161,7 @@ static void run_all(void) {
 
 /* ---- exec ---------------------------------------------------------------- */
 
-static int run_exec(const char *self) {
+static int run_exec(const char *self, int variadic) {
     char path[] = "/tmp/counters_known_argXXXXXX";
     int fd = mkstemp(path);
     if (fd < 0 || write(fd, "exec-done", 10) != 10) {
@@ -178,8 +179,11 @@ static int run_exec(const char *self) {
     }
     char *args[] = {(char *)self, argument, NULL};
     fflush(NULL);
-    execv(self, args);
-    perror("execv");
+    if (variadic)
+        execl(self, self, argument, (char *)NULL);
+    else
+        execv(self, args);
+    perror("exec");
     return 1;
 }
 
@@ -234,8 +238,8 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "exec-done") == 0) {
         run_main_thread_functions();
-    } else if (strcmp(mode, "exec") == 0) {
-        return run_exec(argv[0]);
+    } else if (strcmp(mode, "exec") == 0 || strcmp(mode, "execl") == 0) {
+        return run_exec(argv[0], strcmp(mode, "execl") == 0);
     } else if (strcmp(mode, "fork") == 0) {
         fflush(NULL);
         pid_t child = fork();
