@@ -600,7 +600,7 @@ fn data_address(info: *const libc::siginfo_t) -> Option<u64> {
 fn record_overflows(slot: &threads::Slot, context: *mut c_void, trapped: Option<Trapped>) {
     let now = sys::monotonic_ns();
     let mut stack = StackOnce::new(trapped.and_then(|t| t.address));
-    for (index, (counter, source)) in COUNTERS.iter().zip(&slot.counters.sources).enumerate() {
+    for (index, (counter, source)) in COUNTERS.iter().zip(&slot.counters().sources).enumerate() {
         if !counter.is_on() {
             continue;
         }
@@ -623,8 +623,9 @@ fn record_overflows(slot: &threads::Slot, context: *mut c_void, trapped: Option<
         }
         let (count, scaled) = scaled_count(previous, reading);
         let address = own_trap.and_then(|t| t.address);
-        if let Err(err) = write_record(slot, context, now, &mut stack, index, count, scaled, address)
-        {
+        if let Err(err) = write_record(
+            slot, context, now, &mut stack, index, count, scaled, address,
+        ) {
             return write_failed(err);
         }
         counter.records.fetch_add(1, Ordering::Relaxed);
@@ -763,7 +764,10 @@ mod tests {
             enabled,
             running,
         };
-        assert_eq!(scaled_count(at(10, 100, 100), at(30, 200, 200)), (20, false));
+        assert_eq!(
+            scaled_count(at(10, 100, 100), at(30, 200, 200)),
+            (20, false)
+        );
         // Running half the time it was enabled: twice the raw count.
         assert_eq!(scaled_count(at(10, 100, 100), at(30, 300, 200)), (40, true));
         // Never ran: nothing to scale.

@@ -40,7 +40,7 @@ struct Stopped {
 
 fn stop_events() -> Option<Stopped> {
     let slot = threads::find(sys::gettid())?;
-    slot.counters.set_enabled(false);
+    slot.counters().set_enabled(false);
     let offcpu = slot.offcpu.is_armed();
     if offcpu {
         slot.offcpu.disarm();
@@ -54,7 +54,7 @@ fn restart_events(stopped: Option<Stopped>) {
         return;
     };
     let saved = sys::errno();
-    slot.counters.set_enabled(true);
+    slot.counters().set_enabled(true);
     if offcpu && lifecycle::offcpu_traced() {
         slot.offcpu.arm(slot.tid(), sys::thread_cpu_ns());
     }

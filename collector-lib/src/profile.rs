@@ -211,8 +211,7 @@ pub unsafe fn record_signal_stack(
     timestamp: u64,
 ) -> Result<u64, WriteError> {
     // SAFETY: the caller's contract.
-    unsafe { record_signal_stack_locating(owned, tid, context, timestamp, None) }
-        .map(|(id, _)| id)
+    unsafe { record_signal_stack_locating(owned, tid, context, timestamp, None) }.map(|(id, _)| id)
 }
 
 /// [`record_signal_stack`], also finding the frame of the recorded stack
@@ -238,12 +237,9 @@ pub unsafe fn record_signal_stack_locating(
     // SAFETY: context is the ucontext the kernel passed to this handler.
     let (unwound, holding) = unsafe {
         match address {
-            Some(address) => unwind::unwind_from_signal_locating(
-                context,
-                &mut owned.stack_cache,
-                out,
-                address,
-            ),
+            Some(address) => {
+                unwind::unwind_from_signal_locating(context, &mut owned.stack_cache, out, address)
+            }
             None => (
                 unwind::unwind_from_signal(context, &mut owned.stack_cache, out),
                 None,

@@ -9,8 +9,8 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    counters, exec, heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync, sys,
-    threads, unwind, watch,
+    counters, exec, heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync,
+    sys, threads, unwind, watch,
 };
 use experiment::layout::{
     SampleCause, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS,
@@ -301,12 +301,7 @@ fn start_steps(
     // for any of these.
     let per_thread = config.profile_ns > 0 || offcpu_on || counters_on;
     if live() {
-        write_kinds_line(
-            per_thread,
-            heaptrace,
-            synctrace,
-            iotrace,
-        );
+        write_kinds_line(per_thread, heaptrace, synctrace, iotrace);
     }
     if heaptrace {
         heap::prepare();
@@ -666,7 +661,7 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
         log::warning(&format!("cannot start off-CPU profiling of thread {tid}"));
     }
     if counters_on {
-        slot.counters.arm(tid);
+        slot.counters().arm(tid);
     }
     log::write("thread-start", |line| {
         line.u64("tid", tid as u64);
@@ -683,7 +678,7 @@ pub fn unregister_current_thread() {
     let blocked = crate::interpose::block_sigprof();
     slot.clock.disarm();
     slot.offcpu.disarm();
-    slot.counters.disarm();
+    slot.counters().disarm();
     // SAFETY: our own slot, SIGPROF blocked.
     unsafe { profile::flush_residual(slot) };
     // SAFETY: as above.
@@ -707,7 +702,7 @@ pub fn retire_dead_thread(slot: &threads::Slot, tid: i32) {
     numbers::forget(tid);
     slot.clock.disarm();
     slot.offcpu.disarm();
-    slot.counters.disarm();
+    slot.counters().disarm();
     // SAFETY: the thread is gone, so its handler cannot run on the owned
     // parts any more; only the watcher calls this.
     let owned = unsafe { slot.owned() };
@@ -827,7 +822,7 @@ pub fn resume(cause: &str) -> bool {
             slot.last_cpu_ns.store(now, Ordering::Relaxed);
             slot.offcpu.restart_window(wall, now);
         }
-        slot.counters.restart_baselines();
+        slot.counters().restart_baselines();
     }
     if !lifecycle::set_paused(false) {
         return false;
@@ -875,7 +870,7 @@ pub fn stop() -> bool {
     for slot in threads::registered() {
         slot.clock.disarm();
         slot.offcpu.disarm();
-        slot.counters.disarm();
+        slot.counters().disarm();
     }
     heap::log_totals();
     if control

@@ -42,11 +42,9 @@ pub struct Slot {
     pub clock: ClockSource,
     /// The thread's context-switch event (off-CPU profiling).
     pub offcpu: OffCpuSource,
-    /// The thread's counters (counter overflow profiling).
-    pub counters: CounterSources,
-    /// One of the collector's handlers (clock tick, off-CPU or counter trap) is
-    /// using `owned`: one that interrupts it (SIGTRAP is never blocked,
-    /// not even in its own handler) leaves it alone.
+    /// One of the collector's handlers (clock tick, off-CPU or counter
+    /// trap) is using `owned`: one that interrupts it (SIGTRAP is never
+    /// blocked, not even in its own handler) leaves it alone.
     pub in_handler: AtomicBool,
     owned: UnsafeCell<Owned>,
 }
@@ -63,7 +61,6 @@ impl Slot {
             last_stack: AtomicU64::new(0),
             clock: ClockSource::new(),
             offcpu: OffCpuSource::new(),
-            counters: CounterSources::new(),
             in_handler: AtomicBool::new(false),
             owned: UnsafeCell::new(Owned {
                 profile: Cursor::new(),
@@ -80,6 +77,13 @@ impl Slot {
         self.tid.load(Ordering::Acquire)
     }
 
+    /// The thread's counters (counter overflow profiling). Async-signal-safe.
+    pub fn counters(&self) -> &'static CounterSources {
+        let index = (self as *const Slot as usize).wrapping_sub(SLOTS.as_ptr() as usize)
+            / std::mem::size_of::<Slot>();
+        COUNTERS.get(index).unwrap_or(&NO_COUNTERS)
+    }
+
     /// The thread-owned part.
     ///
     /// # Safety
@@ -92,6 +96,13 @@ impl Slot {
 }
 
 static SLOTS: [Slot; MAX_THREADS] = [const { Slot::new() }; MAX_THREADS];
+
+/// Each slot's counters, beside the slots rather than in them: zeros
+/// (`.bss`), where a slot's descriptors of -1 put the slots in `.data`,
+/// which the library's file holds.
+static COUNTERS: [CounterSources; MAX_THREADS] = [const { CounterSources::new() }; MAX_THREADS];
+/// For a slot that is not one of SLOTS (none is): never armed.
+static NO_COUNTERS: CounterSources = CounterSources::new();
 
 fn home(tid: i32) -> usize {
     (tid as u32).wrapping_mul(2_654_435_761) as usize % MAX_THREADS
@@ -150,7 +161,7 @@ pub fn forget_all_after_fork() {
         if slot.tid() != EMPTY {
             slot.clock.forget_after_fork();
             slot.offcpu.forget_after_fork();
-            slot.counters.forget_after_fork();
+            slot.counters().forget_after_fork();
             // SAFETY: the child is single-threaded and SIGPROF is blocked
             // by the caller, so nothing else touches the owned parts.
             let owned = unsafe { slot.owned() };

@@ -232,7 +232,7 @@ fn register_new(seen: &mut [i32], generation: u64) {
             if let Some(slot) = threads::find(tid) {
                 slot.clock.disarm();
                 slot.offcpu.disarm();
-                slot.counters.disarm();
+                slot.counters().disarm();
             }
             return;
         }

@@ -19,13 +19,12 @@
  *            file page this process never touched: the kernel takes a page
  *            fault inside execve, before the old image's perf events go away
  *   execl    the same with execl (variadic)
- *   dlopen   loads the collector itself (RDBX_TEST_COLLECTOR, started with the
- *            config RDBX_TEST_CONFIG) while running, as `collector enable` on a
- *            live process does: a thread that exists before it (`worker`)
- *            runs touch_member after the start
+ *   attach   prints `ready` and waits for a line on stdin (the collector is
+ *            loaded meanwhile); a thread that existed before (`worker`) runs
+ *            touch_member, and touch_stack's thread waits 200 ms first, so
+ *            the collector's watcher has found it
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -85,12 +84,15 @@ __attribute__((noinline)) void touch_member(void) {
         big_struct.pages[i * PAGE] = 1;
 }
 
+/* Where touch_stack's array and frame were, printed after the measure. */
+static void *stack_local, *stack_cfa;
+
 __attribute__((noinline)) void touch_stack(void) {
     volatile char local[STACK_PAGES * PAGE];
     for (long i = 0; i < STACK_PAGES; i++)
         local[i * PAGE] = 1;
-    fprintf(stderr, "object touch_stack %p %ld\n", (void *)local, (long)sizeof local);
-    fprintf(stderr, "frame touch_stack %p\n", __builtin_dwarf_cfa());
+    stack_local = (void *)local;
+    stack_cfa = __builtin_dwarf_cfa();
 }
 
 __attribute__((noinline)) void switcher(void) {
@@ -99,11 +101,17 @@ __attribute__((noinline)) void switcher(void) {
         nanosleep(&nap, NULL);
 }
 
+static int attached;
+
 static void *stack_thread(void *unused) {
     (void)unused;
+    if (attached)
+        usleep(200000);
     struct usage before = usage_now();
     touch_stack();
     report("touch_stack", before);
+    fprintf(stderr, "object touch_stack %p %ld\n", stack_local, (long)STACK_PAGES * PAGE);
+    fprintf(stderr, "frame touch_stack %p\n", stack_cfa);
     return NULL;
 }
 
@@ -187,7 +195,7 @@ static int run_exec(const char *self, int variadic) {
     return 1;
 }
 
-/* ---- dlopen ---------------------------------------------------------------- */
+/* ---- attach --------------------------------------------------------------- */
 
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
@@ -203,26 +211,15 @@ static void *worker(void *unused) {
     return NULL;
 }
 
-static int run_dlopen(void) {
-    const char *library = getenv("RDBX_TEST_COLLECTOR");
-    const char *config = getenv("RDBX_TEST_CONFIG");
-    if (!library || !config) {
-        fprintf(stderr, "dlopen mode needs RDBX_TEST_COLLECTOR and RDBX_TEST_CONFIG\n");
-        return 2;
-    }
+static void run_attached(void) {
+    attached = 1;
     pthread_t existing;
     pthread_create(&existing, NULL, worker, NULL);
-    void *handle = dlopen(library, RTLD_NOW);
-    if (!handle) {
-        fprintf(stderr, "dlopen: %s\n", dlerror());
-        return 1;
-    }
-    int (*start)(const char *) = (int (*)(const char *))dlsym(handle, "__rdbx_collector_start");
-    int (*stop)(void) = (int (*)(void))dlsym(handle, "__rdbx_collector_stop");
-    if (!start || !stop || start(config) != 0) {
-        fprintf(stderr, "cannot start the collector\n");
-        return 1;
-    }
+    printf("ready\n");
+    fflush(stdout);
+    char line[64];
+    if (!fgets(line, sizeof line, stdin))
+        exit(1);
     run_main_thread_functions();
     member_object();
     pthread_mutex_lock(&gate_lock);
@@ -230,8 +227,7 @@ static int run_dlopen(void) {
     pthread_cond_signal(&gate_cond);
     pthread_mutex_unlock(&gate_lock);
     pthread_join(existing, NULL);
-    stop();
-    return 0;
+    run_touch_stack();
 }
 
 int main(int argc, char **argv) {
@@ -251,10 +247,8 @@ int main(int argc, char **argv) {
         int status = 0;
         waitpid(child, &status, 0);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-    } else if (strcmp(mode, "dlopen") == 0) {
-        int rc = run_dlopen();
-        if (rc != 0)
-            return rc;
+    } else if (strcmp(mode, "attach") == 0) {
+        run_attached();
     } else {
         run_all();
     }
