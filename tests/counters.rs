@@ -483,6 +483,67 @@ fn loaded_into_a_running_process() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Loaded into a running process that then execs (execv, execl) with an
+/// argument in a page it never touched: the exec family's GOT entries
+/// were redirected too, so the counter is stopped before execve and the
+/// new image (without the collector) runs to its end.
+#[test]
+fn loaded_into_a_running_process_that_execs() {
+    for how in ["execv", "execl"] {
+        let dir = scratch_dir(&format!("counters-attach-{how}"));
+        let script = dir.join("counters-attach.sh");
+        write_file(
+            &script,
+            &format!(
+                "#!/bin/sh\nexec {} attach {how} 2>{}\n",
+                program().display(),
+                dir.join("stderr.txt").display()
+            ),
+        );
+        make_executable(&script);
+        let run = collect_after_attach(
+            &script,
+            &dir,
+            &["collector hwprofile counter page-faults 1"],
+        );
+        assert!(
+            run.rest.contains("counters_known done"),
+            "{how}: {}",
+            run.rest
+        );
+        let expt = Experiment::open(dir.join("live.er")).expect("open live.er");
+        assert_eq!(counter_lines(&expt), [(0, "page-faults".into(), 1)]);
+        assert!(!records(&expt, Some(0)).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Context switches at interval 1 are refused (under a debugger each
+/// signal would be a switch itself, counted again, forever): an error
+/// line, said on rdbx's stderr too; the program runs as usual.
+#[test]
+fn context_switches_at_interval_1_are_refused() {
+    let dir = scratch_dir("counters-switches-1");
+    let output = collect(&dir, &["-p", "off", "-h", "context-switches,1"], &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout), "counters_known done\n");
+    let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
+    let errors = errors(&expt);
+    assert!(
+        errors.len() == 1
+            && errors[0].starts_with("counter context-switches is off: ")
+            && errors[0].contains("interval of 1"),
+        "{errors:?}"
+    );
+    assert!(
+        stderr.contains("counter context-switches is off"),
+        "{stderr}"
+    );
+    assert!(counter_lines(&expt).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A fork child counts in its own experiment from the fork on; the parent,
 /// which only waits, records none of the child's.
 #[test]

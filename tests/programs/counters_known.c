@@ -22,7 +22,8 @@
  *   attach   prints `ready` and waits for a line on stdin (the collector is
  *            loaded meanwhile); a thread that existed before (`worker`) runs
  *            touch_member, and touch_stack's thread waits 200 ms first, so
- *            the collector's watcher has found it
+ *            the collector's watcher has found it; with a second argument
+ *            `execv` or `execl`, then execs as `exec` does
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -249,6 +250,8 @@ int main(int argc, char **argv) {
         return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     } else if (strcmp(mode, "attach") == 0) {
         run_attached();
+        if (argc > 2)
+            return run_exec(argv[0], strcmp(argv[2], "execl") == 0);
     } else {
         run_all();
     }
