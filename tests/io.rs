@@ -8,7 +8,10 @@
 //! program did; the program's output is unchanged. Also `collector iotrace`
 //! in the debugger and a collector loaded into a running process
 //! (io_attach.c: the GOT entries are redirected, the calls after
-//! `collector enable` are seen).
+//! `collector enable` are seen). Faults the hooks must not change
+//! (io_faults.c: a descriptor closed under a blocked read, a read of a
+//! descriptor never opened), and the bytes per file of C++ file streams
+//! (io_cpp.cpp) and Rust's std::fs::File (io_rust.rs).
 
 mod common;
 
@@ -77,22 +80,27 @@ struct Said {
 }
 
 fn said(stderr: &str) -> Said {
-    let mut fds = HashMap::new();
-    let mut copied = None;
-    for line in stderr.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        match words[..] {
-            ["fd", name, fd] => {
-                fds.insert(name.to_string(), fd.parse().expect("fd"));
-            }
-            ["copy_file_range", n] => copied = Some(n.parse().expect("result")),
-            _ => {}
-        }
-    }
+    let copied = stderr.lines().find_map(|line| {
+        let n = line.strip_prefix("copy_file_range ")?;
+        Some(n.parse().expect("result"))
+    });
     Said {
-        fds,
+        fds: named_fds(stderr),
         copied: copied.unwrap_or_else(|| panic!("no copy_file_range line:\n{stderr}")),
     }
+}
+
+/// The program's `fd NAME N` lines: its descriptors by name.
+fn named_fds(stderr: &str) -> HashMap<String, i32> {
+    stderr
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["fd", name, fd] => Some((name.to_string(), fd.parse().expect("fd"))),
+                _ => None,
+            },
+        )
+        .collect()
 }
 
 /// Per file (by the path its descriptor was opened with, followed through
@@ -610,4 +618,279 @@ fn io_tracing_after_attach_sees_the_calls_from_then_on() {
         !calls.iter().any(|c| c.name.ends_with("/before")),
         "{calls:#?}"
     );
+}
+
+/// A program run under `rdbx collect -i on` and alone, each in its own
+/// scratch directory (given as its argument when `dir_argument`).
+struct Runs {
+    expt: Experiment,
+    dir: PathBuf,
+    plain_dir: PathBuf,
+    stdout: String,
+    stderr: String,
+}
+
+fn traced_and_plain(name: &str, program: &Path, dir_argument: bool) -> Runs {
+    let dir = scratch_dir(name);
+    let plain_dir = scratch_dir(&format!("{name}-plain"));
+    let mut traced = Command::new(rdbx_bin());
+    traced
+        .args(["collect", "-i", "on", "-A", "off", "-o", "t.er"])
+        .arg(program)
+        .current_dir(&dir);
+    let mut plain = Command::new(program);
+    plain.current_dir(&plain_dir);
+    if dir_argument {
+        traced.arg(&dir);
+        plain.arg(&plain_dir);
+    }
+    let traced = traced.output().expect("run rdbx collect");
+    let plain = plain.output().expect("run the program");
+    let stdout = String::from_utf8_lossy(&traced.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&traced.stderr).into_owned();
+    assert_eq!(
+        traced.status.code(),
+        plain.status.code(),
+        "exit status changed\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stdout,
+        String::from_utf8_lossy(&plain.stdout),
+        "the program's output changed\n{stderr}"
+    );
+    let expt = Experiment::open(dir.join("t.er")).expect("open the experiment");
+    let totals = log_fields(&expt, "io_totals").expect("the io_totals line");
+    assert_eq!(totals["unrecorded"], "0");
+    Runs {
+        expt,
+        dir,
+        plain_dir,
+        stdout,
+        stderr,
+    }
+}
+
+/// (op, descriptor, bytes, failed) of each call.
+fn described(calls: &[&Call]) -> Vec<(IoOp, i32, u64, bool)> {
+    calls
+        .iter()
+        .map(|c| (c.op, c.fd, c.bytes, c.failed))
+        .collect()
+}
+
+/// Faults the hooks must not change (tests/programs/io_faults.c): a
+/// descriptor closed by one thread while another is blocked in read() on
+/// it (a pipe, then written to; a socket, then shut down), and a read of a
+/// descriptor never opened. The output and exit status are the untraced
+/// run's, each reader gets what it gets untraced, and every call is
+/// recorded as what it was: the reads with their real results on the
+/// descriptors closed under them, open across the close, the failed read
+/// failed.
+#[test]
+fn a_descriptor_closed_under_a_blocked_read_is_recorded_as_it_happened() {
+    let program = prog("io_faults-O0");
+    let runs = traced_and_plain("io-faults", &program, false);
+    assert_eq!(
+        runs.stdout,
+        "pipe: close returned 0, write returned 12\n\
+         pipe: read returned 12, errno 0, \"after close!\"\n\
+         socket: close returned 0, shutdown returned 0\n\
+         socket: read returned 0, errno 0, \"\"\n\
+         unopened: read returned -1, errno EBADF\n",
+        "{}",
+        runs.stderr
+    );
+    let calls = io_calls(&runs.expt);
+    let callers = Callers::of(&runs.expt, &program);
+    let fds = named_fds(&runs.stderr);
+    let fd = |name: &str| -> i32 {
+        *fds.get(name)
+            .unwrap_or_else(|| panic!("the program names no fd {name}"))
+    };
+    let of = |caller: &str| -> Vec<&Call> {
+        calls
+            .iter()
+            .filter(|c| callers.caller(c.stack_id) == caller)
+            .collect()
+    };
+    use IoOp::*;
+
+    let reads = of("blocked_reader");
+    assert_eq!(
+        described(&reads),
+        [
+            (Read, fd("pipe_read"), 12, false),
+            (Read, fd("socket_read"), 0, false),
+        ],
+        "{calls:#?}"
+    );
+    let pipe = of("pipe_closed_under_reader");
+    assert_eq!(
+        described(&pipe),
+        [
+            (Close, fd("pipe_read"), 0, false),
+            (Write, fd("pipe_write"), 12, false),
+            (Close, fd("pipe_write"), 0, false),
+        ],
+        "{calls:#?}"
+    );
+    let socket = of("socket_closed_under_reader");
+    assert_eq!(
+        described(&socket),
+        [
+            (Close, fd("socket_read"), 0, false),
+            (Close, fd("socket_other"), 0, false),
+        ],
+        "{calls:#?}"
+    );
+    let unopened = of("read_unopened");
+    assert_eq!(described(&unopened), [(Read, 1000, 0, true)]);
+
+    // Each read began before the close and ended after what woke it began
+    // (the write, the shutdown after the close), in a thread of its own.
+    let end = |c: &Call| c.start_ns + c.time_ns;
+    assert!(reads[0].start_ns < pipe[0].start_ns && end(reads[0]) > pipe[1].start_ns);
+    assert!(reads[1].start_ns < socket[0].start_ns && end(reads[1]) > end(socket[0]));
+    let main_tid = pipe[0].tid;
+    assert!(reads[0].tid != main_tid && reads[1].tid != main_tid && reads[0].tid != reads[1].tid);
+
+    // How the program saw the readers blocked: reads of their syscall
+    // lines, each opened, read and closed.
+    let polls = of("in_read");
+    assert!(!polls.is_empty() && polls.len() % 3 == 0, "{polls:#?}");
+    for poll in polls.chunks(3) {
+        assert_eq!(ops_of(poll), [Open, Read, Close], "{poll:#?}");
+        assert!(poll.iter().all(|c| !c.failed && c.fd == poll[0].fd));
+        assert!(poll[1].bytes > 0);
+        let name = &poll[0].name;
+        assert!(
+            name.starts_with("/proc/self/task/") && name.ends_with("/syscall"),
+            "{name}"
+        );
+    }
+    let accounted = reads.len() + pipe.len() + socket.len() + unopened.len() + polls.len();
+    assert_eq!(accounted, calls.len(), "calls elsewhere: {calls:#?}");
+}
+
+fn ops_of(calls: &[&Call]) -> Vec<IoOp> {
+    calls.iter().map(|c| c.op).collect()
+}
+
+/// Successful opens per file (by its name in the directory).
+fn opens_per_file(calls: &[Call]) -> BTreeMap<String, u64> {
+    let mut opens = BTreeMap::new();
+    for call in calls.iter().filter(|c| c.op == IoOp::Open && !c.failed) {
+        let name = Path::new(&call.name)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        *opens.entry(name).or_insert(0) += 1;
+    }
+    opens
+}
+
+/// The files a traced run made are the untraced run's, of the sizes the
+/// program made them by construction.
+fn same_files(runs: &Runs, sizes: &[(&str, u64)]) {
+    for &(name, size) in sizes {
+        let traced = std::fs::read(runs.dir.join(name)).expect("the traced run's file");
+        let plain = std::fs::read(runs.plain_dir.join(name)).expect("the untraced run's file");
+        assert!(traced == plain, "{name} differs");
+        assert_eq!(traced.len() as u64, size, "{name}");
+    }
+}
+
+/// C++ (tests/programs/io_cpp.cpp): std::ofstream, std::ifstream and
+/// std::fstream reach the traced functions through libstdc++'s filebuf
+/// (fopen and fclose, read, write and writev on the descriptor, lseek for
+/// a seek). Its buffer makes fewer, larger calls than the program's, and
+/// the bytes per file add up exactly to what the program moved: `text`
+/// written once and read twice (copied, then line by line), `copy`
+/// written, `data` written and read back through one fstream; stdout is
+/// std::cout's fwrite calls.
+#[test]
+fn cpp_file_streams_move_the_bytes_the_program_did() {
+    let program = built("io_cpp.cpp", "g++");
+    let runs = traced_and_plain("io-cpp", &program, true);
+    assert_eq!(runs.stdout, "lines 101\ndone\n");
+    same_files(&runs, &[("text", 10_004), ("copy", 10_004), ("data", 3000)]);
+    let calls = io_calls(&runs.expt);
+    let files = per_file(&calls);
+    let bytes = |name: &str| -> (u64, u64) {
+        let file = files
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} in {files:#?}"));
+        (file.read_bytes, file.written_bytes)
+    };
+    assert_eq!(bytes("text"), (2 * 10_004, 10_004), "{calls:#?}");
+    assert_eq!(bytes("copy"), (0, 10_004), "{calls:#?}");
+    assert_eq!(bytes("data"), (3000, 3000), "{calls:#?}");
+    assert_eq!(bytes("fd 1"), (0, runs.stdout.len() as u64), "{calls:#?}");
+    // 101 writes of the program's, at least two calls of the filebuf's
+    // 8 KiB buffer.
+    let text_writes = files["text"].writes;
+    assert!((2..=100).contains(&text_writes), "{calls:#?}");
+    // Each stream opened and closed its file once.
+    let opens = opens_per_file(&calls);
+    let expected: BTreeMap<String, u64> = [("text", 3), ("copy", 1), ("data", 1)]
+        .into_iter()
+        .map(|(name, n)| (name.to_string(), n))
+        .collect();
+    assert_eq!(opens, expected, "{calls:#?}");
+    let closes = calls
+        .iter()
+        .filter(|c| c.op == IoOp::Close && c.fd > 2)
+        .count();
+    assert_eq!(closes, 5, "{calls:#?}");
+    assert!(calls.iter().all(|c| !c.failed), "{calls:#?}");
+}
+
+/// Rust (tests/programs/io_rust.rs): std::fs::File is open64, read,
+/// write and close; write_all of 5000 bytes is one write, a BufWriter's
+/// 1000 writes of 10 bytes are two (8190 bytes when the next 10 no longer
+/// fit its 8 KiB, 1810 at the flush), read_to_end and read_exact take
+/// every byte back; stdout is println!'s writes.
+#[test]
+fn rust_files_move_the_bytes_the_program_did() {
+    let program = built("io_rust.rs", "rustc");
+    let runs = traced_and_plain("io-rust", &program, true);
+    assert_eq!(runs.stdout, "read 5000 10000\ndone\n");
+    same_files(&runs, &[("plain", 5000), ("buffered", 10_000)]);
+    let calls = io_calls(&runs.expt);
+    let files = per_file(&calls);
+    let bytes = |name: &str| -> (u64, u64) {
+        let file = files
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name} in {files:#?}"));
+        (file.read_bytes, file.written_bytes)
+    };
+    assert_eq!(bytes("plain"), (5000, 5000), "{calls:#?}");
+    assert_eq!(bytes("buffered"), (10_000, 10_000), "{calls:#?}");
+    assert_eq!(bytes("fd 1"), (0, runs.stdout.len() as u64), "{calls:#?}");
+    let callers = Callers::of(&runs.expt, &program);
+    let writes_in = |function: &str| -> Vec<u64> {
+        calls
+            .iter()
+            .filter(|c| {
+                c.op == IoOp::Write && callers.functions(c.stack_id).iter().any(|f| f == function)
+            })
+            .map(|c| c.bytes)
+            .collect()
+    };
+    assert_eq!(writes_in("io_rust::write_plain"), [5000], "{calls:#?}");
+    assert_eq!(
+        writes_in("io_rust::write_buffered"),
+        [8190, 1810],
+        "{calls:#?}"
+    );
+    // read_to_end reads until a read returns 0.
+    let plain_reads = files["plain"].reads;
+    assert!(plain_reads >= 2, "{calls:#?}");
+    let opens = opens_per_file(&calls);
+    let expected: BTreeMap<String, u64> = [("plain", 2), ("buffered", 2)]
+        .into_iter()
+        .map(|(name, n)| (name.to_string(), n))
+        .collect();
+    assert_eq!(opens, expected, "{calls:#?}");
+    assert!(calls.iter().all(|c| !c.failed), "{calls:#?}");
 }

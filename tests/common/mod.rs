@@ -110,6 +110,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("sync_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("io_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("offcpu", "O0", &["-O0", "-pthread"]),
         ("counters_known", "O0", &["-O0", "-pthread"]),
@@ -1534,10 +1535,11 @@ impl Drop for Target {
 }
 
 /// What [`collect_after_attach`] saw: the program's first line, the rest
-/// of its output, and rdbx's transcript.
+/// of its output, its standard error, and rdbx's transcript.
 pub struct AttachedRun {
     pub ready: String,
     pub rest: String,
+    pub stderr: String,
     pub transcript: String,
 }
 
@@ -1551,9 +1553,17 @@ pub fn collect_after_attach(program: &Path, dir: &Path, settings: &[&str]) -> At
     let mut target = Command::new(program)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("start {}: {e}", program.display()));
     let mut stdout = std::io::BufReader::new(target.stdout.take().expect("stdout"));
+    // Drained meanwhile, so a program that writes much there never blocks.
+    let mut stderr_pipe = target.stderr.take().expect("stderr");
+    let stderr_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr_pipe.read_to_string(&mut text);
+        text
+    });
     let mut ready = String::new();
     stdout.read_line(&mut ready).expect("ready line");
     assert!(ready.starts_with("ready"), "{ready}");
@@ -1579,10 +1589,12 @@ pub fn collect_after_attach(program: &Path, dir: &Path, settings: &[&str]) -> At
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).expect("stdout");
     let status = target.wait().expect("wait");
-    assert!(status.success(), "{rest}\n{transcript}");
+    let stderr = stderr_reader.join().unwrap_or_default();
+    assert!(status.success(), "{rest}\n{stderr}\n{transcript}");
     AttachedRun {
         ready: ready.trim().to_string(),
         rest,
+        stderr,
         transcript,
     }
 }

@@ -220,6 +220,15 @@ impl SymbolTable {
             .collect()
     }
 
+    /// Sized data symbols (variables), by address.
+    pub(crate) fn data_symbols(&self) -> Vec<Symbol> {
+        self.symbols
+            .iter()
+            .filter(|s| !s.is_function && s.size > 0)
+            .map(to_symbol)
+            .collect()
+    }
+
     pub(crate) fn function_names(&self) -> Vec<String> {
         self.symbols
             .iter()

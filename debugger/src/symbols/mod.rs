@@ -37,7 +37,7 @@ pub use demangle::{demangle, without_parameters};
 pub use names::{function_name_matches, without_generic_arguments};
 pub use prototype::{CallType, Prototype, ValueClass};
 pub(crate) use types::TypeKind;
-pub use types::TypeRef;
+pub use types::{AggregateKind, Field, TypeRef, TypeShape};
 pub(crate) use types::{ELEMENT_LIMIT, MAX_ARRAY_LAYERS};
 pub use variables::{Variable, FS_BASE};
 
@@ -419,6 +419,12 @@ impl ObjectFile {
     /// Variable names of the symbol table (globals and file statics).
     pub fn data_names(&self) -> Vec<String> {
         self.symbol_table().data_names()
+    }
+
+    /// The sized data symbols (variables: globals and file statics), by
+    /// address.
+    pub fn data_symbols(&self) -> Vec<Symbol> {
+        self.symbol_table().data_symbols()
     }
 
     /// Function names for tab completion (demangled, sorted, unique).

@@ -1031,3 +1031,133 @@ fn dwarf_fallback_when_the_symbol_table_lacks_a_function() {
     // function_at still names it, from DWARF.
     assert_eq!(object.function_at(found[0].low_pc + 1).unwrap().name, "add");
 }
+
+const DATA_PROGRAM: &str = r#"struct cell { char tag; double weight; int counts[3]; };
+struct cell cells[4];
+struct flags { unsigned a : 3; unsigned b : 7; short s; } mode;
+int hits;
+static long file_total;
+
+long work(int n)
+{
+    static int calls;
+    struct cell local = { 1, 2.0, { 3, 4, 5 } };
+    int buffer[32];
+    for (int i = 0; i < 32; i++)
+        buffer[i] = i * n + local.counts[i % 3];
+    calls++;
+    file_total += buffer[n & 31];
+    return file_total + calls + cells[n & 3].counts[1];
+}
+
+int main(void)
+{
+    hits = (int)work(3) + mode.b;
+    return 0;
+}
+"#;
+
+/// Fixed addresses agree with the symbol table, and frame offsets with
+/// the evaluator's reading of the same locations.
+#[test]
+fn variables_with_fixed_places() {
+    require_tools(&["gcc"]);
+    let dir = scratch("places");
+    let program = build(&dir, "p", &[("t.c", DATA_PROGRAM)], &["-g", "-O0"]);
+    let object = ObjectFile::open(&program).unwrap();
+    let statics = object.static_variables();
+    for name in ["cells", "hits", "file_total", "calls"] {
+        let (_, address) = statics
+            .iter()
+            .find(|(v, _)| v.name() == name)
+            .unwrap_or_else(|| panic!("{name} not found"));
+        let symbol = object
+            .data_symbols()
+            .into_iter()
+            .find(|s| s.name == name || s.name.starts_with(&format!("{name}.")))
+            .unwrap();
+        assert_eq!(*address, symbol.address, "{name}");
+    }
+    let work = object.find_functions("work").pop().unwrap();
+    let frame = FakeFrame {
+        object: &object,
+        stack_base: 0x7000_0000,
+        stack: vec![0; 0x200],
+        rip: work.breakpoint_address,
+    };
+    let slots = object.cfa_variables_at(work.breakpoint_address);
+    let mut names: Vec<&str> = slots.iter().map(|(v, _)| v.name()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["buffer", "local", "n"]);
+    let data = object.dwarf.as_ref().unwrap();
+    for (var, offset) in &slots {
+        let cu = data.cu_at(var.cu).unwrap();
+        let ctx = super::eval::EvalContext {
+            dwarf: &data.dwarf,
+            unit: &cu.unit,
+            frame: &frame,
+            frame_base: var.frame_base.as_ref(),
+        };
+        let place = ctx.place_of(var.location.as_ref().unwrap()).unwrap();
+        let cfa = frame.cfa().unwrap();
+        assert!(
+            matches!(place, super::eval::Place::Memory(a) if a == cfa.wrapping_add_signed(*offset)),
+            "{}: {place:?} vs CFA{offset:+}",
+            var.name()
+        );
+    }
+}
+
+/// A structure's shape and fields as DWARF lays them out.
+#[test]
+fn aggregate_shapes_and_fields() {
+    require_tools(&["gcc"]);
+    let dir = scratch("shapes");
+    let program = build(&dir, "p", &[("t.c", DATA_PROGRAM)], &["-g", "-O0"]);
+    let object = ObjectFile::open(&program).unwrap();
+    let cells = object.lookup_variable(None, "cells").unwrap();
+    let ty = object.variable_type(&cells).unwrap();
+    assert_eq!(ty.size(), Some(4 * 32));
+    let TypeShape::Array(element, 4) = ty.shape() else {
+        panic!("{:?}", ty.shape());
+    };
+    assert!(matches!(
+        element.shape(),
+        TypeShape::Aggregate(AggregateKind::Structure, Some(ref n)) if n == "cell"
+    ));
+    let fields: Vec<(String, u64, Option<u64>)> = element
+        .fields()
+        .into_iter()
+        .map(|f| (f.name.unwrap_or_default(), f.offset, f.size))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            ("tag".to_string(), 0, Some(1)),
+            ("weight".to_string(), 8, Some(8)),
+            ("counts".to_string(), 16, Some(12)),
+        ]
+    );
+    // Bitfields occupy the bytes their bits touch.
+    let mode = object.lookup_variable(None, "mode").unwrap();
+    type Placed = (u64, Option<u64>, Option<(u64, u64)>);
+    let bits: Vec<Placed> = object
+        .variable_type(&mode)
+        .unwrap()
+        .fields()
+        .into_iter()
+        .map(|f| (f.offset, f.size, f.bits))
+        .collect();
+    assert_eq!(
+        bits,
+        [
+            (0, Some(1), Some((0, 3))),
+            (0, Some(2), Some((3, 7))),
+            (2, Some(2), None)
+        ]
+    );
+    let hits = object.lookup_variable(None, "hits").unwrap();
+    let hits_type = object.variable_type(&hits).unwrap();
+    assert!(matches!(hits_type.shape(), TypeShape::Base(ref n) if n == "int"));
+    assert!(hits_type.fields().is_empty());
+}

@@ -9,6 +9,9 @@ use super::{FrameContext, R};
 use crate::error::Result;
 use crate::value::{char_literal, compress_repeats, Aggregate, Value, REPEAT_THRESHOLD};
 
+mod shape;
+pub use shape::{AggregateKind, Field, TypeShape};
+
 /// Longest string or element list shown, as gdb's default `print elements`.
 pub(crate) const ELEMENT_LIMIT: usize = 200;
 /// How deep nested aggregates are expanded.
@@ -1297,7 +1300,8 @@ impl TypeRef {
         inner.unwrap_or_else(|| self.name())
     }
 
-    pub(crate) fn size(&self) -> Option<u64> {
+    /// The type's size in bytes, when known.
+    pub fn size(&self) -> Option<u64> {
         let mut elements = 1u64;
         for layer in self.layers.iter().rev() {
             match layer {
@@ -1371,7 +1375,7 @@ impl TypeRef {
 
     /// The element type and count of an array (outermost dimension): the
     /// element of an `int [2][3]` is an `int [3]`.
-    pub(crate) fn element(&self) -> Option<(TypeRef, u64)> {
+    pub fn element(&self) -> Option<(TypeRef, u64)> {
         match self.outer_layer() {
             Some(Layer::Array(count)) => return Some((self.without_outer_layer(), count)),
             Some(Layer::Pointer) => return None,

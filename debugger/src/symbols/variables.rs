@@ -10,6 +10,8 @@ use super::{FrameContext, ObjectFile, R};
 use crate::error::{Error, Result};
 use crate::value::{SyntheticTarget, Typed, Value};
 
+mod storage;
+
 /// How many synthetic pointers deep targets are read (`ppp` -> `pp` -> `p`).
 const SYNTHETIC_DEPTH: usize = 3;
 
