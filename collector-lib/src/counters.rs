@@ -554,6 +554,7 @@ pub fn on_trap(index: usize, info: *const libc::siginfo_t, context: *mut c_void)
         return;
     }
     record_overflows(slot, context, Some(Trapped { index, address }));
+    profile::deferred_tick(slot, context);
     slot.in_handler.store(false, Ordering::Release);
 }
 
@@ -572,6 +573,7 @@ pub fn sweep(context: *mut c_void) {
         return;
     }
     record_overflows(slot, context, None);
+    profile::deferred_tick(slot, context);
     slot.in_handler.store(false, Ordering::Release);
 }
 

@@ -249,6 +249,7 @@ pub fn on_trap(context: *mut c_void) {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
     } else {
         record(slot, context, now, now_cpu);
+        crate::profile::deferred_tick(slot, context);
         slot.in_handler.store(false, Ordering::Release);
     }
     // Armed again last: a switch during the handler (a page fault on a

@@ -163,12 +163,26 @@ fn profile_tick(context: *mut c_void) {
         return;
     };
     if slot.in_handler.swap(true, Ordering::AcqRel) {
-        // It interrupted the thread's off-CPU handler: the CPU time goes
-        // to the next tick.
+        // It interrupted the thread's off-CPU or counter handler, which
+        // records it when done (`deferred_tick`).
+        slot.tick_deferred.store(true, Ordering::Release);
         return;
     }
+    // A tick put off earlier is covered by this one (its CPU time is in
+    // this one's weight).
+    slot.tick_deferred.store(false, Ordering::Relaxed);
     tick_on_slot(slot, context);
     slot.in_handler.store(false, Ordering::Release);
+}
+
+/// From a handler that holds the thread's `in_handler` (off-CPU, counter),
+/// before it lets go: the clock tick that came meanwhile, recorded at the
+/// program's stack that handler interrupted (`context`, its ucontext).
+/// Async-signal-safe.
+pub fn deferred_tick(slot: &threads::Slot, context: *mut c_void) {
+    if slot.tick_deferred.swap(false, Ordering::AcqRel) {
+        tick_on_slot(slot, context);
+    }
 }
 
 fn tick_on_slot(slot: &threads::Slot, context: *mut c_void) {

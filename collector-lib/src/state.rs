@@ -654,6 +654,7 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
         owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
     }
     slot.in_handler.store(false, Ordering::Relaxed);
+    slot.tick_deferred.store(false, Ordering::Relaxed);
     if lifecycle::clock_traced() && !slot.clock.arm(tid) {
         log::warning(&format!("cannot start the profiling clock of thread {tid}"));
     }

@@ -46,6 +46,11 @@ pub struct Slot {
     /// trap) is using `owned`: one that interrupts it (SIGTRAP is never
     /// blocked, not even in its own handler) leaves it alone.
     pub in_handler: AtomicBool,
+    /// A clock tick came while another of the collector's handlers held
+    /// `in_handler`: that handler records it, at the program's stack it
+    /// interrupted, before letting go (else, with frequent counter traps,
+    /// the ticks would land in them and never be recorded).
+    pub tick_deferred: AtomicBool,
     owned: UnsafeCell<Owned>,
 }
 
@@ -62,6 +67,7 @@ impl Slot {
             clock: ClockSource::new(),
             offcpu: OffCpuSource::new(),
             in_handler: AtomicBool::new(false),
+            tick_deferred: AtomicBool::new(false),
             owned: UnsafeCell::new(Owned {
                 profile: Cursor::new(),
                 stacks: Cursor::new(),
