@@ -372,8 +372,7 @@ fn collector_loaded_into_a_running_process() {
         let got = per_function.get(*name).copied().unwrap_or(0);
         let truth = measures[*name];
         assert!(
-            got * 100 <= truth * 105 + 300_000_000
-                && got * 100 + 2_500_000_000 >= truth * 95,
+            got * 100 <= truth * 105 + 300_000_000 && got * 100 + 2_500_000_000 >= truth * 95,
             "{name}: recorded {got} ns, the program measured {truth} ns\n{per_function:?}"
         );
     }

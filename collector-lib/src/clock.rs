@@ -271,9 +271,10 @@ pub fn timespec(ns: u64) -> libc::timespec {
     }
 }
 
-const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+pub(crate) const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+pub(crate) const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 pub(crate) const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
-const PERF_TYPE_SOFTWARE: u32 = 1;
+pub(crate) const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 
@@ -360,18 +361,54 @@ pub(crate) struct SoftwareEvent {
 /// Opens a software perf event counting thread `tid` on any CPU; the
 /// descriptor, or the errno of the refusal.
 pub(crate) fn open_software_event(tid: i32, event: SoftwareEvent) -> Result<i32, i32> {
+    open_event(
+        tid,
+        &PerfEvent {
+            kind: PERF_TYPE_SOFTWARE,
+            config: event.config,
+            config1: 0,
+            config2: 0,
+            sample_period: event.sample_period,
+            sample_type: 0,
+            read_format: 0,
+            flags: event.flags,
+            sig_data: event.sig_data,
+        },
+    )
+}
+
+/// Any perf event the collector opens: the perf_event_attr fields it sets.
+pub(crate) struct PerfEvent {
+    /// perf_event_attr.type.
+    pub kind: u32,
+    pub config: u64,
+    pub config1: u64,
+    pub config2: u64,
+    pub sample_period: u64,
+    /// `PERF_SAMPLE_*` bits.
+    pub sample_type: u64,
+    /// `PERF_FORMAT_*` bits: what read(2) of the descriptor returns.
+    pub read_format: u64,
+    /// The attr's bit flags (`ATTR_*`).
+    pub flags: u64,
+    pub sig_data: u64,
+}
+
+/// Opens `event` counting thread `tid` on any CPU; the descriptor, or the
+/// errno of the refusal. Async-signal-safe (one system call).
+pub(crate) fn open_event(tid: i32, event: &PerfEvent) -> Result<i32, i32> {
     let attr = PerfEventAttr {
-        kind: PERF_TYPE_SOFTWARE,
+        kind: event.kind,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: event.config,
         sample_period: event.sample_period,
-        sample_type: 0,
-        read_format: 0,
+        sample_type: event.sample_type,
+        read_format: event.read_format,
         flags: event.flags,
         wakeup_events: 1,
         bp_type: 0,
-        config1: 0,
-        config2: 0,
+        config1: event.config1,
+        config2: event.config2,
         branch_sample_type: 0,
         sample_regs_user: 0,
         sample_stack_user: 0,

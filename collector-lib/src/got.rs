@@ -75,6 +75,8 @@ pub enum Set {
     Heap,
     Sync,
     Io,
+    /// The exec family (exec.rs), while perf events count in kernel mode.
+    Exec,
 }
 
 fn targets(set: Set) -> Vec<Target> {
@@ -82,6 +84,7 @@ fn targets(set: Set) -> Vec<Target> {
         Set::Heap => heap::got_targets(),
         Set::Sync => sync::got_targets(),
         Set::Io => io::got_targets(),
+        Set::Exec => crate::exec::exec_targets(),
     }
 }
 
@@ -99,18 +102,19 @@ struct Patches {
     objects: Vec<usize>,
 }
 
-static PATCHES: [Mutex<Patches>; 3] = [const {
+static PATCHES: [Mutex<Patches>; 4] = [const {
     Mutex::new(Patches {
         entries: Vec::new(),
         objects: Vec::new(),
     })
-}; 3];
+}; 4];
 
 fn patches(set: Set) -> std::sync::MutexGuard<'static, Patches> {
     let index = match set {
         Set::Heap => 0,
         Set::Sync => 1,
         Set::Io => 2,
+        Set::Exec => 3,
     };
     PATCHES[index].lock().unwrap_or_else(|e| e.into_inner())
 }

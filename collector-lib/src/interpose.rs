@@ -41,11 +41,11 @@ fn virtual_disposition(signal: c_int) -> Option<&'static profile::UserDispositio
 }
 
 /// Installs the collector's profile signal handler for SIGPROF, and for
-/// SIGTRAP when the clock or off-CPU profiling sends it, keeping whatever the program had as
-/// its virtual disposition.
+/// SIGTRAP when the clock, off-CPU or counter profiling sends it, keeping whatever the
+/// program had as its virtual disposition.
 pub fn install_profile_handlers() -> Result<(), String> {
     install_handler(libc::SIGPROF)?;
-    if crate::clock::uses_sigtrap() || crate::offcpu::wanted() {
+    if crate::clock::uses_sigtrap() || crate::offcpu::wanted() || crate::counters::wanted() {
         install_handler(libc::SIGTRAP)?;
     }
     Ok(())

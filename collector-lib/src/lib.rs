@@ -14,10 +14,12 @@
 mod allocator;
 mod blocks;
 mod clock;
+mod counters;
 #[macro_use]
 mod got;
 #[macro_use]
 mod real;
+mod exec;
 mod heap;
 mod hold;
 mod interpose;

@@ -17,7 +17,7 @@
 //! whose bit is on: `clock` (clock profiling wanted and still possible),
 //! `heap` (heap tracing wanted, set up, and still possible), `sync` (sync
 //! wait tracing, the same), `io` (I/O tracing, the same), `offcpu` (off-CPU
-//! profiling, the same).
+//! profiling, the same), `counters` (counter overflow profiling, the same).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -40,6 +40,7 @@ const LIVE: u32 = 1 << 5;
 const SYNC: u32 = 1 << 6;
 const IO: u32 = 1 << 8;
 const OFFCPU: u32 = 1 << 7;
+const COUNTERS: u32 = 1 << 9;
 
 static WORD: AtomicU32 = AtomicU32::new(0);
 
@@ -173,6 +174,25 @@ pub fn recording_offcpu() -> bool {
     recording(OFFCPU)
 }
 
+/// Counter overflow profiling is set up (while Active).
+pub fn counters_on() {
+    WORD.fetch_or(COUNTERS, Ordering::AcqRel);
+}
+
+pub fn counters_off() -> bool {
+    WORD.fetch_and(!COUNTERS, Ordering::AcqRel) & COUNTERS != 0
+}
+
+/// Whether counters are profiled: the kind set up (whatever the phase).
+pub fn counters_traced() -> bool {
+    WORD.load(Ordering::Acquire) & COUNTERS != 0
+}
+
+/// Whether a counter overflow is recorded now. Async-signal-safe: one load.
+pub fn recording_counters() -> bool {
+    recording(COUNTERS)
+}
+
 pub fn clock_off() -> bool {
     WORD.fetch_and(!CLOCK, Ordering::AcqRel) & CLOCK != 0
 }
@@ -270,8 +290,12 @@ mod tests {
         assert!(!recording_offcpu());
         offcpu_on();
         assert!(recording_offcpu() && offcpu_traced());
+        assert!(!recording_counters());
+        counters_on();
+        assert!(recording_counters() && counters_traced());
         assert!(set_paused(true));
         assert!(!recording_offcpu());
+        assert!(!recording_counters() && counters_traced());
         assert!(!set_paused(true));
         assert!(!recording_clock() && !recording_heap() && !recording_sync());
         assert!(!recording_io(), "paused: nothing recorded");
@@ -287,6 +311,7 @@ mod tests {
         assert!(!recording_heap(), "nothing recorded while stopping");
         assert!(!recording_sync(), "nothing recorded while stopping");
         assert!(!recording_io(), "nothing recorded while stopping");
+        assert!(!recording_counters(), "nothing recorded while stopping");
         finish_stop();
         assert_eq!(phase(), Phase::Idle);
         assert!(live(), "live is the process's, kept across experiments");

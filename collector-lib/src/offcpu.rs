@@ -169,6 +169,11 @@ impl OffCpuSource {
         true
     }
 
+    /// Whether the thread's switches are watched.
+    pub fn is_armed(&self) -> bool {
+        self.fd.load(Ordering::Acquire) >= 0
+    }
+
     /// Stops watching. Safe to call when not armed.
     pub fn disarm(&self) {
         let fd = self.fd.swap(-1, Ordering::AcqRel);
@@ -248,6 +253,7 @@ pub fn on_trap(context: *mut c_void) {
         DEFERRED.fetch_add(1, Ordering::Relaxed);
     } else {
         record(slot, context, now, now_cpu);
+        crate::profile::deferred_tick(slot, context);
         slot.in_handler.store(false, Ordering::Release);
     }
     // Armed again last: a switch during the handler (a page fault on a

@@ -1,7 +1,8 @@
 //! The profile signal handler (SIGPROF, and SIGTRAP when the clock is a
-//! `sigtrap` perf event or off-CPU profiling is on): clock-profile events,
-//! periodic samples, off-CPU events (offcpu.rs), and forwarding of signals
-//! that are not ours to the program's own handler.
+//! `sigtrap` perf event or off-CPU or counter profiling is on):
+//! clock-profile events, periodic samples, off-CPU events (offcpu.rs),
+//! counter overflows (counters.rs), and forwarding of signals that are not
+//! ours to the program's own handler.
 //!
 //! Everything reachable from `on_profile_signal` is async-signal-safe:
 //! atomics, raw system calls, stack buffers, the unwinder's prepared
@@ -62,6 +63,8 @@ enum Origin {
     ProfileTick,
     /// A context-switch event's trap (off-CPU profiling).
     OffCpu,
+    /// Counter `n`'s trap (counter overflow profiling).
+    Counter(usize),
     /// A tick of a clock closed since it was sent (the experiment was
     /// disabled while the signal was queued): dropped.
     Stale,
@@ -79,8 +82,15 @@ pub extern "C" fn on_profile_signal(
         Origin::ProfileTick => {
             profile_tick(context);
             periodic_sample_if_due();
+            if signal == libc::SIGTRAP {
+                crate::counters::sweep(context);
+            }
         }
-        Origin::OffCpu => crate::offcpu::on_trap(context),
+        Origin::OffCpu => {
+            crate::offcpu::on_trap(context);
+            crate::counters::sweep(context);
+        }
+        Origin::Counter(index) => crate::counters::on_trap(index, info, context),
         Origin::Stale => {}
         Origin::Foreign => forward(signal, info, context),
     }
@@ -102,7 +112,7 @@ fn origin(signal: c_int, info: *const libc::siginfo_t) -> Origin {
         return match perf_data(info) {
             data if data == PROFILE_TAG as u64 => Origin::ProfileTick,
             crate::offcpu::OFFCPU_TAG => Origin::OffCpu,
-            _ => Origin::Foreign,
+            data => crate::counters::counter_of_tag(data).map_or(Origin::Foreign, Origin::Counter),
         };
     }
     match info.si_code {
@@ -153,12 +163,26 @@ fn profile_tick(context: *mut c_void) {
         return;
     };
     if slot.in_handler.swap(true, Ordering::AcqRel) {
-        // It interrupted the thread's off-CPU handler: the CPU time goes
-        // to the next tick.
+        // It interrupted the thread's off-CPU or counter handler, which
+        // records it when done (`deferred_tick`).
+        slot.tick_deferred.store(true, Ordering::Release);
         return;
     }
+    // A tick put off earlier is covered by this one (its CPU time is in
+    // this one's weight).
+    slot.tick_deferred.store(false, Ordering::Relaxed);
     tick_on_slot(slot, context);
     slot.in_handler.store(false, Ordering::Release);
+}
+
+/// From a handler that holds the thread's `in_handler` (off-CPU, counter),
+/// before it lets go: the clock tick that came meanwhile, recorded at the
+/// program's stack that handler interrupted (`context`, its ucontext).
+/// Async-signal-safe.
+pub fn deferred_tick(slot: &threads::Slot, context: *mut c_void) {
+    if slot.tick_deferred.swap(false, Ordering::AcqRel) {
+        tick_on_slot(slot, context);
+    }
 }
 
 fn tick_on_slot(slot: &threads::Slot, context: *mut c_void) {
@@ -200,6 +224,23 @@ pub unsafe fn record_signal_stack(
     context: *mut c_void,
     timestamp: u64,
 ) -> Result<u64, WriteError> {
+    // SAFETY: the caller's contract.
+    unsafe { record_signal_stack_locating(owned, tid, context, timestamp, None) }.map(|(id, _)| id)
+}
+
+/// [`record_signal_stack`], also finding the frame of the recorded stack
+/// that holds `address` when there is one (see
+/// `unwind::unwind_from_signal_locating`).
+///
+/// # Safety
+/// As for [`record_signal_stack`].
+pub unsafe fn record_signal_stack_locating(
+    owned: &mut threads::Owned,
+    tid: i32,
+    context: *mut c_void,
+    timestamp: u64,
+    address: Option<u64>,
+) -> Result<(u64, Option<unwind::HoldingFrame>), WriteError> {
     let mut fallback = [0u64; 64];
     let buffer: &mut [u64] = match owned.pcs.as_deref_mut() {
         Some(pcs) => pcs,
@@ -208,10 +249,21 @@ pub unsafe fn record_signal_stack(
     let limit = state::depth_limit().min(buffer.len());
     let out = &mut buffer[..limit];
     // SAFETY: context is the ucontext the kernel passed to this handler.
-    let unwound = unsafe { unwind::unwind_from_signal(context, &mut owned.stack_cache, out) };
+    let (unwound, holding) = unsafe {
+        match address {
+            Some(address) => {
+                unwind::unwind_from_signal_locating(context, &mut owned.stack_cache, out, address)
+            }
+            None => (
+                unwind::unwind_from_signal(context, &mut owned.stack_cache, out),
+                None,
+            ),
+        }
+    };
     let pcs = out.get(..unwound.depth).unwrap_or(&[]);
     let status = status_of(unwound.status);
-    state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs)
+    let id = state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs)?;
+    Ok((id, holding))
 }
 
 fn write_event(owned: &mut threads::Owned, tid: i32, timestamp: u64, stack: u64, weight: u64) {

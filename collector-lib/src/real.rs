@@ -77,6 +77,17 @@ pub static FORK: Real = Real::new(c"fork");
 pub static DLOPEN: Real = Real::new(c"dlopen");
 pub static DLCLOSE: Real = Real::new(c"dlclose");
 
+pub static EXECVE: Real = Real::new(c"execve");
+pub static EXECV: Real = Real::new(c"execv");
+pub static EXECVP: Real = Real::new(c"execvp");
+pub static EXECVPE: Real = Real::new(c"execvpe");
+pub static FEXECVE: Real = Real::new(c"fexecve");
+pub static EXECVEAT: Real = Real::new(c"execveat");
+
+/// The exec family (exec.rs): resolved at load, since an exec may come in
+/// a fork child, where dlsym could deadlock.
+pub const EXEC: [&Real; 6] = [&EXECVE, &EXECV, &EXECVP, &EXECVPE, &FEXECVE, &EXECVEAT];
+
 pub static MALLOC: Real = Real::new(c"malloc");
 pub static FREE: Real = Real::new(c"free");
 pub static CALLOC: Real = Real::new(c"calloc");
@@ -273,6 +284,7 @@ pub fn resolve_all() {
     .chain(ALLOCATOR)
     .chain(SYNC)
     .chain(IO)
+    .chain(EXEC)
     {
         real.address();
     }

@@ -9,12 +9,12 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync, sys, threads,
-    unwind, watch,
+    counters, exec, heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync,
+    sys, threads, unwind, watch,
 };
 use experiment::layout::{
-    SampleCause, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC,
-    MAX_STACK_DEPTH,
+    SampleCause, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS,
+    KIND_SYNC, MAX_STACK_DEPTH,
 };
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -29,6 +29,7 @@ pub static HEAP: BlockFile = BlockFile::new(KIND_HEAP);
 pub static SYNC: BlockFile = BlockFile::new(KIND_SYNC);
 pub static IO: BlockFile = BlockFile::new(KIND_IO);
 pub static OFFCPU: BlockFile = BlockFile::new(KIND_OFFCPU);
+pub static COUNTERS: BlockFile = BlockFile::new(KIND_COUNTERS);
 pub static BUDGET: Budget = Budget::new();
 
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
@@ -249,6 +250,9 @@ fn start_steps(
     };
     config.offcpu = config.offcpu && offcpu_refused.is_none();
     let offcpu_on = config.offcpu;
+    // Each counter the kernel refuses is off, with an error line.
+    let counters_opened = counters::prepare(&config.counters);
+    let counters_on = counters::wanted();
     open_files(
         &expt,
         Traced {
@@ -256,6 +260,7 @@ fn start_steps(
             sync: synctrace,
             io: iotrace,
             offcpu: offcpu_on,
+            counters: counters_on,
         },
     )?;
     config.expt = expt.clone();
@@ -291,13 +296,12 @@ fn start_steps(
     if let Some(refused) = &offcpu_refused {
         log::error(refused);
     }
+    counters::log_prepared(&config.counters, &counters_opened);
+    // Threads are registered (and their clocks, events, counters started)
+    // for any of these.
+    let per_thread = config.profile_ns > 0 || offcpu_on || counters_on;
     if live() {
-        write_kinds_line(
-            config.profile_ns > 0 || offcpu_on,
-            heaptrace,
-            synctrace,
-            iotrace,
-        );
+        write_kinds_line(per_thread, heaptrace, synctrace, iotrace);
     }
     if heaptrace {
         heap::prepare();
@@ -353,17 +357,20 @@ fn start_steps(
     if offcpu_on {
         lifecycle::offcpu_on();
     }
+    if counters_on {
+        lifecycle::counters_on();
+    }
     samples::record(SampleCause::Start, b"");
     if config.paused {
         log::write("pause", |line| {
             line.str("cause", b"start");
         });
     }
-    if config.profile_ns > 0 || offcpu_on {
+    if per_thread {
         register_existing_threads();
     }
     if live() {
-        start_live_parts(config.profile_ns > 0 || offcpu_on || heaptrace || synctrace || iotrace);
+        start_live_parts(per_thread || heaptrace || synctrace || iotrace);
     }
     update_environment(&config, control);
     **control = Some(Current { config, expt });
@@ -375,6 +382,9 @@ fn start_steps(
     }
     if iotrace {
         io::start_tracing();
+    }
+    if counters_on || offcpu_on {
+        exec::start_guarding();
     }
     Ok(())
 }
@@ -418,16 +428,18 @@ struct Traced {
     sync: bool,
     io: bool,
     offcpu: bool,
+    counters: bool,
 }
 
 impl Traced {
     /// (file, manifest kind, on, the block file) of each traced kind.
-    fn files(self) -> [(&'static str, &'static str, bool, &'static BlockFile); 4] {
+    fn files(self) -> [(&'static str, &'static str, bool, &'static BlockFile); 5] {
         [
             ("heap", "heap-trace", self.heap, &HEAP),
             ("sync", "sync-trace", self.sync, &SYNC),
             ("io", "io-trace", self.io, &IO),
             ("offcpu", "off-cpu", self.offcpu, &OFFCPU),
+            ("counters", "counters", self.counters, &COUNTERS),
         ]
     }
 }
@@ -623,7 +635,8 @@ pub fn register_current_thread(number: u32) {
 /// starts its clock; `cpu_now` is its CPU time to count from.
 pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     let offcpu_on = lifecycle::offcpu_traced();
-    if !active() || !(lifecycle::clock_traced() || offcpu_on) {
+    let counters_on = lifecycle::counters_traced();
+    if !active() || !(lifecycle::clock_traced() || offcpu_on || counters_on) {
         return;
     }
     let Some(slot) = threads::claim(tid) else {
@@ -641,11 +654,15 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
         owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
     }
     slot.in_handler.store(false, Ordering::Relaxed);
+    slot.tick_deferred.store(false, Ordering::Relaxed);
     if lifecycle::clock_traced() && !slot.clock.arm(tid) {
         log::warning(&format!("cannot start the profiling clock of thread {tid}"));
     }
     if offcpu_on && !slot.offcpu.arm(tid, cpu_now) {
         log::warning(&format!("cannot start off-CPU profiling of thread {tid}"));
+    }
+    if counters_on {
+        slot.counters().arm(tid);
     }
     log::write("thread-start", |line| {
         line.u64("tid", tid as u64);
@@ -662,6 +679,7 @@ pub fn unregister_current_thread() {
     let blocked = crate::interpose::block_sigprof();
     slot.clock.disarm();
     slot.offcpu.disarm();
+    slot.counters().disarm();
     // SAFETY: our own slot, SIGPROF blocked.
     unsafe { profile::flush_residual(slot) };
     // SAFETY: as above.
@@ -669,6 +687,7 @@ pub fn unregister_current_thread() {
     PROFILE.retire(&mut owned.profile);
     STACKS.retire(&mut owned.stacks);
     OFFCPU.retire(&mut owned.offcpu);
+    COUNTERS.retire(&mut owned.counters);
     threads::release(slot);
     crate::interpose::restore_mask(blocked);
     if active() {
@@ -684,12 +703,14 @@ pub fn retire_dead_thread(slot: &threads::Slot, tid: i32) {
     numbers::forget(tid);
     slot.clock.disarm();
     slot.offcpu.disarm();
+    slot.counters().disarm();
     // SAFETY: the thread is gone, so its handler cannot run on the owned
     // parts any more; only the watcher calls this.
     let owned = unsafe { slot.owned() };
     PROFILE.retire(&mut owned.profile);
     STACKS.retire(&mut owned.stacks);
     OFFCPU.retire(&mut owned.offcpu);
+    COUNTERS.retire(&mut owned.counters);
     threads::release(slot);
     if active() {
         log::write("thread-end", |line| {
@@ -802,6 +823,7 @@ pub fn resume(cause: &str) -> bool {
             slot.last_cpu_ns.store(now, Ordering::Relaxed);
             slot.offcpu.restart_window(run, now);
         }
+        slot.counters().restart_baselines();
     }
     if !lifecycle::set_paused(false) {
         return false;
@@ -834,6 +856,7 @@ pub fn stop() -> bool {
         PROFILE.retire(&mut owned.profile);
         STACKS.retire(&mut owned.stacks);
         OFFCPU.retire(&mut owned.offcpu);
+        COUNTERS.retire(&mut owned.counters);
         crate::interpose::restore_mask(blocked);
     }
     samples::record(SampleCause::End, b"");
@@ -842,11 +865,13 @@ pub fn stop() -> bool {
     heap::stop_tracing();
     sync::stop_tracing();
     io::stop_tracing();
+    exec::stop_guarding();
     heap::forget_current_thread();
     let offcpu_was_on = control.as_ref().is_some_and(|c| c.config.offcpu);
     for slot in threads::registered() {
         slot.clock.disarm();
         slot.offcpu.disarm();
+        slot.counters().disarm();
     }
     heap::log_totals();
     if control
@@ -858,6 +883,7 @@ pub fn stop() -> bool {
     if offcpu_was_on {
         offcpu::log_totals();
     }
+    counters::log_totals();
     log::write("end", |_| {});
     PROFILE.close();
     STACKS.close();
@@ -865,6 +891,7 @@ pub fn stop() -> bool {
     SYNC.close();
     IO.close();
     OFFCPU.close();
+    COUNTERS.close();
     log::close();
     *control = None;
     lifecycle::finish_stop();
@@ -938,6 +965,7 @@ fn forget_parent_experiment() {
     SYNC.close_after_fork();
     IO.close_after_fork();
     OFFCPU.close_after_fork();
+    COUNTERS.close_after_fork();
     log::close();
     crate::interpose::restore_mask(blocked);
 }

@@ -7,6 +7,7 @@
 
 use crate::blocks::Cursor;
 use crate::clock::ClockSource;
+use crate::counters::CounterSources;
 use crate::offcpu::OffCpuSource;
 use crate::unwind::StackCache;
 use std::cell::UnsafeCell;
@@ -23,6 +24,8 @@ pub struct Owned {
     pub stacks: Cursor,
     /// The thread's block of the `offcpu` file.
     pub offcpu: Cursor,
+    /// The thread's block of the `counters` file.
+    pub counters: Cursor,
     pub stack_cache: StackCache,
     /// Room for a stack (depth limit + 1), allocated at registration.
     pub pcs: Option<Box<[u64]>>,
@@ -39,10 +42,15 @@ pub struct Slot {
     pub clock: ClockSource,
     /// The thread's context-switch event (off-CPU profiling).
     pub offcpu: OffCpuSource,
-    /// One of the collector's handlers (clock tick, off-CPU trap) is
-    /// using `owned`: one that interrupts it (SIGTRAP is never blocked,
-    /// not even in its own handler) leaves it alone.
+    /// One of the collector's handlers (clock tick, off-CPU or counter
+    /// trap) is using `owned`: one that interrupts it (SIGTRAP is never
+    /// blocked, not even in its own handler) leaves it alone.
     pub in_handler: AtomicBool,
+    /// A clock tick came while another of the collector's handlers held
+    /// `in_handler`: that handler records it, at the program's stack it
+    /// interrupted, before letting go (else, with frequent counter traps,
+    /// the ticks would land in them and never be recorded).
+    pub tick_deferred: AtomicBool,
     owned: UnsafeCell<Owned>,
 }
 
@@ -59,10 +67,12 @@ impl Slot {
             clock: ClockSource::new(),
             offcpu: OffCpuSource::new(),
             in_handler: AtomicBool::new(false),
+            tick_deferred: AtomicBool::new(false),
             owned: UnsafeCell::new(Owned {
                 profile: Cursor::new(),
                 stacks: Cursor::new(),
                 offcpu: Cursor::new(),
+                counters: Cursor::new(),
                 stack_cache: StackCache::new(),
                 pcs: None,
             }),
@@ -71,6 +81,13 @@ impl Slot {
 
     pub fn tid(&self) -> i32 {
         self.tid.load(Ordering::Acquire)
+    }
+
+    /// The thread's counters (counter overflow profiling). Async-signal-safe.
+    pub fn counters(&self) -> &'static CounterSources {
+        let index = (self as *const Slot as usize).wrapping_sub(SLOTS.as_ptr() as usize)
+            / std::mem::size_of::<Slot>();
+        COUNTERS.get(index).unwrap_or(&NO_COUNTERS)
     }
 
     /// The thread-owned part.
@@ -85,6 +102,13 @@ impl Slot {
 }
 
 static SLOTS: [Slot; MAX_THREADS] = [const { Slot::new() }; MAX_THREADS];
+
+/// Each slot's counters, beside the slots rather than in them: zeros
+/// (`.bss`), where a slot's descriptors of -1 put the slots in `.data`,
+/// which the library's file holds.
+static COUNTERS: [CounterSources; MAX_THREADS] = [const { CounterSources::new() }; MAX_THREADS];
+/// For a slot that is not one of SLOTS (none is): never armed.
+static NO_COUNTERS: CounterSources = CounterSources::new();
 
 fn home(tid: i32) -> usize {
     (tid as u32).wrapping_mul(2_654_435_761) as usize % MAX_THREADS
@@ -143,12 +167,14 @@ pub fn forget_all_after_fork() {
         if slot.tid() != EMPTY {
             slot.clock.forget_after_fork();
             slot.offcpu.forget_after_fork();
+            slot.counters().forget_after_fork();
             // SAFETY: the child is single-threaded and SIGPROF is blocked
             // by the caller, so nothing else touches the owned parts.
             let owned = unsafe { slot.owned() };
             owned.profile.release();
             owned.stacks.release();
             owned.offcpu.release();
+            owned.counters.release();
             owned.stack_cache = StackCache::new();
             slot.tid.store(TOMBSTONE, Ordering::Release);
         }

@@ -144,6 +144,7 @@ fn watch(generation: u64, number: u32) {
             crate::heap::follow_new_objects();
             crate::sync::follow_new_objects();
             crate::io::follow_new_objects();
+            crate::exec::follow_new_objects();
         }
         // SAFETY: valid timespec; an interruption just shortens the sleep.
         unsafe { libc::nanosleep(&sleep, std::ptr::null_mut()) };
@@ -231,6 +232,7 @@ fn register_new(seen: &mut [i32], generation: u64) {
             if let Some(slot) = threads::find(tid) {
                 slot.clock.disarm();
                 slot.offcpu.disarm();
+                slot.counters().disarm();
             }
             return;
         }

@@ -26,7 +26,7 @@ pub use memory::StackCache;
 pub use prepare::{refresh_tables, RefreshSummary, SkippedObject};
 pub use walk::{
     discover_signal_restorer, set_signal_restorer, signal_restorer, unwind_from_registers,
-    unwind_from_signal, UnwindStatus, Unwound,
+    unwind_from_signal, unwind_from_signal_locating, HoldingFrame, UnwindStatus, Unwound,
 };
 
 /// The default stack depth limit (frames).

@@ -115,6 +115,43 @@ pub unsafe fn unwind_from_signal(
     stack: &mut StackCache,
     out: &mut [u64],
 ) -> Unwound {
+    // SAFETY: the caller's contract.
+    unsafe { unwind_signal_context(ucontext, stack, out, &mut NoWatch) }
+}
+
+/// [`unwind_from_signal`], also finding the frame that holds `address` when it lies on the
+/// walked stack: the first frame whose CFA is above it, provided it is not below that
+/// frame's stack pointer (the frame's extent is from its stack pointer up to its CFA; a
+/// frame that was interrupted, the leaf, also owns the 128-byte red zone below its stack
+/// pointer, where a leaf function keeps locals without moving it). None when the address
+/// is not in any frame the walk went through (heap, another thread's stack, a frame above
+/// where the walk ended).
+///
+/// # Safety
+/// As for [`unwind_from_signal`].
+pub unsafe fn unwind_from_signal_locating(
+    ucontext: *const libc::c_void,
+    stack: &mut StackCache,
+    out: &mut [u64],
+    address: u64,
+) -> (Unwound, Option<HoldingFrame>) {
+    let mut locate = Locate {
+        address,
+        found: None,
+    };
+    // SAFETY: the caller's contract.
+    let unwound = unsafe { unwind_signal_context(ucontext, stack, out, &mut locate) };
+    (unwound, locate.found)
+}
+
+/// # Safety
+/// As for [`unwind_from_signal`].
+unsafe fn unwind_signal_context(
+    ucontext: *const libc::c_void,
+    stack: &mut StackCache,
+    out: &mut [u64],
+    watch: &mut impl FrameWatch,
+) -> Unwound {
     let ucontext = ucontext.cast::<libc::ucontext_t>();
     if ucontext.is_null() {
         return Unwound {
@@ -126,10 +163,50 @@ pub unsafe fn unwind_from_signal(
     let registers = unsafe { Registers::from_ucontext(ucontext) };
     // SAFETY: errno is a thread-local int, always accessible.
     let errno = unsafe { *libc::__errno_location() };
-    let unwound = walk(registers, stack, out);
+    let unwound = walk(registers, stack, out, watch);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
     unwound
+}
+
+/// The frame that holds an address (see [`unwind_from_signal_locating`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HoldingFrame {
+    /// The frame's index in the walk's output, leaf = 0.
+    pub index: usize,
+    /// The frame's canonical frame address: its variables are at fixed offsets from it.
+    pub cfa: u64,
+}
+
+/// Bytes below an interrupted frame's stack pointer that are still its own (the x86-64
+/// System V red zone).
+const RED_ZONE: u64 = 128;
+
+/// Told each frame's extent as the walk finds it. The clock's walk has nothing to watch:
+/// [`NoWatch`] compiles to nothing.
+trait FrameWatch {
+    /// Frame `index` spans `[low, cfa)`.
+    fn frame(&mut self, index: usize, low: u64, cfa: u64);
+}
+
+struct NoWatch;
+
+impl FrameWatch for NoWatch {
+    #[inline(always)]
+    fn frame(&mut self, _index: usize, _low: u64, _cfa: u64) {}
+}
+
+struct Locate {
+    address: u64,
+    found: Option<HoldingFrame>,
+}
+
+impl FrameWatch for Locate {
+    fn frame(&mut self, index: usize, low: u64, cfa: u64) {
+        if self.found.is_none() && (low..cfa).contains(&self.address) {
+            self.found = Some(HoldingFrame { index, cfa });
+        }
+    }
 }
 
 /// Unwind the calling thread's own stack from registers read at one instruction of the
@@ -151,7 +228,7 @@ pub fn unwind_from_registers(
     };
     // SAFETY: errno is a thread-local int, always accessible.
     let errno = unsafe { *libc::__errno_location() };
-    let unwound = walk(registers, stack, out);
+    let unwound = walk(registers, stack, out, &mut NoWatch);
     // SAFETY: as above.
     unsafe { *libc::__errno_location() = errno };
     unwound
@@ -238,7 +315,12 @@ pub(super) enum Step {
     Outermost,
 }
 
-fn walk(mut registers: Registers, cache: &mut StackCache, out: &mut [u64]) -> Unwound {
+fn walk(
+    mut registers: Registers,
+    cache: &mut StackCache,
+    out: &mut [u64],
+    watch: &mut impl FrameWatch,
+) -> Unwound {
     let mut frames = Frames { out, depth: 0 };
     if !frames.push(registers.pc) {
         return frames.end(UnwindStatus::Truncated);
@@ -275,6 +357,14 @@ fn walk(mut registers: Registers, cache: &mut StackCache, out: &mut [u64]) -> Un
         if cfa <= registers.rsp {
             return frames.end(UnwindStatus::Failed);
         }
+        // This frame, the last pushed, spans from its stack pointer (less the red zone
+        // when it was interrupted rather than calling) up to its CFA.
+        let low = if exact_pc {
+            registers.rsp.saturating_sub(RED_ZONE)
+        } else {
+            registers.rsp
+        };
+        watch.frame(frames.depth.saturating_sub(1), low, cfa);
         // A zero return address is the conventional end of a stack, never a real caller.
         if return_address == 0 {
             return frames.end(UnwindStatus::Complete);

@@ -1,0 +1,772 @@
+//! Counter overflow profiling against a program whose page faults per
+//! function are known by construction and measured by the program itself
+//! with getrusage around each call (tests/programs/counters_known.c: fresh
+//! pages of a global array, of a malloc'ed block, of a global struct's
+//! member, of a local array on a fresh thread's stack; and a function that
+//! sleeps, for context switches): per function, the counts of the records
+//! whose stack holds it add up to the program's measure within 2%, at
+//! interval 1 and at 16; every data address lies in the object the
+//! function touched, and the local array's are in touch_stack's frame, at
+//! the offsets of the array from its CFA. Also with the clock profiling at
+//! the same time, with a context-switch counter, under the debugger, with
+//! the collector loaded into a running process, in a fork child and across
+//! exec (where an overflow inside execve used to kill the new image), with
+//! a counter the kernel refuses, and paused.
+
+mod common;
+
+use common::*;
+use experiment::counters::{CounterEvent, FLAG_IN_FRAME};
+use experiment::log::Event;
+use experiment::Experiment;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const FUNCTIONS: [&str; 4] = ["touch_table", "touch_heap", "touch_member", "touch_stack"];
+
+fn program() -> PathBuf {
+    prog("counters_known-O0")
+}
+
+/// What the program said about itself on stderr.
+#[derive(Debug, Default)]
+struct Measures {
+    /// `measure NAME FAULTS SWITCHES`
+    faults: HashMap<String, u64>,
+    switches: HashMap<String, u64>,
+    /// `object NAME ADDRESS SIZE`: what the function touched.
+    objects: HashMap<String, (u64, u64)>,
+    /// `frame touch_stack CFA`
+    stack_cfa: u64,
+}
+
+fn measures(stderr: &str) -> Measures {
+    let mut out = Measures::default();
+    for line in stderr.lines() {
+        match line.split_whitespace().collect::<Vec<_>>()[..] {
+            ["measure", name, faults, switches] => {
+                out.faults
+                    .insert(name.into(), faults.parse().expect("faults"));
+                out.switches
+                    .insert(name.into(), switches.parse().expect("switches"));
+            }
+            ["object", name, address, size] => {
+                let address = parse_hex(address).expect("object address");
+                out.objects
+                    .insert(name.into(), (address, size.parse().expect("size")));
+            }
+            ["frame", "touch_stack", cfa] => out.stack_cfa = parse_hex(cfa).expect("cfa"),
+            _ => {}
+        }
+    }
+    for name in FUNCTIONS {
+        assert!(
+            out.faults.contains_key(name) && out.objects.contains_key(name),
+            "{name} not measured:\n{stderr}"
+        );
+    }
+    out
+}
+
+/// `rdbx collect -A off -o t.er OPTIONS counters_known ARGS` in `dir`.
+fn collect(dir: &Path, options: &[&str], args: &[&str]) -> Output {
+    Command::new(rdbx_bin())
+        .args(["collect", "-A", "off", "-o", "t.er"])
+        .args(options)
+        .arg(program())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run rdbx collect")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// One counter record with the program functions on its stack (leaf first).
+struct Record {
+    event: CounterEvent,
+    functions: Vec<String>,
+    /// The function of the stack frame `event.frame`, when IN_FRAME.
+    frame_function: Option<String>,
+}
+
+/// The records of counter `index` (all counters when None).
+fn records(expt: &Experiment, index: Option<u16>) -> Vec<Record> {
+    let program = program();
+    let callers = Callers::of(expt, &program);
+    let symbols = debugger::symbols::ObjectFile::open(&program).expect("the program's symbols");
+    let base = program_base(expt, &program);
+    let mut out = Vec::new();
+    let stats = expt
+        .for_each_counter_event(|record| {
+            let event = record.event;
+            if index.is_some_and(|i| i != event.counter) {
+                return;
+            }
+            let frame_function = event.stack_frame().and_then(|(frame, _)| {
+                let pc = *callers.stack(event.stack_id)?.pcs.get(usize::from(frame))?;
+                // The leaf's pc is exact; callers' are return addresses.
+                let pc = if frame == 0 { pc } else { pc.checked_sub(1)? };
+                symbols.symbol_at(pc.checked_sub(base)?).map(|s| s.name)
+            });
+            out.push(Record {
+                event,
+                functions: callers.functions(event.stack_id),
+                frame_function,
+            });
+        })
+        .expect("read the counters file");
+    assert_eq!(stats.damaged, 0, "{stats:?}");
+    out
+}
+
+fn program_base(expt: &Experiment, program: &Path) -> u64 {
+    expt.log()
+        .expect("log")
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::Object { path, base, .. } if path == program => Some(*base),
+            _ => None,
+        })
+        .expect("the program's object line")
+}
+
+/// The innermost of `names` on the record's stack.
+fn function_of<'a>(record: &Record, names: &[&'a str]) -> Option<&'a str> {
+    record
+        .functions
+        .iter()
+        .find_map(|f| names.iter().find(|n| *n == f).copied())
+}
+
+/// The innermost of `names` on stack `stack_id`.
+fn function_of_stack<'a>(callers: &Callers, stack_id: u64, names: &[&'a str]) -> Option<&'a str> {
+    callers
+        .functions(stack_id)
+        .iter()
+        .find_map(|f| names.iter().find(|n| *n == f).copied())
+}
+
+/// Sum of the counts of the records whose stack holds each of `names`.
+fn counts_per_function(records: &[Record], names: &[&str]) -> HashMap<String, u64> {
+    let mut out = HashMap::new();
+    for record in records {
+        if let Some(name) = function_of(record, names) {
+            *out.entry(name.to_string()).or_default() += record.event.count;
+        }
+    }
+    out
+}
+
+/// Each function's recorded count within `percent`% of the program's own
+/// measure, plus `slack` events.
+fn check_counts(
+    recorded: &HashMap<String, u64>,
+    measured: &HashMap<String, u64>,
+    names: &[&str],
+    percent: u64,
+    slack: u64,
+    context: &str,
+) {
+    for name in names {
+        let got = recorded.get(*name).copied().unwrap_or(0);
+        let want = measured[*name];
+        eprintln!("{name}: recorded {got}, measured {want}");
+        let allowed = want * percent / 100 + slack;
+        assert!(
+            got.abs_diff(want) <= allowed,
+            "{name}: recorded {got} events, the program measured {want} (allowed ±{allowed})\n\
+             recorded {recorded:?}\nmeasured {measured:?}\n{context}"
+        );
+    }
+}
+
+/// Page-fault records carry their address: per function, the events of
+/// the records whose address lies in the object the function touched are
+/// at least 98% of its events (the rest: faults of the signal frames the
+/// kernel writes below a thread's stack pointer, the first time, on a
+/// fresh stack; a record made for a trap another one hid, without
+/// address); no record has an address in another function's object; the
+/// array's addresses are in touch_stack's frame, whose CFA the program
+/// printed, at offsets inside the array.
+fn check_addresses(records: &[Record], measures: &Measures, context: &str) {
+    let mut total: HashMap<&str, u64> = HashMap::new();
+    let mut inside: HashMap<&str, u64> = HashMap::new();
+    let (cfa, (array, array_size)) = (measures.stack_cfa, measures.objects["touch_stack"]);
+    let object_of = |address: u64| {
+        FUNCTIONS.into_iter().find(|name| {
+            let (lo, size) = measures.objects[*name];
+            (lo..lo + size).contains(&address)
+        })
+    };
+    for record in records {
+        let Some(name) = function_of(record, &FUNCTIONS) else {
+            continue;
+        };
+        let event = &record.event;
+        *total.entry(name).or_default() += event.count;
+        let Some(address) = event.address() else {
+            continue;
+        };
+        match object_of(address) {
+            Some(object) if object == name => {}
+            None => continue,
+            Some(object) => {
+                panic!("{name}: a record's address {address:#x} is in {object}'s object\n{context}")
+            }
+        }
+        *inside.entry(name).or_default() += event.count;
+        if name == "touch_stack" {
+            assert!(
+                event.flags & FLAG_IN_FRAME != 0,
+                "an address in the array is in no frame: {event:?}"
+            );
+            assert_eq!(record.frame_function.as_deref(), Some("touch_stack"));
+            assert_eq!(event.frame_cfa, cfa, "touch_stack's CFA: {event:?}");
+            let offset = address as i64 - cfa as i64;
+            let extent =
+                (array as i64 - cfa as i64)..(array as i64 + array_size as i64 - cfa as i64);
+            assert!(extent.contains(&offset), "{offset} not in {extent:?}");
+        }
+    }
+    for name in FUNCTIONS {
+        let total = total.get(name).copied().unwrap_or(0);
+        let inside = inside.get(name).copied().unwrap_or(0);
+        eprintln!("{name}: {inside} of {total} events at an address in its object");
+        assert!(
+            total > 0 && inside * 100 >= total * 98,
+            "{name}: only {inside} of {total} events at an address in its object\n{context}"
+        );
+    }
+}
+
+/// The `counter` lines: (index, name, interval, kernel=).
+fn counter_lines(expt: &Experiment) -> Vec<(u16, String, u64)> {
+    expt.log()
+        .expect("log")
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Counter { index, spec } => Some((*index, spec.name.clone(), spec.interval)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The value of `key` on the log's `counter_totals` line of counter `index`.
+fn totals(dir: &Path, index: u16, key: &str) -> Option<u64> {
+    let log = std::fs::read_to_string(dir.join("log")).expect("log");
+    let line = log.lines().find(|l| {
+        l.split_whitespace().nth(1) == Some("counter_totals")
+            && l.contains(&format!(" index={index} "))
+    })?;
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+}
+
+fn errors(expt: &Experiment) -> Vec<String> {
+    expt.log()
+        .expect("log")
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Error(text) => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A page-faults run at `interval`: counts per function within 2%, the
+/// addresses where they belong, the log's lines and totals.
+fn page_faults_at(interval: u64) {
+    let dir = scratch_dir(&format!("counters-faults-{interval}"));
+    let output = collect(
+        &dir,
+        &["-p", "off", "-h", &format!("page-faults,{interval}")],
+        &[],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout), "counters_known done\n");
+    let expt_dir = dir.join("t.er");
+    let expt = Experiment::open(&expt_dir).expect("open t.er");
+    let manifest = expt.manifest();
+    assert!(
+        manifest.files.iter().any(|f| f == "counters"),
+        "{manifest:?}"
+    );
+    assert!(
+        manifest.kinds.iter().any(|k| k == "counters"),
+        "{manifest:?}"
+    );
+    assert_eq!(counter_lines(&expt), [(0, "page-faults".into(), interval)]);
+    assert!(errors(&expt).is_empty(), "{:?}", errors(&expt));
+    let records = records(&expt, Some(0));
+    assert_eq!(totals(&expt_dir, 0, "records"), Some(records.len() as u64));
+    let measures = measures(&stderr);
+    check_counts(
+        &counts_per_function(&records, &FUNCTIONS),
+        &measures.faults,
+        &FUNCTIONS,
+        2,
+        0,
+        &stderr,
+    );
+    check_addresses(&records, &measures, &stderr);
+    if interval == 1 {
+        // One trap per fault, each its own record, but for those merged.
+        let merged = records.iter().filter(|r| r.event.count > 1).count();
+        assert!(merged * 50 < records.len(), "{merged} of {}", records.len());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_page_fault_is_counted_where_it_happens() {
+    page_faults_at(1);
+}
+
+#[test]
+fn every_sixteenth_page_fault_counts_sixteen() {
+    page_faults_at(16);
+}
+
+/// Clock profiling (1 ms) at the same time: its ticks are recorded in the
+/// touch functions, their weights add up to the CPU time the process used,
+/// and the counts still add up. The clock ticks in user mode only, and
+/// most of the program's time is the kernel's (its faults): a dozen ticks,
+/// but all the time. Most of its user time is in the counters' handler,
+/// one trap per fault: a tick that comes there is recorded when the
+/// handler is done, at the program's stack it interrupted.
+#[test]
+fn with_the_clock_at_the_same_time() {
+    let dir = scratch_dir("counters-clock");
+    let output = collect(&dir, &["-p", "1", "-h", "page-faults,1"], &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
+    let summary = expt.summary().expect("summary");
+    let cpu: Vec<u64> = expt
+        .log()
+        .expect("log")
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Sample(sample) => Some(sample.utime_ns + sample.stime_ns),
+            _ => None,
+        })
+        .collect();
+    let used = cpu.last().expect("an end sample") - cpu.first().expect("a start sample");
+    eprintln!("{summary:?}\nCPU between the start and end samples: {used} ns");
+    assert!(summary.clock_events >= 3, "{summary:?}");
+    let weight = summary.clock_weight_ns;
+    assert!(
+        weight * 10 >= used * 7 && weight <= used + used / 10,
+        "clock weight {weight} ns, CPU used {used} ns"
+    );
+    let callers = Callers::of(&expt, &program());
+    let ticks_in_touches = expt
+        .clock_events()
+        .expect("clock events")
+        .iter()
+        .filter(|e| function_of_stack(&callers, e.stack_id, &FUNCTIONS).is_some())
+        .count() as u64;
+    eprintln!("{ticks_in_touches} ticks in the touch functions");
+    assert!(
+        ticks_in_touches * 2 >= summary.clock_events,
+        "{ticks_in_touches} of {} ticks in the touch functions",
+        summary.clock_events
+    );
+    let records = records(&expt, Some(0));
+    let measures = measures(&stderr);
+    check_counts(
+        &counts_per_function(&records, &FUNCTIONS),
+        &measures.faults,
+        &FUNCTIONS,
+        2,
+        0,
+        &stderr,
+    );
+    check_addresses(&records, &measures, &stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A context-switch counter (every second switch) with the page faults:
+/// the sleeping function's switches, as many as it measured, and the
+/// faults as before.
+#[test]
+fn context_switches_with_page_faults() {
+    let dir = scratch_dir("counters-switches");
+    let output = collect(
+        &dir,
+        &["-p", "off", "-h", "page-faults,1,context-switches,2"],
+        &[],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
+    assert_eq!(
+        counter_lines(&expt),
+        [
+            (0, "page-faults".into(), 1),
+            (1, "context-switches".into(), 2)
+        ]
+    );
+    let measures = measures(&stderr);
+    let switches = records(&expt, Some(1));
+    assert!(switches.iter().all(|r| r.event.address().is_none()));
+    // At either end of the function, one record may hold a switch of the
+    // neighbour's (the interval is 2).
+    check_counts(
+        &counts_per_function(&switches, &["switcher"]),
+        &measures.switches,
+        &["switcher"],
+        5,
+        2,
+        &stderr,
+    );
+    let faults = records(&expt, Some(0));
+    check_counts(
+        &counts_per_function(&faults, &FUNCTIONS),
+        &measures.faults,
+        &FUNCTIONS,
+        2,
+        0,
+        &stderr,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Under the debugger every trap is a ptrace stop rdbx passes on: the
+/// program runs to its end and the counts are the same.
+#[test]
+fn under_the_debugger() {
+    let dir = scratch_dir("counters-debugger");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector hwprofile counter page-faults 1",
+            "collector store filename dbx.er",
+            "collector enable",
+            "run",
+        ])
+        .arg(program())
+        .timeout(std::time::Duration::from_secs(120))
+        .run();
+    let transcript = out.transcript();
+    out.assert_out_contains("counters_known done");
+    let expt = Experiment::open(dir.join("dbx.er"))
+        .unwrap_or_else(|e| panic!("open dbx.er: {e}\n{transcript}"));
+    let records = records(&expt, Some(0));
+    let measures = measures(&transcript);
+    check_counts(
+        &counts_per_function(&records, &FUNCTIONS),
+        &measures.faults,
+        &FUNCTIONS,
+        2,
+        0,
+        &transcript,
+    );
+    check_addresses(&records, &measures, &transcript);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Loaded into a running process (rdbx attaches, loads the collector,
+/// starts the experiment, detaches): the main thread and a thread that
+/// existed before count from the start, a thread created after from when
+/// the watcher finds it (touch_stack's waits for that).
+#[test]
+fn loaded_into_a_running_process() {
+    let dir = scratch_dir("counters-attach");
+    let script = dir.join("counters-attach.sh");
+    write_file(
+        &script,
+        &format!(
+            "#!/bin/sh\nexec {} attach 2>{}\n",
+            program().display(),
+            dir.join("stderr.txt").display()
+        ),
+    );
+    make_executable(&script);
+    let run = collect_after_attach(
+        &script,
+        &dir,
+        &["collector hwprofile counter page-faults 1"],
+    );
+    assert!(run.rest.contains("counters_known done"), "{}", run.rest);
+    let stderr = std::fs::read_to_string(dir.join("stderr.txt")).expect("the program's stderr");
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{}", run.transcript));
+    assert_eq!(counter_lines(&expt), [(0, "page-faults".into(), 1)]);
+    let records = records(&expt, Some(0));
+    let measures = measures(&stderr);
+    check_counts(
+        &counts_per_function(&records, &FUNCTIONS),
+        &measures.faults,
+        &FUNCTIONS,
+        2,
+        0,
+        &format!("{stderr}\n{}", run.transcript),
+    );
+    check_addresses(&records, &measures, &stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Loaded into a running process that then execs (execv, execl) with an
+/// argument in a page it never touched: the exec family's GOT entries
+/// were redirected too, so the counter is stopped before execve and the
+/// new image (without the collector) runs to its end.
+#[test]
+fn loaded_into_a_running_process_that_execs() {
+    for how in ["execv", "execl"] {
+        let dir = scratch_dir(&format!("counters-attach-{how}"));
+        let script = dir.join("counters-attach.sh");
+        write_file(
+            &script,
+            &format!(
+                "#!/bin/sh\nexec {} attach {how} 2>{}\n",
+                program().display(),
+                dir.join("stderr.txt").display()
+            ),
+        );
+        make_executable(&script);
+        let run = collect_after_attach(
+            &script,
+            &dir,
+            &["collector hwprofile counter page-faults 1"],
+        );
+        assert!(
+            run.rest.contains("counters_known done"),
+            "{how}: {}",
+            run.rest
+        );
+        let expt = Experiment::open(dir.join("live.er")).expect("open live.er");
+        assert_eq!(counter_lines(&expt), [(0, "page-faults".into(), 1)]);
+        assert!(!records(&expt, Some(0)).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Context switches at interval 1 are refused (under a debugger each
+/// signal would be a switch itself, counted again, forever): an error
+/// line, said on rdbx's stderr too; the program runs as usual.
+#[test]
+fn context_switches_at_interval_1_are_refused() {
+    let dir = scratch_dir("counters-switches-1");
+    let output = collect(&dir, &["-p", "off", "-h", "context-switches,1"], &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout), "counters_known done\n");
+    let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
+    let errors = errors(&expt);
+    assert!(
+        errors.len() == 1
+            && errors[0].starts_with("counter context-switches is off: ")
+            && errors[0].contains("interval of 1"),
+        "{errors:?}"
+    );
+    assert!(
+        stderr.contains("counter context-switches is off"),
+        "{stderr}"
+    );
+    assert!(counter_lines(&expt).is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A fork child counts in its own experiment from the fork on; the parent,
+/// which only waits, records none of the child's.
+#[test]
+fn in_a_fork_child() {
+    let dir = scratch_dir("counters-fork");
+    let output = collect(&dir, &["-p", "off", "-h", "page-faults,1"], &["fork"]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout), "counters_known done\n");
+    let parent = Experiment::open(dir.join("t.er")).expect("open t.er");
+    let in_parent = counts_per_function(&records(&parent, Some(0)), &FUNCTIONS);
+    assert!(in_parent.is_empty(), "{in_parent:?}");
+    let child = Experiment::open(dir.join("t.er/_f1.er")).expect("open _f1.er");
+    assert_eq!(counter_lines(&child), [(0, "page-faults".into(), 1)]);
+    let records = records(&child, Some(0));
+    let measures = measures(&stderr);
+    check_counts(
+        &counts_per_function(&records, &FUNCTIONS),
+        &measures.faults,
+        &FUNCTIONS,
+        2,
+        0,
+        &stderr,
+    );
+    check_addresses(&records, &measures, &stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// execv and execl with an argument in a file page the program never
+/// touched: the kernel faults inside execve, in kernel mode, where the
+/// counter counts. Its trap would kill the new image (SIGTRAP back to the
+/// default action) had the exec family not stopped the counter first. The
+/// new image counts in its own experiment.
+#[test]
+fn across_exec() {
+    for how in ["exec", "execl"] {
+        let dir = scratch_dir(&format!("counters-{how}"));
+        let output = collect(&dir, &["-p", "off", "-h", "page-faults,1"], &[how]);
+        let stderr = text(&output.stderr);
+        assert!(
+            output.status.success(),
+            "{how}: {:?}\n{stderr}",
+            output.status
+        );
+        assert_eq!(text(&output.stdout), "counters_known done\n", "{how}");
+        let new_image = Experiment::open(dir.join("t.er/_x1.er")).expect("open _x1.er");
+        let records = records(&new_image, Some(0));
+        // The new image runs the main thread's functions only.
+        let mut measured = HashMap::new();
+        for line in stderr.lines() {
+            if let ["measure", name, faults, _] = line.split_whitespace().collect::<Vec<_>>()[..] {
+                measured.insert(name.to_string(), faults.parse::<u64>().expect("faults"));
+            }
+        }
+        check_counts(
+            &counts_per_function(&records, &["touch_table", "touch_heap"]),
+            &measured,
+            &["touch_table", "touch_heap"],
+            2,
+            0,
+            &stderr,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The path of the collector library rdbx preloads (`collector version`).
+fn library() -> PathBuf {
+    let out = Rdbx::batch().cmd("collector version").run();
+    let line = out
+        .out_lines()
+        .first()
+        .copied()
+        .unwrap_or_default()
+        .to_string();
+    PathBuf::from(line.rsplit(" at ").next().expect("a path"))
+}
+
+/// Runs the program with the collector preloaded and `counters` in the
+/// config, as the launcher does (the experiment directory made first, the
+/// program's pid in the config); rdbx refuses hardware counters on a
+/// machine without a PMU before the program starts, so a config made for
+/// another machine is how the collector meets one.
+fn run_with_counters(dir: &Path, counters: &[experiment::counters::CounterSpec]) -> Output {
+    let expt = dir.join("t.er");
+    std::fs::create_dir_all(&expt).expect("experiment directory");
+    let config = experiment::Config {
+        expt: expt.clone(),
+        founder: expt,
+        pid: 0,
+        mode: experiment::Mode::Collect,
+        profile_ns: 0,
+        counters: counters.to_vec(),
+        ..experiment::Config::default()
+    }
+    .to_config_string();
+    assert!(config.contains(";pid=0;"), "{config}");
+    let config = config.replace(";pid=0;", ";pid=$$;");
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "exec env RDBX_COLLECTOR_CONFIG=\"{config}\" LD_PRELOAD=\"{}\" \"{}\"",
+            library().display(),
+            program().display()
+        ))
+        .current_dir(dir)
+        .output()
+        .expect("run the program")
+}
+
+fn spec(text: &str) -> experiment::counters::CounterSpec {
+    experiment::counters::CounterSpec::parse(text).expect("a counter spec")
+}
+
+/// A counter the kernel refuses (cycles: no PMU on a VM; any counter
+/// elsewhere, where the kernel has none of that number) is one error line;
+/// the others are recorded, and the program's output is its own.
+#[test]
+fn a_refused_counter_is_an_error_line() {
+    let plain = Command::new(program()).output().expect("run the program");
+    let absent = "0:0:0:0:1000003:0:cycles";
+    // A software event number no kernel has: refused everywhere.
+    let unknown = "1:4242:0:0:100:0:no-such-software-event";
+    let cases: [(&str, &[&str]); 2] = [
+        ("counters-refused-alone", &[absent, unknown]),
+        (
+            "counters-refused-with",
+            &[absent, "1:2:0:0:1:1:page-faults", unknown],
+        ),
+    ];
+    for (name, specs) in cases {
+        let dir = scratch_dir(name);
+        let specs: Vec<_> = specs.iter().map(|s| spec(s)).collect();
+        let output = run_with_counters(&dir, &specs);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), plain.status.code(), "{stderr}");
+        assert_eq!(output.stdout, plain.stdout, "{stderr}");
+        let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
+        let errors = errors(&expt);
+        // With a hardware PMU (none on the VMs this runs on) cycles counts.
+        let pmu = Path::new("/sys/bus/event_source/devices/cpu").exists();
+        assert!(
+            pmu || errors
+                .iter()
+                .any(|e| e.starts_with("counter cycles is off: ") && e.contains("hardware")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("counter no-such-software-event is off: ")),
+            "{errors:?}"
+        );
+        let lines = counter_lines(&expt);
+        let counted = expt.manifest().files.iter().any(|f| f == "counters");
+        if specs.len() == 2 {
+            assert!(pmu || (lines.is_empty() && !counted), "{lines:?}");
+            let _ = std::fs::remove_dir_all(&dir);
+            continue;
+        }
+        // Indices are the config's: page-faults keeps 1.
+        assert!(lines.contains(&(1, "page-faults".into(), 1)), "{lines:?}");
+        assert!(counted);
+        let records = records(&expt, None);
+        assert!(records.iter().all(|r| r.event.counter == 1));
+        check_counts(
+            &counts_per_function(&records, &FUNCTIONS),
+            &measures(&stderr).faults,
+            &FUNCTIONS,
+            2,
+            0,
+            &stderr,
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Started paused (-y, never resumed): the counter is set up, nothing is
+/// recorded.
+#[test]
+fn nothing_recorded_while_paused() {
+    let dir = scratch_dir("counters-paused");
+    let output = collect(
+        &dir,
+        &["-p", "off", "-y", "USR2", "-h", "page-faults,1"],
+        &[],
+    );
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let expt_dir = dir.join("t.er");
+    let expt = Experiment::open(&expt_dir).expect("open t.er");
+    assert_eq!(counter_lines(&expt), [(0, "page-faults".into(), 1)]);
+    assert!(records(&expt, None).is_empty());
+    assert_eq!(totals(&expt_dir, 0, "records"), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
