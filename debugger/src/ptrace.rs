@@ -31,6 +31,18 @@ pub const SI_QUEUE: i32 = -1;
 /// ("RDBXOFFC"); kept in step with collector-lib's clock.rs and offcpu.rs.
 pub const COLLECTOR_PERF_TAGS: [u64; 2] = [0x5244_4258_5052_4f46, 0x5244_4258_4f46_4643];
 
+/// `sig_data` of the collector's counter events: "RDBXHWC" and the
+/// counter's index in the low byte (0..8); kept in step with
+/// collector-lib's counters.rs.
+const COLLECTOR_COUNTER_TAG: u64 = 0x5244_4258_4857_4300;
+const COLLECTOR_COUNTERS: u64 = 8;
+
+/// Whether si_perf_data is one of the collector's perf events' tags.
+pub fn is_collector_perf_tag(tag: u64) -> bool {
+    COLLECTOR_PERF_TAGS.contains(&tag)
+        || (tag & !0xff == COLLECTOR_COUNTER_TAG && tag & 0xff < COLLECTOR_COUNTERS)
+}
+
 /// si_perf_data of a TRAP_PERF siginfo (offset 24 on x86-64, where a
 /// queued signal has its si_value; the libc crate has no accessor).
 pub fn perf_data(info: &libc::siginfo_t) -> u64 {
@@ -45,7 +57,7 @@ pub fn perf_data(info: &libc::siginfo_t) -> u64 {
 /// passed on silently, never a stop.
 pub fn is_perf_trap(info: &libc::siginfo_t) -> bool {
     info.si_code == TRAP_PERF
-        || (info.si_code == SI_QUEUE && COLLECTOR_PERF_TAGS.contains(&perf_data(info)))
+        || (info.si_code == SI_QUEUE && is_collector_perf_tag(perf_data(info)))
 }
 
 /// A siginfo_t as plain words, for events that must be Copy + Eq.
@@ -406,4 +418,20 @@ pub fn set_fpregs(tid: Tid, regs: &libc::user_fpregs_struct) -> Result<()> {
         )
     })
     .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_collectors_tags_are_known() {
+        for tag in COLLECTOR_PERF_TAGS {
+            assert!(is_collector_perf_tag(tag));
+        }
+        assert!(is_collector_perf_tag(COLLECTOR_COUNTER_TAG));
+        assert!(is_collector_perf_tag(COLLECTOR_COUNTER_TAG | 7));
+        assert!(!is_collector_perf_tag(COLLECTOR_COUNTER_TAG | 8));
+        assert!(!is_collector_perf_tag(0x1234));
+    }
 }

@@ -120,6 +120,11 @@ pub struct Event {
     pub description: String,
 }
 
+/// Context switches at interval 1 feed themselves under a debugger: each
+/// record's signal stops the thread (a ptrace stop is a switch) and the
+/// next switch is due at once.
+const CONTEXT_SWITCHES_MIN_INTERVAL: u64 = 2;
+
 /// How often a counter overflows: er_print's words or a number of events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Interval {
@@ -143,6 +148,8 @@ pub enum Error {
     ZeroInterval { name: String },
     #[error("counter \"{name}\": interval {interval} is absurd (at most {MAX_INTERVAL} events between records)")]
     AbsurdInterval { name: String, interval: u64 },
+    #[error("counter \"{name}\": interval 1 is refused (under a debugger each record's signal is itself a context switch); 2 or more")]
+    SwitchInterval { name: String },
     #[error("counter \"{name}\" is given twice")]
     Twice { name: String },
     #[error("at most {max} counters at once, {given} given")]
@@ -243,6 +250,12 @@ impl Catalog {
             }
             Interval::Events(n) => n,
         };
+        let switches = event.kind == PERF_TYPE_SOFTWARE && event.config == 3;
+        if switches && interval < CONTEXT_SWITCHES_MIN_INTERVAL {
+            return Err(Error::SwitchInterval {
+                name: name.to_string(),
+            });
+        }
         Ok(CounterSpec {
             name: name.to_string(),
             kind: event.kind,
