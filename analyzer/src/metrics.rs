@@ -9,6 +9,7 @@
 use crate::model::*;
 use crate::packed::{Layout, Sums};
 use commands::MetricName;
+use experiment::counters::MAX_COUNTERS;
 use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -43,6 +44,13 @@ pub struct Value {
     /// Off-CPU profiling: time off the CPU, and the switches behind it.
     pub offcpu_ns: u64,
     pub switches: u64,
+    /// Counter overflow profiling: each counter's events, by its index in
+    /// `Model::counters`.
+    pub counters: [u64; MAX_COUNTERS],
+    /// The events of the cycles and the instructions counter again (those
+    /// with a [`CounterRole`]): what CPI and IPC are made of.
+    pub cycles: u64,
+    pub instructions: u64,
 }
 
 impl Value {
@@ -63,6 +71,11 @@ impl Value {
         self.other_io += other.other_io;
         self.offcpu_ns += other.offcpu_ns;
         self.switches += other.switches;
+        for (sum, count) in self.counters.iter_mut().zip(other.counters) {
+            *sum += count;
+        }
+        self.cycles += other.cycles;
+        self.instructions += other.instructions;
     }
 
     pub fn seconds(&self) -> f64 {
@@ -76,6 +89,7 @@ impl Value {
             && self.sync_waits == 0
             && self.io_calls() == 0
             && self.switches == 0
+            && self.counters.iter().all(|&c| c == 0)
     }
 
     /// Traced I/O calls of every class.
@@ -83,8 +97,19 @@ impl Value {
         self.reads + self.writes + self.other_io
     }
 
-    /// The number `metric` shows (nanoseconds for CPU time); 0 for a
-    /// metric that is not computed from events.
+    /// CPI or IPC; None for another metric, or when the divisor is 0.
+    pub fn ratio(&self, metric: MetricName) -> Option<f64> {
+        let (dividend, divisor) = match metric {
+            MetricName::Cpi => (self.cycles, self.instructions),
+            MetricName::Ipc => (self.instructions, self.cycles),
+            _ => return None,
+        };
+        (divisor > 0).then(|| dividend as f64 / divisor as f64)
+    }
+
+    /// The number `metric` shows (nanoseconds for CPU time, millionths
+    /// for a ratio: what listings sort by); 0 for a metric that is not
+    /// computed from events, or a counter not resolved to the model's.
     pub fn get(&self, metric: MetricName) -> u64 {
         match metric {
             MetricName::TotalCpu => self.ns,
@@ -102,6 +127,14 @@ impl Value {
             MetricName::OtherIoCount => self.other_io,
             MetricName::OffCpuTime => self.offcpu_ns,
             MetricName::WallTime => self.ns + self.offcpu_ns,
+            MetricName::Counter(counter) => counter
+                .slot()
+                .and_then(|slot| self.counters.get(slot))
+                .copied()
+                .unwrap_or(0),
+            MetricName::Cpi | MetricName::Ipc => self
+                .ratio(metric)
+                .map_or(0, |ratio| (ratio * 1e6).round() as u64),
             MetricName::Name | MetricName::Size | MetricName::Address => 0,
         }
     }
@@ -118,6 +151,11 @@ impl Value {
             MetricName::IoTime => self.io_calls(),
             MetricName::OffCpuTime => self.switches,
             MetricName::WallTime => self.events + self.switches,
+            // A counter's number is its events already.
+            MetricName::Counter(_) => self.get(metric),
+            // The events the ratio is per.
+            MetricName::Cpi => self.instructions,
+            MetricName::Ipc => self.cycles,
             _ => self.events,
         }
     }
@@ -168,6 +206,20 @@ impl Value {
             switches: 1,
             ..Value::default()
         }
+    }
+
+    /// A counter overflow record's value, the counter playing `role`.
+    fn of_counter(entry: &CounterEntry, role: Option<CounterRole>) -> Value {
+        let mut value = Value::default();
+        if let Some(events) = value.counters.get_mut(usize::from(entry.counter)) {
+            *events = entry.count;
+        }
+        match role {
+            Some(CounterRole::Cycles) => value.cycles = entry.count,
+            Some(CounterRole::Instructions) => value.instructions = entry.count,
+            None => {}
+        }
+        value
     }
 
     /// An allocation's value.
@@ -412,7 +464,6 @@ impl Weights {
         let layout = Layout::of(model);
         let lost_slot = model.stacks.len();
         let mut sums = Sums::new(layout.width(), lost_slot + 1);
-        let mut total = Value::default();
         let mut packed = vec![0u64; layout.width()];
         let mut add = |stack: StackId, value: Value| {
             let slot = match stack {
@@ -421,7 +472,6 @@ impl Weights {
             };
             layout.pack(value, &mut packed);
             sums.add(slot, &packed);
-            total.add(value);
         };
         for event in model.events.iter().filter(|e| keep(e)) {
             add(event.stack, Value::of_event(event));
@@ -438,6 +488,13 @@ impl Weights {
         for entry in model.offcpu.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_offcpu(entry));
         }
+        let roles: Vec<Option<CounterRole>> = model.counters.iter().map(|c| c.role).collect();
+        for entry in model.counter_events.iter().filter(|e| keep(&e.as_event())) {
+            let role = roles.get(usize::from(entry.counter)).copied().flatten();
+            add(entry.stack, Value::of_counter(entry, role));
+        }
+        // Summed from the stacks' sums: not a value's every word per event.
+        let total = layout.unpack(&sums.sum_all());
         Weights {
             layout,
             sums,
