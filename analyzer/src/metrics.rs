@@ -160,15 +160,6 @@ impl Value {
         }
     }
 
-    /// A clock event's value.
-    fn of_event(event: &EventEntry) -> Value {
-        Value {
-            ns: u64::from(event.weight_ns),
-            events: 1,
-            ..Value::default()
-        }
-    }
-
     /// A traced wait's value.
     fn of_wait(entry: &SyncEntry) -> Value {
         Value {
@@ -464,18 +455,28 @@ impl Weights {
         let layout = Layout::of(model);
         let lost_slot = model.stacks.len();
         let mut sums = Sums::new(layout.width(), lost_slot + 1);
+        let slot_of = |stack: StackId| match stack {
+            NO_STACK => lost_slot,
+            stack => (stack as usize).min(lost_slot),
+        };
+        // Clock events are most of the data: their two words go straight
+        // to their places, with no value made and packed for each.
+        let ns_at = layout.position(crate::packed::NS_WORD);
+        let events_at = layout.position(crate::packed::EVENTS_WORD);
+        for event in model.events.iter().filter(|e| keep(e)) {
+            let slot = slot_of(event.stack);
+            if let Some(at) = ns_at {
+                sums.add_word(slot, at, u64::from(event.weight_ns));
+            }
+            if let Some(at) = events_at {
+                sums.add_word(slot, at, 1);
+            }
+        }
         let mut packed = vec![0u64; layout.width()];
         let mut add = |stack: StackId, value: Value| {
-            let slot = match stack {
-                NO_STACK => lost_slot,
-                stack => (stack as usize).min(lost_slot),
-            };
             layout.pack(value, &mut packed);
-            sums.add(slot, &packed);
+            sums.add(slot_of(stack), &packed);
         };
-        for event in model.events.iter().filter(|e| keep(e)) {
-            add(event.stack, Value::of_event(event));
-        }
         for entry in model.heap.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_allocation(entry));
         }
@@ -743,59 +744,96 @@ pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> Ca
 /// [`callers_callees`] of every function on some selected stack (and
 /// `<Total>`), in one pass over the stacks.
 pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId, CallersCallees> {
-    let bound = view.function_bound();
-    let width = weights.layout().width();
-    let mut exclusive = Sums::new(width, bound);
-    let mut inclusive = Sums::new(width, bound);
-    let mut callers = PairSums::new(bound, width);
-    let mut callees = PairSums::new(bound, width);
-    let mut once = OncePerStack::new(bound);
-    let mut functions = Vec::new();
-    let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
-    weights.for_each_stack(view, |frames, value| {
-        functions.clear();
-        functions.extend(
-            frames
-                .iter()
-                .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
-        );
-        inclusive.add(TOTAL as usize, value);
-        if let Some(&root) = functions.last() {
-            callees.add(TOTAL, root, value);
-        }
-        once.next_stack();
-        // Leaf first: the first occurrence of a function is its innermost.
-        for (i, &center) in functions.iter().enumerate() {
-            if !once.first(center as usize) {
-                continue;
-            }
-            inclusive.add(center as usize, value);
-            let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
-            callers.add(center, caller, value);
-            match i.checked_sub(1).map(|j| functions[j]) {
-                Some(callee) => callees.add(center, callee, value),
-                None => exclusive.add(center as usize, value),
-            }
-        }
-    });
-    let mut callers = callers.by_center(weights);
-    let mut callees = callees.by_center(weights);
-    (0..bound as FunctionId)
-        .filter(|&f| !inclusive.is_zero(f as usize))
-        .map(|center| {
-            let value = ExclInclValue {
-                exclusive: weights.value(exclusive.get(center as usize)),
-                inclusive: weights.value(inclusive.get(center as usize)),
-            };
-            let cc = CallersCallees {
-                center,
-                value,
-                callers: sorted_by_value(callers.remove(&center).unwrap_or_default()),
-                callees: sorted_by_value(callees.remove(&center).unwrap_or_default()),
-            };
-            (center, cc)
-        })
+    let all = AllCallersCallees::new(view, weights);
+    all.values
+        .keys()
+        .map(|&center| (center, all.get(center)))
         .collect()
+}
+
+/// [`callers_callees`] of every function on some selected stack (and
+/// `<Total>`) from one pass over the stacks: each centre's values, and its
+/// callers and callees kept packed until [`AllCallersCallees::get`] asks
+/// for them (as values, every (centre, caller) pair would hold a word for
+/// every kind of data).
+pub struct AllCallersCallees {
+    layout: Layout,
+    values: HashMap<FunctionId, ExclInclValue>,
+    callers: PairLists,
+    callees: PairLists,
+}
+
+impl AllCallersCallees {
+    pub fn new(view: &View, weights: &Weights) -> AllCallersCallees {
+        let bound = view.function_bound();
+        let width = weights.layout().width();
+        let mut exclusive = Sums::new(width, bound);
+        let mut inclusive = Sums::new(width, bound);
+        let mut callers = PairSums::new(bound, width);
+        let mut callees = PairSums::new(bound, width);
+        let mut once = OncePerStack::new(bound);
+        let mut functions = Vec::new();
+        let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
+        weights.for_each_stack(view, |frames, value| {
+            functions.clear();
+            functions.extend(
+                frames
+                    .iter()
+                    .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
+            );
+            inclusive.add(TOTAL as usize, value);
+            if let Some(&root) = functions.last() {
+                callees.add(TOTAL, root, value);
+            }
+            once.next_stack();
+            // Leaf first: the first occurrence of a function is its innermost.
+            for (i, &center) in functions.iter().enumerate() {
+                if !once.first(center as usize) {
+                    continue;
+                }
+                inclusive.add(center as usize, value);
+                let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
+                callers.add(center, caller, value);
+                match i.checked_sub(1).map(|j| functions[j]) {
+                    Some(callee) => callees.add(center, callee, value),
+                    None => exclusive.add(center as usize, value),
+                }
+            }
+        });
+        let values = (0..bound as FunctionId)
+            .filter(|&f| !inclusive.is_zero(f as usize))
+            .map(|center| {
+                let value = ExclInclValue {
+                    exclusive: weights.value(exclusive.get(center as usize)),
+                    inclusive: weights.value(inclusive.get(center as usize)),
+                };
+                (center, value)
+            })
+            .collect();
+        AllCallersCallees {
+            layout: weights.layout().clone(),
+            values,
+            callers: callers.grouped(),
+            callees: callees.grouped(),
+        }
+    }
+
+    /// Each centre's exclusive and inclusive values (its function
+    /// metrics), moved out: [`AllCallersCallees::get`] leaves the value
+    /// of its pictures empty after.
+    pub fn take_values(&mut self) -> HashMap<FunctionId, ExclInclValue> {
+        std::mem::take(&mut self.values)
+    }
+
+    /// The picture of `center` (empty for a function on no selected stack).
+    pub fn get(&self, center: FunctionId) -> CallersCallees {
+        CallersCallees {
+            center,
+            value: self.values.get(&center).copied().unwrap_or_default(),
+            callers: sorted_by_value(self.callers.of(center, &self.layout)),
+            callees: sorted_by_value(self.callees.of(center, &self.layout)),
+        }
+    }
 }
 
 /// Packed values per (centre, other function): a dense matrix when there
@@ -834,25 +872,56 @@ impl PairSums {
         }
     }
 
-    /// The pairs with events, grouped by centre.
-    fn by_center(self, weights: &Weights) -> HashMap<FunctionId, HashMap<FunctionId, Value>> {
-        let mut out: HashMap<FunctionId, HashMap<FunctionId, Value>> = HashMap::new();
-        let mut put = |center, other, packed: &[u64]| {
-            let value = weights.value(packed);
+    /// The pairs grouped by centre, for one centre's at a time.
+    fn grouped(self) -> PairLists {
+        match self {
+            PairSums::Dense { bound, sums } => PairLists::Dense { bound, sums },
+            PairSums::Sparse(map, sums) => {
+                let mut by_center: FxHashMap<FunctionId, Vec<(FunctionId, u32)>> =
+                    FxHashMap::default();
+                for ((center, other), index) in map {
+                    by_center.entry(center).or_default().push((other, index));
+                }
+                PairLists::Sparse { by_center, sums }
+            }
+        }
+    }
+}
+
+/// [`PairSums`] by centre.
+enum PairLists {
+    Dense {
+        bound: usize,
+        sums: Sums,
+    },
+    Sparse {
+        by_center: FxHashMap<FunctionId, Vec<(FunctionId, u32)>>,
+        sums: Sums,
+    },
+}
+
+impl PairLists {
+    /// The other functions of `center`'s pairs with events, and the values.
+    fn of(&self, center: FunctionId, layout: &Layout) -> Vec<(FunctionId, Value)> {
+        let mut out = Vec::new();
+        let mut put = |other: FunctionId, packed: &[u64]| {
+            let value = layout.unpack(packed);
             if !value.is_empty() {
-                out.entry(center).or_default().insert(other, value);
+                out.push((other, value));
             }
         };
         match self {
-            PairSums::Dense { bound, sums } => {
-                for i in (0..sums.len()).filter(|&i| !sums.is_zero(i)) {
-                    let (center, other) = (i / bound, i % bound);
-                    put(center as FunctionId, other as FunctionId, sums.get(i));
+            PairLists::Dense { bound, sums } => {
+                let row = (center as usize).min(*bound) * bound;
+                for other in 0..*bound {
+                    if row + other < sums.len() && !sums.is_zero(row + other) {
+                        put(other as FunctionId, sums.get(row + other));
+                    }
                 }
             }
-            PairSums::Sparse(map, sums) => {
-                for ((center, other), index) in map {
-                    put(center, other, sums.get(index as usize));
+            PairLists::Sparse { by_center, sums } => {
+                for &(other, index) in by_center.get(&center).into_iter().flatten() {
+                    put(other, sums.get(index as usize));
                 }
             }
         }
@@ -898,8 +967,10 @@ impl Attribution {
     }
 }
 
-fn sorted_by_value(map: HashMap<FunctionId, Value>) -> Vec<(FunctionId, Value)> {
-    let mut list: Vec<_> = map.into_iter().collect();
+fn sorted_by_value(
+    pairs: impl IntoIterator<Item = (FunctionId, Value)>,
+) -> Vec<(FunctionId, Value)> {
+    let mut list: Vec<_> = pairs.into_iter().collect();
     list.sort_by(|a, b| b.1.ns.cmp(&a.1.ns).then(a.0.cmp(&b.0)));
     list
 }

@@ -15,6 +15,10 @@ use experiment::counters::MAX_COUNTERS;
 /// Words of a [`Value`].
 pub const WORDS: usize = 16 + MAX_COUNTERS + 2;
 
+/// The words of a clock event: CPU time and the event.
+pub const NS_WORD: usize = 0;
+pub const EVENTS_WORD: usize = 1;
+
 /// Where the counters' words start, then `cycles` and `instructions`.
 const COUNTER_WORDS: usize = 16;
 const CYCLES_WORD: usize = COUNTER_WORDS + MAX_COUNTERS;
@@ -117,6 +121,11 @@ impl Layout {
         Layout { kept }
     }
 
+    /// Where word `word` of a value is in a packed value, if kept.
+    pub fn position(&self, word: usize) -> Option<usize> {
+        self.kept.iter().position(|&w| usize::from(w) == word)
+    }
+
     /// Words of a packed value.
     pub fn width(&self) -> usize {
         self.kept.len()
@@ -169,6 +178,12 @@ impl Sums {
         for (s, v) in sum.iter_mut().zip(value) {
             *s += v;
         }
+    }
+
+    /// Adds `value` to word `at` of value `i`.
+    #[inline]
+    pub fn add_word(&mut self, i: usize, at: usize, value: u64) {
+        self.words[i * self.width + at] += value;
     }
 
     /// Value `i`, packed.

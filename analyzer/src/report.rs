@@ -946,15 +946,15 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
 pub fn callers_callees_all(ctx: &Context) -> Report {
     let mut text = ctx.notes_text();
     let mut blocks = Vec::new();
-    let mut all = all_callers_callees(ctx.view, ctx.weights);
+    let mut all = AllCallersCallees::new(ctx.view, ctx.weights);
     // A centre's own values are its function metrics: no second pass.
-    let metrics = all.iter().map(|(&f, cc)| (f, cc.value)).collect();
+    let metrics = all.take_values();
     for row in sorted_rows(ctx, rows_of_functions(ctx, metrics)) {
         let center = row.function.unwrap_or(TOTAL);
-        let cc = all.remove(&center).unwrap_or(CallersCallees {
-            center,
-            ..CallersCallees::default()
-        });
+        let cc = CallersCallees {
+            value: row.value,
+            ..all.get(center)
+        };
         let report = callers_callees_block(ctx, cc);
         text.push_str(&report.text);
         text.push('\n');
