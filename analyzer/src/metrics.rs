@@ -1025,12 +1025,28 @@ impl CallTree {
         &self.child_ids[from..to]
     }
 
-    /// Orders every node's children by `key` of their values, largest
-    /// first, ties by function id.
-    pub fn sort_children_by(&mut self, key: impl Fn(&ExclInclValue) -> u64) {
-        let keys: Vec<u64> = (0..self.len() as NodeId)
-            .map(|n| key(&self.value(n)))
+    /// Orders every node's children by `key` of their inclusive values,
+    /// largest first, ties by function id.
+    pub fn sort_children_by(&mut self, key: impl Fn(&Value) -> u64) {
+        let keys: Vec<u64> = (0..self.len())
+            .map(|n| key(&self.layout.unpack(self.inclusive.get(n))))
             .collect();
+        self.sort_children_by_keys(&keys);
+    }
+
+    /// Orders every node's children by inclusive CPU time, read from the
+    /// packed values (a tree has millions of nodes).
+    fn sort_children_by_cpu_time(&mut self) {
+        let keys: Vec<u64> = match self.layout.position(crate::packed::NS_WORD) {
+            Some(at) => (0..self.len()).map(|n| self.inclusive.get(n)[at]).collect(),
+            None => vec![0; self.len()],
+        };
+        self.sort_children_by_keys(&keys);
+    }
+
+    /// Orders every node's children by `keys` (one per node), largest
+    /// first, ties by function id.
+    fn sort_children_by_keys(&mut self, keys: &[u64]) {
         let function = &self.function;
         for node in 0..self.len() {
             let (from, to) = (
@@ -1100,7 +1116,7 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
         child_start,
         child_ids,
     };
-    tree.sort_children_by(|v| v.inclusive.ns);
+    tree.sort_children_by_cpu_time();
     tree
 }
 

@@ -1017,7 +1017,7 @@ impl CallTreeText {
         let mut tree = call_tree(ctx.view, ctx.weights);
         let order = ctx.sort_metric();
         if order != MetricName::TotalCpu {
-            tree.sort_children_by(|v| v.inclusive.get(order));
+            tree.sort_children_by(|inclusive| inclusive.get(order));
         }
         // Per metric: inclusive value and percent (none for a ratio),
         // exclusive value.
