@@ -23,7 +23,7 @@
 use crate::metrics::{exclusive_inclusive, ExclInclValue, Frame, Value};
 use crate::model::*;
 use crate::report::{Context, MetricColumn, MetricKind, MetricName, Report, SortKey};
-use crate::table::{seconds, Column, Table};
+use crate::table::{Column, Table};
 use debugger::disasm::{Disassembler, Instruction};
 use debugger::symbols::ObjectFile;
 use serde_json::{json, Value as Json};
@@ -661,10 +661,7 @@ fn render(layout: &MetricLayout, rows: &[Row]) -> String {
             let value = row.value.map(|v| pick(&v, kind));
             cells.push(
                 value
-                    .map(|v| match metric {
-                        m if m.is_time() => seconds(v.get(m)),
-                        m => v.get(m).to_string(),
-                    })
+                    .map(|v| crate::report::metric_text(metric, v))
                     .unwrap_or_default(),
             );
             if count {
@@ -857,7 +854,8 @@ fn source_listing(
     if listing.object.as_deref().is_some_and(|o| newer(&found, o)) {
         header.push_str("Warning: the source file is newer than the object file\n");
     }
-    let json = json!({
+    header.push_str(&ctx.notes_text());
+    let json = ctx.with_notes(json!({
         "report": "source",
         "file": full_path.display().to_string(),
         "found": found.display().to_string(),
@@ -866,7 +864,7 @@ fn source_listing(
         "lines": lines_json,
         "functions": functions_json,
         "no_line": no_line_json,
-    });
+    }));
     Ok(Report {
         text: format!("{header}\n{table}"),
         json,
@@ -886,7 +884,7 @@ fn no_line_values(ctx: &Context, functions: &[FunctionId]) -> Vec<(FunctionId, E
     });
     let mut list: Vec<_> = values
         .into_iter()
-        .filter(|(_, v)| v.inclusive.events > 0)
+        .filter(|(_, v)| !v.inclusive.is_empty())
         .collect();
     list.sort_by_key(|(f, _)| *f);
     list
@@ -996,15 +994,16 @@ fn disasm_listing(ctx: &Context, paths: &SourcePaths, input: &DisasmInput) -> Re
     for message in &missing {
         text.push_str(&format!("Note: {message}\n"));
     }
+    text.push_str(&ctx.notes_text());
     text.push('\n');
     text.push_str(&render(&layout, &rows));
-    let json = json!({
+    let json = ctx.with_notes(json!({
         "report": "disasm",
         "function": input.function,
         "object": input.object.display().to_string(),
         "source_missing": missing,
         "rows": json_rows,
-    });
+    }));
     Report { text, json }
 }
 

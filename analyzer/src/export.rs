@@ -3,7 +3,8 @@
 //! format of Brendan Gregg's flamegraph.pl and inferno) and a flame graph
 //! SVG drawn by the inferno crate. The value is the sort metric's (or the
 //! first shown metric's): microseconds of CPU time, or a heap metric's
-//! count or bytes, so there is a flame graph for each metric.
+//! count or bytes, a counter's events, so there is a flame graph for each
+//! metric (but a ratio, CPI or IPC: a flame graph adds up its stacks).
 
 use crate::metrics::Value;
 use crate::report::{Context, MetricName};
@@ -12,8 +13,14 @@ use std::io::Write;
 use std::path::Path;
 
 /// Folded lines with their values, merged by name path.
-fn folded(ctx: &Context) -> BTreeMap<String, u64> {
+fn folded(ctx: &Context) -> Result<BTreeMap<String, u64>, String> {
     let metric = ctx.sort_metric();
+    if metric.is_ratio() {
+        return Err(format!(
+            "{metric} is a ratio and the stacks of a flame graph add up: sort by a counter \
+             (e.cycles) to draw one"
+        ));
+    }
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     ctx.weights.for_each_stack(ctx.view, |frames, value| {
         let names: Vec<String> = frames
@@ -28,7 +35,7 @@ fn folded(ctx: &Context) -> BTreeMap<String, u64> {
         *lines.entry(names.join(";")).or_default() += exported(metric, ctx.weights.value(value));
     });
     lines.retain(|_, v| *v > 0);
-    lines
+    Ok(lines)
 }
 
 /// A stack's number for `metric`: whole microseconds for CPU time.
@@ -44,8 +51,13 @@ fn unit(metric: MetricName) -> &'static str {
     match metric {
         m if m.is_time() => "us",
         MetricName::SyncWaitCount => "waits",
-        MetricName::BytesAllocated | MetricName::BytesLeaked => "bytes",
+        MetricName::BytesAllocated
+        | MetricName::BytesLeaked
+        | MetricName::ReadBytes
+        | MetricName::WriteBytes => "bytes",
         MetricName::Leaks => "leaks",
+        MetricName::ReadCount | MetricName::WriteCount | MetricName::OtherIoCount => "calls",
+        MetricName::Counter(counter) => counter.name(),
         _ => "allocations",
     }
 }
@@ -58,7 +70,7 @@ fn create(path: &Path) -> Result<std::io::BufWriter<std::fs::File>, String> {
 
 /// Writes folded stacks to `path`; the number of lines written.
 pub fn collapsed(ctx: &Context, path: &Path) -> Result<usize, String> {
-    let lines = folded(ctx);
+    let lines = folded(ctx)?;
     let mut out = create(path)?;
     for (stack, value) in &lines {
         writeln!(out, "{stack} {value}").map_err(|e| format!("{}: {e}", path.display()))?;
@@ -71,7 +83,7 @@ pub fn collapsed(ctx: &Context, path: &Path) -> Result<usize, String> {
 /// Writes a flame graph SVG of the selection to `path`; the number of
 /// distinct stacks drawn.
 pub fn flamegraph(ctx: &Context, path: &Path) -> Result<usize, String> {
-    let lines: Vec<String> = folded(ctx)
+    let lines: Vec<String> = folded(ctx)?
         .into_iter()
         .map(|(stack, value)| format!("{stack} {value}"))
         .collect();

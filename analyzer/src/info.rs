@@ -297,7 +297,21 @@ pub fn overview(ctx: &Context) -> Report {
             profiling.join("; ")
         }
     ));
-    text.push_str("Metrics available:  Total CPU Time (totalcpu)\n");
+    let counters = counter_overview(ctx);
+    if !counters.is_empty() {
+        let shown: Vec<String> = counters.iter().map(|c| c.text.clone()).collect();
+        text.push_str(&format!("Counters:           {}\n", shown.join("; ")));
+    }
+    let mut metrics = vec![("Total CPU Time".to_string(), "totalcpu".to_string())];
+    metrics.extend(counter_metrics(ctx.model));
+    let available: Vec<String> = metrics
+        .iter()
+        .map(|(title, name)| match title == name {
+            true => name.clone(),
+            false => format!("{title} ({name})"),
+        })
+        .collect();
+    text.push_str(&format!("Metrics available:  {}\n", available.join(", ")));
     text.push_str(&format!(
         "Total CPU Time:     {} s in {} events; selected {} s ({}%) in {} events\n",
         seconds(all.ns),
@@ -306,6 +320,15 @@ pub fn overview(ctx: &Context) -> Report {
         percent(selected.ns, all.ns),
         selected.events
     ));
+    for counter in &counters {
+        text.push_str(&format!(
+            "{:<20}{} events; selected {} ({}%)\n",
+            format!("{}:", counter.name),
+            counter.all,
+            counter.selected,
+            percent(counter.selected, counter.all)
+        ));
+    }
     let json = json!({
         "report": "overview",
         "experiments": ctx.model.experiments.iter().map(|e| e.path.display().to_string()).collect::<Vec<_>>(),
@@ -313,11 +336,83 @@ pub fn overview(ctx: &Context) -> Report {
         "threads": threads,
         "samples": samples,
         "clock_profiling": profiling,
-        "metrics": ["totalcpu"],
+        "metrics": metrics.iter().map(|(_, name)| name).collect::<Vec<_>>(),
+        "counters": counters.iter().map(|c| c.json.clone()).collect::<Vec<_>>(),
         "total": value_json(all),
         "selected": value_json(selected),
     });
     Report { text, json }
+}
+
+/// One counter in `overview`: its intervals, and its events recorded and
+/// selected.
+struct CounterOverview {
+    name: String,
+    all: u64,
+    selected: u64,
+    text: String,
+    json: Json,
+}
+
+fn counter_overview(ctx: &Context) -> Vec<CounterOverview> {
+    let model = ctx.model;
+    let mut all = vec![0u64; model.counters.len()];
+    for entry in &model.counter_events {
+        all[usize::from(entry.counter)] += entry.count;
+    }
+    let selected = ctx.total();
+    model
+        .counters
+        .iter()
+        .enumerate()
+        .map(|(slot, counter)| {
+            let intervals: std::collections::BTreeSet<u64> = model
+                .experiments
+                .iter()
+                .flat_map(|e| &e.counters)
+                .filter(|c| c.slot == u8::try_from(slot).ok())
+                .map(|c| c.spec.interval)
+                .collect();
+            let listed: Vec<String> = intervals.iter().map(u64::to_string).collect();
+            let scaled = match counter.scaled {
+                true => " (scaled for multiplexing)",
+                false => "",
+            };
+            CounterOverview {
+                name: counter.name().to_string(),
+                all: all[slot],
+                selected: selected.counters.get(slot).copied().unwrap_or(0),
+                text: format!(
+                    "{} every {} events{scaled}",
+                    counter.name(),
+                    listed.join(" or ")
+                ),
+                json: json!({
+                    "name": counter.name(),
+                    "intervals": intervals,
+                    "scaled": counter.scaled,
+                    "events": all[slot],
+                    "selected_events": selected.counters.get(slot).copied().unwrap_or(0),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The counters' metrics (title, name), with CPI and IPC when they can be
+/// computed.
+fn counter_metrics(model: &Model) -> Vec<(String, String)> {
+    let mut metrics: Vec<(String, String)> = model
+        .counters
+        .iter()
+        .map(|c| (c.name().to_string(), c.name().to_string()))
+        .collect();
+    if model.has_cycles_and_instructions() {
+        for metric in [commands::MetricName::Cpi, commands::MetricName::Ipc] {
+            metrics.push((metric.title().to_string(), metric.name().to_string()));
+        }
+    }
+    metrics
 }
 
 /// Process figures of a sample's interval: its values minus the previous
@@ -443,6 +538,10 @@ pub fn header(ctx: &Context) -> Report {
             };
             text.push_str(&format!("  Samples:          {period}\n"));
         }
+        if !expt.counters.is_empty() {
+            let counters: Vec<String> = expt.counters.iter().map(counter_text).collect();
+            text.push_str(&format!("  Counters:         {}\n", counters.join(", ")));
+        }
         let end = match (&terminated, expt.ended) {
             (Some(t), _) => format!("process ended ({t})"),
             (None, true) => "closed by the collector".to_string(),
@@ -467,6 +566,7 @@ pub fn header(ctx: &Context) -> Report {
             "end": end,
             "notes": expt.notes,
             "messages": notes,
+            "counters": expt.counters.iter().map(counter_json).collect::<Vec<_>>(),
         }));
     }
     for warning in &ctx.model.warnings {
@@ -476,6 +576,37 @@ pub fn header(ctx: &Context) -> Report {
         text,
         json: json!({"report": "header", "experiments": list, "warnings": ctx.model.warnings}),
     }
+}
+
+/// A counter in `header`: its name and interval, and what else was asked.
+fn counter_text(counter: &ExperimentCounter) -> String {
+    let spec = &counter.spec;
+    let mut text = format!("{} every {} events", spec.name, spec.interval);
+    if spec.data_address {
+        text.push_str(", with data addresses");
+    }
+    if counter.scaled {
+        text.push_str(", scaled for multiplexing");
+    }
+    if counter.slot.is_none() {
+        text.push_str(", not shown (too many counters)");
+    }
+    text
+}
+
+fn counter_json(counter: &ExperimentCounter) -> Json {
+    let spec = &counter.spec;
+    json!({
+        "index": counter.index,
+        "name": spec.name,
+        "type": spec.kind,
+        "config": spec.config,
+        "config1": spec.config1,
+        "config2": spec.config2,
+        "interval": spec.interval,
+        "data_address": spec.data_address,
+        "scaled": counter.scaled,
+    })
 }
 
 /// A CLOCK_REALTIME time as `YYYY-MM-DD HH:MM:SS UTC`.

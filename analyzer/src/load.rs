@@ -11,6 +11,7 @@ use crate::stack_ids::Lookup;
 use crate::{Error, Result};
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
+use experiment::counters::{CounterSpec, MAX_COUNTERS};
 use experiment::heap::HeapOp;
 use experiment::layout::{StackRecordRef, StackStatus};
 use experiment::log::Event;
@@ -349,7 +350,65 @@ impl Builder {
         for entry in &mut self.model.offcpu {
             entry.time_ns = entry.time_ns.saturating_sub(origin);
         }
+        for entry in &mut self.model.counter_events {
+            entry.time_ns = entry.time_ns.saturating_sub(origin);
+        }
         self.model
+    }
+
+    /// The counters an experiment's log names, each given the model's
+    /// counter of its name (made when new): the same counter in several
+    /// experiments is one metric.
+    fn experiment_counters(
+        &mut self,
+        shown: &str,
+        log: &[experiment::LogEvent],
+    ) -> Vec<ExperimentCounter> {
+        let mut counters: Vec<ExperimentCounter> = Vec::new();
+        for event in log {
+            let Event::Counter { index, spec } = &event.event else {
+                continue;
+            };
+            if counters.iter().any(|c| c.index == *index) {
+                continue;
+            }
+            let slot = self.counter_slot(shown, spec);
+            counters.push(ExperimentCounter {
+                index: *index,
+                spec: spec.clone(),
+                slot,
+                scaled: false,
+            });
+        }
+        counters.sort_by_key(|c| c.index);
+        counters
+    }
+
+    /// The index in `Model::counters` of the counter named as `spec`'s,
+    /// added if new; None (with a warning) when the model holds the most
+    /// counters a value has room for.
+    fn counter_slot(&mut self, shown: &str, spec: &CounterSpec) -> Option<u8> {
+        let counters = &self.model.counters;
+        if let Some(slot) = counters.iter().position(|c| c.spec.name == spec.name) {
+            return u8::try_from(slot).ok();
+        }
+        if counters.len() >= MAX_COUNTERS {
+            self.warn(format!(
+                "{shown}: counter {} not shown: the experiments have more than {MAX_COUNTERS} \
+                 counters",
+                spec.name
+            ));
+            return None;
+        }
+        let slot = u8::try_from(counters.len()).ok()?;
+        let role = CounterRole::of(spec).filter(|&r| self.model.counter_with(r).is_none());
+        self.model.counters.push(CounterInfo {
+            metric: commands::Counter::named(&spec.name).at(slot),
+            spec: spec.clone(),
+            role,
+            scaled: false,
+        });
+        Some(slot)
     }
 
     fn add_experiment(
@@ -405,6 +464,7 @@ impl Builder {
         }
         let mappings = self.mappings(&log);
         let mut entry = experiment_entry(expt, log);
+        entry.counters = self.experiment_counters(&shown, &entry.log);
         let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
         let mut tally = Tally::default();
@@ -541,6 +601,53 @@ impl Builder {
             })?;
             if let Some(warning) = block_file_warning(&shown, "offcpu", &offcpu_stats) {
                 self.warn(warning);
+            }
+        }
+        if expt.manifest().kinds.iter().any(|k| k == "counters") {
+            let mut unnamed = 0u64;
+            let counter_stats = expt.for_each_counter_event(|record| {
+                let e = record.event;
+                if !tally.admit(&plausible, e.time_ns, e.time_ns, e.time_ns) {
+                    return;
+                }
+                let named = entry.counters.iter_mut().find(|c| c.index == e.counter);
+                let Some(counter) = named else {
+                    unnamed += 1;
+                    return;
+                };
+                // A counter the model had no room for was warned about.
+                let Some(slot) = counter.slot else {
+                    return;
+                };
+                counter.scaled |= e.scaled();
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                let stack = tally.stack(stack);
+                self.model.counter_events.push(CounterEntry {
+                    experiment: index,
+                    counter: slot,
+                    flags: e.flags,
+                    frame: e.frame,
+                    thread: threads.number(record.tid),
+                    time_ns: e.time_ns,
+                    count: e.count,
+                    data_addr: e.data_addr,
+                    frame_cfa: e.frame_cfa,
+                    stack,
+                    sample: sample_of(&entry.samples, e.time_ns),
+                });
+            })?;
+            if unnamed > 0 {
+                self.warn(format!(
+                    "{shown}: {unnamed} counter record(s) of a counter the log does not name skipped"
+                ));
+            }
+            if let Some(warning) = block_file_warning(&shown, "counters", &counter_stats) {
+                self.warn(warning);
+            }
+            for counter in entry.counters.iter().filter(|c| c.scaled) {
+                if let Some(slot) = counter.slot {
+                    self.model.counters[usize::from(slot)].scaled = true;
+                }
             }
         }
         if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
@@ -1107,6 +1214,7 @@ fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> Experi
         notes: expt.notes(),
         ended,
         format_version: format!("{}.{}", manifest.version_major, manifest.version_minor),
+        counters: Vec::new(),
     }
 }
 

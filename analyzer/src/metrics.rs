@@ -9,6 +9,7 @@
 use crate::model::*;
 use crate::packed::{Layout, Sums};
 use commands::MetricName;
+use experiment::counters::MAX_COUNTERS;
 use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -43,6 +44,13 @@ pub struct Value {
     /// Off-CPU profiling: time off the CPU, and the switches behind it.
     pub offcpu_ns: u64,
     pub switches: u64,
+    /// Counter overflow profiling: each counter's events, by its index in
+    /// `Model::counters`.
+    pub counters: [u64; MAX_COUNTERS],
+    /// The events of the cycles and the instructions counter again (those
+    /// with a [`CounterRole`]): what CPI and IPC are made of.
+    pub cycles: u64,
+    pub instructions: u64,
 }
 
 impl Value {
@@ -63,6 +71,11 @@ impl Value {
         self.other_io += other.other_io;
         self.offcpu_ns += other.offcpu_ns;
         self.switches += other.switches;
+        for (sum, count) in self.counters.iter_mut().zip(other.counters) {
+            *sum += count;
+        }
+        self.cycles += other.cycles;
+        self.instructions += other.instructions;
     }
 
     pub fn seconds(&self) -> f64 {
@@ -76,6 +89,7 @@ impl Value {
             && self.sync_waits == 0
             && self.io_calls() == 0
             && self.switches == 0
+            && self.counters.iter().all(|&c| c == 0)
     }
 
     /// Traced I/O calls of every class.
@@ -83,8 +97,19 @@ impl Value {
         self.reads + self.writes + self.other_io
     }
 
-    /// The number `metric` shows (nanoseconds for CPU time); 0 for a
-    /// metric that is not computed from events.
+    /// CPI or IPC; None for another metric, or when the divisor is 0.
+    pub fn ratio(&self, metric: MetricName) -> Option<f64> {
+        let (dividend, divisor) = match metric {
+            MetricName::Cpi => (self.cycles, self.instructions),
+            MetricName::Ipc => (self.instructions, self.cycles),
+            _ => return None,
+        };
+        (divisor > 0).then(|| dividend as f64 / divisor as f64)
+    }
+
+    /// The number `metric` shows (nanoseconds for CPU time, millionths
+    /// for a ratio: what listings sort by); 0 for a metric that is not
+    /// computed from events, or a counter not resolved to the model's.
     pub fn get(&self, metric: MetricName) -> u64 {
         match metric {
             MetricName::TotalCpu => self.ns,
@@ -102,6 +127,14 @@ impl Value {
             MetricName::OtherIoCount => self.other_io,
             MetricName::OffCpuTime => self.offcpu_ns,
             MetricName::WallTime => self.ns + self.offcpu_ns,
+            MetricName::Counter(counter) => counter
+                .slot()
+                .and_then(|slot| self.counters.get(slot))
+                .copied()
+                .unwrap_or(0),
+            MetricName::Cpi | MetricName::Ipc => self
+                .ratio(metric)
+                .map_or(0, |ratio| (ratio * 1e6).round() as u64),
             MetricName::Name | MetricName::Size | MetricName::Address => 0,
         }
     }
@@ -118,16 +151,12 @@ impl Value {
             MetricName::IoTime => self.io_calls(),
             MetricName::OffCpuTime => self.switches,
             MetricName::WallTime => self.events + self.switches,
+            // A counter's number is its events already.
+            MetricName::Counter(_) => self.get(metric),
+            // The events the ratio is per.
+            MetricName::Cpi => self.instructions,
+            MetricName::Ipc => self.cycles,
             _ => self.events,
-        }
-    }
-
-    /// A clock event's value.
-    fn of_event(event: &EventEntry) -> Value {
-        Value {
-            ns: u64::from(event.weight_ns),
-            events: 1,
-            ..Value::default()
         }
     }
 
@@ -168,6 +197,20 @@ impl Value {
             switches: 1,
             ..Value::default()
         }
+    }
+
+    /// A counter overflow record's value, the counter playing `role`.
+    fn of_counter(entry: &CounterEntry, role: Option<CounterRole>) -> Value {
+        let mut value = Value::default();
+        if let Some(events) = value.counters.get_mut(usize::from(entry.counter)) {
+            *events = entry.count;
+        }
+        match role {
+            Some(CounterRole::Cycles) => value.cycles = entry.count,
+            Some(CounterRole::Instructions) => value.instructions = entry.count,
+            None => {}
+        }
+        value
     }
 
     /// An allocation's value.
@@ -412,20 +455,28 @@ impl Weights {
         let layout = Layout::of(model);
         let lost_slot = model.stacks.len();
         let mut sums = Sums::new(layout.width(), lost_slot + 1);
-        let mut total = Value::default();
+        let slot_of = |stack: StackId| match stack {
+            NO_STACK => lost_slot,
+            stack => (stack as usize).min(lost_slot),
+        };
+        // Clock events are most of the data: their two words go straight
+        // to their places, with no value made and packed for each.
+        let ns_at = layout.position(crate::packed::NS_WORD);
+        let events_at = layout.position(crate::packed::EVENTS_WORD);
+        for event in model.events.iter().filter(|e| keep(e)) {
+            let slot = slot_of(event.stack);
+            if let Some(at) = ns_at {
+                sums.add_word(slot, at, u64::from(event.weight_ns));
+            }
+            if let Some(at) = events_at {
+                sums.add_word(slot, at, 1);
+            }
+        }
         let mut packed = vec![0u64; layout.width()];
         let mut add = |stack: StackId, value: Value| {
-            let slot = match stack {
-                NO_STACK => lost_slot,
-                stack => (stack as usize).min(lost_slot),
-            };
             layout.pack(value, &mut packed);
-            sums.add(slot, &packed);
-            total.add(value);
+            sums.add(slot_of(stack), &packed);
         };
-        for event in model.events.iter().filter(|e| keep(e)) {
-            add(event.stack, Value::of_event(event));
-        }
         for entry in model.heap.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_allocation(entry));
         }
@@ -438,6 +489,13 @@ impl Weights {
         for entry in model.offcpu.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_offcpu(entry));
         }
+        let roles: Vec<Option<CounterRole>> = model.counters.iter().map(|c| c.role).collect();
+        for entry in model.counter_events.iter().filter(|e| keep(&e.as_event())) {
+            let role = roles.get(usize::from(entry.counter)).copied().flatten();
+            add(entry.stack, Value::of_counter(entry, role));
+        }
+        // Summed from the stacks' sums: not a value's every word per event.
+        let total = layout.unpack(&sums.sum_all());
         Weights {
             layout,
             sums,
@@ -686,59 +744,96 @@ pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> Ca
 /// [`callers_callees`] of every function on some selected stack (and
 /// `<Total>`), in one pass over the stacks.
 pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId, CallersCallees> {
-    let bound = view.function_bound();
-    let width = weights.layout().width();
-    let mut exclusive = Sums::new(width, bound);
-    let mut inclusive = Sums::new(width, bound);
-    let mut callers = PairSums::new(bound, width);
-    let mut callees = PairSums::new(bound, width);
-    let mut once = OncePerStack::new(bound);
-    let mut functions = Vec::new();
-    let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
-    weights.for_each_stack(view, |frames, value| {
-        functions.clear();
-        functions.extend(
-            frames
-                .iter()
-                .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
-        );
-        inclusive.add(TOTAL as usize, value);
-        if let Some(&root) = functions.last() {
-            callees.add(TOTAL, root, value);
-        }
-        once.next_stack();
-        // Leaf first: the first occurrence of a function is its innermost.
-        for (i, &center) in functions.iter().enumerate() {
-            if !once.first(center as usize) {
-                continue;
-            }
-            inclusive.add(center as usize, value);
-            let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
-            callers.add(center, caller, value);
-            match i.checked_sub(1).map(|j| functions[j]) {
-                Some(callee) => callees.add(center, callee, value),
-                None => exclusive.add(center as usize, value),
-            }
-        }
-    });
-    let mut callers = callers.by_center(weights);
-    let mut callees = callees.by_center(weights);
-    (0..bound as FunctionId)
-        .filter(|&f| !inclusive.is_zero(f as usize))
-        .map(|center| {
-            let value = ExclInclValue {
-                exclusive: weights.value(exclusive.get(center as usize)),
-                inclusive: weights.value(inclusive.get(center as usize)),
-            };
-            let cc = CallersCallees {
-                center,
-                value,
-                callers: sorted_by_value(callers.remove(&center).unwrap_or_default()),
-                callees: sorted_by_value(callees.remove(&center).unwrap_or_default()),
-            };
-            (center, cc)
-        })
+    let all = AllCallersCallees::new(view, weights);
+    all.values
+        .keys()
+        .map(|&center| (center, all.get(center)))
         .collect()
+}
+
+/// [`callers_callees`] of every function on some selected stack (and
+/// `<Total>`) from one pass over the stacks: each centre's values, and its
+/// callers and callees kept packed until [`AllCallersCallees::get`] asks
+/// for them (as values, every (centre, caller) pair would hold a word for
+/// every kind of data).
+pub struct AllCallersCallees {
+    layout: Layout,
+    values: HashMap<FunctionId, ExclInclValue>,
+    callers: PairLists,
+    callees: PairLists,
+}
+
+impl AllCallersCallees {
+    pub fn new(view: &View, weights: &Weights) -> AllCallersCallees {
+        let bound = view.function_bound();
+        let width = weights.layout().width();
+        let mut exclusive = Sums::new(width, bound);
+        let mut inclusive = Sums::new(width, bound);
+        let mut callers = PairSums::new(bound, width);
+        let mut callees = PairSums::new(bound, width);
+        let mut once = OncePerStack::new(bound);
+        let mut functions = Vec::new();
+        let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
+        weights.for_each_stack(view, |frames, value| {
+            functions.clear();
+            functions.extend(
+                frames
+                    .iter()
+                    .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
+            );
+            inclusive.add(TOTAL as usize, value);
+            if let Some(&root) = functions.last() {
+                callees.add(TOTAL, root, value);
+            }
+            once.next_stack();
+            // Leaf first: the first occurrence of a function is its innermost.
+            for (i, &center) in functions.iter().enumerate() {
+                if !once.first(center as usize) {
+                    continue;
+                }
+                inclusive.add(center as usize, value);
+                let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
+                callers.add(center, caller, value);
+                match i.checked_sub(1).map(|j| functions[j]) {
+                    Some(callee) => callees.add(center, callee, value),
+                    None => exclusive.add(center as usize, value),
+                }
+            }
+        });
+        let values = (0..bound as FunctionId)
+            .filter(|&f| !inclusive.is_zero(f as usize))
+            .map(|center| {
+                let value = ExclInclValue {
+                    exclusive: weights.value(exclusive.get(center as usize)),
+                    inclusive: weights.value(inclusive.get(center as usize)),
+                };
+                (center, value)
+            })
+            .collect();
+        AllCallersCallees {
+            layout: weights.layout().clone(),
+            values,
+            callers: callers.grouped(),
+            callees: callees.grouped(),
+        }
+    }
+
+    /// Each centre's exclusive and inclusive values (its function
+    /// metrics), moved out: [`AllCallersCallees::get`] leaves the value
+    /// of its pictures empty after.
+    pub fn take_values(&mut self) -> HashMap<FunctionId, ExclInclValue> {
+        std::mem::take(&mut self.values)
+    }
+
+    /// The picture of `center` (empty for a function on no selected stack).
+    pub fn get(&self, center: FunctionId) -> CallersCallees {
+        CallersCallees {
+            center,
+            value: self.values.get(&center).copied().unwrap_or_default(),
+            callers: sorted_by_value(self.callers.of(center, &self.layout)),
+            callees: sorted_by_value(self.callees.of(center, &self.layout)),
+        }
+    }
 }
 
 /// Packed values per (centre, other function): a dense matrix when there
@@ -777,25 +872,56 @@ impl PairSums {
         }
     }
 
-    /// The pairs with events, grouped by centre.
-    fn by_center(self, weights: &Weights) -> HashMap<FunctionId, HashMap<FunctionId, Value>> {
-        let mut out: HashMap<FunctionId, HashMap<FunctionId, Value>> = HashMap::new();
-        let mut put = |center, other, packed: &[u64]| {
-            let value = weights.value(packed);
+    /// The pairs grouped by centre, for one centre's at a time.
+    fn grouped(self) -> PairLists {
+        match self {
+            PairSums::Dense { bound, sums } => PairLists::Dense { bound, sums },
+            PairSums::Sparse(map, sums) => {
+                let mut by_center: FxHashMap<FunctionId, Vec<(FunctionId, u32)>> =
+                    FxHashMap::default();
+                for ((center, other), index) in map {
+                    by_center.entry(center).or_default().push((other, index));
+                }
+                PairLists::Sparse { by_center, sums }
+            }
+        }
+    }
+}
+
+/// [`PairSums`] by centre.
+enum PairLists {
+    Dense {
+        bound: usize,
+        sums: Sums,
+    },
+    Sparse {
+        by_center: FxHashMap<FunctionId, Vec<(FunctionId, u32)>>,
+        sums: Sums,
+    },
+}
+
+impl PairLists {
+    /// The other functions of `center`'s pairs with events, and the values.
+    fn of(&self, center: FunctionId, layout: &Layout) -> Vec<(FunctionId, Value)> {
+        let mut out = Vec::new();
+        let mut put = |other: FunctionId, packed: &[u64]| {
+            let value = layout.unpack(packed);
             if !value.is_empty() {
-                out.entry(center).or_default().insert(other, value);
+                out.push((other, value));
             }
         };
         match self {
-            PairSums::Dense { bound, sums } => {
-                for i in (0..sums.len()).filter(|&i| !sums.is_zero(i)) {
-                    let (center, other) = (i / bound, i % bound);
-                    put(center as FunctionId, other as FunctionId, sums.get(i));
+            PairLists::Dense { bound, sums } => {
+                let row = (center as usize).min(*bound) * bound;
+                for other in 0..*bound {
+                    if row + other < sums.len() && !sums.is_zero(row + other) {
+                        put(other as FunctionId, sums.get(row + other));
+                    }
                 }
             }
-            PairSums::Sparse(map, sums) => {
-                for ((center, other), index) in map {
-                    put(center, other, sums.get(index as usize));
+            PairLists::Sparse { by_center, sums } => {
+                for &(other, index) in by_center.get(&center).into_iter().flatten() {
+                    put(other, sums.get(index as usize));
                 }
             }
         }
@@ -841,8 +967,10 @@ impl Attribution {
     }
 }
 
-fn sorted_by_value(map: HashMap<FunctionId, Value>) -> Vec<(FunctionId, Value)> {
-    let mut list: Vec<_> = map.into_iter().collect();
+fn sorted_by_value(
+    pairs: impl IntoIterator<Item = (FunctionId, Value)>,
+) -> Vec<(FunctionId, Value)> {
+    let mut list: Vec<_> = pairs.into_iter().collect();
     list.sort_by(|a, b| b.1.ns.cmp(&a.1.ns).then(a.0.cmp(&b.0)));
     list
 }
@@ -897,12 +1025,28 @@ impl CallTree {
         &self.child_ids[from..to]
     }
 
-    /// Orders every node's children by `key` of their values, largest
-    /// first, ties by function id.
-    pub fn sort_children_by(&mut self, key: impl Fn(&ExclInclValue) -> u64) {
-        let keys: Vec<u64> = (0..self.len() as NodeId)
-            .map(|n| key(&self.value(n)))
+    /// Orders every node's children by `key` of their inclusive values,
+    /// largest first, ties by function id.
+    pub fn sort_children_by(&mut self, key: impl Fn(&Value) -> u64) {
+        let keys: Vec<u64> = (0..self.len())
+            .map(|n| key(&self.layout.unpack(self.inclusive.get(n))))
             .collect();
+        self.sort_children_by_keys(&keys);
+    }
+
+    /// Orders every node's children by inclusive CPU time, read from the
+    /// packed values (a tree has millions of nodes).
+    fn sort_children_by_cpu_time(&mut self) {
+        let keys: Vec<u64> = match self.layout.position(crate::packed::NS_WORD) {
+            Some(at) => (0..self.len()).map(|n| self.inclusive.get(n)[at]).collect(),
+            None => vec![0; self.len()],
+        };
+        self.sort_children_by_keys(&keys);
+    }
+
+    /// Orders every node's children by `keys` (one per node), largest
+    /// first, ties by function id.
+    fn sort_children_by_keys(&mut self, keys: &[u64]) {
         let function = &self.function;
         for node in 0..self.len() {
             let (from, to) = (
@@ -972,7 +1116,7 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
         child_start,
         child_ids,
     };
-    tree.sort_children_by(|v| v.inclusive.ns);
+    tree.sort_children_by_cpu_time();
     tree
 }
 

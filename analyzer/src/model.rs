@@ -3,6 +3,7 @@
 //! events as small records pointing at them. Metrics are computed from this
 //! (see `metrics`); nothing here depends on the view settings.
 
+use experiment::counters::CounterSpec;
 use experiment::layout::StackStatus;
 use experiment::log::{LogEvent, Sample, StartInfo};
 use std::path::PathBuf;
@@ -367,9 +368,96 @@ pub struct OffCpuEntry {
     pub sample: u32,
 }
 
+/// One counter overflow record (or several merged: `count` covers them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CounterEntry {
+    pub experiment: u16,
+    /// Index into `Model::counters`.
+    pub counter: u8,
+    /// `experiment::counters::FLAG_*`: whether `data_addr`, `frame` and
+    /// `frame_cfa` are set, and whether `count` was scaled.
+    pub flags: u16,
+    /// The stack frame holding `data_addr` (leaf = 0), with `FLAG_IN_FRAME`.
+    pub frame: u16,
+    /// dbx's thread number within its experiment, as for clock events.
+    pub thread: u32,
+    /// When the thread was interrupted: nanoseconds since the earliest
+    /// experiment start of the model.
+    pub time_ns: u64,
+    /// Events counted since the thread's previous record of this counter.
+    pub count: u64,
+    /// The event's data address, with `FLAG_DATA_ADDRESS`.
+    pub data_addr: u64,
+    /// The CFA of frame `frame`, with `FLAG_IN_FRAME`.
+    pub frame_cfa: u64,
+    pub stack: StackId,
+    /// The sample (of its experiment) the record fell in, from 1.
+    pub sample: u32,
+}
+
+/// What a counter counts toward: CPI and IPC are made of a cycles counter
+/// and an instructions counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CounterRole {
+    Cycles,
+    Instructions,
+}
+
+impl CounterRole {
+    /// The role of a counter opened as `spec`: perf's generic hardware
+    /// events CPU cycles (type 0, config 0) and instructions (config 1).
+    /// Hybrid CPUs name their PMU in the config's high 32 bits.
+    pub fn of(spec: &CounterSpec) -> Option<CounterRole> {
+        const PERF_TYPE_HARDWARE: u32 = 0;
+        if spec.kind != PERF_TYPE_HARDWARE {
+            return None;
+        }
+        match spec.config & 0xffff_ffff {
+            0 => Some(CounterRole::Cycles),
+            1 => Some(CounterRole::Instructions),
+            _ => None,
+        }
+    }
+}
+
+/// A counter of the loaded experiments: one per name, whichever
+/// experiments recorded it.
+#[derive(Debug, Clone)]
+pub struct CounterInfo {
+    /// Its metric, resolved to its index in `Model::counters`.
+    pub metric: commands::Counter,
+    /// What was opened (as the first experiment that has it says).
+    pub spec: CounterSpec,
+    /// Set on the first cycles counter and the first instructions counter
+    /// only: those make CPI and IPC.
+    pub role: Option<CounterRole>,
+    /// Some record's count was scaled for multiplexing.
+    pub scaled: bool,
+}
+
+impl CounterInfo {
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+}
+
+/// A counter as one experiment's log names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExperimentCounter {
+    /// The records' `counter` field.
+    pub index: u16,
+    pub spec: CounterSpec,
+    /// Its index in `Model::counters`; None when the model had no room
+    /// left (more than `MAX_COUNTERS` names across the experiments).
+    pub slot: Option<u8>,
+    /// Some record's count was scaled for multiplexing.
+    pub scaled: bool,
+}
+
 /// `as_event` for the traced calls (waits, allocations, I/O calls,
-/// switches off the CPU): the call as a clock event with no weight and no
-/// CPU, for the selections and filters written for events.
+/// switches off the CPU, counter overflows): the call as a clock event
+/// with no weight and no CPU, for the selections and filters written for
+/// events.
 macro_rules! traced_as_event {
     ($($entry:ty),*) => {$(
         impl $entry {
@@ -380,7 +468,7 @@ macro_rules! traced_as_event {
     )*};
 }
 
-traced_as_event!(SyncEntry, HeapEntry, IoEntry, OffCpuEntry);
+traced_as_event!(SyncEntry, HeapEntry, IoEntry, OffCpuEntry, CounterEntry);
 
 const _: () = assert!(std::mem::size_of::<EventEntry>() == 32);
 
@@ -412,6 +500,8 @@ pub struct ExperimentEntry {
     /// The collector closed it (`end` line).
     pub ended: bool,
     pub format_version: String,
+    /// The counters of counter overflow profiling, in index order.
+    pub counters: Vec<ExperimentCounter>,
 }
 
 /// Everything the reports are computed from.
@@ -438,6 +528,11 @@ pub struct Model {
     pub io_files: Vec<IoFile>,
     /// Switches off the CPU, in order of their experiments.
     pub offcpu: Vec<OffCpuEntry>,
+    /// The counters of counter overflow profiling, at most
+    /// `experiment::counters::MAX_COUNTERS`.
+    pub counters: Vec<CounterInfo>,
+    /// Counter overflow records, in order of their experiments.
+    pub counter_events: Vec<CounterEntry>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).
@@ -459,6 +554,18 @@ impl Model {
 
     pub fn pc(&self, id: PcId) -> &PcEntry {
         &self.pcs[id as usize]
+    }
+
+    /// The counter that plays `role`, if one was recorded.
+    pub fn counter_with(&self, role: CounterRole) -> Option<&CounterInfo> {
+        self.counters.iter().find(|c| c.role == Some(role))
+    }
+
+    /// Whether CPI and IPC can be computed: a cycles counter and an
+    /// instructions counter were recorded.
+    pub fn has_cycles_and_instructions(&self) -> bool {
+        self.counter_with(CounterRole::Cycles).is_some()
+            && self.counter_with(CounterRole::Instructions).is_some()
     }
 
     /// The kernel thread id of `event`'s thread.

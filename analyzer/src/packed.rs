@@ -1,22 +1,33 @@
 //! Metric values packed to the quantities a model's data can make nonzero.
 //!
 //! A [`Value`] has a field for every kind of data (CPU time, waits,
-//! allocations, I/O, off-CPU time): 16 words. A clock profile only ever
-//! fills two of them, and the aggregation adds a value per frame of every
+//! allocations, I/O, off-CPU time, counters): 26 words. A clock profile
+//! only ever fills two of them, and the aggregation adds a value per frame of every
 //! distinct stack (a hundred million frames at a million stacks) and keeps
 //! one per call-tree node (millions): the per-stack sums, the per-key sums
 //! of the hot loop and the call tree hold only the words the data has, in
 //! one flat vector each, and a value is unpacked when it is shown.
 
 use crate::metrics::Value;
-use crate::model::Model;
+use crate::model::{CounterRole, Model};
+use experiment::counters::MAX_COUNTERS;
 
 /// Words of a [`Value`].
-pub const WORDS: usize = 16;
+pub const WORDS: usize = 16 + MAX_COUNTERS + 2;
+
+/// The words of a clock event: CPU time and the event.
+pub const NS_WORD: usize = 0;
+pub const EVENTS_WORD: usize = 1;
+
+/// Where the counters' words start, then `cycles` and `instructions`.
+const COUNTER_WORDS: usize = 16;
+const CYCLES_WORD: usize = COUNTER_WORDS + MAX_COUNTERS;
+const INSTRUCTIONS_WORD: usize = CYCLES_WORD + 1;
 
 impl Value {
     /// The value's quantities in a fixed order (see [`Layout::of`]).
     pub(crate) fn to_words(self) -> [u64; WORDS] {
+        let c = self.counters;
         [
             self.ns,
             self.events,
@@ -34,6 +45,16 @@ impl Value {
             self.other_io,
             self.offcpu_ns,
             self.switches,
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            c[6],
+            c[7],
+            self.cycles,
+            self.instructions,
         ]
     }
 
@@ -55,6 +76,9 @@ impl Value {
             other_io: w[13],
             offcpu_ns: w[14],
             switches: w[15],
+            counters: std::array::from_fn(|i| w[COUNTER_WORDS + i]),
+            cycles: w[CYCLES_WORD],
+            instructions: w[INSTRUCTIONS_WORD],
         }
     }
 }
@@ -67,14 +91,24 @@ pub struct Layout {
 
 impl Layout {
     /// The words the model's data can make nonzero: CPU time and events
-    /// with clock events (or no data at all), and each traced kind's.
+    /// with clock events (or no data at all), each traced kind's, and
+    /// those of the counters recorded (with CPI's two when they are).
     pub fn of(model: &Model) -> Layout {
-        let kinds: [(bool, std::ops::Range<u8>); 5] = [
+        let counted = !model.counter_events.is_empty();
+        let role = |role| counted && model.counter_with(role).is_some();
+        let word = |at: usize| at as u8..at as u8 + 1;
+        let kinds: [(bool, std::ops::Range<u8>); 8] = [
             (!model.events.is_empty(), 0..2),
             (!model.sync.is_empty(), 2..4),
             (!model.heap.is_empty(), 4..8),
             (!model.io.is_empty(), 8..14),
             (!model.offcpu.is_empty(), 14..16),
+            (
+                counted,
+                COUNTER_WORDS as u8..(COUNTER_WORDS + model.counters.len()) as u8,
+            ),
+            (role(CounterRole::Cycles), word(CYCLES_WORD)),
+            (role(CounterRole::Instructions), word(INSTRUCTIONS_WORD)),
         ];
         let mut kept: Vec<u8> = kinds
             .into_iter()
@@ -85,6 +119,11 @@ impl Layout {
             kept.extend(0..2);
         }
         Layout { kept }
+    }
+
+    /// Where word `word` of a value is in a packed value, if kept.
+    pub fn position(&self, word: usize) -> Option<usize> {
+        self.kept.iter().position(|&w| usize::from(w) == word)
     }
 
     /// Words of a packed value.
@@ -141,6 +180,12 @@ impl Sums {
         }
     }
 
+    /// Adds `value` to word `at` of value `i`.
+    #[inline]
+    pub fn add_word(&mut self, i: usize, at: usize, value: u64) {
+        self.words[i * self.width + at] += value;
+    }
+
     /// Value `i`, packed.
     #[inline]
     pub fn get(&self, i: usize) -> &[u64] {
@@ -165,6 +210,17 @@ impl Sums {
         for k in 0..w {
             self.words[t + k] += self.words[f + k];
         }
+    }
+
+    /// The sum of every value, packed.
+    pub fn sum_all(&self) -> Vec<u64> {
+        let mut sum = vec![0u64; self.width];
+        for value in self.words.chunks_exact(self.width.max(1)) {
+            for (s, v) in sum.iter_mut().zip(value) {
+                *s += v;
+            }
+        }
+        sum
     }
 }
 
@@ -203,5 +259,53 @@ mod tests {
     fn an_empty_model_keeps_the_clock_words() {
         let layout = Layout::of(&Model::default());
         assert_eq!(layout.width(), 2);
+    }
+
+    /// Counters cost words only when recorded: one per counter, and CPI's
+    /// two when a cycles and an instructions counter are among them.
+    #[test]
+    fn counters_keep_their_own_words() {
+        use crate::model::{CounterEntry, CounterInfo, NO_STACK};
+        use experiment::counters::CounterSpec;
+        let counter = |name: &str, config: u64, role| CounterInfo {
+            metric: commands::Counter::named(name),
+            spec: CounterSpec::parse(&format!("0:{config}:0:0:1000:0:{name}")).unwrap(),
+            role,
+            scaled: false,
+        };
+        let mut model = Model {
+            counters: vec![
+                counter("cycles", 0, Some(CounterRole::Cycles)),
+                counter("misses", 3, None),
+            ],
+            ..Model::default()
+        };
+        assert_eq!(Layout::of(&model).width(), 2, "no record, no words");
+        model.counter_events.push(CounterEntry {
+            experiment: 0,
+            counter: 1,
+            flags: 0,
+            frame: 0,
+            thread: 1,
+            time_ns: 0,
+            count: 5,
+            data_addr: 0,
+            frame_cfa: 0,
+            stack: NO_STACK,
+            sample: 1,
+        });
+        let layout = Layout::of(&model);
+        // Two counters and cycles; no clock words without clock events.
+        assert_eq!(layout.width(), 2 + 1);
+        let value = Value {
+            counters: [0, 5, 0, 0, 0, 0, 0, 9],
+            cycles: 7,
+            ..Value::default()
+        };
+        let mut packed = vec![0; layout.width()];
+        layout.pack(value, &mut packed);
+        assert_eq!(packed, [0, 5, 7]);
+        let back = layout.unpack(&packed);
+        assert_eq!((back.counters[1], back.counters[7], back.cycles), (5, 0, 7));
     }
 }

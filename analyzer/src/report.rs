@@ -95,18 +95,60 @@ impl Context<'_> {
         self.weights.total
     }
 
-    /// The metrics of the traces the model holds (sync waits, heap):
+    /// The metrics of the traces the model holds (sync waits, heap, ...)
+    /// and of its counters (with CPI and IPC when they can be computed):
     /// every row carries them in JSON under their own keys.
-    pub fn traced_metrics(&self) -> impl Iterator<Item = MetricName> {
+    pub fn traced_metrics(&self) -> impl Iterator<Item = MetricName> + '_ {
         let offcpu = (!self.model.offcpu.is_empty()).then_some(OFFCPU_METRICS);
         let sync = (!self.model.sync.is_empty()).then_some(SYNC_METRICS);
         let heap = (!self.model.heap.is_empty()).then_some(HEAP_METRICS.as_slice());
         let io = (!self.model.io.is_empty()).then_some(crate::io::IO_METRICS.as_slice());
+        let counters = self
+            .model
+            .counters
+            .iter()
+            .map(|c| MetricName::Counter(c.metric));
+        let ratios = self
+            .model
+            .has_cycles_and_instructions()
+            .then_some(RATIO_METRICS);
         [offcpu, sync, heap, io]
             .into_iter()
             .flatten()
             .flatten()
             .copied()
+            .chain(counters)
+            .chain(ratios.into_iter().flatten().copied())
+    }
+
+    /// What every listing says once above its rows: the counters whose
+    /// counts were scaled for multiplexing (the kernel shared the counter
+    /// hardware among more events than it has counters, so the counts are
+    /// estimates).
+    pub fn notes(&self) -> Vec<String> {
+        self.model
+            .counters
+            .iter()
+            .filter(|c| c.scaled)
+            .map(|c| format!("counts of {} were scaled for multiplexing", c.name()))
+            .collect()
+    }
+
+    /// [`Context::notes`] as text lines, each `Note: ...`.
+    pub fn notes_text(&self) -> String {
+        self.notes()
+            .iter()
+            .map(|note| format!("Note: {note}\n"))
+            .collect()
+    }
+
+    /// `json` with the notes under `notes` when there are any.
+    pub fn with_notes(&self, mut json: Json) -> Json {
+        let notes = self.notes();
+        if let (Some(map), false) = (json.as_object_mut(), notes.is_empty()) {
+            map.insert("notes".into(), json!(notes));
+        }
+        json
     }
 
     /// The metric the listings are sorted by, or (sorted by a static
@@ -233,17 +275,21 @@ pub(crate) fn traced_json(ctx: &Context, kinds: &[(&str, Value)]) -> serde_json:
         .collect()
 }
 
-/// A metric's number in JSON: seconds for a time, else the count or bytes.
+/// A metric's number in JSON: seconds for a time, the ratio for CPI and
+/// IPC (null when undefined), else the count or bytes.
 fn metric_json(metric: MetricName, value: Value) -> Json {
-    match metric.is_time() {
-        true => json!(value.get(metric) as f64 / 1e9),
-        false => json!(value.get(metric)),
+    match metric {
+        m if m.is_time() => json!(value.get(m) as f64 / 1e9),
+        m if m.is_ratio() => json!(value.ratio(m)),
+        m => json!(value.get(m)),
     }
 }
 
 const SYNC_METRICS: &[MetricName] = &[MetricName::SyncWaitTime, MetricName::SyncWaitCount];
 
 const OFFCPU_METRICS: &[MetricName] = &[MetricName::OffCpuTime, MetricName::WallTime];
+
+const RATIO_METRICS: &[MetricName] = &[MetricName::Cpi, MetricName::Ipc];
 
 const HEAP_METRICS: [MetricName; 4] = [
     MetricName::Allocations,
@@ -256,6 +302,7 @@ const HEAP_METRICS: [MetricName; 4] = [
 fn value_heading(metric: MetricName) -> &'static str {
     match metric {
         m if m.is_time() => "sec.",
+        m if m.is_ratio() => "ratio",
         MetricName::BytesAllocated
         | MetricName::BytesLeaked
         | MetricName::ReadBytes
@@ -264,20 +311,41 @@ fn value_heading(metric: MetricName) -> &'static str {
     }
 }
 
-/// `value`'s number for `metric`, as shown (seconds for CPU time).
+/// `value`'s number for `metric`, as shown (seconds for CPU time, a
+/// ratio to three places, `-` for a ratio of nothing).
 fn write_metric(out: &mut String, metric: MetricName, value: Value) {
     use std::fmt::Write;
     match metric {
         m if m.is_time() => write_seconds(out, value.get(m)),
+        m if m.is_ratio() => match value.ratio(m) {
+            Some(ratio) => {
+                let _ = write!(out, "{ratio:.3}");
+            }
+            None => out.push('-'),
+        },
         _ => {
             let _ = write!(out, "{}", value.get(metric));
         }
     }
 }
 
-fn metric_text(metric: MetricName, value: Value) -> String {
+pub(crate) fn metric_text(metric: MetricName, value: Value) -> String {
     let mut out = String::new();
     write_metric(&mut out, metric, value);
+    out
+}
+
+/// `value`'s percent of `total` for `metric`; nothing for a ratio, which
+/// is no part of a total.
+fn write_metric_percent(out: &mut String, metric: MetricName, value: Value, total: Value) {
+    if !metric.is_ratio() {
+        write_percent(out, value.get(metric), total.get(metric));
+    }
+}
+
+fn metric_percent(metric: MetricName, value: Value, total: Value) -> String {
+    let mut out = String::new();
+    write_metric_percent(&mut out, metric, value, total);
     out
 }
 
@@ -361,7 +429,7 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                         cells.push(metric_text(metric, v));
                     }
                     if pct {
-                        cells.push(percent(v.get(metric), total.get(metric)));
+                        cells.push(metric_percent(metric, v, total));
                     }
                     if count {
                         cells.push(v.count(metric).to_string());
@@ -437,9 +505,10 @@ fn listing(ctx: &Context, what: &str, total: Option<Row>, mut rows: Vec<Row>) ->
     let rows: Vec<Row> = total.into_iter().chain(rows).collect();
     let table = metric_table(ctx, &rows, None);
     let text = format!(
-        "{} sorted by metric: {}\n\n{}",
+        "{} sorted by metric: {}\n{}\n{}",
         capitalize(what),
         sort_description(ctx),
+        ctx.notes_text(),
         table.render()
     );
     let mut total = value_json(ctx.total(), ctx.total());
@@ -448,12 +517,12 @@ fn listing(ctx: &Context, what: &str, total: Option<Row>, mut rows: Vec<Row>) ->
             map.insert(metric.json_key().into(), metric_json(metric, ctx.total()));
         }
     }
-    let json = json!({
+    let json = ctx.with_notes(json!({
         "report": what,
         "sort": sort_spec(ctx),
         "total": total,
         "rows": rows.iter().map(|r| r.json.clone()).collect::<Vec<_>>(),
-    });
+    }));
     Report { text, json }
 }
 
@@ -730,7 +799,7 @@ fn sorted_rows(ctx: &Context, mut rows: Vec<Row>) -> Vec<Row> {
 
 /// `fsummary`: a block per function, in the function list's order.
 pub fn fsummary(ctx: &Context) -> Report {
-    let mut text = String::new();
+    let mut text = ctx.notes_text();
     let mut list = Vec::new();
     for row in std::iter::once(total_row(ctx)).chain(listed_functions(ctx)) {
         let id = row.function.unwrap_or(TOTAL);
@@ -741,13 +810,17 @@ pub fn fsummary(ctx: &Context) -> Report {
     }
     Report {
         text,
-        json: json!({"report": "fsummary", "functions": list}),
+        json: ctx.with_notes(json!({"report": "fsummary", "functions": list})),
     }
 }
 
-/// `csingle` (one centre) and each block of `callers-callees`.
+/// `csingle`: one centre's block, after the notes.
 pub fn callers_callees_of(ctx: &Context, center: FunctionId) -> Report {
-    callers_callees_block(ctx, callers_callees(ctx.view, ctx.weights, center))
+    let block = callers_callees_block(ctx, callers_callees(ctx.view, ctx.weights, center));
+    Report {
+        text: ctx.notes_text() + &block.text,
+        json: ctx.with_notes(block.json),
+    }
 }
 
 fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
@@ -762,20 +835,28 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
     }
     let total = ctx.total();
     let mut columns = Vec::new();
+    let mut groups = Vec::new();
     for &metric in &metrics {
+        let first = columns.len();
         columns.push(Column::number(value_heading(metric), ""));
-        columns.push(Column::number("%", ""));
+        if !metric.is_ratio() {
+            columns.push(Column::number("%", ""));
+        }
+        let label = format!("Attr. {}", metric.title());
+        groups.push((first, columns.len() - first, label));
     }
     columns.push(Column::text("Name"));
     let mut table = Table::new(columns);
-    for (i, metric) in metrics.iter().enumerate() {
-        table.group(2 * i, 2, &format!("Attr. {}", metric.title()));
+    for (first, count, label) in groups {
+        table.group(first, count, &label);
     }
     let mut push = |value: Value, name: String| {
         let mut cells = Vec::new();
         for &metric in &metrics {
             cells.push(metric_text(metric, value));
-            cells.push(percent(value.get(metric), total.get(metric)));
+            if !metric.is_ratio() {
+                cells.push(metric_percent(metric, value, total));
+            }
         }
         cells.push(name);
         table.push(cells);
@@ -800,6 +881,13 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
                 MetricName::TotalCpu => String::new(),
                 m => format!(" {}", m.title()),
             };
+            if m.is_ratio() {
+                return format!(
+                    "inclusive{what} {}, exclusive{what} {}",
+                    metric_text(m, inclusive),
+                    metric_text(m, exclusive)
+                );
+            }
             format!(
                 "inclusive{what} {}{unit} ({}%), exclusive{what} {}{unit} ({}%)",
                 metric_text(m, inclusive),
@@ -856,17 +944,17 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
 
 /// `callers-callees`: a block for every function in the list's order.
 pub fn callers_callees_all(ctx: &Context) -> Report {
-    let mut text = String::new();
+    let mut text = ctx.notes_text();
     let mut blocks = Vec::new();
-    let mut all = all_callers_callees(ctx.view, ctx.weights);
+    let mut all = AllCallersCallees::new(ctx.view, ctx.weights);
     // A centre's own values are its function metrics: no second pass.
-    let metrics = all.iter().map(|(&f, cc)| (f, cc.value)).collect();
+    let metrics = all.take_values();
     for row in sorted_rows(ctx, rows_of_functions(ctx, metrics)) {
         let center = row.function.unwrap_or(TOTAL);
-        let cc = all.remove(&center).unwrap_or(CallersCallees {
-            center,
-            ..CallersCallees::default()
-        });
+        let cc = CallersCallees {
+            value: row.value,
+            ..all.get(center)
+        };
         let report = callers_callees_block(ctx, cc);
         text.push_str(&report.text);
         text.push('\n');
@@ -876,7 +964,7 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
     }
     Report {
         text,
-        json: json!({"report": "callers-callees", "functions": blocks}),
+        json: ctx.with_notes(json!({"report": "callers-callees", "functions": blocks})),
     }
 }
 
@@ -884,7 +972,7 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
 /// the sort metric.
 pub fn calltree(ctx: &Context) -> Report {
     let shown = CallTreeText::of(ctx);
-    let mut text = String::from("Calltree\n\n");
+    let mut text = format!("Calltree\n{}\n", ctx.notes_text());
     shown
         .table
         .render_rows_into(&mut text, |each| shown.rows(each));
@@ -892,7 +980,7 @@ pub fn calltree(ctx: &Context) -> Report {
     // JSON will be shown.
     let json = match ctx.settings.text_only {
         true => Json::Null,
-        false => json!({"report": "calltree", "root": tree_json(ctx, &shown.tree)}),
+        false => ctx.with_notes(json!({"report": "calltree", "root": tree_json(ctx, &shown.tree)})),
     };
     Report { text, json }
 }
@@ -904,8 +992,9 @@ pub type TextStream = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result
 /// `calltree`'s text as a stream (what `calltree` shows as text).
 pub fn calltree_stream(ctx: &Context) -> TextStream {
     let shown = CallTreeText::of(ctx);
+    let heading = format!("Calltree\n{}\n", ctx.notes_text());
     Box::new(move |out| {
-        out.write_all(b"Calltree\n\n")?;
+        out.write_all(heading.as_bytes())?;
         shown.table.render_rows_to(out, |each| shown.rows(each))
     })
 }
@@ -914,7 +1003,8 @@ pub fn calltree_stream(ctx: &Context) -> TextStream {
 /// text can be written after the command's context is gone.
 struct CallTreeText {
     tree: CallTree,
-    metrics: Vec<MetricName>,
+    /// Each metric shown and the cell of its first column.
+    metrics: Vec<(MetricName, usize)>,
     total: Value,
     table: Table,
     limit: usize,
@@ -927,28 +1017,36 @@ impl CallTreeText {
         let mut tree = call_tree(ctx.view, ctx.weights);
         let order = ctx.sort_metric();
         if order != MetricName::TotalCpu {
-            tree.sort_children_by(|v| v.inclusive.get(order));
+            tree.sort_children_by(|inclusive| inclusive.get(order));
         }
-        let metrics = shown_metrics(ctx);
-        // Per metric: inclusive value and percent, exclusive value.
+        // Per metric: inclusive value and percent (none for a ratio),
+        // exclusive value.
         let mut columns = Vec::new();
-        for &metric in &metrics {
-            let heading = value_heading(metric);
-            columns.extend([
-                Column::number(heading, ""),
-                Column::number("%", ""),
-                Column::number(heading, ""),
-            ]);
-        }
-        columns.push(Column::text("Name"));
-        let mut table = Table::new(columns);
-        for (i, metric) in metrics.iter().enumerate() {
+        let mut groups = Vec::new();
+        let mut metrics = Vec::new();
+        for metric in shown_metrics(ctx) {
+            let (heading, first) = (value_heading(metric), columns.len());
+            metrics.push((metric, first));
+            columns.push(Column::number(heading, ""));
+            if !metric.is_ratio() {
+                columns.push(Column::number("%", ""));
+            }
             let excl = match metric {
                 MetricName::TotalCpu => "Excl. CPU".to_string(),
                 m => format!("Excl. {}", m.title()),
             };
-            table.group(3 * i, 2, &format!("Incl. {}", metric.title()));
-            table.group(3 * i + 2, 1, &excl);
+            groups.push((
+                first,
+                columns.len() - first,
+                format!("Incl. {}", metric.title()),
+            ));
+            groups.push((columns.len(), 1, excl));
+            columns.push(Column::number(heading, ""));
+        }
+        columns.push(Column::text("Name"));
+        let mut table = Table::new(columns);
+        for (first, count, label) in groups {
+            table.group(first, count, &label);
         }
         let names = (0..ctx.model.functions.len() as FunctionId)
             .map(|f| ctx.function_name(f))
@@ -966,7 +1064,7 @@ impl CallTreeText {
     /// Calls `each` with every row's cells, depth first.
     fn rows(&self, each: &mut dyn FnMut(&[&str])) {
         let (tree, metrics, total) = (&self.tree, &self.metrics, self.total);
-        let mut cells = vec![String::new(); 3 * metrics.len() + 1];
+        let mut cells = vec![String::new(); self.table.columns.len()];
         let mut stack = vec![(CallTree::ROOT, 0usize)];
         let mut rows = 0usize;
         // Iterative, depth-first: stacks can be thousands deep.
@@ -977,17 +1075,17 @@ impl CallTreeText {
             rows += 1;
             cells.iter_mut().for_each(String::clear);
             let value = tree.value(node);
-            for (i, &metric) in metrics.iter().enumerate() {
+            for &(metric, first) in metrics {
                 let (inclusive, exclusive) = (value.inclusive, value.exclusive);
-                write_metric(&mut cells[3 * i], metric, inclusive);
-                write_percent(
-                    &mut cells[3 * i + 1],
-                    inclusive.get(metric),
-                    total.get(metric),
-                );
-                write_metric(&mut cells[3 * i + 2], metric, exclusive);
+                write_metric(&mut cells[first], metric, inclusive);
+                let mut next = first + 1;
+                if !metric.is_ratio() {
+                    write_percent(&mut cells[next], inclusive.get(metric), total.get(metric));
+                    next += 1;
+                }
+                write_metric(&mut cells[next], metric, exclusive);
             }
-            let name = &mut cells[3 * metrics.len()];
+            let name = cells.last_mut().expect("the name column");
             for _ in 0..depth {
                 name.push_str("  ");
             }

@@ -334,6 +334,9 @@ impl Analysis {
             }
             C::Metrics(None) => format!("current metrics: {}\n", self.metrics),
             C::Metrics(Some(spec)) => {
+                for item in &spec.items {
+                    resolve(&self.model, item.metric)?;
+                }
                 self.metrics = spec.clone();
                 self.metrics_chosen = true;
                 // As er_print: a sort metric no longer shown gives way to
@@ -351,6 +354,7 @@ impl Analysis {
             }
             C::Sort(None) => format!("current sort: {}\n", self.sort),
             C::Sort(Some(spec)) => {
+                resolve(&self.model, spec.metric)?;
                 self.sort = *spec;
                 self.metrics_chosen = true;
                 self.apply_metrics();
@@ -436,8 +440,12 @@ impl Analysis {
         dirs.join(":")
     }
 
-    /// Turns the metric spec and sort into report columns.
+    /// Turns the metric spec and sort into report columns, their counters
+    /// resolved (one the experiments no longer have, after a reload,
+    /// shows nothing).
     fn apply_metrics(&mut self) {
+        let model = &self.model;
+        let resolved = |metric| resolve(model, metric).unwrap_or(metric);
         self.settings.columns = self
             .metrics
             .items
@@ -457,7 +465,7 @@ impl Analysis {
                         .into_iter()
                         .filter(|k| item.kinds.contains(*k))
                         .map(|kind| MetricColumn::Metric {
-                            metric,
+                            metric: resolved(metric),
                             kind,
                             value: item.show_value,
                             percent: item.show_percent,
@@ -469,7 +477,7 @@ impl Analysis {
             })
             .collect();
         self.settings.sort = match (self.sort.kind, self.sort.metric) {
-            (Some(kind), metric) => SortKey::Metric(metric, kind),
+            (Some(kind), metric) => SortKey::Metric(resolved(metric), kind),
             (None, MetricName::Size) => SortKey::Size,
             (None, MetricName::Address) => SortKey::Address,
             (None, _) => SortKey::Name,
@@ -716,13 +724,64 @@ impl Analysis {
 
 /// The metrics shown until the user chooses: those of the data loaded.
 fn default_metrics(model: &Model) -> MetricSpec {
-    MetricSpec::for_data(commands::RecordedData {
+    MetricSpec::for_data(&commands::RecordedData {
         clock: !model.events.is_empty(),
         sync: !model.sync.is_empty(),
         heap: !model.heap.is_empty(),
         io: !model.io.is_empty(),
         offcpu: !model.offcpu.is_empty(),
+        counters: model.counters.iter().map(|c| c.metric).collect(),
+        cycles_and_instructions: model.has_cycles_and_instructions(),
     })
+}
+
+/// `metric` as the model computes it: a counter's name resolved to the
+/// model's counter of that name; CPI and IPC checked to have their
+/// counters. The error names the experiments' counters.
+fn resolve(model: &Model, metric: MetricName) -> std::result::Result<MetricName, String> {
+    let names = || -> String {
+        let names: Vec<&str> = model.counters.iter().map(|c| c.name()).collect();
+        match names.is_empty() {
+            true => "the experiments recorded no counters".to_string(),
+            false => format!("the experiments' counters: {}", names.join(", ")),
+        }
+    };
+    match metric {
+        MetricName::Counter(counter) => {
+            let found = model.counters.iter().find(|c| c.metric == counter);
+            found.map(|c| MetricName::Counter(c.metric)).ok_or_else(|| {
+                format!(
+                    "no metric or counter \"{}\"; {}{}",
+                    counter.name(),
+                    names(),
+                    kind_letters_hint(model, counter.name())
+                )
+            })
+        }
+        MetricName::Cpi | MetricName::Ipc if !model.has_cycles_and_instructions() => Err(format!(
+            "{metric} needs a cycles counter and an instructions counter (perf's hardware \
+             events 0 and 1); {}",
+            names()
+        )),
+        metric => Ok(metric),
+    }
+}
+
+/// The counter a name meant when its first letters were taken for kinds
+/// (`einsts` is kinds `ei` of `nsts`): how to write it.
+fn kind_letters_hint(model: &Model, name: &str) -> String {
+    let meant = model.counters.iter().find(|c| {
+        c.name()
+            .strip_suffix(name)
+            .is_some_and(|kinds| !kinds.is_empty() && kinds.chars().all(|k| "eia".contains(k)))
+    });
+    match meant {
+        Some(c) => format!(
+            " (a counter whose name begins with e, i or a follows a \".\": e.{})",
+            c.name()
+        ),
+        None => String::new(),
+    }
 }
 
 fn looks_like_file(name: &str) -> bool {

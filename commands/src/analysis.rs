@@ -15,6 +15,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::analysis_help::{analysis_usage, find_analysis_help, suggest_analysis};
+pub use crate::counter::Counter;
 use crate::error::ParseError;
 use crate::words::Scanner;
 
@@ -332,6 +333,14 @@ pub enum MetricName {
     OffCpuTime,
     /// Total CPU Time + Off-CPU Time (`walltime`).
     WallTime,
+    /// Counter overflow profiling: the events a counter counted (named as
+    /// the counter: `cycles`, `page-faults`).
+    Counter(Counter),
+    /// Cycles per instruction: a cycles counter's events over an
+    /// instructions counter's (`cpi`).
+    Cpi,
+    /// Instructions per cycle, the inverse (`ipc`).
+    Ipc,
     /// The function (line, object, ...) name column.
     Name,
     /// The function's size in bytes.
@@ -372,6 +381,8 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("off_cpu_time", MetricName::OffCpuTime),
     ("walltime", MetricName::WallTime),
     ("wall_time", MetricName::WallTime),
+    ("cpi", MetricName::Cpi),
+    ("ipc", MetricName::Ipc),
     ("name", MetricName::Name),
     ("size", MetricName::Size),
     ("address", MetricName::Address),
@@ -379,7 +390,7 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
 
 const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
      heapleakbytes, sync, syncn, iotime, ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, \
-     ioothercnt, offcpu, walltime, name, size, address";
+     ioothercnt, offcpu, walltime, cpi, ipc, name, size, address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
@@ -399,6 +410,9 @@ impl MetricName {
             MetricName::OtherIoCount => "ioothercnt",
             MetricName::OffCpuTime => "offcpu",
             MetricName::WallTime => "walltime",
+            MetricName::Counter(counter) => counter.name(),
+            MetricName::Cpi => "cpi",
+            MetricName::Ipc => "ipc",
             MetricName::Name => "name",
             MetricName::Size => "size",
             MetricName::Address => "address",
@@ -417,6 +431,12 @@ impl MetricName {
         )
     }
 
+    /// Whether the metric is a ratio of two others (CPI, IPC): no sum, so
+    /// no percent of `<Total>`.
+    pub fn is_ratio(self) -> bool {
+        matches!(self, MetricName::Cpi | MetricName::Ipc)
+    }
+
     /// Whether the metric is computed from events (and so has exclusive,
     /// inclusive and attributed kinds), rather than a static property.
     pub fn is_dynamic(self) -> bool {
@@ -426,7 +446,8 @@ impl MetricName {
         )
     }
 
-    /// The metrics computed from events, in the order er_print lists them.
+    /// The built-in metrics computed from events, in the order er_print
+    /// lists them (the counters come after them, then CPI and IPC).
     pub const DYNAMIC: [MetricName; 15] = [
         MetricName::TotalCpu,
         MetricName::OffCpuTime,
@@ -473,6 +494,9 @@ impl MetricName {
             MetricName::OtherIoCount => "Other I/O Count",
             MetricName::OffCpuTime => "Off-CPU Time",
             MetricName::WallTime => "Wall Time",
+            MetricName::Counter(counter) => counter.name(),
+            MetricName::Cpi => "CPI",
+            MetricName::Ipc => "IPC",
             MetricName::Name => "Name",
             MetricName::Size => "Size",
             MetricName::Address => "PC Address",
@@ -497,6 +521,9 @@ impl MetricName {
             MetricName::OtherIoCount => "other_io_count",
             MetricName::OffCpuTime => "off_cpu_time",
             MetricName::WallTime => "wall_time",
+            MetricName::Counter(counter) => counter.json_key(),
+            MetricName::Cpi => "cpi",
+            MetricName::Ipc => "ipc",
             MetricName::Name => "name",
             MetricName::Size => "size",
             MetricName::Address => "address",
@@ -633,8 +660,15 @@ impl MetricItem {
         Ok(item)
     }
 
-    /// A dynamic metric needs a kind; a static one takes none.
+    /// A dynamic metric needs a kind; a static one takes none; a ratio
+    /// has no percent.
     fn check_kinds(&self, text: &str) -> std::result::Result<(), String> {
+        if self.metric.is_ratio() && self.show_percent {
+            return Err(format!(
+                "\"{text}\": {} is a ratio, not a part of <Total>: no % for it",
+                self.metric
+            ));
+        }
         match (self.metric.is_dynamic(), self.kinds.is_empty()) {
             (true, true) => Err(format!(
                 "\"{text}\": say which kind of {}: e (exclusive), i (inclusive) or a (attributed)",
@@ -682,7 +716,8 @@ impl fmt::Display for MetricItem {
 
 /// Splits an item or sort spec into its flag prefix and metric name. The
 /// name is the longest known name the text ends with whose prefix is all
-/// flag characters (so `address` is a name, not `a` + `ddress`).
+/// flag characters (so `address` is a name, not `a` + `ddress`); else the
+/// text names a counter (see [`split_counter`]).
 fn split_metric(text: &str) -> std::result::Result<(&str, MetricName), String> {
     let mut spellings: Vec<&(&str, MetricName)> = METRIC_NAMES.iter().collect();
     spellings.sort_by_key(|(spelling, _)| std::cmp::Reverse(spelling.len()));
@@ -693,24 +728,51 @@ fn split_metric(text: &str) -> std::result::Result<(&str, MetricName), String> {
             }
         }
     }
-    let name = match text.rfind(|c| VISIBILITY_FLAGS.contains(c)) {
-        Some(at) => &text[at + 1..],
-        None => text,
+    split_counter(text)
+}
+
+/// Splits `FLAGS NAME` where NAME is no built-in metric: a counter's name,
+/// checked against the experiments' counters when the command runs. The
+/// flags end after the last visibility flag (`.%+!`) of the leading flags,
+/// or without one after the kind letters, so a counter whose name begins
+/// with e, i or a is written after a `.` (`e.insts`). A name without any
+/// flag is no counter (a counter's metric takes a kind): an unknown metric.
+fn split_counter(text: &str) -> std::result::Result<(&str, MetricName), String> {
+    let leading = text.find(|c| !ITEM_FLAGS.contains(c)).unwrap_or(text.len());
+    let flags_end = match text[..leading].rfind(|c| VISIBILITY_FLAGS.contains(c)) {
+        Some(at) => at + 1,
+        None => leading,
     };
-    Err(format!(
-        "unknown metric \"{name}\"; known metrics: {KNOWN_METRICS}"
-    ))
+    let (flags, name) = text.split_at(flags_end);
+    if name.is_empty() {
+        return Err(format!(
+            "\"{text}\": a metric name is missing after the flags"
+        ));
+    }
+    if flags.is_empty() {
+        return Err(format!(
+            "unknown metric \"{name}\"; known metrics: {KNOWN_METRICS}; \
+             a counter's metric takes a kind: e.{name}"
+        ));
+    }
+    Ok((flags, MetricName::Counter(Counter::named(name))))
 }
 
 /// Which kinds of data the loaded experiments hold (what the default
 /// metrics show).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RecordedData {
     pub clock: bool,
     pub sync: bool,
     pub heap: bool,
     pub io: bool,
     pub offcpu: bool,
+    /// The counters of counter overflow profiling, in the experiments'
+    /// order.
+    pub counters: Vec<Counter>,
+    /// Among them a cycles counter and an instructions counter: CPI and
+    /// IPC can be computed.
+    pub cycles_and_instructions: bool,
 }
 
 /// What `metrics` shows: items in column order.
@@ -748,18 +810,43 @@ impl MetricSpec {
     }
 
     /// The default for the data at hand: CPU time when there are clock
-    /// events (or nothing at all), then the inclusive metrics of each kind
-    /// of trace as gprofng shows them: Off-CPU and Wall Time, Sync Wait
-    /// Time and Count, the heap's (bytes leaked first), then the I/O
-    /// metrics.
-    pub fn for_data(data: RecordedData) -> MetricSpec {
+    /// events (or nothing at all), then each counter's exclusive and
+    /// inclusive events (and CPI with cycles and instructions, as er_print
+    /// shows every recorded kind's metrics), then the inclusive metrics of
+    /// each kind of trace as gprofng shows them: Off-CPU and Wall Time,
+    /// Sync Wait Time and Count, the heap's (bytes leaked first), then the
+    /// I/O metrics.
+    pub fn for_data(data: &RecordedData) -> MetricSpec {
         let mut spec = MetricSpec::default_spec();
-        if !data.sync && !data.heap && !data.io && !data.offcpu {
+        let counted = !data.counters.is_empty();
+        if !data.sync && !data.heap && !data.io && !data.offcpu && !counted {
             return spec;
         }
         let name = spec.items.pop();
         if !data.clock {
             spec.items.clear();
+        }
+        let mut counters: Vec<MetricName> = data
+            .counters
+            .iter()
+            .map(|&c| MetricName::Counter(c))
+            .collect();
+        if data.cycles_and_instructions {
+            counters.push(MetricName::Cpi);
+        }
+        for metric in counters {
+            spec.items.extend([true, false].map(|exclusive| MetricItem {
+                kinds: MetricKinds {
+                    exclusive,
+                    inclusive: !exclusive,
+                    attributed: false,
+                },
+                show_value: true,
+                show_percent: false,
+                show_count: false,
+                hidden: false,
+                metric,
+            }));
         }
         let mut traced = Vec::new();
         if data.offcpu {
@@ -2099,7 +2186,7 @@ mod tests {
 
     #[test]
     fn errors_carry_command_and_usage() {
-        match parse_analysis("metrics e.bogus") {
+        match parse_analysis("metrics bogus") {
             Err(ParseError::Invalid {
                 command,
                 problem,
@@ -2111,12 +2198,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        for line in [
-            "metrics e.bogus",
-            "filters (",
-            "thread_select 0",
-            "fucntions",
-        ] {
+        for line in ["metrics bogus", "filters (", "thread_select 0", "fucntions"] {
             assert!(!err(line).contains('\n'), "{line}");
         }
     }
@@ -2149,34 +2231,37 @@ mod tests {
             ..RecordedData::default()
         };
         assert_eq!(
-            MetricSpec::for_data(heap_only).to_string(),
+            MetricSpec::for_data(&heap_only).to_string(),
             "i.heapleakbytes:i.heapleakcnt:i.heapallocbytes:i.heapalloccnt:name"
         );
         assert_eq!(
-            MetricSpec::for_data(RecordedData {
+            MetricSpec::for_data(&RecordedData {
                 clock: true,
-                ..heap_only
+                ..heap_only.clone()
             })
             .default_sort()
             .to_string(),
             "e.totalcpu"
         );
         assert_eq!(
-            MetricSpec::for_data(heap_only).default_sort().to_string(),
+            MetricSpec::for_data(&heap_only).default_sort().to_string(),
             "i.heapleakbytes"
         );
         let clock_only = RecordedData {
             clock: true,
             ..RecordedData::default()
         };
-        assert_eq!(MetricSpec::for_data(clock_only), MetricSpec::default_spec());
+        assert_eq!(
+            MetricSpec::for_data(&clock_only),
+            MetricSpec::default_spec()
+        );
         let sync = RecordedData {
             clock: true,
             sync: true,
             ..RecordedData::default()
         };
         assert_eq!(
-            MetricSpec::for_data(sync).to_string(),
+            MetricSpec::for_data(&sync).to_string(),
             "e.%totalcpu:i.%totalcpu:i.sync:i.syncn:name"
         );
         let io_offcpu = RecordedData {
@@ -2186,7 +2271,7 @@ mod tests {
             ..RecordedData::default()
         };
         assert_eq!(
-            MetricSpec::for_data(io_offcpu).to_string(),
+            MetricSpec::for_data(&io_offcpu).to_string(),
             "e.%totalcpu:i.%totalcpu:i.offcpu:i.walltime:i.iotime:i.ioreadbytes:\
              i.iowritebytes:i.ioreadcnt:i.iowritecnt:i.ioothercnt:name"
         );
@@ -2231,9 +2316,19 @@ mod tests {
 
     #[test]
     fn bad_metric_specs() {
-        let unknown = MetricSpec::parse("e.%usertime").unwrap_err();
+        let unknown = MetricSpec::parse("usertime").unwrap_err();
         assert!(unknown.contains("unknown metric \"usertime\""), "{unknown}");
         assert!(unknown.contains("totalcpu (or cpu), heapalloccnt"));
+        assert!(unknown.contains("takes a kind: e.usertime"), "{unknown}");
+        assert!(MetricSpec::parse("e.%")
+            .unwrap_err()
+            .contains("metric name is missing"));
+        assert!(MetricSpec::parse(".cycles")
+            .unwrap_err()
+            .contains("say which kind of cycles"));
+        assert!(MetricSpec::parse("e.%cpi")
+            .unwrap_err()
+            .contains("cpi is a ratio"));
         assert!(MetricSpec::parse("")
             .unwrap_err()
             .contains("empty metric spec"));
@@ -2293,10 +2388,78 @@ mod tests {
         assert!(SortSpec::parse("e.name")
             .unwrap_err()
             .contains("no exclusive"));
-        assert!(SortSpec::parse("e.bogus")
+        assert!(SortSpec::parse("bogus")
             .unwrap_err()
             .contains("unknown metric"));
+        assert!(SortSpec::parse("cycles")
+            .unwrap_err()
+            .contains("unknown metric"));
+        let counter = SortSpec::parse("i.page-faults").unwrap();
+        assert_eq!(
+            counter.metric,
+            MetricName::Counter(Counter::named("page-faults"))
+        );
+        assert_eq!(counter.to_string(), "i.page-faults");
+        assert_eq!(SortSpec::parse("e.cpi").unwrap().metric, MetricName::Cpi);
         assert!(err("sort e.totalcpu name").contains("blank inside sort spec"));
+    }
+
+    /// Any name that is no built-in metric's is a counter's (checked when
+    /// the command runs); its flags end at the last visibility flag, so a
+    /// name beginning with a kind letter follows a `.`.
+    #[test]
+    fn counter_metric_items() {
+        let spec = MetricSpec::parse("e.%page-faults:einsts:ecycles:ei.ipc:e.cpi:name").unwrap();
+        let counter = |name| MetricName::Counter(Counter::named(name));
+        let metrics: Vec<MetricName> = spec.items.iter().map(|i| i.metric).collect();
+        assert_eq!(
+            metrics,
+            [
+                counter("page-faults"),
+                counter("nsts"),
+                counter("cycles"),
+                MetricName::Ipc,
+                MetricName::Cpi,
+                MetricName::Name
+            ]
+        );
+        let insts = MetricItem::parse("i.+insts").unwrap();
+        assert_eq!(insts.metric, counter("insts"));
+        assert!(insts.kinds.inclusive && insts.show_value && insts.show_count);
+        assert_eq!(
+            spec.to_string(),
+            "e.%page-faults:ei.nsts:e.cycles:ei.ipc:e.cpi:name"
+        );
+        assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec));
+        assert_eq!(counter("page-faults").json_key(), "page_faults");
+        assert_eq!(counter("page-faults").title(), "page-faults");
+        assert!(counter("cycles").is_dynamic() && !counter("cycles").is_time());
+        assert!(MetricName::Cpi.is_ratio() && !counter("cycles").is_ratio());
+    }
+
+    #[test]
+    fn counters_are_default_metrics() {
+        let data = RecordedData {
+            clock: true,
+            counters: vec![Counter::named("cycles"), Counter::named("insts")],
+            cycles_and_instructions: true,
+            ..RecordedData::default()
+        };
+        assert_eq!(
+            MetricSpec::for_data(&data).to_string(),
+            "e.%totalcpu:i.%totalcpu:e.cycles:i.cycles:e.insts:i.insts:e.cpi:i.cpi:name"
+        );
+        let counters_only = RecordedData {
+            counters: vec![Counter::named("page-faults")],
+            offcpu: true,
+            ..RecordedData::default()
+        };
+        let spec = MetricSpec::for_data(&counters_only);
+        assert_eq!(
+            spec.to_string(),
+            "e.page-faults:i.page-faults:i.offcpu:i.walltime:name"
+        );
+        assert_eq!(spec.default_sort().to_string(), "e.page-faults");
     }
 
     #[test]

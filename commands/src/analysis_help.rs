@@ -46,8 +46,13 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          (Bytes Leaked); with I/O tracing iotime (I/O Time), ioreadbytes (Read Bytes), \
          iowritebytes (Write Bytes), ioreadcnt (Read Count), iowritecnt (Write Count), \
          ioothercnt (Other I/O Count); with off-CPU profiling offcpu (Off-CPU Time) and \
-         walltime (Wall Time: Total CPU + Off-CPU); name, size, address. With no SPEC, show \
-         the current one (default e.%totalcpu:i.%totalcpu:name; with traces also \
+         walltime (Wall Time: Total CPU + Off-CPU); with counter profiling each counter by \
+         the name it was recorded under (cycles, page-faults: its events; a name that begins \
+         with e, i or a after a '.', as e.insts), and with a cycles and an instructions \
+         counter cpi (cycles per instruction) and ipc (its inverse, no %); name, size, \
+         address. A counter the experiments lack is an error naming theirs. With no SPEC, \
+         show the current one (default e.%totalcpu:i.%totalcpu:name; with counters also \
+         e.NAME:i.NAME for each and e.cpi:i.cpi; with traces also \
          i.offcpu:i.walltime, i.sync:i.syncn, i.heapleakbytes:i.heapleakcnt:\
          i.heapallocbytes:i.heapalloccnt and i.iotime:i.ioreadbytes:i.iowritebytes:\
          i.ioreadcnt:i.iowritecnt:i.ioothercnt before name, and no CPU time when there was \
@@ -60,8 +65,8 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "sort [SPEC]",
         "show or choose the sort metric",
-        "Sort by a kind of a metric (e.totalcpu, i.totalcpu, a.totalcpu, i.heapleakbytes, ...), \
-         name, size or address. With no SPEC, \
+        "Sort by a kind of a metric (e.totalcpu, i.totalcpu, a.totalcpu, i.heapleakbytes, \
+         e.cycles, i.cpi, ...), name, size or address. With no SPEC, \
          show the current one (default: the first visible exclusive metric).",
         "sort i.totalcpu",
     ),
@@ -165,7 +170,8 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "overview",
         "duration and available metrics",
-        "Show the experiments' duration and which metrics are available.",
+        "Show the experiments' duration, the counters recorded with their intervals, and which \
+         metrics are available with their totals.",
         "overview",
     ),
     entry(
@@ -265,7 +271,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         &[],
         "header",
         "how the experiment was recorded",
-        "Show the target, host, collection settings, errors and warnings of each experiment.",
+        "Show the target, host, collection settings (the counters with their intervals, and \
+         whether their counts were scaled for multiplexing), errors and warnings of each \
+         experiment.",
         "header",
     ),
     entry(
@@ -428,7 +436,7 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "write a flame graph",
         "Write an SVG flame graph of the selected events' stacks to FILE.svg, of the sort \
          metric (CPU time, or a heap metric: sort i.heapleakbytes first for a flame graph of \
-         the bytes leaked).",
+         the bytes leaked; a counter's events: sort e.cycles; not a ratio, cpi or ipc).",
         "flamegraph out.svg",
     ),
     entry(
@@ -438,7 +446,7 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "write collapsed stacks",
         "Write the selected events' stacks in the collapsed format (one line per stack: \
          frames joined by ';', then a space and the sort metric's value: microseconds of CPU \
-         time, or a heap metric's count or bytes) to FILE.",
+         time, or a heap metric's count or bytes, or a counter's events) to FILE.",
         "collapsed out.folded",
     ),
     entry(

@@ -230,3 +230,29 @@ fn hidden_objects_fold_consecutive_frames() {
     assert_eq!(functions, vec![f(1), f(0)]);
     assert_eq!(view.frame(frames[0]).pc, Some(1));
 }
+
+/// With more functions than a dense matrix of pairs holds, the pairs are
+/// hashed: the one-pass pictures still agree with the one-centre ones.
+#[test]
+fn callers_callees_of_many_functions_are_hashed_pairs() {
+    let names: Vec<String> = (0..1100).map(|i| format!("f{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // Chains through all of them, and a recursion.
+    let stacks: Vec<_> = (0..1100u32)
+        .map(|i| complete(vec![i, (i + 7) % 1100, (i * 13) % 1100, 0]))
+        .collect();
+    let events: Vec<StackId> = (0..1100).chain(0..300).collect();
+    let m = model(&names, &stacks, &events);
+    let view = View::new(&m, &ViewSettings::default());
+    let weights = Weights::new(&m, |_| true);
+    assert!(matches!(
+        PairSums::new(view.function_bound(), weights.layout().width()),
+        PairSums::Sparse(..)
+    ));
+    let all = all_callers_callees(&view, &weights);
+    assert_eq!(all.len(), 1101, "every function and <Total>");
+    for (&center, cc) in &all {
+        assert_eq!(*cc, callers_callees(&view, &weights, center));
+    }
+    assert_eq!(all[&f(0)].value.inclusive, ms(1400));
+}

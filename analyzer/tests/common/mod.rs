@@ -4,9 +4,12 @@
 
 #![allow(dead_code)]
 
+use experiment::counters::{CounterEvent, CounterSpec};
 use experiment::io::{IoEvent, IoOp};
 use experiment::layout::{stack_id, BlockWriter, ClockEvent, StackStatus, BLOCK_SIZE};
-use experiment::layout::{KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC};
+use experiment::layout::{
+    KIND_COUNTERS, KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC,
+};
 use experiment::offcpu::OffCpuEvent;
 use experiment::sync::SyncEvent;
 use experiment::text::{write_manifest_into, LineWriter};
@@ -87,6 +90,8 @@ pub struct Synthetic {
     io: Vec<(u32, IoCall, Vec<u64>)>,
     /// Switches off the CPU, as the waits.
     offcpu: Vec<(u32, OffCpuEvent, Vec<u64>)>,
+    /// Counter overflow records, as the waits.
+    counters: Vec<(u32, CounterEvent, Vec<u64>)>,
 }
 
 /// A traced I/O call (an `IoEvent` that owns its path).
@@ -142,6 +147,7 @@ impl Synthetic {
             waits: Vec::new(),
             io: Vec::new(),
             offcpu: Vec::new(),
+            counters: Vec::new(),
         };
         let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
         s.line(|w| {
@@ -221,6 +227,27 @@ impl Synthetic {
     /// A switch off the CPU; the experiment gets an `offcpu` file.
     pub fn off_cpu(&mut self, tid: u32, event: OffCpuEvent, pcs: Vec<u64>) {
         self.offcpu.push((tid, event, pcs));
+    }
+
+    /// The `counter` log line of counter `index`, as the collector writes
+    /// it at start.
+    pub fn counter(&mut self, ts: u64, index: u16, spec: &CounterSpec) {
+        self.line(|w| {
+            w.event(ts, "counter")
+                .u64("index", u64::from(index))
+                .str("name", spec.name.as_bytes())
+                .u64("type", u64::from(spec.kind))
+                .u64("config", spec.config)
+                .u64("config1", spec.config1)
+                .u64("config2", spec.config2)
+                .u64("interval", spec.interval)
+                .u64("address", u64::from(spec.data_address));
+        });
+    }
+
+    /// A counter overflow record; the experiment gets a `counters` file.
+    pub fn counter_event(&mut self, tid: u32, event: CounterEvent, pcs: Vec<u64>) {
+        self.counters.push((tid, event, pcs));
     }
 }
 
@@ -353,6 +380,14 @@ impl Synthetic {
             std::fs::write(self.dir.join("offcpu"), offcpu).unwrap();
             files.push("offcpu");
             kinds.push("off-cpu");
+        }
+        if !self.counters.is_empty() {
+            let record =
+                |e: &CounterEvent, stack_id| CounterEvent { stack_id, ..*e }.encode().to_vec();
+            let counters = trace_blocks(KIND_COUNTERS, &self.counters, record, &mut stacks);
+            std::fs::write(self.dir.join("counters"), counters).unwrap();
+            files.push("counters");
+            kinds.push("counters");
         }
         if files.len() > 3 {
             let mut buf = [0u8; 512];
@@ -653,6 +688,7 @@ impl Synthetic {
             waits: Vec::new(),
             io: Vec::new(),
             offcpu: Vec::new(),
+            counters: Vec::new(),
         };
         let exe_bytes = exe.as_os_str().as_encoded_bytes().to_vec();
         s.line(|w| {
