@@ -271,7 +271,7 @@ pub fn timespec(ns: u64) -> libc::timespec {
     }
 }
 
-const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+pub(crate) const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 pub(crate) const PERF_EVENT_IOC_REFRESH: libc::c_ulong = 0x2402;
 const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_CPU_CLOCK: u64 = 0;

@@ -24,6 +24,7 @@
 
 use crate::blocks::{Cursor, WriteError};
 use crate::real::{self, Real};
+use crate::stack_ids::IdCache;
 use crate::sys::{
     __libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_pvalloc, __libc_realloc,
     __libc_valloc,
@@ -84,6 +85,7 @@ struct WalkSpace {
     memo: WalkMemo,
     scratch: [MemoFrameSlot; MEMO_FRAMES],
     pcs: [u64; MAX_HEAP_DEPTH + OWN_FRAMES],
+    ids: IdCache,
 }
 
 impl Slot {
@@ -609,7 +611,8 @@ fn record_allocation(op: HeapOp, address: *mut c_void, size: usize, old: *mut c_
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
     let pcs = &space.pcs[first..depth];
     let timestamp = sys::monotonic_coarse_ns();
-    let id = match state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs) {
+    let ids = Some(&mut space.ids);
+    let id = match state::record_stack(&mut owned.stacks, ids, tid, timestamp, status, pcs) {
         Ok(id) => id,
         Err(err) => return failed(err),
     };
@@ -695,7 +698,8 @@ fn record_hooked(
     let space = unsafe { &mut *space };
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
     let pcs = &space.pcs[first..depth];
-    let id = state::record_stack(&mut owned.stacks, tid, timestamp_ns, status, pcs)?;
+    let ids = Some(&mut space.ids);
+    let id = state::record_stack(&mut owned.stacks, ids, tid, timestamp_ns, status, pcs)?;
     match kind {
         Hooked::Sync => write(&mut owned.sync_events, tid, id)?,
         Hooked::Io => {

@@ -28,6 +28,7 @@ mod objects;
 mod offcpu;
 mod profile;
 mod samples;
+mod stack_ids;
 mod state;
 mod sync;
 mod sys;

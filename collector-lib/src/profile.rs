@@ -201,17 +201,38 @@ pub unsafe fn record_signal_stack(
     timestamp: u64,
 ) -> Result<u64, WriteError> {
     let mut fallback = [0u64; 64];
-    let buffer: &mut [u64] = match owned.pcs.as_deref_mut() {
+    let threads::Owned {
+        pcs,
+        walk,
+        stack_cache,
+        stacks,
+        ..
+    } = owned;
+    let buffer: &mut [u64] = match pcs.as_deref_mut() {
         Some(pcs) => pcs,
         None => &mut fallback,
     };
     let limit = state::depth_limit().min(buffer.len());
     let out = &mut buffer[..limit];
+    let mut walk = walk.as_deref_mut();
     // SAFETY: context is the ucontext the kernel passed to this handler.
-    let unwound = unsafe { unwind::unwind_from_signal(context, &mut owned.stack_cache, out) };
+    let unwound = match (walk.as_deref_mut(), unsafe {
+        unwind::signal_registers(context)
+    }) {
+        (Some(walk), Some(registers)) => unwind::unwind_memoized(
+            registers,
+            stack_cache,
+            &mut walk.memo,
+            &mut walk.scratch,
+            out,
+        ),
+        // SAFETY: as above.
+        _ => unsafe { unwind::unwind_from_signal(context, stack_cache, out) },
+    };
     let pcs = out.get(..unwound.depth).unwrap_or(&[]);
     let status = status_of(unwound.status);
-    state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs)
+    let ids = walk.map(|walk| &mut walk.ids);
+    state::record_stack(stacks, ids, tid, timestamp, status, pcs)
 }
 
 fn write_event(owned: &mut threads::Owned, tid: i32, timestamp: u64, stack: u64, weight: u64) {
