@@ -30,7 +30,7 @@ use crate::sys::{
     __libc_valloc,
 };
 use crate::unwind::{self, MemoFrameSlot, StackCache, WalkMemo, MEMO_FRAMES};
-use crate::{lifecycle, log, state, sys};
+use crate::{lifecycle, log, state, sys, tsc};
 use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
 use experiment::layout::StackStatus;
 use std::cell::UnsafeCell;
@@ -78,6 +78,8 @@ struct Owned {
     stacks: Cursor,
     delta: HeapDelta,
     stack_cache: StackCache,
+    /// Converts the I/O hooks' time stamps (io.rs).
+    clock: tsc::Anchor,
 }
 
 /// Valid when all zeros, as a fresh anonymous mapping is.
@@ -151,6 +153,7 @@ impl Slot {
                 stacks: Cursor::new(),
                 delta: HeapDelta::block_start(0),
                 stack_cache: StackCache::new(),
+                clock: tsc::Anchor::new(),
             }),
         }
     }
@@ -639,7 +642,11 @@ pub(crate) fn record_sync(
     timestamp_ns: u64,
     write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
-    record_hooked(timestamp_ns, Hooked::Sync, write)
+    record_hooked(
+        Hooked::Sync,
+        |_| (timestamp_ns, ()),
+        |cursor, tid, id, ()| write(cursor, tid, id),
+    )
 }
 
 /// The kinds of hook that record through a thread's slot besides the
@@ -650,15 +657,21 @@ enum Hooked {
     Io,
 }
 
-/// [`record_sync`] for the I/O hooks (io.rs): the thread's `io` cursor.
-/// Counts the calls recorded, and those not recorded because the thread
-/// was inside a hook already (the collector's own calls never come here:
-/// they are raw system calls).
+/// [`record_sync`] for the I/O hooks (io.rs): the thread's `io` cursor,
+/// and the call's start and duration in ns from its stamps (converted with
+/// the thread's anchor). Counts the calls recorded, and those not recorded
+/// because the thread was inside a hook already (the collector's own calls
+/// never come here: they are raw system calls).
 pub(crate) fn record_io(
-    timestamp_ns: u64,
-    write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
+    start: tsc::Stamp,
+    end: tsc::Stamp,
+    write: impl FnOnce(&mut Cursor, i32, u64, (u64, u64)) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
-    let recorded = record_hooked(timestamp_ns, Hooked::Io, write);
+    let when = |anchor: &mut tsc::Anchor| {
+        let (start_ns, time_ns) = anchor.span(start, end);
+        (start_ns.saturating_add(time_ns), (start_ns, time_ns))
+    };
+    let recorded = record_hooked(Hooked::Io, when, write);
     if recorded == Ok(false) {
         IO_UNRECORDED.fetch_add(1, Ordering::Relaxed);
     }
@@ -679,11 +692,13 @@ pub fn io_counts() -> (u64, u64) {
 }
 
 /// A hook's record: the stack walked and written, then `write` with the
-/// thread's cursor of `kind`'s file (see [`record_sync`]).
-fn record_hooked(
-    timestamp_ns: u64,
+/// thread's cursor of `kind`'s file (see [`record_sync`]). `when` gives
+/// the stack record's timestamp and what `write` needs of the time, with
+/// the thread's clock anchor.
+fn record_hooked<T>(
     kind: Hooked,
-    write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
+    when: impl FnOnce(&mut tsc::Anchor) -> (u64, T),
+    write: impl FnOnce(&mut Cursor, i32, u64, T) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
     let Some(mut busy) = Busy::enter() else {
         return Ok(false);
@@ -694,6 +709,7 @@ fn record_hooked(
     let Some(space) = slot.walk_space() else {
         return Ok(false);
     };
+    let (timestamp_ns, time) = when(&mut owned.clock);
     // SAFETY: see Slot::walk_space; no other reference to it exists.
     let space = unsafe { &mut *space };
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
@@ -701,9 +717,9 @@ fn record_hooked(
     let ids = Some(&mut space.ids);
     let id = state::record_stack(&mut owned.stacks, ids, tid, timestamp_ns, status, pcs)?;
     match kind {
-        Hooked::Sync => write(&mut owned.sync_events, tid, id)?,
+        Hooked::Sync => write(&mut owned.sync_events, tid, id, time)?,
         Hooked::Io => {
-            write(&mut owned.io_events, tid, id)?;
+            write(&mut owned.io_events, tid, id, time)?;
             // Still busy: no handler of this thread counts meanwhile.
             let calls = slot.io_calls.load(Ordering::Relaxed);
             slot.io_calls.store(calls + 1, Ordering::Relaxed);

@@ -33,6 +33,7 @@ mod state;
 mod sync;
 mod sys;
 mod threads;
+mod tsc;
 pub mod unwind;
 mod watch;
 
