@@ -20,7 +20,9 @@
 //! - Nobody traces it (`rdbx collect`): the event stays enabled, and the
 //!   kernel queues at most one trap at a time (a switch while one is
 //!   queued adds nothing: its wait is inside the queued trap's window).
-//!   The handler makes no system call for the event itself.
+//!   The handler makes no system call for the event itself. (A debugger
+//!   that attaches later then stops at a SIGTRAP at every resume: its
+//!   stop queues the next trap.)
 //! - Under a debugger the event is one-shot: armed with
 //!   PERF_EVENT_IOC_REFRESH 1, it disables itself at its overflow, and the
 //!   handler arms it again. The delivery of the SIGTRAP is a ptrace stop,
