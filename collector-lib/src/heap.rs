@@ -23,13 +23,15 @@
 //! the old block numbered before the call, a realloc of the new one after.
 
 use crate::blocks::{Cursor, WriteError};
+use crate::hold::{self, Marked};
 use crate::real::{self, Real};
+use crate::stack_ids::IdCache;
 use crate::sys::{
     __libc_calloc, __libc_free, __libc_malloc, __libc_memalign, __libc_pvalloc, __libc_realloc,
     __libc_valloc,
 };
 use crate::unwind::{self, MemoFrameSlot, StackCache, WalkMemo, MEMO_FRAMES};
-use crate::{lifecycle, log, state, sys};
+use crate::{lifecycle, log, state, sys, tsc};
 use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
 use experiment::layout::StackStatus;
 use std::cell::UnsafeCell;
@@ -77,6 +79,8 @@ struct Owned {
     stacks: Cursor,
     delta: HeapDelta,
     stack_cache: StackCache,
+    /// Converts the I/O hooks' time stamps (io.rs).
+    clock: tsc::Anchor,
 }
 
 /// Valid when all zeros, as a fresh anonymous mapping is.
@@ -84,6 +88,7 @@ struct WalkSpace {
     memo: WalkMemo,
     scratch: [MemoFrameSlot; MEMO_FRAMES],
     pcs: [u64; MAX_HEAP_DEPTH + OWN_FRAMES],
+    ids: IdCache,
 }
 
 impl Slot {
@@ -149,6 +154,7 @@ impl Slot {
                 stacks: Cursor::new(),
                 delta: HeapDelta::block_start(0),
                 stack_cache: StackCache::new(),
+                clock: tsc::Anchor::new(),
             }),
         }
     }
@@ -609,7 +615,8 @@ fn record_allocation(op: HeapOp, address: *mut c_void, size: usize, old: *mut c_
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
     let pcs = &space.pcs[first..depth];
     let timestamp = sys::monotonic_coarse_ns();
-    let id = match state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs) {
+    let ids = Some(&mut space.ids);
+    let id = match state::record_stack(&mut owned.stacks, ids, tid, timestamp, status, pcs) {
         Ok(id) => id,
         Err(err) => return failed(err),
     };
@@ -636,7 +643,11 @@ pub(crate) fn record_sync(
     timestamp_ns: u64,
     write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
-    record_hooked(timestamp_ns, Hooked::Sync, write)
+    record_hooked(
+        Hooked::Sync,
+        |_| (timestamp_ns, ()),
+        |cursor, tid, id, ()| write(cursor, tid, id),
+    )
 }
 
 /// The kinds of hook that record through a thread's slot besides the
@@ -647,15 +658,25 @@ enum Hooked {
     Io,
 }
 
-/// [`record_sync`] for the I/O hooks (io.rs): the thread's `io` cursor.
-/// Counts the calls recorded, and those not recorded because the thread
-/// was inside a hook already (the collector's own calls never come here:
-/// they are raw system calls).
+/// [`record_sync`] for the I/O hooks (io.rs): the thread's `io` cursor,
+/// and the call's start and duration in ns from its stamps (converted with
+/// the thread's anchor). Counts the calls recorded, and those not recorded
+/// because the thread was inside a hook already (the collector's own calls
+/// never come here: they are raw system calls).
 pub(crate) fn record_io(
-    timestamp_ns: u64,
-    write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
+    start: Marked<tsc::Stamp>,
+    end: Marked<tsc::Stamp>,
+    write: impl FnOnce(&mut Cursor, i32, u64, (u64, u64)) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
-    let recorded = record_hooked(timestamp_ns, Hooked::Io, write);
+    let when = |anchor: &mut tsc::Anchor| {
+        let (start_ns, wall_ns) = anchor.span(start.at, end.at);
+        let end_ns = start_ns.saturating_add(wall_ns);
+        // The call's time is the program's: less the time rdbx held the
+        // process stopped during it (hold.rs).
+        let held_ns = hold::held_between(start.mark, start_ns, end.mark, end_ns);
+        (end_ns, (start_ns, wall_ns.saturating_sub(held_ns)))
+    };
+    let recorded = record_hooked(Hooked::Io, when, write);
     if recorded == Ok(false) {
         IO_UNRECORDED.fetch_add(1, Ordering::Relaxed);
     }
@@ -676,11 +697,13 @@ pub fn io_counts() -> (u64, u64) {
 }
 
 /// A hook's record: the stack walked and written, then `write` with the
-/// thread's cursor of `kind`'s file (see [`record_sync`]).
-fn record_hooked(
-    timestamp_ns: u64,
+/// thread's cursor of `kind`'s file (see [`record_sync`]). `when` gives
+/// the stack record's timestamp and what `write` needs of the time, with
+/// the thread's clock anchor.
+fn record_hooked<T>(
     kind: Hooked,
-    write: impl FnOnce(&mut Cursor, i32, u64) -> Result<(), WriteError>,
+    when: impl FnOnce(&mut tsc::Anchor) -> (u64, T),
+    write: impl FnOnce(&mut Cursor, i32, u64, T) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
     let Some(mut busy) = Busy::enter() else {
         return Ok(false);
@@ -691,15 +714,17 @@ fn record_hooked(
     let Some(space) = slot.walk_space() else {
         return Ok(false);
     };
+    let (timestamp_ns, time) = when(&mut owned.clock);
     // SAFETY: see Slot::walk_space; no other reference to it exists.
     let space = unsafe { &mut *space };
     let (first, depth, status) = unwind_here(&mut owned.stack_cache, space);
     let pcs = &space.pcs[first..depth];
-    let id = state::record_stack(&mut owned.stacks, tid, timestamp_ns, status, pcs)?;
+    let ids = Some(&mut space.ids);
+    let id = state::record_stack(&mut owned.stacks, ids, tid, timestamp_ns, status, pcs)?;
     match kind {
-        Hooked::Sync => write(&mut owned.sync_events, tid, id)?,
+        Hooked::Sync => write(&mut owned.sync_events, tid, id, time)?,
         Hooked::Io => {
-            write(&mut owned.io_events, tid, id)?;
+            write(&mut owned.io_events, tid, id, time)?;
             // Still busy: no handler of this thread counts meanwhile.
             let calls = slot.io_calls.load(Ordering::Relaxed);
             slot.io_calls.store(calls + 1, Ordering::Relaxed);

@@ -81,6 +81,57 @@ pub fn now() -> Moment {
     }
 }
 
+/// The clock's words as one reading saw them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark {
+    held_ns: u64,
+    since_ns: u64,
+}
+
+/// A moment taken by another clock (the I/O hooks' TSC stamps) with the
+/// hold words around it, so a duration between two such moments can
+/// leave the holds out ([`held_between`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Marked<T> {
+    pub at: T,
+    pub mark: Mark,
+}
+
+/// `read` (a clock) with the hold words it fell between; read again
+/// when rdbx wrote them meanwhile, as [`now`] does. Async-signal-safe
+/// when `read` is.
+#[inline(always)]
+pub fn marked<T>(read: impl Fn() -> T) -> Marked<T> {
+    let clock = &__rdbx_collector_hold;
+    let words = || Mark {
+        held_ns: clock.held_ns.load(Ordering::Acquire),
+        since_ns: clock.since_ns.load(Ordering::Acquire),
+    };
+    let mut tries = 0;
+    loop {
+        let before = words();
+        let at = read();
+        tries += 1;
+        if words() == before || tries == 3 {
+            return Marked { at, mark: before };
+        }
+    }
+}
+
+/// The time held between a moment at `start_ns` with the words `start`
+/// and one at `end_ns` with `end` (both CLOCK_MONOTONIC).
+pub fn held_between(start: Mark, start_ns: u64, end: Mark, end_ns: u64) -> u64 {
+    let held_at = |mark: Mark, at_ns: u64| {
+        let holding = if mark.since_ns == 0 {
+            0
+        } else {
+            at_ns.saturating_sub(mark.since_ns)
+        };
+        mark.held_ns.saturating_add(holding)
+    };
+    held_at(end, end_ns).saturating_sub(held_at(start, start_ns))
+}
+
 /// The run clock at `wall_ns`, given the clock's words.
 fn run_ns(wall_ns: u64, held_ns: u64, since_ns: u64) -> u64 {
     let holding = if since_ns == 0 {
@@ -122,6 +173,27 @@ mod tests {
     fn a_start_after_now_counts_nothing() {
         // A start after now (another clock's): no negative hold.
         assert_eq!(run_ns(100, 0, 500), 100);
+    }
+
+    #[test]
+    fn held_between_agrees_with_the_run_clock() {
+        let mark = |held_ns, since_ns| Mark { held_ns, since_ns };
+        // The hold 1_000..2_000 between 500 and 2_300.
+        assert_eq!(held_between(mark(50, 0), 500, mark(1_050, 0), 2_300), 1_000);
+        // A window inside the hold: all of it held.
+        assert_eq!(
+            held_between(mark(50, 1_000), 1_200, mark(50, 1_000), 1_400),
+            200
+        );
+        // From inside the hold to after it.
+        assert_eq!(
+            held_between(mark(50, 1_000), 1_400, mark(1_050, 0), 2_300),
+            600
+        );
+        // No hold.
+        assert_eq!(held_between(mark(50, 0), 500, mark(50, 0), 900), 0);
+        let marked = marked(|| 7);
+        assert_eq!((marked.at, marked.mark), (7, mark(0, 0)));
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! the constructor (attached: what the program's own calls reached, and
 //! the GOT entries are redirected, see got.rs).
 //!
-//! Every call is recorded, whatever its time: CLOCK_MONOTONIC (the vDSO's
-//! clock_gettime) is read before and after the real call. While the
-//! experiment does not trace I/O (no experiment, paused, another kind
-//! only) a call costs one load of the state word and the real call.
+//! Every call is recorded, whatever its time: the clock is read before
+//! and after the real call (the processor's counter, converted to
+//! CLOCK_MONOTONIC, where the kernel's clock is that counter; else the
+//! vDSO's clock_gettime: tsc.rs). While the experiment does not trace I/O
+//! (no experiment, paused, another kind only) a call costs one load of the
+//! state word and the real call.
 //!
 //! What runs on a recorded call allocates nothing and takes no lock of
 //! ours: the thread's slot, busy flag, walk memo and stack cache are
@@ -43,9 +45,9 @@
 //! only when the flags say there is one.
 
 use crate::blocks::WriteError;
-use crate::hold::{self, Moment};
+use crate::hold::{self, Marked};
 use crate::real;
-use crate::{heap, lifecycle, log, state, sys};
+use crate::{heap, lifecycle, log, state, sys, tsc};
 use experiment::io::{IoEvent, IoOp};
 use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
 
@@ -62,6 +64,7 @@ extern "C" {
 /// program's calls reach now).
 pub fn prepare() {
     heap::prepare_slots();
+    tsc::prepare();
     if state::live() {
         crate::got::resolve_reals(crate::got::Set::Io);
     }
@@ -102,6 +105,8 @@ pub fn log_totals() {
     log::write("io_totals", |line| {
         line.u64("calls", calls);
         line.u64("unrecorded", unrecorded);
+        line.str("clock", tsc::source());
+        line.u64("clock_out_of_step", u64::from(tsc::disagreed()));
     });
 }
 
@@ -158,9 +163,9 @@ fn traced<'a, R: Copy>(call: impl FnOnce() -> R, describe: impl FnOnce(R) -> Cal
 /// look at the arguments before the call).
 #[inline(always)]
 fn timed<'a, R: Copy>(call: impl FnOnce() -> R, describe: impl FnOnce(R) -> Call<'a>) -> R {
-    let start = hold::now();
+    let start = hold::marked(tsc::stamp);
     let result = call();
-    let end = hold::now();
+    let end = hold::marked(tsc::stamp);
     let saved = sys::errno();
     record(describe(result), start, end);
     sys::set_errno(saved);
@@ -173,24 +178,29 @@ const ZEROS: [u8; 8] = [0; 8];
 /// block of the `io` file, with its stack. Its time leaves out the time
 /// rdbx held the process stopped (hold.rs).
 #[inline(never)]
-fn record(call: Call<'_>, start: Moment, end: Moment) {
-    let time_ns = end.run_ns.saturating_sub(start.run_ns);
-    let (start, end) = (start.wall_ns, end.wall_ns);
+fn record(call: Call<'_>, start: Marked<tsc::Stamp>, end: Marked<tsc::Stamp>) {
     let event = IoEvent {
         op: call.op,
         failed: call.failed,
         fd: call.fd,
-        start_ns: start,
-        time_ns,
+        start_ns: 0,
+        time_ns: 0,
         bytes: call.bytes,
         stack_id: 0,
         aux_fd: call.aux_fd,
         name: call.name,
     };
     let size = event.encoded_size();
-    let recorded = heap::record_io(end, |cursor, tid, stack_id| {
-        let (fixed, name, padding) = IoEvent { stack_id, ..event }.encode_parts();
-        state::IO.append(cursor, &state::BUDGET, tid, end, size, |writer| {
+    let recorded = heap::record_io(start, end, |cursor, tid, stack_id, (start_ns, time_ns)| {
+        let event = IoEvent {
+            stack_id,
+            start_ns,
+            time_ns,
+            ..event
+        };
+        let (fixed, name, padding) = event.encode_parts();
+        let end_ns = start_ns.saturating_add(time_ns);
+        state::IO.append(cursor, &state::BUDGET, tid, end_ns, size, |writer| {
             // Most calls name no file: their record is the fixed part.
             writer.push_bytes(&fixed)
                 && (name.is_empty()

@@ -31,10 +31,12 @@ mod objects;
 mod offcpu;
 mod profile;
 mod samples;
+mod stack_ids;
 mod state;
 mod sync;
 mod sys;
 mod threads;
+mod tsc;
 pub mod unwind;
 mod watch;
 

@@ -17,22 +17,37 @@
 //! hold.rs): a thread asleep while the user sat at a breakpoint was not
 //! waiting for the program.
 //!
-//! The event is one-shot: armed with PERF_EVENT_IOC_REFRESH 1, it
-//! disables itself at its overflow, and the handler arms it again. Under a
-//! debugger the delivery of the SIGTRAP is a ptrace stop, itself a
-//! context switch: an event left armed would fire again for it, forever.
-//! A trap is re-armed only when the event overflowed since it was last
-//! armed (its count, read in the handler, moved): a trap the debugger
-//! delivered late, or one that arrives after a recovery, must not arm
-//! the event twice (two overflows in flight would feed each other through
-//! the ptrace stops of their deliveries).
+//! How the event stays armed depends on whether anything traces the
+//! process (decided at start, as for the clock's SIGTRAP):
+//!
+//! - Nobody traces it (`rdbx collect`): the event stays enabled, and the
+//!   kernel queues at most one trap at a time (a switch while one is
+//!   queued adds nothing: its wait is inside the queued trap's window).
+//!   The handler makes no system call for the event itself. (A debugger
+//!   that attaches later then stops at a SIGTRAP at every resume: its
+//!   stop queues the next trap.)
+//! - Under a debugger the event is one-shot: armed with
+//!   PERF_EVENT_IOC_REFRESH 1, it disables itself at its overflow, and the
+//!   handler arms it again. The delivery of the SIGTRAP is a ptrace stop,
+//!   itself a context switch: an event left armed would fire again for
+//!   it, forever. A trap is re-armed only when the event overflowed since
+//!   it was last armed (its count, read in the handler, moved): a trap the
+//!   debugger delivered late, or one that arrives after a recovery, must
+//!   not arm the event twice (two overflows in flight would feed each
+//!   other through the ptrace stops of their deliveries). One-shot costs
+//!   much more per switch: the kernel disables an event from the switch
+//!   through an irq_work, a self-interrupt, which in a virtual machine
+//!   costs exits to the hypervisor (bench/RESULTS.md, "Off-CPU profiling
+//!   cost": about 13 µs a switch there).
 //!
 //! A trap can be lost: SIGTRAP is a standard signal, so when the clock's
-//! trap (same signal) is already pending, the kernel drops ours, and the
-//! one-shot event would stay off. The clock's tick checks for it
-//! ([`check_lost`]): overflowed since armed, and no SIGTRAP pending, means
-//! lost; the event is armed again and the time since the thread's last
-//! record is dropped, not charged to a stack it was not switched out at.
+//! trap (same signal) is already pending, the kernel drops ours (a
+//! one-shot event would then stay off). The clock's tick checks for it
+//! ([`check_lost`]): overflowed since the last trap, and no SIGTRAP
+//! pending, means lost; a one-shot event is armed again, and the time
+//! since the thread's last record is dropped, not charged to a stack it
+//! was not switched out at. Only then, when the clock traps too, does an
+//! enabled event's trap read the count (a system call) for that check.
 //!
 //! Privileges: context switches happen in kernel mode, so the event must
 //! count the kernel (exclude_kernel = 0), which perf_event_paranoid 2 (the
@@ -42,7 +57,7 @@
 use crate::blocks::WriteError;
 use crate::clock::{
     self, SoftwareEvent, ATTR_DISABLED, ATTR_EXCLUDE_HV, ATTR_REMOVE_ON_EXEC, ATTR_SIGTRAP,
-    PERF_EVENT_IOC_REFRESH,
+    PERF_EVENT_IOC_ENABLE, PERF_EVENT_IOC_REFRESH,
 };
 use crate::{hold, lifecycle, log, profile, state, sys, threads};
 use experiment::offcpu::{OffCpuEvent, OFFCPU_RECORD_SIZE};
@@ -115,15 +130,41 @@ fn open_event(tid: i32) -> Result<i32, i32> {
 /// Whether the experiment being started records off-CPU events (so
 /// SIGTRAP is the collector's to handle).
 static WANTED: AtomicBool = AtomicBool::new(false);
+/// The events stay enabled (nobody traces the process); else one-shot.
+static CONTINUOUS: AtomicBool = AtomicBool::new(false);
+/// The clock's ticks are SIGTRAPs too, so a trap of ours can be lost.
+static CLOCK_TRAPS: AtomicBool = AtomicBool::new(false);
 
 pub fn wanted() -> bool {
     WANTED.load(Ordering::Acquire)
 }
 
-/// A new experiment, recording off-CPU events when `wanted`: counters
-/// from zero.
-pub fn reset(wanted: bool) {
+/// How an experiment's context-switch events are armed (see the module
+/// comment).
+#[derive(Clone, Copy, Debug)]
+pub struct Arming {
+    /// Nobody traces the process: the events stay enabled.
+    pub continuous: bool,
+    /// The clock signals with SIGTRAP as well.
+    pub clock_traps: bool,
+}
+
+fn continuous() -> bool {
+    CONTINUOUS.load(Ordering::Relaxed)
+}
+
+/// Whether a trap reads its event's count: one-shot events need it to
+/// re-arm, enabled ones only for [`check_lost`].
+fn traps_read_count() -> bool {
+    !continuous() || CLOCK_TRAPS.load(Ordering::Relaxed)
+}
+
+/// A new experiment, recording off-CPU events when `wanted`, armed as
+/// `arming` says: counters from zero.
+pub fn reset(wanted: bool, arming: Arming) {
     WANTED.store(wanted, Ordering::Release);
+    CONTINUOUS.store(arming.continuous, Ordering::Relaxed);
+    CLOCK_TRAPS.store(arming.clock_traps, Ordering::Relaxed);
     EVENTS.store(0, Ordering::Relaxed);
     OFF_NS.store(0, Ordering::Relaxed);
     RECOVERED.store(0, Ordering::Relaxed);
@@ -134,8 +175,9 @@ pub fn reset(wanted: bool) {
 /// One thread's context-switch event and the clocks of its last trap.
 pub struct OffCpuSource {
     fd: AtomicI32,
-    /// The event's count when it was last armed: a trap re-arms only
-    /// when the count moved since (it overflowed, so it is off).
+    /// The event's count when it was last armed (one-shot) or at the
+    /// last trap (enabled): a trap re-arms only when the count moved since
+    /// (it overflowed, so it is off), and a tick finds a lost trap by it.
     armed_count: AtomicU64,
     /// The run clock (hold.rs) and thread CPU time at the previous trap
     /// (or when armed): the next record's window.
@@ -164,8 +206,13 @@ impl OffCpuSource {
         self.last_cpu_ns.store(cpu_now, Ordering::Relaxed);
         self.armed_count.store(0, Ordering::Relaxed);
         self.fd.store(fd, Ordering::Release);
-        // SAFETY: our perf descriptor: one overflow, then it disables itself.
-        unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) };
+        if continuous() {
+            // SAFETY: our perf descriptor: enabled with no overflow limit.
+            unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) };
+        } else {
+            // SAFETY: our perf descriptor: one overflow, then it disables itself.
+            unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) };
+        }
         true
     }
 
@@ -213,16 +260,19 @@ impl OffCpuSource {
         (count != self.armed_count.load(Ordering::Relaxed)).then_some(count)
     }
 
-    /// Arms the event again for one overflow; `count` is its count now
-    /// (from `fired`). Async-signal-safe.
+    /// The overflows up to `count` (from `fired`) are handled: a one-shot
+    /// event is armed again for one more, an enabled one goes on.
+    /// Async-signal-safe.
     fn rearm(&self, count: u64) {
         let fd = self.fd.load(Ordering::Acquire);
         if fd < 0 {
             return;
         }
         self.armed_count.store(count, Ordering::Relaxed);
-        // SAFETY: our perf descriptor.
-        unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) };
+        if !continuous() {
+            // SAFETY: our perf descriptor.
+            unsafe { libc::ioctl(fd, PERF_EVENT_IOC_REFRESH, 1) };
+        }
     }
 }
 
@@ -241,11 +291,16 @@ pub fn on_trap(context: *mut c_void) {
     let now = hold::now();
     let now_cpu = sys::thread_cpu_ns();
     let source = &slot.offcpu;
-    let Some(count) = source.fired() else {
-        // Not an overflow since the event was armed (a trap delivered
-        // late by a debugger, after a recovery): the event is armed
-        // already, and the time goes to the next record.
-        return;
+    let count = if traps_read_count() {
+        let Some(count) = source.fired() else {
+            // Not an overflow since the event was armed (a trap delivered
+            // late by a debugger, after a recovery): the event is armed
+            // already, and the time goes to the next record.
+            return;
+        };
+        Some(count)
+    } else {
+        None
     };
     if slot.in_handler.swap(true, Ordering::AcqRel) {
         // The thread's clock handler was interrupted: it owns the stack
@@ -257,8 +312,12 @@ pub fn on_trap(context: *mut c_void) {
         slot.in_handler.store(false, Ordering::Release);
     }
     // Armed again last: a switch during the handler (a page fault on a
-    // new block) is not one of the program's.
-    source.rearm(count);
+    // new block) is not one of the program's. (An enabled event sees
+    // those: their traps come nested, find `in_handler` set, and are
+    // deferred.)
+    if let Some(count) = count {
+        source.rearm(count);
+    }
 }
 
 fn record(slot: &threads::Slot, context: *mut c_void, moment: hold::Moment, now_cpu: u64) {

@@ -242,27 +242,51 @@ pub unsafe fn record_signal_stack_locating(
     address: Option<u64>,
 ) -> Result<(u64, Option<unwind::HoldingFrame>), WriteError> {
     let mut fallback = [0u64; 64];
-    let buffer: &mut [u64] = match owned.pcs.as_deref_mut() {
+    let threads::Owned {
+        pcs,
+        walk,
+        stack_cache,
+        stacks,
+        ..
+    } = owned;
+    let buffer: &mut [u64] = match pcs.as_deref_mut() {
         Some(pcs) => pcs,
         None => &mut fallback,
     };
     let limit = state::depth_limit().min(buffer.len());
     let out = &mut buffer[..limit];
+    let mut walk = walk.as_deref_mut();
     // SAFETY: context is the ucontext the kernel passed to this handler.
-    let (unwound, holding) = unsafe {
-        match address {
-            Some(address) => {
-                unwind::unwind_from_signal_locating(context, &mut owned.stack_cache, out, address)
-            }
-            None => (
-                unwind::unwind_from_signal(context, &mut owned.stack_cache, out),
-                None,
+    // A walk that looks for the frame holding an address goes frame by
+    // frame (the memo skips the frames it remembers); the others use the
+    // thread's memo.
+    let (unwound, holding) = match (address, walk.as_deref_mut(), unsafe {
+        unwind::signal_registers(context)
+    }) {
+        // SAFETY: as above.
+        (Some(address), _, _) => unsafe {
+            unwind::unwind_from_signal_locating(context, stack_cache, out, address)
+        },
+        (None, Some(walk), Some(registers)) => (
+            unwind::unwind_memoized(
+                registers,
+                stack_cache,
+                &mut walk.memo,
+                &mut walk.scratch,
+                out,
             ),
-        }
+            None,
+        ),
+        // SAFETY: as above.
+        (None, _, _) => (
+            unsafe { unwind::unwind_from_signal(context, stack_cache, out) },
+            None,
+        ),
     };
     let pcs = out.get(..unwound.depth).unwrap_or(&[]);
     let status = status_of(unwound.status);
-    let id = state::record_stack(&mut owned.stacks, tid, timestamp, status, pcs)?;
+    let ids = walk.map(|walk| &mut walk.ids);
+    let id = state::record_stack(stacks, ids, tid, timestamp, status, pcs)?;
     Ok((id, holding))
 }
 

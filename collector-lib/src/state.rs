@@ -109,16 +109,21 @@ pub fn stack_table_insert(id: u64) -> bool {
     true
 }
 
-/// The id of a stack, its record written to `cursor`'s block of the
-/// `stacks` file the first time it is seen. Async-signal-safe.
+/// The id of a stack (from the thread's cache of ids, when it has one),
+/// its record written to `cursor`'s block of the `stacks` file the first
+/// time it is seen. Async-signal-safe.
 pub fn record_stack(
     cursor: &mut crate::blocks::Cursor,
+    ids: Option<&mut crate::stack_ids::IdCache>,
     tid: i32,
     timestamp_ns: u64,
     status: experiment::layout::StackStatus,
     pcs: &[u64],
 ) -> Result<u64, crate::blocks::WriteError> {
-    let id = experiment::layout::stack_id(status.code(), pcs);
+    let id = match ids {
+        Some(ids) => ids.id(status, pcs),
+        None => experiment::layout::stack_id(status.code(), pcs),
+    };
     if stack_table_insert(id) {
         STACKS.append(
             cursor,
@@ -275,16 +280,22 @@ fn start_steps(
     clear_stack_table();
     samples::reset();
     profile::reset_write_failure();
-    offcpu::reset(offcpu_on);
 
+    // Signals that would stop a tracer at every tick or switch (and look
+    // like breakpoints to it) only when nobody traces us.
+    let untraced = config.mode == Mode::Collect && !sys::traced();
     let clock_kind = if config.profile_ns > 0 {
-        // A sigtrap clock's SIGTRAPs would stop a tracer at every tick
-        // and look like breakpoints to it: only when nobody traces us.
-        let allow_trap = config.mode == Mode::Collect && !sys::traced();
-        Some(clock::choose(config.profile_ns, allow_trap))
+        Some(clock::choose(config.profile_ns, untraced))
     } else {
         None
     };
+    offcpu::reset(
+        offcpu_on,
+        offcpu::Arming {
+            continuous: untraced,
+            clock_traps: clock_kind.is_some() && clock::uses_sigtrap(),
+        },
+    );
     // The threshold goes in the start line: measured first when asked.
     let sync_threshold = synctrace.then(|| sync::prepare(config.synctrace));
     write_start_line(
@@ -648,10 +659,14 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     // SAFETY: the thread's clock is not armed yet (or it is us), so its
     // handler cannot be running on the owned parts.
     let owned = unsafe { slot.owned() };
-    // A reused slot may remember another thread's stack mapping.
+    // A reused slot may remember another thread's stack mapping and walk.
     owned.stack_cache = unwind::StackCache::new();
     if owned.pcs.is_none() {
         owned.pcs = Some(vec![0u64; MAX_STACK_DEPTH].into_boxed_slice());
+    }
+    match owned.walk.as_deref_mut() {
+        Some(walk) => walk.memo.forget(),
+        None => owned.walk = threads::SignalWalk::boxed(),
     }
     slot.in_handler.store(false, Ordering::Relaxed);
     slot.tick_deferred.store(false, Ordering::Relaxed);

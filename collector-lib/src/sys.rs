@@ -209,6 +209,19 @@ pub fn close_raw(fd: i32) -> i32 {
     raw_result(unsafe { libc::syscall(libc::SYS_close, fd) }) as i32
 }
 
+/// Frees the disk space `fd`'s file has reserved past its end (fallocate
+/// with KEEP_SIZE): truncating a file to its own size does (raw system
+/// calls, as every I/O of the collector's own).
+pub fn free_reserve_past_end(fd: i32) {
+    // SAFETY: fstat into a struct of ours, then ftruncate on our descriptor.
+    unsafe {
+        let mut stat: libc::stat = std::mem::zeroed();
+        if libc::syscall(libc::SYS_fstat, fd, &mut stat as *mut libc::stat) == 0 {
+            libc::syscall(libc::SYS_ftruncate, fd, stat.st_size);
+        }
+    }
+}
+
 /// Writes all of `bytes` to `fd`, retrying on EINTR and short writes.
 pub fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
     while !bytes.is_empty() {

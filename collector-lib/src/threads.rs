@@ -9,7 +9,8 @@ use crate::blocks::Cursor;
 use crate::clock::ClockSource;
 use crate::counters::CounterSources;
 use crate::offcpu::OffCpuSource;
-use crate::unwind::StackCache;
+use crate::stack_ids::IdCache;
+use crate::unwind::{MemoFrameSlot, StackCache, WalkMemo, MEMO_FRAMES};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
@@ -29,6 +30,34 @@ pub struct Owned {
     pub stack_cache: StackCache,
     /// Room for a stack (depth limit + 1), allocated at registration.
     pub pcs: Option<Box<[u64]>>,
+    /// The thread's last walk, allocated at registration: a thread
+    /// switched out or sampled where it was last time (a loop around the
+    /// same calls) unwinds only the frames that changed.
+    pub walk: Option<Box<SignalWalk>>,
+}
+
+/// A memo of the thread's last stack walk and room for the next one
+/// (unwind::unwind_memoized).
+pub struct SignalWalk {
+    pub memo: WalkMemo,
+    pub scratch: [MemoFrameSlot; MEMO_FRAMES],
+    /// The ids of the stacks the thread recorded lately.
+    pub ids: IdCache,
+}
+
+impl SignalWalk {
+    /// A new one on the heap, made zeroed in place (tens of KiB: not on
+    /// the stack of a starting thread). Allocates: ordinary context.
+    pub fn boxed() -> Option<Box<SignalWalk>> {
+        let layout = std::alloc::Layout::new::<SignalWalk>();
+        // SAFETY: a sized, non-empty layout; all zeros is a valid memo
+        // and scratch (an empty memo, as heap.rs's walk space is in a
+        // fresh anonymous mapping), and the block is the layout's.
+        unsafe {
+            let block = std::alloc::alloc_zeroed(layout).cast::<SignalWalk>();
+            (!block.is_null()).then(|| Box::from_raw(block))
+        }
+    }
 }
 
 pub struct Slot {
@@ -75,6 +104,7 @@ impl Slot {
                 counters: Cursor::new(),
                 stack_cache: StackCache::new(),
                 pcs: None,
+                walk: None,
             }),
         }
     }
@@ -176,6 +206,9 @@ pub fn forget_all_after_fork() {
             owned.offcpu.release();
             owned.counters.release();
             owned.stack_cache = StackCache::new();
+            if let Some(walk) = owned.walk.as_deref_mut() {
+                walk.memo.forget();
+            }
             slot.tid.store(TOMBSTONE, Ordering::Release);
         }
     }

@@ -73,18 +73,19 @@ impl MemoFrame {
         self.pc == registers.pc && self.rsp == registers.rsp && self.exact == exact && rbp_ok
     }
 
-    /// Whether every value this frame's step read is still there.
-    fn still_true(&self, reader: &StackReader) -> bool {
-        self.reads[..usize::from(self.read_count)]
-            .iter()
-            .all(|&(address, value)| reader.read_u64(address) == Some(value))
+    fn reads(&self) -> &[(u64, u64)] {
+        &self.reads[..usize::from(self.read_count).min(MAX_READS)]
     }
 }
 
-/// Rules looked up by this thread lately (direct-mapped by pc): the same
-/// call sites come back walk after walk, and a lookup in the tables is a
-/// binary search over every row of an object.
+/// Rules looked up by this thread lately, two ways per set of pcs: the
+/// same call sites come back walk after walk, and a lookup in the tables is
+/// a binary search over every row of an object. (Direct-mapped, two call
+/// sites of a walk sharing an entry, as load addresses made them in one run
+/// out of some, missed at every walk: heap tracing's cost then varied by
+/// half from run to run.)
 const RULE_CACHE: usize = 256;
+const RULE_WAYS: usize = 2;
 
 /// One thread's last walk. Plain data: keep one per thread.
 pub struct WalkMemo {
@@ -93,6 +94,14 @@ pub struct WalkMemo {
     /// Outermost first: `frames[len - 1]` is the last walk's leaf.
     frames: [MemoFrame; MEMO_FRAMES],
     len: usize,
+    /// The frames' reads in the same order, one after the other: those of
+    /// `frames[..=i]` are `reads[..reads_end[i]]`, all at addresses in
+    /// `[reads_lo[i], reads_hi[i])`. A walk that reaches frame `i` checks
+    /// them in one pass (a splice keeps a prefix of these too).
+    reads: [(u64, u64); MEMO_FRAMES * MAX_READS],
+    reads_end: [u16; MEMO_FRAMES],
+    reads_lo: [u64; MEMO_FRAMES],
+    reads_hi: [u64; MEMO_FRAMES],
     /// How the remembered walk ended above `frames[0]`.
     end: UnwindStatus,
     /// The tables the walk used; other tables void the memo.
@@ -110,11 +119,20 @@ impl WalkMemo {
             rules: [(0, Rule::NO_INFO); RULE_CACHE],
             frames: [MemoFrame::EMPTY; MEMO_FRAMES],
             len: 0,
+            reads: [(0, 0); MEMO_FRAMES * MAX_READS],
+            reads_end: [0; MEMO_FRAMES],
+            reads_lo: [0; MEMO_FRAMES],
+            reads_hi: [0; MEMO_FRAMES],
             end: UnwindStatus::Failed,
             snapshot: 0,
             walks: AtomicU64::new(0),
             hits: AtomicU64::new(0),
         }
+    }
+
+    /// Forgets the last walk (the memo goes to another thread).
+    pub fn forget(&mut self) {
+        self.len = 0;
     }
 
     /// (walks, walks that reused remembered frames).
@@ -126,11 +144,17 @@ impl WalkMemo {
     }
 
     /// The remembered frame with these registers, as an index into `frames`.
-    fn find(&self, registers: &Registers, exact: bool) -> Option<usize> {
-        // Outermost first: stack pointers decrease along the array.
-        let remembered = &self.frames[..self.len];
-        let index = remembered.partition_point(|f| f.rsp > registers.rsp);
-        remembered
+    /// `below` is where the walk's previous frame would go: stack pointers
+    /// only grow along a walk and decrease along the array (outermost
+    /// first), so the search goes on from there toward the outermost frame,
+    /// a step or two per frame walked.
+    fn find(&self, below: &mut usize, registers: &Registers, exact: bool) -> Option<usize> {
+        let mut index = (*below).min(self.len);
+        while index > 0 && self.frames[index - 1].rsp <= registers.rsp {
+            index -= 1;
+        }
+        *below = index;
+        self.frames[..self.len]
             .get(index)
             .filter(|f| f.matches(registers, exact))
             .map(|_| index)
@@ -138,28 +162,44 @@ impl WalkMemo {
 
     /// Whether the frames from `index` up are still what the stack holds.
     /// Their reads lie in the walk's own stack, above its stack pointer,
-    /// nearly always: then they are plain loads after one bounds check of
-    /// them all (two simple passes run faster than one branchy one).
+    /// nearly always: then they are plain loads in one pass.
     fn holds_from(&self, index: usize, reader: &StackReader) -> bool {
-        let frames = &self.frames[..=index];
+        let reads = &self.reads[..usize::from(self.reads_end[index])];
         let (lo, hi) = reader.own_window();
-        let inside = frames.iter().all(|f| {
-            f.reads[..usize::from(f.read_count)]
-                .iter()
-                .all(|&(address, _)| lo <= address && address.saturating_add(8) <= hi)
-        });
-        if !inside {
-            return frames.iter().all(|f| f.still_true(reader));
+        if lo <= self.reads_lo[index] && self.reads_hi[index] <= hi {
+            return reads.iter().all(|&(address, value)| {
+                // SAFETY: inside the window the reader maps directly: the
+                // thread's own stack above its stack pointer.
+                unsafe { std::ptr::read_unaligned(address as *const u64) == value }
+            });
         }
-        frames.iter().all(|f| {
-            f.reads[..usize::from(f.read_count)]
-                .iter()
-                .all(|&(address, value)| {
-                    // SAFETY: inside the window the reader maps directly:
-                    // the thread's own stack above its stack pointer.
-                    unsafe { std::ptr::read_unaligned(address as *const u64) == value }
-                })
-        })
+        reads
+            .iter()
+            .all(|&(address, value)| reader.read_u64(address) == Some(value))
+    }
+
+    /// Appends `frame` after `frames[..index]` (which stay), with its reads.
+    fn put(&mut self, index: usize, frame: &MemoFrame) {
+        let (end, lo, hi) = match index.checked_sub(1) {
+            Some(before) => (
+                usize::from(self.reads_end[before]),
+                self.reads_lo[before],
+                self.reads_hi[before],
+            ),
+            None => (0, u64::MAX, 0),
+        };
+        let reads = frame.reads();
+        // One by one: a copy of a few elements is not worth a call.
+        for (slot, &read) in self.reads[end..].iter_mut().zip(reads) {
+            *slot = read;
+        }
+        let (lo, hi) = reads.iter().fold((lo, hi), |(lo, hi), &(address, _)| {
+            (lo.min(address), hi.max(address.saturating_add(8)))
+        });
+        self.frames[index] = *frame;
+        self.reads_end[index] = (end + reads.len()) as u16;
+        self.reads_lo[index] = lo;
+        self.reads_hi[index] = hi;
     }
 }
 
@@ -169,22 +209,30 @@ impl Default for WalkMemo {
     }
 }
 
-/// Memory reads of one step, remembered.
+/// Memory reads of one step, remembered (addresses and values apart:
+/// each is stored and loaded back whole, which the processor forwards).
 struct Logged<'a> {
     reader: &'a StackReader,
-    reads: Cell<[(u64, u64); MAX_READS]>,
+    addresses: [Cell<u64>; MAX_READS],
+    values: [Cell<u64>; MAX_READS],
     count: Cell<u8>,
 }
 
+impl Logged<'_> {
+    fn reads(&self) -> [(u64, u64); MAX_READS] {
+        std::array::from_fn(|i| (self.addresses[i].get(), self.values[i].get()))
+    }
+}
+
 impl StackMemory for Logged<'_> {
+    #[inline(always)]
     fn read_u64(&self, address: u64) -> Option<u64> {
         let value = self.reader.read_u64(address)?;
-        let count = self.count.get();
-        let mut reads = self.reads.get();
-        if let Some(slot) = reads.get_mut(usize::from(count)) {
-            *slot = (address, value);
-            self.reads.set(reads);
-            self.count.set(count + 1);
+        let count = usize::from(self.count.get());
+        if let (Some(at), Some(read)) = (self.addresses.get(count), self.values.get(count)) {
+            at.set(address);
+            read.set(value);
+            self.count.set(count as u8 + 1);
         }
         Some(value)
     }
@@ -260,8 +308,9 @@ fn walk(
     };
     let restorer = SIGNAL_RESTORER.load(Ordering::Acquire);
     let mut exact = true;
+    let mut below = memo.len;
     let status = loop {
-        if let Some(index) = memo.find(&registers, exact) {
+        if let Some(index) = memo.find(&mut below, &registers, exact) {
             if memo.holds_from(index, &reader) {
                 bump(&memo.hits);
                 return splice(memo, &fresh, index, out);
@@ -293,11 +342,12 @@ fn walk(
         frame.keeps_rbp = rule.rbp == RbpRule::Unchanged;
         let logged = Logged {
             reader: &reader,
-            reads: Cell::new([(0, 0); MAX_READS]),
+            addresses: [const { Cell::new(0) }; MAX_READS],
+            values: [const { Cell::new(0) }; MAX_READS],
             count: Cell::new(0),
         };
         let stepped = step(&rule, &registers, &logged);
-        frame.reads = logged.reads.get();
+        frame.reads = logged.reads();
         frame.read_count = logged.count.get();
         let (return_address, cfa, caller_rbp) = match stepped {
             Some(Step::Outermost) => break UnwindStatus::Complete,
@@ -338,11 +388,10 @@ fn splice(memo: &mut WalkMemo, fresh: &Fresh, index: usize, out: &mut [u64]) -> 
     let room = MEMO_FRAMES - kept;
     let new = fresh.len.min(room);
     // Outermost first: the fresh frames go in reverse (their leaf last).
-    for (slot, frame) in memo.frames[kept..kept + new]
-        .iter_mut()
-        .zip(fresh.frames[fresh.len - new..fresh.len].iter().rev())
+    for (index, frame) in
+        (kept..kept + new).zip(fresh.frames[fresh.len - new..fresh.len].iter().rev())
     {
-        *slot = *frame;
+        memo.put(index, frame);
     }
     memo.len = kept + new;
     mark_rbp_needs(memo, kept);
@@ -376,11 +425,8 @@ fn remember(memo: &mut WalkMemo, fresh: &Fresh, status: UnwindStatus) {
         memo.len = 0;
         return;
     }
-    for (slot, frame) in memo.frames[..fresh.len]
-        .iter_mut()
-        .zip(fresh.frames[..fresh.len].iter().rev())
-    {
-        *slot = *frame;
+    for (index, frame) in fresh.frames[..fresh.len].iter().rev().enumerate() {
+        memo.put(index, frame);
     }
     memo.len = fresh.len;
     memo.end = status;
@@ -424,17 +470,21 @@ fn bump(counter: &AtomicU64) {
     counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
 }
 
-/// The rule for `pc`, from the thread's cache or the tables.
+/// The rule for `pc`, from the thread's cache or the tables. A set's
+/// first way holds the rule found last: a new one pushes it to the second.
 fn cached_rule(
     rules: &mut [(u64, Rule); RULE_CACHE],
     snapshot: &Snapshot,
     pc: u64,
 ) -> Option<Rule> {
-    let slot = &mut rules[((pc ^ (pc >> 9)) as usize) % RULE_CACHE];
-    if slot.0 == pc.wrapping_add(1) {
-        return Some(slot.1);
+    let key = pc.wrapping_add(1);
+    let set = (pc.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize % (RULE_CACHE / RULE_WAYS);
+    let ways = &mut rules[set * RULE_WAYS..(set + 1) * RULE_WAYS];
+    if let Some(&(_, rule)) = ways.iter().find(|(known, _)| *known == key) {
+        return Some(rule);
     }
     let rule = snapshot.rule_for(pc)?;
-    *slot = (pc.wrapping_add(1), rule);
+    ways[1] = ways[0];
+    ways[0] = (key, rule);
     Some(rule)
 }

@@ -131,6 +131,7 @@ impl StackReader {
     ///
     /// Async-signal-safe: a plain load inside a window known to be mapped, otherwise one
     /// process_vm_readv system call (which reports EFAULT instead of faulting).
+    #[inline]
     pub fn read_u64(&self, address: u64) -> Option<u64> {
         let end = address.checked_add(8)?;
         if self

@@ -25,8 +25,9 @@ pub use memo::{unwind_memoized, MemoFrameSlot, WalkMemo, MEMO_FRAMES};
 pub use memory::StackCache;
 pub use prepare::{refresh_tables, RefreshSummary, SkippedObject};
 pub use walk::{
-    discover_signal_restorer, set_signal_restorer, signal_restorer, unwind_from_registers,
-    unwind_from_signal, unwind_from_signal_locating, HoldingFrame, UnwindStatus, Unwound,
+    discover_signal_restorer, set_signal_restorer, signal_registers, signal_restorer,
+    unwind_from_registers, unwind_from_signal, unwind_from_signal_locating, HoldingFrame,
+    UnwindStatus, Unwound,
 };
 
 /// The default stack depth limit (frames).

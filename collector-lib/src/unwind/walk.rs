@@ -209,6 +209,22 @@ impl FrameWatch for Locate {
     }
 }
 
+/// The (pc, rsp, rbp) a signal interrupted, from its handler's ucontext, as
+/// [`unwind_memoized`](super::unwind_memoized) starts from them; None for a null context.
+///
+/// # Safety
+/// `ucontext` must be null or the `ucontext_t` the kernel passed to an SA_SIGINFO handler
+/// running on this thread.
+pub unsafe fn signal_registers(ucontext: *const libc::c_void) -> Option<(u64, u64, u64)> {
+    let ucontext = ucontext.cast::<libc::ucontext_t>();
+    if ucontext.is_null() {
+        return None;
+    }
+    // SAFETY: the kernel's ucontext of the running handler is valid, readable memory.
+    let registers = unsafe { Registers::from_ucontext(ucontext) };
+    Some((registers.pc, registers.rsp, registers.rbp.unwrap_or(0)))
+}
+
 /// Unwind the calling thread's own stack from registers read at one instruction of the
 /// caller (`pc` that instruction, `rsp` and `rbp` their values there): how the heap hooks
 /// find who called malloc. `out[0]` receives `pc`.
@@ -396,6 +412,7 @@ fn walk(
 }
 
 /// Apply one row's rules to the current registers.
+#[inline]
 pub(super) fn step(rule: &Rule, registers: &Registers, reader: &impl StackMemory) -> Option<Step> {
     let cfa = match rule.cfa {
         CfaRule::NoInfo | CfaRule::Unknown => return None,
