@@ -11,7 +11,9 @@
 //! the same time, with a context-switch counter, under the debugger, with
 //! the collector loaded into a running process, in a fork child and across
 //! exec (where an overflow inside execve used to kill the new image), with
-//! a counter the kernel refuses, and paused.
+//! a counter the kernel refuses, and paused. The data-object views
+//! (`data_objects`, `data_single`, `data_layout`) give each object the
+//! events whose addresses the program says are in it.
 
 mod common;
 
@@ -761,5 +763,199 @@ fn nothing_recorded_while_paused() {
     assert_eq!(counter_lines(&expt), [(0, "page-faults".into(), 1)]);
     assert!(records(&expt, None).is_empty());
     assert_eq!(totals(&expt_dir, 0, "records"), Some(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `rdbx analyze --json -c LINE...` of experiment `expt`: the documents.
+fn analyze_json(expt: &Path, lines: &[&str]) -> Vec<serde_json::Value> {
+    let mut command = Command::new(rdbx_bin());
+    command.arg("analyze").arg("--json").arg(expt);
+    for line in lines {
+        command.args(["-c", line]);
+    }
+    let output = command.output().expect("run rdbx analyze");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let documents: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("one JSON document");
+    documents.as_array().expect("an array").clone()
+}
+
+/// The events of the records whose address lies in `[lo, lo + size)`
+/// (for the stack array, in touch_stack's frame as well): what the data
+/// views must give the object, known without the DWARF reader.
+fn events_in(records: &[Record], (lo, size): (u64, u64), frame_cfa: Option<u64>) -> u64 {
+    records
+        .iter()
+        .filter(|r| {
+            r.event
+                .address()
+                .is_some_and(|address| (lo..lo + size).contains(&address))
+        })
+        .filter(|r| frame_cfa.is_none_or(|cfa| r.event.stack_frame().map(|f| f.1) == Some(cfa)))
+        .map(|r| r.event.count)
+        .sum()
+}
+
+/// A data_objects row by name (and scope): its events.
+fn row_events(rows: &[serde_json::Value], name: &str, scope: Option<&str>) -> u64 {
+    let row = rows
+        .iter()
+        .find(|r| r["name"] == name && scope.is_none_or(|s| r["scope"] == s))
+        .unwrap_or_else(|| panic!("no row {name} ({scope:?}) in {rows:#?}"));
+    row["metrics"][0].as_u64().expect("a count")
+}
+
+/// Within 2% of the program's own getrusage measure.
+fn near_measure(got: u64, function: &str, measures: &Measures) {
+    let want = measures.faults[function];
+    eprintln!("{function}: its object has {got} events, the program measured {want}");
+    assert!(
+        got.abs_diff(want) * 50 <= want,
+        "{function}: {got} events in its object, measured {want}"
+    );
+}
+
+/// The data-object views on the program's page faults, with heap tracing
+/// (so that its block is named): each object the program touched has the
+/// events of the records whose address the program says is in it (exact)
+/// and the faults it measured (within 2%); big_table as a variable of the
+/// executable, the member under its structure, the local array as a stack
+/// object of touch_stack, the heap block under <Heap> by its allocation
+/// site; <Total> is every record's events and the sum of the top-level
+/// objects; data_single and data_layout agree; an unknown name is one line.
+#[test]
+fn data_objects_of_the_pages_touched() {
+    let dir = scratch_dir("counters-dataspace");
+    let output = collect(&dir, &["-p", "off", "-h", "page-faults,1", "-H", "on"], &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let measures = measures(&stderr);
+    let expt_dir = dir.join("t.er");
+    let expt = Experiment::open(&expt_dir).expect("open t.er");
+    let records = records(&expt, Some(0));
+    let documents = analyze_json(
+        &expt_dir,
+        &["data_objects", "data_single big_table", "data_layout"],
+    );
+    let objects = &documents[0];
+    assert_eq!(objects["report"], "data_objects");
+    assert_eq!(objects["counters"], serde_json::json!(["page-faults"]));
+    assert_eq!(objects["sort"], "page-faults");
+    assert!(objects.get("note").is_none(), "heap tracing was on");
+    let rows = objects["rows"].as_array().expect("rows");
+    for key in ["name", "scope", "kind", "size", "metrics"] {
+        assert!(rows.iter().all(|r| r.get(key).is_some()), "{key}");
+    }
+    let exe = program();
+    let exe_name = exe.file_name().unwrap().to_str().unwrap();
+
+    let table = measures.objects["touch_table"];
+    let big_table = format!("{{array:char[{}] big_table}}", table.1);
+    let in_table = row_events(rows, &big_table, Some(exe_name));
+    assert_eq!(in_table, events_in(&records, table, None));
+    near_measure(in_table, "touch_table", &measures);
+
+    let member_range = measures.objects["touch_member"];
+    let holder = "{structure:holder big_struct}";
+    let member = format!("{holder}.{{array:char[{}] pages}}", member_range.1);
+    let in_member = row_events(rows, &member, Some(exe_name));
+    assert_eq!(in_member, events_in(&records, member_range, None));
+    assert_eq!(row_events(rows, holder, Some(exe_name)), in_member);
+    near_measure(in_member, "touch_member", &measures);
+
+    let array = measures.objects["touch_stack"];
+    let local = rows
+        .iter()
+        .find(|r| r["scope"] == "touch_stack" && r["kind"] == "object")
+        .unwrap_or_else(|| panic!("no stack object of touch_stack in {rows:#?}"));
+    let name = local["name"].as_str().unwrap();
+    assert!(name.ends_with(&format!("[{}] local}}", array.1)), "{name}");
+    assert_eq!(local["size"], array.1);
+    let on_stack = local["metrics"][0].as_u64().unwrap();
+    assert_eq!(
+        on_stack,
+        events_in(&records, array, Some(measures.stack_cfa))
+    );
+    near_measure(on_stack, "touch_stack", &measures);
+
+    let block = measures.objects["touch_heap"];
+    let heap_block = format!(
+        "<Heap>.(block of {} bytes from run_main_thread_functions < run_all < main)",
+        block.1
+    );
+    let in_block = row_events(rows, &heap_block, None);
+    assert_eq!(in_block, events_in(&records, block, None));
+    near_measure(in_block, "touch_heap", &measures);
+
+    let total = row_events(rows, "<Total>", None);
+    assert_eq!(total, records.iter().map(|r| r.event.count).sum::<u64>());
+    let top_level: u64 = rows
+        .iter()
+        .filter(|r| {
+            let name = r["name"].as_str().unwrap();
+            !name.contains("}.")
+                && !name.contains(">.")
+                && !["<Total>", "<Scalars>"].contains(&name)
+        })
+        .map(|r| r["metrics"][0].as_u64().unwrap())
+        .sum();
+    assert_eq!(top_level, total, "{rows:#?}");
+
+    let single = &documents[1];
+    assert_eq!(single["report"], "data_single");
+    assert_eq!(single["total"][0], total);
+    let found = single["objects"].as_array().expect("objects");
+    assert_eq!(found.len(), 1, "{single}");
+    assert_eq!(found[0]["object"]["name"], big_table.as_str());
+    assert_eq!(found[0]["object"]["metrics"][0], in_table);
+    assert_eq!(found[0]["members"], serde_json::json!([]));
+
+    let layout = &documents[2];
+    assert_eq!(layout["report"], "data_layout");
+    assert_eq!(layout["total"][0], total);
+    let holder_type = layout["types"]
+        .as_array()
+        .expect("types")
+        .iter()
+        .find(|t| t["name"] == "{structure:holder -}")
+        .unwrap_or_else(|| panic!("struct holder in {layout}"));
+    assert_eq!(holder_type["metrics"][0], in_member);
+    let members: Vec<(String, u64, u64)> = holder_type["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let name = m["name"].as_str().unwrap().to_string();
+            (
+                name,
+                m["offset"].as_u64().unwrap(),
+                m["metrics"][0].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let pages = format!("{{array:char[{}] pages}}", member_range.1);
+    let after = 8 + member_range.1;
+    assert_eq!(
+        members,
+        [
+            ("{long_int before}".to_string(), 0, 0),
+            (pages, 8, in_member),
+            ("{long_int after}".to_string(), after, 0),
+        ]
+    );
+
+    let output = Command::new(rdbx_bin())
+        .arg("analyze")
+        .arg(&expt_dir)
+        .args(["-c", "data_single nosuch"])
+        .output()
+        .expect("run rdbx analyze");
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("no data object \"nosuch\" had events"),
+        "{stderr}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -8,6 +8,7 @@
 //! - [`report`] renders the listings as aligned text or JSON.
 
 pub mod annotate;
+pub mod data_views;
 pub mod dataspace;
 pub mod export;
 pub mod info;

@@ -464,6 +464,9 @@ impl Builder {
         }
         let mappings = self.mappings(&log);
         let mut entry = experiment_entry(expt, log);
+        if let Some(founder) = archives_dir.parent() {
+            entry.founder = founder.to_path_buf();
+        }
         entry.counters = self.experiment_counters(&shown, &entry.log);
         let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
@@ -632,6 +635,7 @@ impl Builder {
                     count: e.count,
                     data_addr: e.data_addr,
                     frame_cfa: e.frame_cfa,
+                    stack_record: e.stack_id,
                     stack,
                     sample: sample_of(&entry.samples, e.time_ns),
                 });
@@ -1205,6 +1209,7 @@ fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> Experi
     let manifest = expt.manifest();
     ExperimentEntry {
         path: expt.path().to_path_buf(),
+        founder: expt.path().to_path_buf(),
         start: start.map(|(_, info)| info),
         start_ns,
         end_ns: last_log.max(start_ns),

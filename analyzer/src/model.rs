@@ -390,6 +390,10 @@ pub struct CounterEntry {
     pub data_addr: u64,
     /// The CFA of frame `frame`, with `FLAG_IN_FRAME`.
     pub frame_cfa: u64,
+    /// The stack record's id in its experiment's `stacks` file: `frame`
+    /// counts the frames recorded there (the model's stack leaves some
+    /// out), where the data views find the frame's function.
+    pub stack_record: u64,
     pub stack: StackId,
     /// The sample (of its experiment) the record fell in, from 1.
     pub sample: u32,
@@ -488,6 +492,9 @@ pub struct ThreadEntry {
 #[derive(Debug, Clone)]
 pub struct ExperimentEntry {
     pub path: PathBuf,
+    /// The founder experiment it belongs to (itself, for a founder): its
+    /// archives hold the copies of the load objects.
+    pub founder: PathBuf,
     pub start: Option<StartInfo>,
     /// CLOCK_MONOTONIC of the `start` line (or of the first log line).
     pub start_ns: u64,

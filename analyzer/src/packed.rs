@@ -291,6 +291,7 @@ mod tests {
             count: 5,
             data_addr: 0,
             frame_cfa: 0,
+            stack_record: 0,
             stack: NO_STACK,
             sample: 1,
         });

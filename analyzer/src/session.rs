@@ -3,6 +3,7 @@
 //! objects, output format) and the execution of each command. The REPL and
 //! `rdbx analyze -c` only read lines and print what this returns.
 
+use crate::data_views::{DataSources, DataView, NO_DATA_ADDRESSES};
 use crate::info;
 use crate::metrics::{View, ViewSettings, Weights};
 use crate::model::*;
@@ -60,6 +61,8 @@ pub struct Analysis {
     pathmaps: Vec<(String, String)>,
     search_path: Vec<PathBuf>,
     view: Option<View>,
+    /// What the data-object views read besides the model, once read.
+    data: Option<DataSources>,
 }
 
 impl Analysis {
@@ -88,6 +91,7 @@ impl Analysis {
             pathmaps: Vec::new(),
             search_path: Vec::new(),
             view: None,
+            data: None,
         };
         analysis.apply_metrics();
         Ok(analysis)
@@ -109,6 +113,7 @@ impl Analysis {
             .map(|i| i as ObjectId)
             .collect();
         self.view = None;
+        self.data = None;
         if !self.metrics_chosen {
             self.metrics = default_metrics(&self.model);
             self.sort = self.metrics.default_sort();
@@ -244,6 +249,9 @@ impl Analysis {
             C::IoCallStack => self.calls_report(crate::io::callstacks),
             C::IoStat => self.calls_report(crate::io::statistics),
             C::SyncObjects => self.calls_report(crate::sync_objects::objects),
+            C::DataObjects => self.data_view(DataView::Objects)?,
+            C::DataSingle(name) => self.data_view(DataView::Single(name))?,
+            C::DataLayout => self.data_view(DataView::Layout)?,
             C::Statistics => {
                 let samples = self.samples.clone();
                 self.report(|ctx| info::statistics(ctx, &samples))
@@ -551,6 +559,29 @@ impl Analysis {
             Some(keep) => make(&ctx, &keep),
         };
         Shown::Report(report)
+    }
+
+    /// A data-object view of the selected counter records, sorted by the
+    /// sort metric when it is a counter with data addresses (else by the
+    /// first such counter).
+    fn data_view(&mut self, view: DataView) -> std::result::Result<Shown, String> {
+        if self.data.is_none() {
+            match DataSources::of(&self.model)? {
+                Some(sources) => self.data = Some(sources),
+                None => return Ok(Shown::Message(format!("{NO_DATA_ADDRESSES}\n"))),
+            }
+        }
+        let data = self.data.as_ref().expect("read above");
+        let sort = match self.sort.metric {
+            MetricName::Counter(counter) => data.column_of(counter.name()).unwrap_or(0),
+            _ => 0,
+        };
+        let limit = self.settings.limit;
+        let report = match self.selection() {
+            None => data.view(&self.model, &|_| true, view, sort, limit),
+            Some(keep) => data.view(&self.model, &keep, view, sort, limit),
+        }?;
+        Ok(Shown::Report(report))
     }
 
     /// Runs `f` over the selected events.

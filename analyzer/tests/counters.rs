@@ -463,3 +463,33 @@ fn an_unknown_counter_is_a_one_line_error_naming_the_counters() {
         Ok(Outcome::Output(text)) if text == "current metrics: e.%totalcpu:i.%totalcpu:name\n"
     ));
 }
+
+/// Counters without data addresses (and no counters at all) have no data
+/// objects: the data views say so, and how to get them, in one line.
+#[test]
+fn data_views_without_data_addresses_say_how_to_get_them() {
+    let tmp = TempDir::new("counters-no-addresses");
+    let mut with_counters = Analysis::open(&[two_counters(&tmp.0)]).expect("open");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut plain = Synthetic::new(&tmp.0, "plain.er", &exe, 800);
+    plain.event(tick(
+        START + 1_000_000,
+        800,
+        stack_of(&syms, &["A", "main"]),
+    ));
+    let mut without = Analysis::open(&[plain.write()]).expect("open");
+    for analysis in [&mut with_counters, &mut without] {
+        for line in ["data_objects", "data_single x", "data_layout"] {
+            let text = run(analysis, line);
+            assert_eq!(text.lines().count(), 1, "{text}");
+            assert!(
+                text.starts_with("no counter recorded data addresses")
+                    && text.contains("-h page-faults,1")
+                    && text.contains("collector hwprofile counter page-faults"),
+                "{text}"
+            );
+            let doc = run_json(analysis, line);
+            assert_eq!(doc["message"], text.trim_end());
+        }
+    }
+}

@@ -11,12 +11,15 @@ mod common;
 use analyzer::dataspace::{
     DataEvent, DataObjects, EventFrame, HeapBlock, HeapBlocks, LoadedObject, Resolver,
 };
-use common::TempDir;
+use analyzer::Analysis;
+use common::{run, run_json, TempDir};
 use debugger::symbols::ObjectFile;
+use experiment::counters::{CounterEvent, CounterSpec, FLAG_DATA_ADDRESS, FLAG_IN_FRAME};
 use experiment::heap::{HeapDelta, HeapEvent, HeapOp, MAX_HEAP_RECORD_SIZE};
 use experiment::layout::{stack_id, BlockWriter, StackStatus, BLOCK_SIZE, KIND_HEAP, KIND_STACKS};
 use experiment::text::write_manifest_into;
 use object::{Object, ObjectSymbol};
+use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -529,4 +532,171 @@ fn without_debug_information_symbols_name_the_data() {
     let local = built.frame_of("local.y");
     let found = resolver.resolve(&on_stack(built.at("local.y"), local));
     assert_eq!(found.name(), "<Unknown>.(Undetermined stack data)");
+}
+
+fn counter_spec(name: &str, kind: u32, config: u64, data_address: bool) -> CounterSpec {
+    CounterSpec {
+        name: name.into(),
+        kind,
+        config,
+        config1: 0,
+        config2: 0,
+        interval: 1,
+        data_address,
+    }
+}
+
+/// A record of counter `counter` at `address` (None: without one), at
+/// `ms` past the start.
+fn record_at(ms: u64, counter: u16, count: u64, address: Option<u64>) -> CounterEvent {
+    CounterEvent {
+        time_ns: 1_000_000_000 + ms * 1_000_000,
+        count,
+        data_addr: address.unwrap_or(0),
+        counter,
+        flags: if address.is_some() {
+            FLAG_DATA_ADDRESS
+        } else {
+            0
+        },
+        ..CounterEvent::default()
+    }
+}
+
+/// The analysis language's views over an experiment's counter records:
+/// the counters that recorded data addresses are the columns (one
+/// without is left out), sorted by the sort metric when it is one of
+/// them; a frame is the recorded stack's (the collector's frame the
+/// model's stack leaves out still counts); the thread selection and the
+/// limit apply; the note says heap tracing was off.
+#[test]
+fn the_views_in_the_analysis_language() {
+    let dir = TempDir::new("dataspace-session");
+    let built = Built::new(
+        &dir.0,
+        "dataspace",
+        &["-g", "-O0", "-no-pie", "-fno-inline"],
+    );
+    let mut synthetic = common::Synthetic::new(&dir.0, "t.er", &built.exe, TID);
+    let (lo, hi) = common::load_span(&built.exe);
+    let collector: u64 = 0x7f00_0000_0000;
+    synthetic.object(1_000_000_001, &built.exe, 0, lo, hi);
+    synthetic.object(
+        1_000_000_002,
+        Path::new("/nonexistent/libcollector.so"),
+        collector,
+        collector,
+        collector + 0x10_0000,
+    );
+    synthetic.thread(1_000_000_003, TID + 1);
+    synthetic.counter(1_000_000_004, 0, &counter_spec("page-faults", 1, 2, true));
+    synthetic.counter(1_000_000_005, 1, &counter_spec("insts", 0, 1, false));
+    synthetic.counter(1_000_000_006, 2, &counter_spec("mem-loads", 4, 0x1cd, true));
+    let main = vec![built.symbol("main", 8)];
+    for k in 0..3 {
+        let event = record_at(10 + k, 0, 1, Some(built.at("rec.count")));
+        synthetic.counter_event(TID, event, main.clone());
+    }
+    let counter = Some(built.symbol("counter", 0));
+    synthetic.counter_event(TID + 1, record_at(20, 0, 2, counter), main.clone());
+    synthetic.counter_event(TID, record_at(21, 0, 1, Some(0x10)), main.clone());
+    synthetic.counter_event(TID, record_at(22, 1, 700, None), main.clone());
+    // In `work`'s frame, recorded as the third frame: the collector's
+    // (a signal handler's, say) sits between it and the leaf.
+    let buffer = built.printed["buffer[100]"].clone();
+    let recorded = vec![
+        built.symbol("observe", 4),
+        collector + 0x1234,
+        buffer[2],
+        built.symbol("main", 8),
+    ];
+    let in_work = CounterEvent {
+        frame: 2,
+        frame_cfa: buffer[1] + 16,
+        flags: FLAG_DATA_ADDRESS | FLAG_IN_FRAME,
+        ..record_at(30, 2, 5000, Some(buffer[0]))
+    };
+    synthetic.counter_event(TID, in_work, recorded);
+    let expt_dir = synthetic.write();
+
+    let mut analysis = Analysis::open(&[expt_dir]).expect("open");
+    let doc = run_json(&mut analysis, "data_objects");
+    assert_eq!(doc["counters"], json!(["page-faults", "mem-loads"]));
+    assert_eq!(doc["sort"], "page-faults");
+    let metrics = |doc: &Json, name: &str| -> Json {
+        let rows = doc["rows"].as_array().expect("rows");
+        let row = rows.iter().find(|r| r["name"] == name);
+        row.map_or(Json::Null, |r| r["metrics"].clone())
+    };
+    assert_eq!(metrics(&doc, "<Total>"), json!([6, 5000]));
+    assert_eq!(
+        metrics(&doc, "{structure:record rec}.{int count}"),
+        json!([3, 0])
+    );
+    assert_eq!(metrics(&doc, "{long_int counter}"), json!([2, 0]));
+    assert_eq!(metrics(&doc, "<Unknown>.(Unidentified)"), json!([1, 0]));
+    let buffer_row = "{array:double[512] buffer}";
+    assert_eq!(metrics(&doc, buffer_row), json!([0, 5000]));
+    let scope = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == buffer_row)
+        .map(|r| r["scope"].clone());
+    assert_eq!(scope, Some(json!("work")));
+    assert!(
+        doc["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("heap tracing was off"),
+        "{doc}"
+    );
+    let text = run(&mut analysis, "data_objects");
+    assert!(text.starts_with("Data Objects sorted by metric: page-faults"));
+    assert!(text.contains("Note: heap tracing was off"), "{text}");
+
+    run(&mut analysis, "sort e.mem-loads");
+    let doc = run_json(&mut analysis, "data_objects");
+    assert_eq!(doc["sort"], "mem-loads");
+    assert_eq!(doc["rows"][1]["name"], buffer_row);
+    // A sort metric that is no such counter: the first.
+    run(&mut analysis, "sort e.insts");
+    assert_eq!(
+        run_json(&mut analysis, "data_layout")["sort"],
+        "page-faults"
+    );
+
+    run(&mut analysis, "thread_select 2");
+    let doc = run_json(&mut analysis, "data_objects");
+    assert_eq!(metrics(&doc, "<Total>"), json!([2, 0]));
+    assert_eq!(metrics(&doc, "{long_int counter}"), json!([2, 0]));
+    assert_eq!(metrics(&doc, buffer_row), Json::Null);
+    assert!(doc.get("note").is_none(), "nothing unidentified: {doc}");
+    run(&mut analysis, "thread_select all");
+
+    run(&mut analysis, "limit 2");
+    assert_eq!(
+        run_json(&mut analysis, "data_objects")["rows"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    run(&mut analysis, "limit 0");
+
+    let single = run_json(&mut analysis, "data_single rec");
+    assert_eq!(
+        single["objects"][0]["object"]["name"],
+        "{structure:record rec}"
+    );
+    assert_eq!(single["total"], json!([6, 5000]));
+    let layout = run_json(&mut analysis, "data_layout");
+    let types = layout["types"].as_array().unwrap();
+    assert!(
+        types.iter().any(|t| t["name"] == "{structure:record -}"),
+        "{layout}"
+    );
+    let missing = analysis.run_line("data_single nosuch").unwrap_err();
+    assert!(missing.contains("no data object \"nosuch\""), "{missing}");
+    assert_eq!(missing.lines().count(), 1);
 }

@@ -62,6 +62,13 @@ pub enum AnalysisCommand {
     IoStat,
     /// Sync Wait Time and Count per synchronization object.
     SyncObjects,
+    /// The manual's "Data Objects" views of the counter events that carry
+    /// a data address: every data object, one object and its members (by
+    /// descriptor or bare variable name, the rest of the line), and each
+    /// aggregate type's layout.
+    DataObjects,
+    DataSingle(String),
+    DataLayout,
     Header,
     SampleList,
     SampleSelect(ListSelection),
@@ -126,6 +133,9 @@ impl AnalysisCommand {
             A::IoCallStack => "iocallstack",
             A::IoStat => "iostat",
             A::SyncObjects => "syncobjects",
+            A::DataObjects => "data_objects",
+            A::DataSingle(_) => "data_single",
+            A::DataLayout => "data_layout",
             A::Statistics => "statistics",
             A::Header => "header",
             A::SampleList => "sample_list",
@@ -1751,6 +1761,9 @@ impl Args<'_> {
             "iocallstack" => self.none(A::IoCallStack),
             "iostat" => self.none(A::IoStat),
             "syncobjects" | "sync_objects" => self.none(A::SyncObjects),
+            "data_objects" => self.none(A::DataObjects),
+            "data_single" => self.required(parse_data_object).map(A::DataSingle),
+            "data_layout" => self.none(A::DataLayout),
             "statistics" => self.none(A::Statistics),
             "header" => self.none(A::Header),
             "sample_list" => self.none(A::SampleList),
@@ -1917,6 +1930,22 @@ fn parse_path(word: &str) -> std::result::Result<Vec<String>, String> {
     Ok(dirs)
 }
 
+/// `data_single`'s argument: the rest of the line, since descriptors hold
+/// spaces (`{structure:record rec}.{int count}`); quotes around the whole
+/// of it are taken off.
+fn parse_data_object(text: &str) -> std::result::Result<String, String> {
+    let text = text.trim();
+    let unquoted = ['"', '\'']
+        .iter()
+        .find_map(|&q| text.strip_prefix(q)?.strip_suffix(q))
+        .unwrap_or(text)
+        .trim();
+    if unquoted.is_empty() {
+        return Err("missing data object name (a descriptor or a variable's name)".to_string());
+    }
+    Ok(unquoted.to_string())
+}
+
 fn file_name(word: &str) -> std::result::Result<String, String> {
     if word.is_empty() {
         return Err("empty file name".to_string());
@@ -1983,6 +2012,8 @@ mod tests {
             ("iostat", A::IoStat),
             ("syncobjects", A::SyncObjects),
             ("sync_objects", A::SyncObjects),
+            ("data_objects", A::DataObjects),
+            ("data_layout", A::DataLayout),
             ("statistics", A::Statistics),
             ("header", A::Header),
             ("sample_list", A::SampleList),
@@ -2095,6 +2126,23 @@ mod tests {
         }
         assert!(err("csingle foo 99999999999").contains("too large"));
         assert_eq!(func("a b", Some(4)).to_string(), "a b 4");
+    }
+
+    #[test]
+    fn data_single_takes_the_rest_of_the_line() {
+        let single = |name: &str| A::DataSingle(name.to_string());
+        assert_eq!(ok("data_single big_table"), single("big_table"));
+        assert_eq!(
+            ok("data_single {structure:holder big_struct}.{array:char[8192000] pages} "),
+            single("{structure:holder big_struct}.{array:char[8192000] pages}")
+        );
+        assert_eq!(ok("data_single '{int counter}'"), single("{int counter}"));
+        assert_eq!(ok("data_single \"<Heap>\""), single("<Heap>"));
+        for missing in ["data_single", "data_single ''", "data_single \"  \""] {
+            let problem = err(missing);
+            assert!(problem.contains("missing data object name"), "{problem}");
+            assert!(problem.contains("data_single NAME"), "{problem}");
+        }
     }
 
     #[test]

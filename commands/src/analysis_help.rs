@@ -259,6 +259,52 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "syncobjects",
     ),
     entry(
+        "data_objects",
+        &[],
+        "data_objects",
+        "counter events by data object",
+        "With a counter that records data addresses (page-faults: collect -h page-faults,1, or \
+         collector hwprofile counter page-faults 1): its events per data object, the manual's \
+         \"Data Objects\": <Total> first, then every variable, member and artificial \
+         aggregate by the sort metric when it is such a counter (else the first), with each \
+         object's size and scope (its load object for static data, its function for stack \
+         data). A descriptor is {TYPE NAME} ({array:char[4096] buf}, {structure:node head}), \
+         a member follows its container after a dot; an event counts in its object, each \
+         aggregate holding it and <Total>, on a scalar variable also in <Scalars>, in a heap \
+         block in <Heap> and its element (block of N bytes from SITE), which needs heap \
+         tracing (-H on), and otherwise in an element of <Unknown>: (No data address), \
+         (Undetermined stack data), (Undetermined static data) or (Unidentified). The sample, \
+         thread and CPU selections, the filter and limit apply. JSON keys: report, counters, \
+         sort, rows (name, scope, kind: total, artificial, object or member, size, metrics: \
+         one per counter), and note when heap tracing was off.",
+        "data_objects",
+    ),
+    entry(
+        "data_single",
+        &[],
+        "data_single NAME",
+        "one data object and its members",
+        "As data_objects, for the objects NAME names (the rest of the line, quotes allowed): \
+         a whole descriptor path as data_objects shows it ({structure:holder \
+         big_struct}.{array:char[8192000] pages}, <Heap>, <Unknown>), or a variable's bare \
+         name (big_table), which may name a variable of several scopes; each with its members \
+         that had events. An object without events is an error. JSON keys: report, \
+         counters, total, objects (object, members: rows as data_objects').",
+        "data_single big_table",
+    ),
+    entry(
+        "data_layout",
+        &[],
+        "data_layout",
+        "events per member of each aggregate type",
+        "As data_objects, per aggregate type that had events (structure, union, class): the \
+         type with its size and events, then every member at its offset with its size and \
+         events, and the padding between members as (Anon); most events first by the sort \
+         metric, with <Total>. JSON keys: report, counters, sort, total, types (name, size, \
+         metrics, members: name, offset, size, metrics, padding).",
+        "data_layout",
+    ),
+    entry(
         "statistics",
         &[],
         "statistics",

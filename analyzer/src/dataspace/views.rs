@@ -248,7 +248,7 @@ impl DataObjects {
             });
         }
         if objects.is_empty() {
-            return Err(format!("no data object {name} had events"));
+            return Err(format!("no data object \"{name}\" had events"));
         }
         Ok(DataSingle {
             report: "data_single",
