@@ -12,8 +12,9 @@
 #     -c 1 -g`: every fault;
 #   - `rdbx collect -p on -h page-faults,context-switches` (clock profiling
 #     and two software counters at their default intervals) and `perf
-#     record -e cpu-clock -c 10000000 -e page-faults -c 100 -e
-#     context-switches -c 100 -g`.
+#     record -e cpu-clock/period=10000000/ -e page-faults/period=100/ -e
+#     context-switches/period=100/ -g` (each event's period in the event:
+#     perf's -c is one period for all).
 # Every rdbx case must have recorded the faults the program counted
 # (counts summed over the `counters` file, within 2%).
 #
@@ -73,7 +74,7 @@ run_case "perf -c 100" perf record -q -e page-faults -c 100 -g -o perf.data ./fa
 run_case "rdbx -h page-faults,1" "$rdbx" collect -p off -A off -h page-faults,1 -o r.er ./faults "${args[@]}"
 run_case "perf -c 1" perf record -q -e page-faults -c 1 -g -o perf.data ./faults "${args[@]}"
 run_case "rdbx clock + 2 counters" "$rdbx" collect -p on -A off -h page-faults,context-switches -o r.er ./faults "${args[@]}"
-run_case "perf clock + 2 counters" perf record -q -e cpu-clock -c 10000000 -e page-faults -c 100 -e context-switches -c 100 -g -o perf.data ./faults "${args[@]}"
+run_case "perf clock + 2 counters" perf record -q -e cpu-clock/period=10000000/ -e page-faults/period=100/ -e context-switches/period=100/ -g -o perf.data ./faults "${args[@]}"
 
 # What one rdbx run recorded, against what the program counted.
 taskset -c "$cpu" "$rdbx" collect -p off -A off -h page-faults,1 -o r.er ./faults "${args[@]}" >"$work/out" 2>/dev/null

@@ -959,3 +959,38 @@ fn data_objects_of_the_pages_touched() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Hardware counters where the machine has a PMU: cycles and instructions
+/// both record, and the analyzer derives CPI from them. Skipped, with the
+/// reason printed, on a machine without one (the VMs this usually runs
+/// on): there the refusal is what `a_refused_counter_is_an_error_line`
+/// and tests/collector_cli.rs check.
+#[test]
+fn hardware_counters_where_there_is_a_pmu() {
+    if !perfevents::Catalog::probe().has_cpu_pmu() {
+        println!(
+            "skipped: this machine has no hardware PMU (no CPU PMU in {}); \
+             hardware counters cannot be tested here",
+            perfevents::SYSFS_DEVICES
+        );
+        return;
+    }
+    let dir = scratch_dir("counters-hardware");
+    let output = collect(&dir, &["-p", "off", "-h", "cycles,hi,insts,hi"], &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout), "counters_known done\n");
+    let expt_dir = dir.join("t.er");
+    let expt = Experiment::open(&expt_dir).expect("open t.er");
+    assert!(errors(&expt).is_empty(), "{:?}", errors(&expt));
+    let lines = counter_lines(&expt);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for index in 0..2 {
+        let events = totals(&expt_dir, index, "events").unwrap_or(0);
+        assert!(events >= 1_000_003, "counter {index}: {events} events");
+    }
+    let documents = analyze_json(&expt_dir, &["functions"]);
+    let json = documents[0].to_string();
+    assert!(json.contains("\"cpi\""), "{json}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
