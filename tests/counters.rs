@@ -245,6 +245,22 @@ fn check_addresses(records: &[Record], measures: &Measures, context: &str) {
     }
 }
 
+/// Counter 0 (page faults at interval 1) against what the program said:
+/// counts per function within 2%, each address where it belongs.
+fn check_page_faults(expt: &Experiment, said: &str) {
+    let records = records(expt, Some(0));
+    let measures = measures(said);
+    check_counts(
+        &counts_per_function(&records, &FUNCTIONS),
+        &measures.faults,
+        &FUNCTIONS,
+        2,
+        0,
+        said,
+    );
+    check_addresses(&records, &measures, said);
+}
+
 /// The `counter` lines: (index, name, interval, kernel=).
 fn counter_lines(expt: &Experiment) -> Vec<(u16, String, u64)> {
     expt.log()
@@ -380,17 +396,7 @@ fn with_the_clock_at_the_same_time() {
         "{ticks_in_touches} of {} ticks in the touch functions",
         summary.clock_events
     );
-    let records = records(&expt, Some(0));
-    let measures = measures(&stderr);
-    check_counts(
-        &counts_per_function(&records, &FUNCTIONS),
-        &measures.faults,
-        &FUNCTIONS,
-        2,
-        0,
-        &stderr,
-    );
-    check_addresses(&records, &measures, &stderr);
+    check_page_faults(&expt, &stderr);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -460,17 +466,7 @@ fn under_the_debugger() {
     out.assert_out_contains("counters_known done");
     let expt = Experiment::open(dir.join("dbx.er"))
         .unwrap_or_else(|e| panic!("open dbx.er: {e}\n{transcript}"));
-    let records = records(&expt, Some(0));
-    let measures = measures(&transcript);
-    check_counts(
-        &counts_per_function(&records, &FUNCTIONS),
-        &measures.faults,
-        &FUNCTIONS,
-        2,
-        0,
-        &transcript,
-    );
-    check_addresses(&records, &measures, &transcript);
+    check_page_faults(&expt, &transcript);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
