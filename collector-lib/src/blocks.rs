@@ -417,18 +417,23 @@ mod tests {
         })
     }
 
+    /// A new, empty file at `path`, for reading and writing.
+    fn empty_file(path: &std::path::Path) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .unwrap()
+    }
+
     #[test]
     fn blocks_fill_until_the_limit_and_stay_valid() {
         let dir = std::env::temp_dir().join(format!("rdbx-blocks-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("profile");
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let file = empty_file(&path);
         let blocks = BlockFile::new(KIND_PROFILE);
         blocks.open(file.into_raw_fd());
         let budget = Budget::new();
@@ -473,13 +478,7 @@ mod tests {
     fn disk_is_reserved_ahead_and_given_back_at_close() {
         use std::os::unix::fs::MetadataExt;
         let path = std::env::temp_dir().join(format!("rdbx-reserve-{}", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let file = empty_file(&path);
         let blocks = BlockFile::new(KIND_PROFILE);
         blocks.open(file.into_raw_fd());
         let budget = Budget::new();
@@ -515,13 +514,7 @@ mod tests {
     fn without_fallocate_the_whole_block_gets_storage() {
         use std::os::unix::fs::MetadataExt;
         let path = std::env::temp_dir().join(format!("rdbx-zeros-{}", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let file = empty_file(&path);
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
         write_zeros(fd, BLOCK_SIZE as i64).unwrap();
         let meta = file.metadata().unwrap();
