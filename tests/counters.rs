@@ -323,6 +323,8 @@ fn page_faults_at(interval: u64) {
     assert!(errors(&expt).is_empty(), "{:?}", errors(&expt));
     let records = records(&expt, Some(0));
     assert_eq!(totals(&expt_dir, 0, "records"), Some(records.len() as u64));
+    // A software counter is never multiplexed: no count was scaled.
+    assert_eq!(totals(&expt_dir, 0, "scaled"), Some(0));
     let measures = measures(&stderr);
     check_counts(
         &counts_per_function(&records, &FUNCTIONS),

@@ -90,6 +90,8 @@ struct Counter {
     /// Records written and the sum of their counts.
     records: AtomicU64,
     events: AtomicU64,
+    /// Records whose count was scaled: the PMU multiplexed the counter.
+    scaled: AtomicU64,
     /// Its traps that came while the thread was in another of the
     /// collector's handlers (their events went to the counter's next record).
     deferred: AtomicU64,
@@ -111,6 +113,7 @@ impl Counter {
             kernel: AtomicBool::new(false),
             records: AtomicU64::new(0),
             events: AtomicU64::new(0),
+            scaled: AtomicU64::new(0),
             deferred: AtomicU64::new(0),
             unopened: AtomicU64::new(0),
             unopened_told: AtomicBool::new(false),
@@ -210,6 +213,7 @@ pub fn prepare(specs: &[CounterSpec]) -> Vec<Opened> {
         counter.on.store(false, Ordering::Release);
         counter.records.store(0, Ordering::Relaxed);
         counter.events.store(0, Ordering::Relaxed);
+        counter.scaled.store(0, Ordering::Relaxed);
         counter.deferred.store(0, Ordering::Relaxed);
         counter.unopened.store(0, Ordering::Relaxed);
         counter.unopened_told.store(false, Ordering::Relaxed);
@@ -357,6 +361,7 @@ pub fn log_totals() {
             line.u64("index", index as u64);
             line.u64("records", counter.records.load(Ordering::Relaxed));
             line.u64("events", counter.events.load(Ordering::Relaxed));
+            line.u64("scaled", counter.scaled.load(Ordering::Relaxed));
             line.u64("deferred", counter.deferred.load(Ordering::Relaxed));
             line.u64("unopened", counter.unopened.load(Ordering::Relaxed));
         });
@@ -632,6 +637,9 @@ fn record_overflows(slot: &threads::Slot, context: *mut c_void, trapped: Option<
         }
         counter.records.fetch_add(1, Ordering::Relaxed);
         counter.events.fetch_add(count, Ordering::Relaxed);
+        if scaled {
+            counter.scaled.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
