@@ -138,15 +138,22 @@ impl Debugger {
     }
 }
 
-/// The collector's clock among the libraries (never the executable, whose
-/// symbol table may be large): by linkage name, so no demangled names are
-/// built at every stop of a program without the collector.
+/// The collector's clock in the collector's library (`libcollector*.so`),
+/// by linkage name. Only that library is searched: this runs in the first
+/// stop after the objects changed, where building the symbol tables of
+/// every library (libc's, the program's) would delay the stop the user
+/// is waiting for, and a program without the collector would pay it for
+/// nothing.
 fn find_clock(objects: &LoadedObjects) -> Option<u64> {
-    let main = objects.main().map(|o| o.path.clone());
+    let is_collector = |path: &std::path::Path| {
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.starts_with("libcollector"))
+    };
     objects
         .list
         .iter()
-        .filter(|o| Some(&o.path) != main.as_ref())
+        .filter(|o| is_collector(&o.path))
         .find_map(|o| {
             let symbol = o
                 .file
