@@ -121,6 +121,14 @@ impl Debugger {
         self.hold.shown_at
     }
 
+    /// The objects changed (a loader event, a library loaded by an
+    /// injected call): the clock is looked up now, in a stop no one waits
+    /// for, rather than in the next one the user does (a Ctrl-C, a
+    /// breakpoint), which reading a library's symbols would delay.
+    pub(crate) fn objects_changed(&mut self) {
+        let _ = self.hold_clock();
+    }
+
     /// The clock's address and the clocks' offset, looked up again when
     /// the objects changed.
     fn hold_clock(&mut self) -> Option<(u64, i64)> {

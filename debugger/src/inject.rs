@@ -257,6 +257,7 @@ impl Debugger {
             return Err(fail(why));
         }
         self.objects.refresh(pid)?;
+        self.objects_changed();
         Ok(LoadedLibrary {
             target_path,
             handle,

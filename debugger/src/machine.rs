@@ -995,6 +995,7 @@ impl Debugger {
             .map(|o| (o.path.clone(), o.start, o.end))
             .collect();
         self.objects.refresh(pid)?;
+        self.objects_changed();
         // Sites in objects that went away (dlclose) are gone with them.
         for (path, start, end) in before {
             let still_there = self
