@@ -659,3 +659,106 @@ fn a_stop_at_a_breakpoint_is_not_off_cpu() {
         &transcript,
     );
 }
+
+/// tests/programs/offcpu_eintr.c's `slept FUNCTION RETURN ERRNO WALL_NS`
+/// lines: what each wait returned and how long it took.
+fn slept(text: &str) -> HashMap<String, (i64, i64, u64)> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        if let ["slept", name, ret, errno, wall] = line.split_whitespace().collect::<Vec<_>>()[..] {
+            let number = |text: &str| text.parse::<i64>().expect("a number");
+            let wall = wall.parse::<u64>().expect("wall ns");
+            out.insert(name.to_string(), (number(ret), number(errno), wall));
+        }
+    }
+    out
+}
+
+/// rdbx stops at a breakpoint while three threads are in waits that have
+/// no retry loop around them (a relative nanosleep, a poll and a select
+/// with timeouts, 1.5 s each) and holds the process 0.3 s. Stopping a
+/// thread interrupts its wait, which the kernel restarts by itself when
+/// the thread resumes; the trap of its context-switch event comes with
+/// the stop, and delivered then it would run the collector's handler
+/// first, making the wait fail with EINTR (a short sleep). Each wait
+/// returns as without the collector: 0, after at least the time asked
+/// (select goes on for the time it had left at the stop, so it also lasts
+/// the hold). The records stay sane: each wait's off-CPU time is its
+/// duration less the hold, no record is absurd, and the naps each thread
+/// takes after its wait are recorded in full.
+#[test]
+fn a_stop_does_not_cut_a_wait_short() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = prog("offcpu_eintr-O0");
+    let dir = scratch_dir("offcpu-eintr");
+    let mut rdbx = Session::start(&program, &[]);
+    rdbx.send(&format!("collector store directory {}", dir.display()));
+    rdbx.send("collector store filename e.er");
+    rdbx.send("collector offcpu on");
+    rdbx.send("collector enable");
+    rdbx.send("stop in hold_here");
+    rdbx.send("run");
+    rdbx.wait_for("stopped in hold_here");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    rdbx.send("cont");
+    rdbx.wait_for("offcpu_eintr done");
+    rdbx.wait_for("exit code is 0");
+    let outcome = rdbx.finish();
+    let transcript = outcome.transcript();
+    let waits = slept(&transcript);
+    let sleepers = ["nap_sleeper", "poll_sleeper", "select_sleeper"];
+    for name in sleepers {
+        let (ret, errno, wall) = waits
+            .get(name)
+            .copied()
+            .unwrap_or_else(|| panic!("no slept line for {name}\n{transcript}"));
+        assert_eq!(
+            (ret, errno),
+            (0, 0),
+            "{name}: the wait returned {ret} (errno {errno}) after {wall} ns\n{transcript}"
+        );
+        assert!(
+            wall >= 1_500_000_000,
+            "{name}: the wait lasted {wall} ns\n{transcript}"
+        );
+    }
+
+    let (measures, held) = hold_measures(&transcript);
+    assert!(held >= 300_000_000, "held {held} ns\n{transcript}");
+    let expt = Experiment::open(dir.join("e.er"))
+        .unwrap_or_else(|e| panic!("open e.er: {e}\n{transcript}"));
+    let callers = Callers::of(&expt, &program);
+    let mut records = Vec::new();
+    expt.for_each_offcpu_event(|r| records.push((r.event.stack_id, r.event.off_ns)))
+        .expect("read the offcpu file");
+    let longest = waits.values().map(|w| w.2).max().unwrap_or(0);
+    for &(stack_id, off_ns) in &records {
+        assert!(
+            off_ns <= longest,
+            "a record of {off_ns} ns, longer than any wait ({longest} ns): {:?}\n{transcript}",
+            callers.functions(stack_id)
+        );
+    }
+    let mut names = sleepers.to_vec();
+    names.push("later_naps");
+    let off_cpu = per_function(&callers, &records, &names);
+    for name in sleepers {
+        let got = off_cpu.get(name).copied().unwrap_or(0);
+        check_without_hold(
+            &format!("{name} off-CPU"),
+            got,
+            waits[name].2,
+            held,
+            &transcript,
+        );
+    }
+    let (wall, cpu) = measures["later_naps"];
+    let got = off_cpu.get("later_naps").copied().unwrap_or(0);
+    let want = wall - cpu;
+    eprintln!("later_naps: recorded {got} ns, measured {want} ns");
+    assert!(
+        got.abs_diff(want) <= want / 20 + COLLECT_SLACK_NS,
+        "later_naps: recorded {got} ns off the CPU, the program measured {want} ns\n{transcript}"
+    );
+}
+
