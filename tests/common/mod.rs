@@ -115,6 +115,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("offcpu", "O0", &["-O0", "-pthread"]),
         ("offcpu_hold", "O0", &["-O0", "-pthread"]),
         ("offcpu_eintr", "O0", &["-O0", "-pthread"]),
+        ("offcpu_traced", "O0", &["-O0", "-pthread"]),
         ("counters_known", "O0", &["-O0", "-pthread"]),
     ];
     let mut out = Vec::new();
