@@ -659,3 +659,263 @@ fn a_stop_at_a_breakpoint_is_not_off_cpu() {
         &transcript,
     );
 }
+
+/// tests/programs/offcpu_eintr.c's `slept FUNCTION RETURN ERRNO WALL_NS`
+/// lines: what each wait returned and how long it took.
+fn slept(text: &str) -> HashMap<String, (i64, i64, u64)> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        if let ["slept", name, ret, errno, wall] = line.split_whitespace().collect::<Vec<_>>()[..] {
+            let number = |text: &str| text.parse::<i64>().expect("a number");
+            let wall = wall.parse::<u64>().expect("wall ns");
+            out.insert(name.to_string(), (number(ret), number(errno), wall));
+        }
+    }
+    out
+}
+
+/// rdbx stops at a breakpoint while three threads are in waits that have
+/// no retry loop around them (a relative nanosleep, a poll and a select
+/// with timeouts, 1.5 s each) and holds the process 0.3 s. Stopping a
+/// thread interrupts its wait, which the kernel restarts by itself when
+/// the thread resumes; the trap of its context-switch event comes with
+/// the stop, and delivered then it would run the collector's handler
+/// first, making the wait fail with EINTR (a short sleep). Each wait
+/// returns as without the collector: 0, after at least the time asked
+/// (select goes on for the time it had left at the stop, so it also lasts
+/// the hold). The records stay sane: each wait's off-CPU time is its
+/// duration less the hold, no record is absurd, and the naps each thread
+/// takes after its wait are recorded in full.
+#[test]
+fn a_stop_does_not_cut_a_wait_short() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = prog("offcpu_eintr-O0");
+    let dir = scratch_dir("offcpu-eintr");
+    let mut rdbx = Session::start(&program, &[]);
+    rdbx.send(&format!("collector store directory {}", dir.display()));
+    rdbx.send("collector store filename e.er");
+    rdbx.send("collector offcpu on");
+    rdbx.send("collector enable");
+    rdbx.send("stop in hold_here");
+    rdbx.send("run");
+    rdbx.wait_for("stopped in hold_here");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    rdbx.send("cont");
+    rdbx.wait_for("offcpu_eintr done");
+    rdbx.wait_for("exit code is 0");
+    let outcome = rdbx.finish();
+    let transcript = outcome.transcript();
+    let waits = slept(&transcript);
+    let sleepers = ["nap_sleeper", "poll_sleeper", "select_sleeper"];
+    for name in sleepers {
+        let (ret, errno, wall) = waits
+            .get(name)
+            .copied()
+            .unwrap_or_else(|| panic!("no slept line for {name}\n{transcript}"));
+        assert_eq!(
+            (ret, errno),
+            (0, 0),
+            "{name}: the wait returned {ret} (errno {errno}) after {wall} ns\n{transcript}"
+        );
+        assert!(
+            wall >= 1_500_000_000,
+            "{name}: the wait lasted {wall} ns\n{transcript}"
+        );
+    }
+
+    let (measures, held) = hold_measures(&transcript);
+    assert!(held >= 300_000_000, "held {held} ns\n{transcript}");
+    let expt = Experiment::open(dir.join("e.er"))
+        .unwrap_or_else(|e| panic!("open e.er: {e}\n{transcript}"));
+    let callers = Callers::of(&expt, &program);
+    let mut records = Vec::new();
+    expt.for_each_offcpu_event(|r| records.push((r.event.stack_id, r.event.off_ns)))
+        .expect("read the offcpu file");
+    let longest = waits.values().map(|w| w.2).max().unwrap_or(0);
+    for &(stack_id, off_ns) in &records {
+        assert!(
+            off_ns <= longest,
+            "a record of {off_ns} ns, longer than any wait ({longest} ns): {:?}\n{transcript}",
+            callers.functions(stack_id)
+        );
+    }
+    let mut names = sleepers.to_vec();
+    names.push("later_naps");
+    let off_cpu = per_function(&callers, &records, &names);
+    for name in sleepers {
+        let got = off_cpu.get(name).copied().unwrap_or(0);
+        check_without_hold(
+            &format!("{name} off-CPU"),
+            got,
+            waits[name].2,
+            held,
+            &transcript,
+        );
+    }
+    let (wall, cpu) = measures["later_naps"];
+    let got = off_cpu.get("later_naps").copied().unwrap_or(0);
+    let want = wall - cpu;
+    eprintln!("later_naps: recorded {got} ns, measured {want} ns");
+    assert!(
+        got.abs_diff(want) <= want / 20 + COLLECT_SLACK_NS,
+        "later_naps: recorded {got} ns off the CPU, the program measured {want} ns\n{transcript}"
+    );
+}
+
+/// tests/programs/offcpu_traced.c under `rdbx collect --off-cpu on`
+/// (plus `extra` options), for a tracer to attach to: the program's pid
+/// (its first stderr line) once it runs.
+struct TracedRun {
+    collect: std::process::Child,
+    stdout: std::thread::JoinHandle<String>,
+    stderr: std::thread::JoinHandle<String>,
+    pid: i32,
+    dir: PathBuf,
+}
+
+impl TracedRun {
+    fn start(name: &str, extra: &[&str]) -> TracedRun {
+        use std::io::{BufRead, Read};
+        let dir = scratch_dir(name);
+        let mut collect = Command::new(rdbx_bin())
+            .args(["collect", "--off-cpu", "on", "-A", "off", "-o", "t.er"])
+            .args(extra)
+            .arg(prog("offcpu_traced-O0"))
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run rdbx collect");
+        let mut stdout_pipe = collect.stdout.take().expect("stdout");
+        let stdout = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stdout_pipe.read_to_string(&mut text);
+            text
+        });
+        let mut stderr_pipe = std::io::BufReader::new(collect.stderr.take().expect("stderr"));
+        let mut first = String::new();
+        stderr_pipe.read_line(&mut first).expect("the pid line");
+        let pid = first
+            .strip_prefix("pid ")
+            .and_then(|p| p.trim().parse().ok())
+            .unwrap_or_else(|| panic!("not a pid line: {first:?}"));
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = stderr_pipe.read_to_string(&mut text);
+            text
+        });
+        TracedRun {
+            collect,
+            stdout,
+            stderr,
+            pid,
+            dir,
+        }
+    }
+
+    /// Waits for the run to end (30 s at most): its status, stdout, stderr.
+    fn finish(mut self) -> (std::process::ExitStatus, String, String, PathBuf) {
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        let status = loop {
+            if let Some(status) = self.collect.try_wait().expect("wait") {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = self.collect.kill();
+                // SAFETY: kill(2) of the program this test started.
+                unsafe { libc::kill(self.pid, libc::SIGKILL) };
+                panic!("the program did not finish");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let stdout = self.stdout.join().expect("stdout");
+        let stderr = self.stderr.join().expect("stderr");
+        (status, stdout, stderr, self.dir)
+    }
+}
+
+const TRACED_OUTPUT: &str = "offcpu_traced done: 1500 rounds, 75750\n";
+
+/// The experiment's log says a tracer was found, and its records are
+/// whole.
+fn check_tracer_found(dir: &Path, stderr: &str) {
+    let expt = Experiment::open(dir.join("t.er")).unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    let text = std::fs::read_to_string(expt.path().join("log")).expect("log text");
+    assert!(text.contains("a%20tracer%20attached"), "{text}");
+    let stats = expt
+        .for_each_offcpu_event(|_| {})
+        .expect("read the offcpu file");
+    assert_eq!(stats.damaged, 0, "{stats:?}");
+    assert!(stats.records > 0, "{stats:?}");
+}
+
+/// strace attaches for a second to a process under `rdbx collect
+/// --off-cpu on`, then leaves. It stops the threads at every system call
+/// and every signal, each stop a switch off the CPU: with the
+/// context-switch event enabled, each stop that delivered a trap queued
+/// the next, whose frame the kernel pushed before any handler ran, until
+/// the stack overflowed (SIGSEGV). The program must not notice: it
+/// finishes with its output and status, and the collector's log says it
+/// found a tracer.
+#[test]
+fn strace_attaching_later_changes_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let strace = Path::new("/usr/bin/strace");
+    if !strace.exists() {
+        eprintln!("skipped: no /usr/bin/strace");
+        return;
+    }
+    let run = TracedRun::start("offcpu-strace", &[]);
+    let tracer = Command::new(strace)
+        .args(["-f", "-o", "/dev/null", "-p"])
+        .arg(run.pid.to_string())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run strace");
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    // SAFETY: kill(2) of the strace this test started: it detaches.
+    unsafe { libc::kill(tracer.id() as i32, libc::SIGTERM) };
+    let traced = tracer.wait_with_output().expect("wait for strace");
+    let said = String::from_utf8_lossy(&traced.stderr).into_owned();
+    assert!(said.contains("attached"), "strace: {said}");
+    let (status, stdout, stderr, dir) = run.finish();
+    assert!(
+        status.success(),
+        "{status}\n{stdout}\n{stderr}\nstrace: {said}"
+    );
+    assert_eq!(stdout, TRACED_OUTPUT, "{stderr}");
+    check_tracer_found(&dir, &stderr);
+}
+
+/// gdb attaches to a process under `rdbx collect --off-cpu on -p off` and
+/// continues it. gdb stops at every SIGTRAP and drops it when it
+/// continues, so the collector's handler never runs: with the event
+/// enabled, every switch off the CPU (gdb's own stop among them) stopped
+/// gdb again, at every `continue`. Each event's overflow allowance bounds
+/// that: a few stops per thread, then `continue` runs the program to its
+/// end. (Clock profiling is off: its ticks are SIGTRAPs too, one per
+/// 10 ms of CPU time, which gdb stops at as well.)
+#[test]
+fn gdb_attaching_later_can_continue() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if Command::new("gdb").arg("--version").output().is_err() {
+        eprintln!("skipped: no gdb");
+        return;
+    }
+    let run = TracedRun::start("offcpu-gdb", &["-p", "off"]);
+    let mut gdb = Command::new("gdb");
+    gdb.args(["-nx", "-batch", "-iex", "set debuginfod enabled off", "-p"])
+        .arg(run.pid.to_string());
+    for _ in 0..60 {
+        gdb.args(["-ex", "continue"]);
+    }
+    let output = gdb.output().expect("run gdb");
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    let (status, stdout, stderr, _) = run.finish();
+    let stops = said.matches("received signal SIGTRAP").count();
+    eprintln!("gdb stopped at {stops} SIGTRAPs");
+    assert!(said.contains("exited normally"), "gdb:\n{said}");
+    assert!(status.success(), "{status}\n{stderr}\ngdb:\n{said}");
+    assert_eq!(stdout, TRACED_OUTPUT, "{stderr}");
+}

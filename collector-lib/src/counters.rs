@@ -552,6 +552,10 @@ pub fn on_trap(index: usize, info: *const libc::siginfo_t, context: *mut c_void)
         .load(Ordering::Relaxed)
         .then(|| data_address(info))
         .flatten();
+    if lifecycle::offcpu_traced() {
+        // Off-CPU's trap may have been dropped for this one.
+        crate::offcpu::check_lost(slot, context);
+    }
     if slot.in_handler.swap(true, Ordering::AcqRel) {
         // Another of the collector's handlers was interrupted: it owns the
         // stack buffers. The events go to the counter's next record.

@@ -87,14 +87,21 @@ pub extern "C" fn on_profile_signal(
             }
         }
         Origin::OffCpu => {
-            crate::offcpu::on_trap(context);
-            crate::counters::sweep(context);
+            if crate::offcpu::on_trap(context) {
+                crate::counters::sweep(context);
+            }
         }
         Origin::Counter(index) => crate::counters::on_trap(index, info, context),
         Origin::Stale => {}
         Origin::Foreign => forward(signal, info, context),
     }
     sys::set_errno(saved_errno);
+}
+
+/// Whether `info` is the siginfo of an off-CPU trap (a context-switch
+/// event's SIGTRAP, or one a debugger queued again).
+pub fn is_offcpu_trap(info: &libc::siginfo_t) -> bool {
+    matches!(origin(libc::SIGTRAP, info), Origin::OffCpu)
 }
 
 fn origin(signal: c_int, info: *const libc::siginfo_t) -> Origin {
@@ -189,8 +196,9 @@ fn tick_on_slot(slot: &threads::Slot, context: *mut c_void) {
     let now_cpu = sys::thread_cpu_ns();
     let last = slot.last_cpu_ns.swap(now_cpu, Ordering::Relaxed);
     slot.clock.top_up();
-    if clock::uses_sigtrap() && lifecycle::offcpu_traced() {
-        crate::offcpu::check_lost(slot);
+    if lifecycle::offcpu_traced() {
+        crate::offcpu::check_tracer_gone();
+        crate::offcpu::check_lost(slot, context);
     }
     if !state::recording() {
         return;

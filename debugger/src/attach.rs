@@ -120,7 +120,7 @@ impl Debugger {
                 other => self.absorb(other)?,
             }
         }
-        Ok(())
+        self.process_mut()?.settle_owed_traps()
     }
 
     /// Loads the symbols of the attached program: the given executable, or

@@ -625,18 +625,23 @@ impl Debugger {
                 // The program's own int3: a signal like any other.
                 self.call_signal(tid, libc::SIGTRAP, name, on_interrupt)
             }
-            // The collector's clock: the program's own tick.
-            Event::ClockTick { info, .. } => {
-                self.process_mut()
-                    .map_err(CallFailure::from_error)?
-                    .set_pending(tid, libc::SIGTRAP, Some(info.info()));
-                self.process_mut()
-                    .and_then(|p| p.resume(tid, Resume::Continue))
-                    .map(|()| false)
-                    .map_err(CallFailure::from_error)
+            // A collector trap (its clock, a switch): the program's own,
+            // delivered at once, unless a system call of the called
+            // function is to be restarted: then it waits for that call
+            // (the thread's own pending signal waits for the call's end).
+            Event::ClockTick { info, .. } => self
+                .process_mut()
+                .and_then(|p| match p.keep_perf_trap(tid, &info.info())? {
+                    true => p.resume_keeping_pending(tid, Resume::Continue),
+                    false => p.resume(tid, Resume::Continue),
+                })
+                .map(|()| false)
+                .map_err(CallFailure::from_error),
+            // A stray single-step trap or a stale interrupt is ours; so is
+            // a system-call stop of a trap owed in the called function.
+            Event::Stepped { .. } | Event::Interrupted { .. } | Event::SyscallStop { .. } => {
+                resume(self)
             }
-            // A stray single-step trap or a stale interrupt is ours.
-            Event::Stepped { .. } | Event::Interrupted { .. } => resume(self),
             Event::Signal { signal, .. } => self.call_signal(tid, signal, name, on_interrupt),
             Event::GroupStop { signal, .. } => Err(CallFailure::abandoned(format!(
                 "the call to {name} was stopped by {} (job control); abandoned and the \

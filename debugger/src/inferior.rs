@@ -76,6 +76,9 @@ pub struct Thread {
     /// by us, or rewound after a trap that raced with stopping) executes
     /// the int3 again so that its hit is not lost.
     pass_at: Option<u64>,
+    /// A perf event's SIGTRAP held back until the system call the thread
+    /// is in returns (see [`Inferior::keep_perf_trap`]).
+    owed: Option<libc::siginfo_t>,
 }
 
 impl Thread {
@@ -214,6 +217,7 @@ impl Inferior {
                 pending: None,
                 interrupt_sent: false,
                 pass_at: None,
+                owed: None,
             },
         );
     }
@@ -276,12 +280,16 @@ impl Inferior {
     /// Sets a stopped thread running (`how`), delivering its pending
     /// signal. A thread already running is left alone.
     pub(crate) fn resume(&mut self, tid: Tid, how: Resume) -> Result<()> {
+        if self
+            .thread(tid)
+            .is_none_or(|t| t.state != ThreadState::Stopped)
+        {
+            return Ok(());
+        }
+        let follow_syscall = self.settle_owed_trap(tid)? && how == Resume::Continue;
         let Some(thread) = self.threads.get_mut(&tid) else {
             return Ok(());
         };
-        if thread.state != ThreadState::Stopped {
-            return Ok(());
-        }
         let pending = thread.pending.take();
         let perf_trap = pending
             .and_then(|p| p.info)
@@ -313,6 +321,7 @@ impl Inferior {
             ptrace::set_siginfo(tid, &info)?;
         }
         let resumed = match how {
+            Resume::Continue if follow_syscall => ptrace::syscall(tid, signal),
             Resume::Continue => ptrace::cont(tid, signal),
             Resume::Step => ptrace::single_step(tid, signal),
         };
@@ -336,14 +345,23 @@ impl Inferior {
     /// signal-delivery stop for it, and lets the thread run on: the short
     /// way for the one stop off-CPU profiling makes at every switch (one
     /// PTRACE_CONT; the kernel delivers the stop's own siginfo). A signal
-    /// already waiting for the thread goes first, the trap queued again.
+    /// already waiting for the thread goes first, the trap queued again;
+    /// a system call about to be restarted goes first too (see
+    /// [`Inferior::keep_perf_trap`]).
     pub(crate) fn deliver_perf_trap(&mut self, tid: Tid, info: &libc::siginfo_t) -> Result<()> {
+        if self
+            .thread(tid)
+            .is_none_or(|t| t.state != ThreadState::Stopped)
+        {
+            return Ok(());
+        }
+        if ptrace::delivery_cuts_short(&self.regs(tid)?, info) {
+            self.owe_perf_trap(tid, info);
+            return self.resume(tid, Resume::Continue);
+        }
         let Some(thread) = self.threads.get_mut(&tid) else {
             return Ok(());
         };
-        if thread.state != ThreadState::Stopped {
-            return Ok(());
-        }
         if thread.pending.is_some() {
             ptrace::requeue_perf_trap(self.pid, tid, info)?;
             return self.resume(tid, Resume::Continue);
@@ -357,14 +375,104 @@ impl Inferior {
         }
     }
 
+    /// Keeps a perf event's SIGTRAP (`info`) that `tid` is stopped in its
+    /// signal-delivery stop for, to be delivered at a later resume. When
+    /// the thread is in a system call the kernel is about to restart (the
+    /// stop that let the trap through interrupted a sleep or a poll),
+    /// delivering it would run the handler first and the call would fail
+    /// with EINTR where it would have gone on by itself (see
+    /// ptrace::delivery_cuts_short): the trap is then owed, and the
+    /// thread followed with PTRACE_SYSCALL until the restarted call has
+    /// returned (see [`Inferior::resume`]), where the collector gets its
+    /// trap as it would have without rdbx. True when the trap is owed.
+    pub(crate) fn keep_perf_trap(&mut self, tid: Tid, info: &libc::siginfo_t) -> Result<bool> {
+        let owed = ptrace::delivery_cuts_short(&self.regs(tid)?, info);
+        if owed {
+            self.owe_perf_trap(tid, info);
+        } else {
+            self.set_pending(tid, libc::SIGTRAP, Some(*info));
+        }
+        Ok(owed)
+    }
+
+    /// Two traps owed at once (a counter's and off-CPU's): the kernel
+    /// would keep one SIGTRAP too. Off-CPU's is kept, since its event
+    /// stays off until its trap is handled; a counter's events merge
+    /// into its next record.
+    fn owe_perf_trap(&mut self, tid: Tid, info: &libc::siginfo_t) {
+        if let Some(thread) = self.threads.get_mut(&tid) {
+            let keep_owed = thread
+                .owed
+                .is_some_and(|owed| ptrace::perf_data(&owed) == ptrace::OFFCPU_TAG);
+            if !keep_owed {
+                thread.owed = Some(*info);
+            }
+        }
+    }
+
+    /// For a thread that owes a perf trap: true while it is still entering
+    /// or about to restart its system call (it runs on with
+    /// PTRACE_SYSCALL, so its next stop is at that call's entry or exit);
+    /// otherwise the call has returned and the trap is pending for this
+    /// resume (queued again if another signal is), false.
+    fn settle_owed_trap(&mut self, tid: Tid) -> Result<bool> {
+        let Some(info) = self.threads.get(&tid).and_then(|t| t.owed) else {
+            return Ok(false);
+        };
+        if self.in_system_call(tid)? {
+            return Ok(true);
+        }
+        let pending = self.threads.get_mut(&tid).and_then(|thread| {
+            thread.owed = None;
+            thread.pending
+        });
+        match pending {
+            None => self.set_pending(tid, libc::SIGTRAP, Some(info)),
+            Some(_) => ptrace::requeue_perf_trap(self.pid, tid, &info)?,
+        }
+        Ok(false)
+    }
+
+    /// Before a detach: each trap owed by a thread whose system call has
+    /// returned is pending again (the detach delivers it); one still owed
+    /// is dropped (the collector finds it lost).
+    pub(crate) fn settle_owed_traps(&mut self) -> Result<()> {
+        let owing: Vec<Tid> = self
+            .threads
+            .values()
+            .filter(|t| t.owed.is_some())
+            .map(|t| t.tid)
+            .collect();
+        for tid in owing {
+            self.settle_owed_trap(tid)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `tid` is stopped at a system call's entry, or in one the
+    /// kernel restarts when it resumes.
+    fn in_system_call(&self, tid: Tid) -> Result<bool> {
+        Ok(ptrace::at_syscall_entry(tid) || ptrace::restart_pending(&self.regs(tid)?))
+    }
+
+    /// Whether the thread owes a perf trap and is still in its system call.
+    fn owes_in_system_call(&self, tid: Tid) -> bool {
+        self.thread(tid).is_some_and(|t| t.owed.is_some())
+            && self.in_system_call(tid).unwrap_or(false)
+    }
+
     /// Sets a stopped thread running (`how`) without delivering its pending
     /// signal, which is kept for a later resume (a single-step made again
-    /// after a signal arrived before the instruction ran).
+    /// after a signal arrived before the instruction ran). A thread that
+    /// owes a perf trap is followed to its system call's return as by
+    /// [`Inferior::resume`].
     pub(crate) fn resume_keeping_pending(&mut self, tid: Tid, how: Resume) -> Result<()> {
+        let follow_syscall = how == Resume::Continue && self.owes_in_system_call(tid);
         let Some(thread) = self.threads.get_mut(&tid) else {
             return Ok(());
         };
         let resumed = match how {
+            Resume::Continue if follow_syscall => ptrace::syscall(tid, 0),
             Resume::Continue => ptrace::cont(tid, 0),
             Resume::Step => ptrace::single_step(tid, 0),
         };
@@ -430,6 +538,8 @@ impl Inferior {
         for thread in self.threads.values_mut() {
             thread.number = 1;
             thread.pass_at = None;
+            // The new image has none of the collector's events.
+            thread.owed = None;
             thread.state = ThreadState::Stopped;
         }
         self.next_thread_number = 2;
@@ -447,8 +557,10 @@ impl Inferior {
 
 /// A thread in a PTRACE_EVENT stop (an interrupt, a group-stop, a clone)
 /// has an event code in its siginfo; one in a signal-delivery stop does not.
+/// Neither does a system-call stop, whose si_code is its stop signal.
 fn in_signal_delivery_stop(tid: Tid) -> bool {
-    ptrace::siginfo(tid).is_ok_and(|info| (info.si_code >> 8) <= 0)
+    ptrace::siginfo(tid)
+        .is_ok_and(|info| (info.si_code >> 8) <= 0 && info.si_code != ptrace::SYSCALL_STOP)
 }
 
 /// Kills a child we could not finish setting up, and reaps it.

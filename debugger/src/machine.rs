@@ -19,7 +19,7 @@ use crate::breakpoints::Owner;
 use crate::engine::{ConditionEvaluator, Debugger, Notice, Stop, StopReason};
 use crate::inferior::{Resume, StopCause, ThreadState};
 use crate::ptrace::{self, Tid};
-use crate::pump::{Event, Wait, Wake};
+use crate::pump::{self, Event, Wait, Wake};
 use crate::relocate::Displacement;
 use crate::{Error, Result};
 use std::path::PathBuf;
@@ -403,8 +403,7 @@ impl Debugger {
                     // was one) before the instruction ran: kept, with its
                     // siginfo, for the next resume that is not a step (its
                     // handler is the collector's, not the user's to step).
-                    self.process_mut()?
-                        .set_pending(tid, libc::SIGTRAP, Some(info.info()));
+                    self.process_mut()?.keep_perf_trap(tid, &info.info())?;
                 }
                 Event::Signal { signal, .. } => {
                     if !self.already_reported_sigint(tid, signal)? {
@@ -501,6 +500,10 @@ impl Debugger {
         let Some(process) = self.process.as_mut() else {
             return Ok(());
         };
+        // A Ctrl-C from before is the one this stop answers (its SIGINT
+        // reached the program, and the pump, before rdbx's own handler
+        // ran): only one pressed from now on gives up.
+        pump::clear_interrupt();
         for tid in process.running() {
             process.interrupt(tid);
         }
@@ -569,9 +572,12 @@ impl Debugger {
             }
             Event::Stepped { .. } => {}
             Event::ClockTick { info, .. } => {
-                self.process_mut()?
-                    .set_pending(tid, libc::SIGTRAP, Some(info.info()));
+                self.process_mut()?.keep_perf_trap(tid, &info.info())?;
             }
+            Event::SyscallStop { .. } if ptrace::at_syscall_entry(tid) => {
+                self.hold_in_system_call(tid)?;
+            }
+            Event::SyscallStop { .. } => {}
             Event::Signal { .. } => self.defer(event),
             Event::Clone { new, .. } => {
                 // The program is held stopped: so is the new thread, once
@@ -584,6 +590,31 @@ impl Debugger {
             Event::VforkDone { .. } => self.vfork_done(),
             Event::Exec { .. } => self.exec_event()?,
             Event::Exited { .. } | Event::Killed { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// A thread owing a perf trap, caught entering its system call while
+    /// the program is held: it is held inside the call instead (resumed
+    /// into it and interrupted there, the call stops at its exit, to be
+    /// restarted), where a call injected into it or a step cannot take the
+    /// system call's place. Only its own stop is waited for: the events of
+    /// the others stay for whoever waits for them (a step of another
+    /// thread in progress).
+    fn hold_in_system_call(&mut self, tid: Tid) -> Result<()> {
+        self.process_mut()?.resume(tid, Resume::Continue)?;
+        if !self.process_mut()?.interrupt(tid) {
+            return Ok(());
+        }
+        while self
+            .process
+            .as_ref()
+            .and_then(|p| p.thread(tid))
+            .is_some_and(|t| !t.is_stopped())
+        {
+            if let Wake::Event(event) = self.pump.wait(Wait::task(tid))? {
+                self.absorb(event)?;
+            }
         }
         Ok(())
     }
@@ -653,6 +684,14 @@ impl Debugger {
             }
             // A stale interrupt, or a new thread's first stop.
             Event::Interrupted { .. } | Event::Stepped { .. } => self.resume_after_event(tid),
+            // A thread owing a perf trap at its system call's entry or
+            // exit: on to the exit, or the trap is delivered now. Its pc
+            // is the call's return address, not a place to pass a
+            // breakpoint from.
+            Event::SyscallStop { .. } => {
+                self.process_mut()?.resume(tid, Resume::Continue)?;
+                Ok(None)
+            }
             Event::GroupStop { signal, .. } => self.group_stop(tid, signal),
             Event::ClockTick { info, .. } => {
                 // A perf event's SIGTRAP (the collector's clock or off-CPU
@@ -660,7 +699,8 @@ impl Debugger {
                 // SIGPROF whatever the SIGTRAP disposition says. Off-CPU
                 // profiling makes one per switch off the CPU, so this is
                 // the short way: delivered from this very stop, where
-                // nothing else is to be done.
+                // nothing else is to be done (unless it would cut a
+                // restarted system call short: then after it).
                 self.process_mut()?.deliver_perf_trap(tid, &info.info())?;
                 Ok(None)
             }

@@ -12,12 +12,58 @@ pub type Tid = i32;
 
 /// The tracing options every traced process gets, set atomically by
 /// PTRACE_SEIZE so that no clone, fork or exec escapes between the attach
-/// and the options.
+/// and the options. TRACESYSGOOD tells the system-call stops of
+/// [`syscall`] from SIGTRAPs.
 pub const OPTIONS: libc::c_int = libc::PTRACE_O_TRACECLONE
     | libc::PTRACE_O_TRACEFORK
     | libc::PTRACE_O_TRACEVFORK
     | libc::PTRACE_O_TRACEVFORKDONE
-    | libc::PTRACE_O_TRACEEXEC;
+    | libc::PTRACE_O_TRACEEXEC
+    | libc::PTRACE_O_TRACESYSGOOD;
+
+/// WSTOPSIG (and si_code) of a system-call entry or exit stop.
+pub const SYSCALL_STOP: i32 = libc::SIGTRAP | 0x80;
+
+/// The kernel's codes for a system call a signal or a stop interrupted and
+/// that it restarts by itself when no handler runs.
+const ERESTARTSYS: i64 = -512;
+const ERESTARTNOINTR: i64 = -513;
+const ERESTARTNOHAND: i64 = -514;
+const ERESTART_RESTARTBLOCK: i64 = -516;
+
+/// Whether a thread stopped with `regs` is in a system call that the
+/// kernel restarts on its way back to user mode (the call was interrupted
+/// by a stop or a signal; the user never sees it unless a handler runs).
+pub fn restart_pending(regs: &libc::user_regs_struct) -> bool {
+    (regs.orig_rax as i64) >= 0
+        && [
+            ERESTARTSYS,
+            ERESTARTNOINTR,
+            ERESTARTNOHAND,
+            ERESTART_RESTARTBLOCK,
+        ]
+        .contains(&(regs.rax as i64))
+}
+
+/// Whether delivering the perf event's SIGTRAP `info` now, to a thread
+/// stopped with `regs`, would make the system call it is in fail with
+/// EINTR where the kernel would restart it by itself: a handler that runs
+/// first always does that to ERESTARTNOHAND and ERESTART_RESTARTBLOCK (a
+/// sleep, a poll or select with a timeout), to ERESTARTSYS (a read, a
+/// futex wait) only without SA_RESTART, never to ERESTARTNOINTR. The
+/// collector's handler has SA_RESTART: after it the call starts again as
+/// it would without it; a program's own perf event may have a handler
+/// without.
+pub fn delivery_cuts_short(regs: &libc::user_regs_struct, info: &libc::siginfo_t) -> bool {
+    if (regs.orig_rax as i64) < 0 {
+        return false;
+    }
+    match regs.rax as i64 {
+        ERESTARTNOHAND | ERESTART_RESTARTBLOCK => true,
+        ERESTARTSYS => !is_collector_perf_tag(perf_data(info)),
+        _ => false,
+    }
+}
 
 /// `si_code` of a SIGTRAP raised by a perf event with `sigtrap` set (the
 /// collector's clock); not in libc yet.
@@ -29,7 +75,10 @@ pub const SI_QUEUE: i32 = -1;
 /// `sig_data` of the collector's perf events, which the kernel passes as
 /// si_perf_data: its clock ("RDBXPROF") and off-CPU profiling
 /// ("RDBXOFFC"); kept in step with collector-lib's clock.rs and offcpu.rs.
-pub const COLLECTOR_PERF_TAGS: [u64; 2] = [0x5244_4258_5052_4f46, 0x5244_4258_4f46_4643];
+pub const COLLECTOR_PERF_TAGS: [u64; 2] = [0x5244_4258_5052_4f46, OFFCPU_TAG];
+
+/// `sig_data` of the collector's context-switch events (off-CPU profiling).
+pub const OFFCPU_TAG: u64 = 0x5244_4258_4f46_4643;
 
 /// `sig_data` of the collector's counter events: "RDBXHWC" and the
 /// counter's index in the low byte (0..8); kept in step with
@@ -216,6 +265,30 @@ pub fn listen(tid: Tid) -> Result<()> {
 pub fn cont(tid: Tid, signal: i32) -> Result<()> {
     // SAFETY: PTRACE_CONT takes the signal in the data argument.
     check(unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0usize, signal as usize) }).map(drop)
+}
+
+/// PTRACE_SYSCALL: runs on like PTRACE_CONT, stopping at the next system
+/// call's entry and at its exit ([`SYSCALL_STOP`]).
+pub fn syscall(tid: Tid, signal: i32) -> Result<()> {
+    // SAFETY: as for cont.
+    check(unsafe { libc::ptrace(libc::PTRACE_SYSCALL, tid, 0usize, signal as usize) }).map(drop)
+}
+
+/// Whether `tid` is stopped at a system call's entry: the call has not
+/// run yet (PTRACE_GET_SYSCALL_INFO; false for any other stop).
+pub fn at_syscall_entry(tid: Tid) -> bool {
+    // struct ptrace_syscall_info: op is the first byte of 88.
+    let mut info = [0u64; 11];
+    // SAFETY: the kernel writes at most `addr` bytes to the buffer.
+    let written = unsafe {
+        libc::ptrace(
+            libc::PTRACE_GET_SYSCALL_INFO,
+            tid,
+            std::mem::size_of_val(&info),
+            info.as_mut_ptr(),
+        )
+    };
+    written > 0 && info[0] as u8 == libc::PTRACE_SYSCALL_INFO_ENTRY
 }
 
 pub fn single_step(tid: Tid, signal: i32) -> Result<()> {
@@ -423,6 +496,41 @@ pub fn set_fpregs(tid: Tid, regs: &libc::user_fpregs_struct) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn restarts_a_handler_would_cut_short() {
+        // SAFETY: plain integers.
+        let mut regs: libc::user_regs_struct = unsafe { std::mem::zeroed() };
+        // SAFETY: a zeroed siginfo_t is valid.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let with_tag = |info: &mut libc::siginfo_t, tag: u64| {
+            let base = (info as *mut libc::siginfo_t).cast::<u8>();
+            // SAFETY: offset 24..32 is inside the 128 bytes.
+            unsafe { std::ptr::write_unaligned(base.add(24).cast::<u64>(), tag) };
+        };
+        with_tag(&mut info, OFFCPU_TAG);
+        regs.orig_rax = libc::SYS_nanosleep as u64;
+        for (rax, pending, cut) in [
+            (-516i64, true, true),
+            (-514, true, true),
+            (-513, true, false),
+            (-512, true, false),
+            (-4, false, false),
+            (0, false, false),
+        ] {
+            regs.rax = rax as u64;
+            assert_eq!(restart_pending(&regs), pending, "{rax}");
+            assert_eq!(delivery_cuts_short(&regs, &info), cut, "{rax}");
+        }
+        // A program's own perf event: its handler may lack SA_RESTART.
+        with_tag(&mut info, 0x1234);
+        regs.rax = -512i64 as u64;
+        assert!(delivery_cuts_short(&regs, &info));
+        // Not in a system call (an interrupt or fault).
+        regs.orig_rax = u64::MAX;
+        regs.rax = -516i64 as u64;
+        assert!(!restart_pending(&regs) && !delivery_cuts_short(&regs, &info));
+    }
 
     #[test]
     fn the_collectors_tags_are_known() {

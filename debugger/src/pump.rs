@@ -105,6 +105,12 @@ pub enum Event {
     Interrupted {
         tid: Tid,
     },
+    /// At a system call's entry or exit: a thread resumed with
+    /// PTRACE_SYSCALL because it owes a perf trap (see
+    /// `Inferior::keep_perf_trap`).
+    SyscallStop {
+        tid: Tid,
+    },
     /// Stopped by job control (`signal` is SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU).
     GroupStop {
         tid: Tid,
@@ -141,6 +147,7 @@ impl Event {
             | Event::Stepped { tid }
             | Event::ClockTick { tid, .. }
             | Event::Interrupted { tid }
+            | Event::SyscallStop { tid }
             | Event::GroupStop { tid, .. }
             | Event::Clone { tid, .. }
             | Event::Fork { tid, .. }
@@ -193,6 +200,9 @@ fn decode_status(status: WaitStatus) -> Event {
                 },
                 Err(_) => Event::Signal { tid, signal },
             }
+        }
+        WaitStatus::Signal { tid, signal } if signal == ptrace::SYSCALL_STOP => {
+            Event::SyscallStop { tid }
         }
         WaitStatus::Signal { tid, signal } => Event::Signal { tid, signal },
         WaitStatus::Event { tid, event, signal } => decode_ptrace_event(tid, event, signal),

@@ -405,6 +405,14 @@ pub(crate) fn release() {
         take_queued_trap(tid);
         put_thread_back(tid);
         let signal = signal_for(tid);
+        // A perf trap whose handler would make the system call the kernel
+        // is about to restart fail with EINTR (see Inferior::keep_perf_trap)
+        // is dropped: the collector finds it lost.
+        let signal = if signal == libc::SIGTRAP && perf_trap_over_restart(tid) {
+            0
+        } else {
+            signal
+        };
         // The signal given to PTRACE_DETACH is delivered only from a
         // signal-delivery stop; from any other stop it is queued instead.
         if signal != 0 && !in_signal_delivery_stop(tid) {
@@ -465,6 +473,8 @@ fn absorb(pid: i32, status: ptrace::WaitStatus, tasks: &mut TaskList) {
                 JOURNAL.pid.store(0, Ordering::SeqCst);
             }
         }
+        // A thread followed to its system call's exit: nothing to deliver.
+        WaitStatus::Signal { signal, .. } if signal == ptrace::SYSCALL_STOP => {}
         WaitStatus::Signal { tid, signal } if signal == libc::SIGTRAP => {
             if !rewind_trap(tid)
                 && ptrace::siginfo(tid).is_ok_and(|info| ptrace::is_perf_trap(&info))
@@ -656,6 +666,20 @@ fn held_perf_trap(tid: Tid) -> Option<libc::siginfo_t> {
     ptrace::is_perf_trap(&info).then_some(info)
 }
 
+/// Whether the SIGTRAP held for `tid` is a perf event's whose delivery
+/// would make the system call the thread is in fail with EINTR (see
+/// ptrace::delivery_cuts_short).
+fn perf_trap_over_restart(tid: Tid) -> bool {
+    let held = held_perf_trap(tid).or_else(|| {
+        ptrace::siginfo(tid)
+            .ok()
+            .filter(|info| in_signal_delivery_stop(tid) && ptrace::is_perf_trap(info))
+    });
+    held.is_some_and(|info| {
+        ptrace::get_regs(tid).is_ok_and(|regs| ptrace::delivery_cuts_short(&regs, &info))
+    })
+}
+
 /// The signal to deliver to `tid` as we let it go.
 fn signal_for(tid: Tid) -> i32 {
     let Some(held) = held_entry(tid, false) else {
@@ -685,7 +709,8 @@ fn signal_for(tid: Tid) -> i32 {
 /// A thread in a PTRACE_EVENT stop (an interrupt, a group-stop, a clone...)
 /// has an event code in its siginfo; a signal-delivery stop does not.
 fn in_signal_delivery_stop(tid: Tid) -> bool {
-    ptrace::siginfo(tid).is_ok_and(|info| (info.si_code >> 8) <= 0)
+    ptrace::siginfo(tid)
+        .is_ok_and(|info| (info.si_code >> 8) <= 0 && info.si_code != ptrace::SYSCALL_STOP)
 }
 
 fn wait_any() -> Option<ptrace::WaitStatus> {

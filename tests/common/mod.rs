@@ -114,6 +114,8 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("io_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("offcpu", "O0", &["-O0", "-pthread"]),
         ("offcpu_hold", "O0", &["-O0", "-pthread"]),
+        ("offcpu_eintr", "O0", &["-O0", "-pthread"]),
+        ("offcpu_traced", "O0", &["-O0", "-pthread"]),
         ("counters_known", "O0", &["-O0", "-pthread"]),
     ];
     let mut out = Vec::new();
