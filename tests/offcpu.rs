@@ -153,20 +153,27 @@ fn start_and_totals(expt: &Experiment) -> (bool, Option<String>) {
 /// microseconds these take on an idle machine, far below a 20 ms wait.
 const COLLECT_SLACK_NS: u64 = 3_000_000;
 
-#[test]
-fn collect_records_each_wait_where_it_happened() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let program = program();
-    let dir = scratch_dir("offcpu-collect");
+/// `rdbx collect --off-cpu on -o t.er PROGRAM` in `dir`, which must
+/// succeed: its standard output and error.
+fn collect_off_cpu(program: &Path, dir: &Path) -> (String, String) {
     let output = Command::new(rdbx_bin())
         .args(["collect", "--off-cpu", "on", "-A", "off", "-o", "t.er"])
-        .arg(&program)
-        .current_dir(&dir)
+        .arg(program)
+        .current_dir(dir)
         .output()
         .expect("run rdbx collect");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(output.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn collect_records_each_wait_where_it_happened() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let program = program();
+    let dir = scratch_dir("offcpu-collect");
+    let (stdout, stderr) = collect_off_cpu(&program, &dir);
     assert_eq!(stdout, "offcpu done: 10 rounds\n");
     let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
     assert!(expt.manifest().files.iter().any(|f| f == "offcpu"));
@@ -265,15 +272,7 @@ fn rust_sleep_and_std_mutex_wait_where_they_happened() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let program = built("offcpu_rust.rs", "rustc");
     let dir = scratch_dir("offcpu-rust");
-    let output = Command::new(rdbx_bin())
-        .args(["collect", "--off-cpu", "on", "-A", "off", "-o", "t.er"])
-        .arg(&program)
-        .current_dir(&dir)
-        .output()
-        .expect("run rdbx collect");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let (stdout, stderr) = collect_off_cpu(&program, &dir);
     assert_eq!(stdout, "offcpu_rust done: 20 increments\n");
     assert!(!stderr.contains("error:"), "{stderr}");
     let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
