@@ -3,7 +3,7 @@
 //! - `programs()` builds the C programs in tests/programs once per build of the
 //!   sources (cached on disk, shared by all test binaries, guarded by a lock file).
 //! - `Rdbx` runs the real binary with a timeout and returns an `Outcome` whose
-//!   parsers understand the output contract (notes/output.md): stop lines,
+//!   parsers understand rdbx's output (docs/commands.md): stop lines,
 //!   `where` frames, `print` results, exit lines, error lines.
 //! - `gdb_*` run `gdb -batch` on the same program: ground truth for lines,
 //!   backtraces and values.
