@@ -112,6 +112,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("io_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("io_timed", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("offcpu", "O0", &["-O0", "-pthread"]),
         ("offcpu_hold", "O0", &["-O0", "-pthread"]),
         ("offcpu_eintr", "O0", &["-O0", "-pthread"]),
