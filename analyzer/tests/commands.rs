@@ -775,6 +775,84 @@ fn sync_waits_are_metrics_of_every_view() {
     );
 }
 
+/// A join's object is the joined thread's `pthread_t`; a `thread-start`
+/// line that gives it names the thread: the last thread with that
+/// `pthread_t` to start before the join returned (a `pthread_t` is reused
+/// once its thread is joined, and a thread may start after the join
+/// began). Without such a line the join keeps its address.
+#[test]
+fn a_join_is_named_by_the_thread_it_waited_for() {
+    use experiment::sync::{SyncEvent, SyncOp};
+    let tmp = TempDir::new("sync-joins");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "joins.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    let ms = |n: u64| START + n * 1_000_000;
+    // Threads 2 and 3 have pthread_t 0x7000 one after the other; 4 has
+    // 0x8000 and starts 1 ms after the join of it began.
+    for (at, tid, number, pthread) in [
+        (ms(1), 700, 1, 0x6000),
+        (ms(2), 701, 2, 0x7000),
+        (ms(20), 702, 3, 0x7000),
+        (ms(41), 703, 4, 0x8000),
+    ] {
+        expt.line(|w| {
+            w.event(at, "thread-start")
+                .u64("tid", tid)
+                .u64("number", number)
+                .hex("pthread", pthread);
+        });
+    }
+    let joins = [
+        (ms(3), 10, 0x7000),
+        (ms(21), 15, 0x7000),
+        (ms(40), 5, 0x8000),
+        (ms(50), 2, 0x9000),
+    ];
+    for (start_ns, wait_ms, object) in joins {
+        let event = SyncEvent {
+            op: SyncOp::Join,
+            start_ns,
+            wait_ns: wait_ms * 1_000_000,
+            object,
+            stack_id: 0,
+        };
+        expt.wait(700, event, stack_of(&syms, &["main"]));
+    }
+    let mut analysis = Analysis::open(&[expt.write()]).expect("open");
+    let objects = run_json(&mut analysis, "syncobjects");
+    let rows: Vec<(String, serde_json::Value, serde_json::Value, u64)> = objects["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["object"].as_str().unwrap().to_string(),
+                o["thread"].clone(),
+                o["address"].clone(),
+                (o["sync_wait_time"].as_f64().unwrap() * 1e3).round() as u64,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("t@3".to_string(), json!(3), json!(0x7000), 15),
+            ("t@2".to_string(), json!(2), json!(0x7000), 10),
+            ("t@4".to_string(), json!(4), json!(0x8000), 5),
+            (
+                "0x9000".to_string(),
+                serde_json::Value::Null,
+                json!(0x9000),
+                2
+            ),
+        ]
+    );
+    let text = run(&mut analysis, "syncobjects");
+    assert!(text.lines().any(|l| l.ends_with("join  t@3")), "{text}");
+}
+
 /// The address of data symbol `name` in an ELF file.
 fn data_symbol(path: &Path, name: &str) -> u64 {
     use object::{Object, ObjectSymbol};

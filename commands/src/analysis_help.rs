@@ -262,9 +262,12 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "With sync-wait tracing: Sync Wait Time and Sync Wait Count per synchronization \
          object (the mutex, condition variable, rwlock, semaphore or barrier; for a join the \
          thread waited for) and kind of wait, most time first, with <Total>. An object a \
-         symbol holds is named by it (a global or static lock: queue_lock, table+64), \
-         others by address. JSON keys: objects (object, name, address, kind, \
-         sync_wait_time, sync_wait_count), total.",
+         symbol holds is named by it (a global or static lock: queue_lock, table+64), a \
+         joined thread by its number in thread_list (t@N, with its experiment when there \
+         are several), others by address (a join too, when the log does not say which thread had \
+         that pthread_t: a live start, an older experiment). JSON keys: objects (object, \
+         name, address, kind, sync_wait_time, sync_wait_count; for a joined thread also \
+         thread and experiment), total.",
         "syncobjects",
     ),
     entry(

@@ -109,6 +109,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("sync_waits", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("sync_joins", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
