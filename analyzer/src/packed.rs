@@ -271,6 +271,49 @@ mod tests {
         assert_eq!(Value::from_words(value.to_words()), value);
     }
 
+    /// I/O keeps its eleven words (time, per-class times and errors,
+    /// bytes, calls) and nothing else: a failed read is an error only.
+    #[test]
+    fn io_keeps_its_words() {
+        use crate::model::{IoEntry, NO_FILE, NO_STACK};
+        use experiment::io::IoOp;
+        let call = |op, failed, call_ns, bytes| IoEntry {
+            experiment: 0,
+            op,
+            failed,
+            thread: 1,
+            time_ns: 0,
+            call_ns,
+            bytes,
+            fd: 3,
+            file: 0,
+            source: NO_FILE,
+            stack: NO_STACK,
+            sample: 1,
+        };
+        let model = Model {
+            io: vec![call(IoOp::Read, false, 5, 100)],
+            ..Model::default()
+        };
+        let layout = Layout::of(&model);
+        assert_eq!(layout.width(), 11);
+        let mut value = Value::of_io(&call(IoOp::Read, false, 5, 100));
+        value.add(Value::of_io(&call(IoOp::Read, true, 7, 0)));
+        value.add(Value::of_io(&call(IoOp::Sync, false, 11, 0)));
+        value.add(Value::of_io(&call(IoOp::Transfer, false, 13, 40)));
+        let mut packed = vec![0; layout.width()];
+        layout.pack(value, &mut packed);
+        let back = layout.unpack(&packed);
+        assert_eq!(back, value);
+        assert_eq!(
+            (back.io_ns, back.read_ns, back.write_ns, back.other_io_ns),
+            (36, 5, 13, 11)
+        );
+        assert_eq!((back.io_errors, back.io_error_ns), (1, 7));
+        assert_eq!((back.reads, back.read_bytes, back.writes), (2, 140, 1));
+        assert_eq!(back.io_calls(), 5, "a transfer is a read and a write");
+    }
+
     #[test]
     fn an_empty_model_keeps_the_clock_words() {
         let layout = Layout::of(&Model::default());
