@@ -56,7 +56,10 @@ fn unit(metric: MetricName) -> &'static str {
         | MetricName::ReadBytes
         | MetricName::WriteBytes => "bytes",
         MetricName::Leaks => "leaks",
-        MetricName::ReadCount | MetricName::WriteCount | MetricName::OtherIoCount => "calls",
+        MetricName::ReadCount
+        | MetricName::WriteCount
+        | MetricName::OtherIoCount
+        | MetricName::IoErrorCount => "calls",
         MetricName::Counter(counter) => counter.name(),
         _ => "allocations",
     }

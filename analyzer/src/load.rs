@@ -353,6 +353,14 @@ impl Builder {
         for entry in &mut self.model.counter_events {
             entry.time_ns = entry.time_ns.saturating_sub(origin);
         }
+        let threads = self
+            .model
+            .experiments
+            .iter_mut()
+            .flat_map(|e| &mut e.threads);
+        for (_, started_ns) in threads.filter_map(|t| t.pthread.as_mut()) {
+            *started_ns = started_ns.saturating_sub(origin);
+        }
         self.model
     }
 
@@ -1236,6 +1244,8 @@ struct ThreadNumbers {
     highest: u32,
     /// The collector's own threads: (tid, number).
     collector: Vec<(u32, u32)>,
+    /// Per tid: the `pthread_t` its line gives and the line's time.
+    pthreads: FxHashMap<u32, (u64, u64)>,
     /// The last thread looked up: events come in per-thread blocks.
     last: Option<(u32, u32)>,
 }
@@ -1246,6 +1256,7 @@ impl ThreadNumbers {
             numbers: FxHashMap::default(),
             highest: 0,
             collector: Vec::new(),
+            pthreads: FxHashMap::default(),
             last: None,
         };
         let numbered = entry.log.iter().any(|e| {
@@ -1261,12 +1272,23 @@ impl ThreadNumbers {
             threads.set(start.pid, 1);
         }
         for event in &entry.log {
+            if let Event::ThreadStart {
+                tid,
+                pthread: Some(pthread),
+                ..
+            } = event.event
+            {
+                threads.pthreads.insert(tid, (pthread, event.timestamp_ns));
+            }
             match event.event {
                 Event::ThreadStart {
                     tid,
                     number: Some(number),
+                    ..
                 } => threads.set(tid, number),
-                Event::ThreadStart { tid, number: None } => {
+                Event::ThreadStart {
+                    tid, number: None, ..
+                } => {
                     threads.number(tid);
                 }
                 Event::CollectorThread { tid, number } => {
@@ -1305,15 +1327,18 @@ impl ThreadNumbers {
 
     /// The threads by number.
     fn into_entries(self) -> Vec<ThreadEntry> {
+        let pthreads = self.pthreads;
         let program = self.numbers.into_iter().map(|(tid, number)| ThreadEntry {
             number,
             tid,
             collector: false,
+            pthread: pthreads.get(&tid).copied(),
         });
         let collector = self.collector.into_iter().map(|(tid, number)| ThreadEntry {
             number,
             tid,
             collector: true,
+            pthread: None,
         });
         let mut entries: Vec<ThreadEntry> = program.chain(collector).collect();
         entries.sort_by_key(|t| (t.number, t.tid));

@@ -10,6 +10,7 @@ use crate::model::*;
 use crate::packed::{Layout, Sums};
 use commands::MetricName;
 use experiment::counters::MAX_COUNTERS;
+use experiment::io::IoClass;
 use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -33,14 +34,21 @@ pub struct Value {
     /// Heap tracing: allocations never freed.
     pub leaks: u64,
     pub bytes_leaked: u64,
-    /// I/O tracing: wall time in the traced calls.
+    /// I/O tracing: wall time in the traced calls, failed or not.
     pub io_ns: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
-    /// I/O tracing: read, write and other calls.
+    /// I/O tracing: read, write and other calls that did not fail.
     pub reads: u64,
     pub writes: u64,
     pub other_io: u64,
+    /// I/O tracing: the wall time of those, per class.
+    pub read_ns: u64,
+    pub write_ns: u64,
+    pub other_io_ns: u64,
+    /// I/O tracing: the calls that failed (of any class), and their time.
+    pub io_errors: u64,
+    pub io_error_ns: u64,
     /// Off-CPU profiling: time off the CPU, and the switches behind it.
     pub offcpu_ns: u64,
     pub switches: u64,
@@ -69,6 +77,11 @@ impl Value {
         self.reads += other.reads;
         self.writes += other.writes;
         self.other_io += other.other_io;
+        self.read_ns += other.read_ns;
+        self.write_ns += other.write_ns;
+        self.other_io_ns += other.other_io_ns;
+        self.io_errors += other.io_errors;
+        self.io_error_ns += other.io_error_ns;
         self.offcpu_ns += other.offcpu_ns;
         self.switches += other.switches;
         for (sum, count) in self.counters.iter_mut().zip(other.counters) {
@@ -92,9 +105,10 @@ impl Value {
             && self.counters.iter().all(|&c| c == 0)
     }
 
-    /// Traced I/O calls of every class.
+    /// Traced I/O calls of every class, the failed ones included (a
+    /// transfer is a read and a write).
     pub fn io_calls(&self) -> u64 {
-        self.reads + self.writes + self.other_io
+        self.reads + self.writes + self.other_io + self.io_errors
     }
 
     /// CPI or IPC; None for another metric, or when the divisor is 0.
@@ -120,6 +134,11 @@ impl Value {
             MetricName::Leaks => self.leaks,
             MetricName::BytesLeaked => self.bytes_leaked,
             MetricName::IoTime => self.io_ns,
+            MetricName::ReadTime => self.read_ns,
+            MetricName::WriteTime => self.write_ns,
+            MetricName::OtherIoTime => self.other_io_ns,
+            MetricName::IoErrorTime => self.io_error_ns,
+            MetricName::IoErrorCount => self.io_errors,
             MetricName::ReadBytes => self.read_bytes,
             MetricName::WriteBytes => self.write_bytes,
             MetricName::ReadCount => self.reads,
@@ -145,9 +164,10 @@ impl Value {
             MetricName::Allocations | MetricName::BytesAllocated => self.allocations,
             MetricName::Leaks | MetricName::BytesLeaked => self.leaks,
             MetricName::SyncWaitTime | MetricName::SyncWaitCount => self.sync_waits,
-            MetricName::ReadBytes | MetricName::ReadCount => self.reads,
-            MetricName::WriteBytes | MetricName::WriteCount => self.writes,
-            MetricName::OtherIoCount => self.other_io,
+            MetricName::ReadBytes | MetricName::ReadCount | MetricName::ReadTime => self.reads,
+            MetricName::WriteBytes | MetricName::WriteCount | MetricName::WriteTime => self.writes,
+            MetricName::OtherIoCount | MetricName::OtherIoTime => self.other_io,
+            MetricName::IoErrorCount | MetricName::IoErrorTime => self.io_errors,
             MetricName::IoTime => self.io_calls(),
             MetricName::OffCpuTime => self.switches,
             MetricName::WallTime => self.events + self.switches,
@@ -169,12 +189,19 @@ impl Value {
         }
     }
 
-    /// A traced I/O call's value.
+    /// A traced I/O call's value. As in gprofng, a call that failed counts
+    /// only as an error (its time in I/O Error Time, not in its class's);
+    /// a transfer is a read and a write, its time the write's.
     pub(crate) fn of_io(entry: &IoEntry) -> Value {
         let mut value = Value {
             io_ns: entry.call_ns,
             ..Value::default()
         };
+        if entry.failed {
+            value.io_errors = 1;
+            value.io_error_ns = entry.call_ns;
+            return value;
+        }
         let (read, written) = entry.read_and_written();
         if let Some(bytes) = read {
             value.reads = 1;
@@ -184,8 +211,13 @@ impl Value {
             value.writes = 1;
             value.write_bytes = bytes;
         }
-        if read.is_none() && written.is_none() {
-            value.other_io = 1;
+        match entry.op.class() {
+            IoClass::Read => value.read_ns = entry.call_ns,
+            IoClass::Write => value.write_ns = entry.call_ns,
+            IoClass::Other => {
+                value.other_io = 1;
+                value.other_io_ns = entry.call_ns;
+            }
         }
         value
     }

@@ -486,6 +486,11 @@ pub struct ThreadEntry {
     /// The collector's own thread (the watcher of a live start): the
     /// debugger lists it, it has no events.
     pub collector: bool,
+    /// The thread's `pthread_t` (what a join of it names) when its
+    /// `thread-start` line gives it, and when that line was written
+    /// (nanoseconds since the model's origin): a `pthread_t` is reused
+    /// once its thread has been joined.
+    pub pthread: Option<(u64, u64)>,
 }
 
 /// What the analyzer keeps of one experiment directory.

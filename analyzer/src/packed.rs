@@ -1,7 +1,7 @@
 //! Metric values packed to the quantities a model's data can make nonzero.
 //!
 //! A [`Value`] has a field for every kind of data (CPU time, waits,
-//! allocations, I/O, off-CPU time, counters): 26 words. A clock profile
+//! allocations, I/O, off-CPU time, counters): 31 words. A clock profile
 //! only ever fills two of them, and the aggregation adds a value per frame of every
 //! distinct stack (a hundred million frames at a million stacks) and keeps
 //! one per call-tree node (millions): the per-stack sums, the per-key sums
@@ -13,14 +13,20 @@ use crate::model::{CounterRole, Model};
 use experiment::counters::MAX_COUNTERS;
 
 /// Words of a [`Value`].
-pub const WORDS: usize = 16 + MAX_COUNTERS + 2;
+pub const WORDS: usize = COUNTER_WORDS + MAX_COUNTERS + 2;
 
 /// The words of a clock event: CPU time and the event.
 pub const NS_WORD: usize = 0;
 pub const EVENTS_WORD: usize = 1;
 
+/// The words of each traced kind, in [`Value::to_words`] order.
+const SYNC_WORDS: std::ops::Range<u8> = 2..4;
+const HEAP_WORDS: std::ops::Range<u8> = 4..8;
+const IO_WORDS: std::ops::Range<u8> = 8..19;
+const OFFCPU_WORDS: std::ops::Range<u8> = 19..21;
+
 /// Where the counters' words start, then `cycles` and `instructions`.
-const COUNTER_WORDS: usize = 16;
+const COUNTER_WORDS: usize = OFFCPU_WORDS.end as usize;
 const CYCLES_WORD: usize = COUNTER_WORDS + MAX_COUNTERS;
 const INSTRUCTIONS_WORD: usize = CYCLES_WORD + 1;
 
@@ -43,6 +49,11 @@ impl Value {
             self.reads,
             self.writes,
             self.other_io,
+            self.read_ns,
+            self.write_ns,
+            self.other_io_ns,
+            self.io_errors,
+            self.io_error_ns,
             self.offcpu_ns,
             self.switches,
             c[0],
@@ -74,8 +85,13 @@ impl Value {
             reads: w[11],
             writes: w[12],
             other_io: w[13],
-            offcpu_ns: w[14],
-            switches: w[15],
+            read_ns: w[14],
+            write_ns: w[15],
+            other_io_ns: w[16],
+            io_errors: w[17],
+            io_error_ns: w[18],
+            offcpu_ns: w[19],
+            switches: w[20],
             counters: std::array::from_fn(|i| w[COUNTER_WORDS + i]),
             cycles: w[CYCLES_WORD],
             instructions: w[INSTRUCTIONS_WORD],
@@ -99,10 +115,10 @@ impl Layout {
         let word = |at: usize| at as u8..at as u8 + 1;
         let kinds: [(bool, std::ops::Range<u8>); 8] = [
             (!model.events.is_empty(), 0..2),
-            (!model.sync.is_empty(), 2..4),
-            (!model.heap.is_empty(), 4..8),
-            (!model.io.is_empty(), 8..14),
-            (!model.offcpu.is_empty(), 14..16),
+            (!model.sync.is_empty(), SYNC_WORDS),
+            (!model.heap.is_empty(), HEAP_WORDS),
+            (!model.io.is_empty(), IO_WORDS),
+            (!model.offcpu.is_empty(), OFFCPU_WORDS),
             (
                 counted,
                 COUNTER_WORDS as u8..(COUNTER_WORDS + model.counters.len()) as u8,
@@ -253,6 +269,49 @@ mod tests {
         assert_eq!(sums.get(0), [10, 2, 14, 200]);
         assert_eq!(sums.push_zero(), 2);
         assert_eq!(Value::from_words(value.to_words()), value);
+    }
+
+    /// I/O keeps its eleven words (time, per-class times and errors,
+    /// bytes, calls) and nothing else: a failed read is an error only.
+    #[test]
+    fn io_keeps_its_words() {
+        use crate::model::{IoEntry, NO_FILE, NO_STACK};
+        use experiment::io::IoOp;
+        let call = |op, failed, call_ns, bytes| IoEntry {
+            experiment: 0,
+            op,
+            failed,
+            thread: 1,
+            time_ns: 0,
+            call_ns,
+            bytes,
+            fd: 3,
+            file: 0,
+            source: NO_FILE,
+            stack: NO_STACK,
+            sample: 1,
+        };
+        let model = Model {
+            io: vec![call(IoOp::Read, false, 5, 100)],
+            ..Model::default()
+        };
+        let layout = Layout::of(&model);
+        assert_eq!(layout.width(), 11);
+        let mut value = Value::of_io(&call(IoOp::Read, false, 5, 100));
+        value.add(Value::of_io(&call(IoOp::Read, true, 7, 0)));
+        value.add(Value::of_io(&call(IoOp::Sync, false, 11, 0)));
+        value.add(Value::of_io(&call(IoOp::Transfer, false, 13, 40)));
+        let mut packed = vec![0; layout.width()];
+        layout.pack(value, &mut packed);
+        let back = layout.unpack(&packed);
+        assert_eq!(back, value);
+        assert_eq!(
+            (back.io_ns, back.read_ns, back.write_ns, back.other_io_ns),
+            (36, 5, 13, 11)
+        );
+        assert_eq!((back.io_errors, back.io_error_ns), (1, 7));
+        assert_eq!((back.reads, back.read_bytes, back.writes), (2, 140, 1));
+        assert_eq!(back.io_calls(), 5, "a transfer is a read and a write");
     }
 
     #[test]

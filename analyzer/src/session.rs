@@ -809,7 +809,7 @@ fn kind_letters_hint(model: &Model, name: &str) -> String {
     match meant {
         Some(c) => format!(
             " (a counter whose name begins with e, i or a follows a \".\": e.{})",
-            c.name()
+            c.metric.spelling()
         ),
         None => String::new(),
     }

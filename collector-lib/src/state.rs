@@ -390,6 +390,11 @@ fn start_steps(
     }
     if synctrace {
         sync::start_tracing();
+        if !per_thread {
+            // No clock to start, but the threads' `thread-start` lines
+            // name the threads that joins wait for.
+            register_existing_threads();
+        }
     }
     if iotrace {
         io::start_tracing();
@@ -637,22 +642,57 @@ fn register_existing_threads() {
 }
 
 /// Registers the calling thread, dbx's number `number`, and starts its
-/// clock.
+/// clock. Its `thread-start` line gives its `pthread_t` too: what a
+/// pthread_join of it names.
 pub fn register_current_thread(number: u32) {
-    register_thread(sys::gettid(), sys::thread_cpu_ns(), number);
+    // SAFETY: pthread_self has no preconditions.
+    let pthread = unsafe { libc::pthread_self() } as u64;
+    register(sys::gettid(), sys::thread_cpu_ns(), number, Some(pthread));
 }
 
 /// Registers thread `tid` of this process (dbx's number `number`) and
 /// starts its clock; `cpu_now` is its CPU time to count from.
 pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
-    let offcpu_on = lifecycle::offcpu_traced();
-    let counters_on = lifecycle::counters_traced();
-    if !active() || !(lifecycle::clock_traced() || offcpu_on || counters_on) {
+    register(tid, cpu_now, number, None);
+}
+
+/// Starts what profiles thread `tid` per thread (when the experiment
+/// does), then writes its `thread-start` line: also without profiling when
+/// sync waits are traced, for the joins. `pthread` is known only to the
+/// thread itself.
+fn register(tid: i32, cpu_now: u64, number: u32, pthread: Option<u64>) {
+    if !active() {
         return;
     }
+    let profiled =
+        lifecycle::clock_traced() || lifecycle::offcpu_traced() || lifecycle::counters_traced();
+    if profiled && !start_profiling(tid, cpu_now) {
+        return;
+    }
+    if !profiled && !lifecycle::sync_traced() {
+        return;
+    }
+    // Attached, the threads created later are found by the watcher,
+    // without their pthread_t: one that reused a logged thread's would be
+    // taken for it. So none is logged there.
+    let pthread = pthread.filter(|_| !live());
+    log::write("thread-start", |line| {
+        line.u64("tid", tid as u64);
+        line.u64("number", u64::from(number));
+        if let Some(pthread) = pthread {
+            line.hex("pthread", pthread);
+        }
+    });
+}
+
+/// Claims a slot for thread `tid` and arms its clock, off-CPU event and
+/// counters (those the experiment has); false when no slot was free.
+fn start_profiling(tid: i32, cpu_now: u64) -> bool {
+    let offcpu_on = lifecycle::offcpu_traced();
+    let counters_on = lifecycle::counters_traced();
     let Some(slot) = threads::claim(tid) else {
         log::warning("too many threads: a thread is not profiled");
-        return;
+        return false;
     };
     slot.last_cpu_ns.store(cpu_now, Ordering::Relaxed);
     slot.last_stack.store(0, Ordering::Relaxed);
@@ -679,10 +719,7 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     if counters_on {
         slot.counters().arm(tid);
     }
-    log::write("thread-start", |line| {
-        line.u64("tid", tid as u64);
-        line.u64("number", u64::from(number));
-    });
+    true
 }
 
 /// The calling thread is exiting: stop its clock, free its slot.

@@ -15,7 +15,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::analysis_help::{analysis_usage, find_analysis_help, suggest_analysis};
-pub use crate::counter::Counter;
+pub use crate::counter::{Counter, COUNTER_PREFIX};
 use crate::error::ParseError;
 use crate::words::Scanner;
 
@@ -327,8 +327,20 @@ pub enum MetricName {
     SyncWaitTime,
     /// Sync-wait tracing: the traced waits (`syncn`).
     SyncWaitCount,
-    /// I/O tracing: wall time in the traced I/O calls (`iotime`).
+    /// I/O tracing: wall time in the traced I/O calls, of every class and
+    /// failed or not (`iotime`).
     IoTime,
+    /// I/O tracing: wall time in the reads that did not fail (`ioreadtime`).
+    ReadTime,
+    /// I/O tracing: wall time in the writes (and transfers) that did not
+    /// fail (`iowritetime`).
+    WriteTime,
+    /// I/O tracing: wall time in the other calls that did not fail
+    /// (`ioothertime`).
+    OtherIoTime,
+    /// I/O tracing: wall time in the calls that failed, of any class
+    /// (`ioerrortime`).
+    IoErrorTime,
     /// I/O tracing: bytes read (`ioreadbytes`).
     ReadBytes,
     /// I/O tracing: bytes written (`iowritebytes`).
@@ -339,6 +351,9 @@ pub enum MetricName {
     WriteCount,
     /// I/O tracing: the other calls: open, close, seek, sync, dup (`ioothercnt`).
     OtherIoCount,
+    /// I/O tracing: the calls that failed, of any class (`ioerrorcnt`); a
+    /// failed call counts here only, as in gprofng.
+    IoErrorCount,
     /// Off-CPU profiling: time switched off the CPU (`offcpu`).
     OffCpuTime,
     /// Total CPU Time + Off-CPU Time (`walltime`).
@@ -377,6 +392,14 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("sync_wait_count", MetricName::SyncWaitCount),
     ("iotime", MetricName::IoTime),
     ("io_time", MetricName::IoTime),
+    ("ioreadtime", MetricName::ReadTime),
+    ("read_time", MetricName::ReadTime),
+    ("iowritetime", MetricName::WriteTime),
+    ("write_time", MetricName::WriteTime),
+    ("ioothertime", MetricName::OtherIoTime),
+    ("other_io_time", MetricName::OtherIoTime),
+    ("ioerrortime", MetricName::IoErrorTime),
+    ("io_error_time", MetricName::IoErrorTime),
     ("ioreadbytes", MetricName::ReadBytes),
     ("read_bytes", MetricName::ReadBytes),
     ("iowritebytes", MetricName::WriteBytes),
@@ -387,6 +410,8 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("write_count", MetricName::WriteCount),
     ("ioothercnt", MetricName::OtherIoCount),
     ("other_io_count", MetricName::OtherIoCount),
+    ("ioerrorcnt", MetricName::IoErrorCount),
+    ("io_error_count", MetricName::IoErrorCount),
     ("offcpu", MetricName::OffCpuTime),
     ("off_cpu_time", MetricName::OffCpuTime),
     ("walltime", MetricName::WallTime),
@@ -399,8 +424,8 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
 ];
 
 const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
-     heapleakbytes, sync, syncn, iotime, ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, \
-     ioothercnt, offcpu, walltime, cpi, ipc, name, size, address";
+     heapleakbytes, sync, syncn, iotime, ioreadtime, iowritetime, ioothertime, ioerrortime, \
+     ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, ioothercnt, ioerrorcnt, offcpu, walltime, cpi, ipc, name, size, address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
@@ -413,14 +438,19 @@ impl MetricName {
             MetricName::SyncWaitTime => "sync",
             MetricName::SyncWaitCount => "syncn",
             MetricName::IoTime => "iotime",
+            MetricName::ReadTime => "ioreadtime",
+            MetricName::WriteTime => "iowritetime",
+            MetricName::OtherIoTime => "ioothertime",
+            MetricName::IoErrorTime => "ioerrortime",
             MetricName::ReadBytes => "ioreadbytes",
             MetricName::WriteBytes => "iowritebytes",
             MetricName::ReadCount => "ioreadcnt",
             MetricName::WriteCount => "iowritecnt",
             MetricName::OtherIoCount => "ioothercnt",
+            MetricName::IoErrorCount => "ioerrorcnt",
             MetricName::OffCpuTime => "offcpu",
             MetricName::WallTime => "walltime",
-            MetricName::Counter(counter) => counter.name(),
+            MetricName::Counter(counter) => counter.spelling(),
             MetricName::Cpi => "cpi",
             MetricName::Ipc => "ipc",
             MetricName::Name => "name",
@@ -436,6 +466,10 @@ impl MetricName {
             MetricName::TotalCpu
                 | MetricName::SyncWaitTime
                 | MetricName::IoTime
+                | MetricName::ReadTime
+                | MetricName::WriteTime
+                | MetricName::OtherIoTime
+                | MetricName::IoErrorTime
                 | MetricName::OffCpuTime
                 | MetricName::WallTime
         )
@@ -458,26 +492,49 @@ impl MetricName {
 
     /// The built-in metrics computed from events, in the order er_print
     /// lists them (the counters come after them, then CPI and IPC).
-    pub const DYNAMIC: [MetricName; 15] = [
+    pub const DYNAMIC: [MetricName; 20] = [
         MetricName::TotalCpu,
         MetricName::OffCpuTime,
         MetricName::WallTime,
         MetricName::SyncWaitTime,
         MetricName::SyncWaitCount,
         MetricName::IoTime,
+        MetricName::ReadTime,
+        MetricName::WriteTime,
+        MetricName::OtherIoTime,
+        MetricName::IoErrorTime,
         MetricName::ReadBytes,
         MetricName::WriteBytes,
         MetricName::ReadCount,
         MetricName::WriteCount,
         MetricName::OtherIoCount,
+        MetricName::IoErrorCount,
         MetricName::Allocations,
         MetricName::BytesAllocated,
         MetricName::Leaks,
         MetricName::BytesLeaked,
     ];
 
-    /// The I/O tracing metrics, in the order the views show them.
-    pub const IO: [MetricName; 6] = [
+    /// The I/O tracing metrics, in the order the views show them: the
+    /// time of every call, then per class (reads, writes, the other calls,
+    /// the failed calls of any class) the time, the bytes and the calls.
+    pub const IO: [MetricName; 11] = [
+        MetricName::IoTime,
+        MetricName::ReadTime,
+        MetricName::WriteTime,
+        MetricName::OtherIoTime,
+        MetricName::IoErrorTime,
+        MetricName::ReadBytes,
+        MetricName::WriteBytes,
+        MetricName::ReadCount,
+        MetricName::WriteCount,
+        MetricName::OtherIoCount,
+        MetricName::IoErrorCount,
+    ];
+
+    /// The I/O metrics the default metric list shows (the listings would
+    /// be too wide with all of them; `metrics` adds the others).
+    pub const IO_DEFAULT: [MetricName; 6] = [
         MetricName::IoTime,
         MetricName::ReadBytes,
         MetricName::WriteBytes,
@@ -497,11 +554,16 @@ impl MetricName {
             MetricName::SyncWaitTime => "Sync Wait Time",
             MetricName::SyncWaitCount => "Sync Wait Count",
             MetricName::IoTime => "I/O Time",
+            MetricName::ReadTime => "Read Time",
+            MetricName::WriteTime => "Write Time",
+            MetricName::OtherIoTime => "Other I/O Time",
+            MetricName::IoErrorTime => "I/O Error Time",
             MetricName::ReadBytes => "Read Bytes",
             MetricName::WriteBytes => "Write Bytes",
             MetricName::ReadCount => "Read Count",
             MetricName::WriteCount => "Write Count",
             MetricName::OtherIoCount => "Other I/O Count",
+            MetricName::IoErrorCount => "I/O Error Count",
             MetricName::OffCpuTime => "Off-CPU Time",
             MetricName::WallTime => "Wall Time",
             MetricName::Counter(counter) => counter.name(),
@@ -524,11 +586,16 @@ impl MetricName {
             MetricName::SyncWaitTime => "sync_wait_time",
             MetricName::SyncWaitCount => "sync_wait_count",
             MetricName::IoTime => "io_time",
+            MetricName::ReadTime => "read_time",
+            MetricName::WriteTime => "write_time",
+            MetricName::OtherIoTime => "other_io_time",
+            MetricName::IoErrorTime => "io_error_time",
             MetricName::ReadBytes => "read_bytes",
             MetricName::WriteBytes => "write_bytes",
             MetricName::ReadCount => "read_count",
             MetricName::WriteCount => "write_count",
             MetricName::OtherIoCount => "other_io_count",
+            MetricName::IoErrorCount => "io_error_count",
             MetricName::OffCpuTime => "off_cpu_time",
             MetricName::WallTime => "wall_time",
             MetricName::Counter(counter) => counter.json_key(),
@@ -729,16 +796,54 @@ impl fmt::Display for MetricItem {
 /// flag characters (so `address` is a name, not `a` + `ddress`); else the
 /// text names a counter (see [`split_counter`]).
 fn split_metric(text: &str) -> std::result::Result<(&str, MetricName), String> {
+    match split_builtin(text) {
+        Some(split) => Ok(split),
+        None => split_counter(text),
+    }
+}
+
+/// `text` as flags and a built-in metric's name, if it is that.
+fn split_builtin(text: &str) -> Option<(&str, MetricName)> {
     let mut spellings: Vec<&(&str, MetricName)> = METRIC_NAMES.iter().collect();
     spellings.sort_by_key(|(spelling, _)| std::cmp::Reverse(spelling.len()));
-    for (spelling, metric) in spellings {
-        if let Some(flags) = text.strip_suffix(spelling) {
-            if flags.chars().all(|c| ITEM_FLAGS.contains(c)) {
-                return Ok((flags, *metric));
-            }
-        }
+    spellings.into_iter().find_map(|(spelling, metric)| {
+        let flags = text.strip_suffix(spelling)?;
+        flags
+            .chars()
+            .all(|c| ITEM_FLAGS.contains(c))
+            .then_some((flags, *metric))
+    })
+}
+
+/// The name of the counter an item names, if it names one (the name
+/// without [`COUNTER_PREFIX`]); what [`Counter::spelling`] checks.
+pub(crate) fn counter_named_by(text: &str) -> Option<&str> {
+    if split_builtin(text).is_some() {
+        return None;
     }
-    split_counter(text)
+    let (flags, name) = split_counter_name(text);
+    let name = unprefixed(name);
+    (!flags.is_empty() && !name.is_empty()).then_some(name)
+}
+
+/// A counter's name as an item gives it: without [`COUNTER_PREFIX`] when
+/// something follows that.
+fn unprefixed(name: &str) -> &str {
+    match name.strip_prefix(COUNTER_PREFIX) {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => name,
+    }
+}
+
+/// `FLAGS NAME`: the flags end after the last visibility flag of the
+/// leading flags, or without one after the kind letters.
+fn split_counter_name(text: &str) -> (&str, &str) {
+    let leading = text.find(|c| !ITEM_FLAGS.contains(c)).unwrap_or(text.len());
+    let flags_end = match text[..leading].rfind(|c| VISIBILITY_FLAGS.contains(c)) {
+        Some(at) => at + 1,
+        None => leading,
+    };
+    text.split_at(flags_end)
 }
 
 /// Splits `FLAGS NAME` where NAME is no built-in metric: a counter's name,
@@ -747,13 +852,11 @@ fn split_metric(text: &str) -> std::result::Result<(&str, MetricName), String> {
 /// or without one after the kind letters, so a counter whose name begins
 /// with e, i or a is written after a `.` (`e.insts`). A name without any
 /// flag is no counter (a counter's metric takes a kind): an unknown metric.
+/// `counter_NAME` is the counter NAME, whatever NAME is (`e.counter_cpu`:
+/// a counter named like Total CPU Time's alias).
 fn split_counter(text: &str) -> std::result::Result<(&str, MetricName), String> {
-    let leading = text.find(|c| !ITEM_FLAGS.contains(c)).unwrap_or(text.len());
-    let flags_end = match text[..leading].rfind(|c| VISIBILITY_FLAGS.contains(c)) {
-        Some(at) => at + 1,
-        None => leading,
-    };
-    let (flags, name) = text.split_at(flags_end);
+    let (flags, name) = split_counter_name(text);
+    let name = unprefixed(name);
     if name.is_empty() {
         return Err(format!(
             "\"{text}\": a metric name is missing after the flags"
@@ -874,7 +977,7 @@ impl MetricSpec {
             ]);
         }
         if data.io {
-            traced.extend(MetricName::IO);
+            traced.extend(MetricName::IO_DEFAULT);
         }
         for metric in traced {
             spec.items.push(MetricItem {
@@ -2483,6 +2586,44 @@ mod tests {
         assert_eq!(counter("page-faults").title(), "page-faults");
         assert!(counter("cycles").is_dynamic() && !counter("cycles").is_time());
         assert!(MetricName::Cpi.is_ratio() && !counter("cycles").is_ratio());
+    }
+
+    /// `counter_NAME` names the counter NAME, so a counter named like a
+    /// built-in metric can be chosen; such a counter is shown with the
+    /// prefix, which reads back.
+    #[test]
+    fn prefixed_counter_items() {
+        let counter = |name| MetricName::Counter(Counter::named(name));
+        let spec =
+            MetricSpec::parse("e.counter_cpu:e.cpu:i.counter_cycles:a.counter_async").unwrap();
+        let metrics: Vec<MetricName> = spec.items.iter().map(|i| i.metric).collect();
+        assert_eq!(
+            metrics,
+            [
+                counter("cpu"),
+                MetricName::TotalCpu,
+                counter("cycles"),
+                counter("async")
+            ]
+        );
+        assert_eq!(
+            spec.to_string(),
+            "e.counter_cpu:e.totalcpu:i.cycles:a.counter_async"
+        );
+        assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec));
+        // Without the prefix, `a.async` is kinds a of sync.
+        assert_eq!(
+            MetricItem::parse("a.async").unwrap().metric,
+            MetricName::SyncWaitTime
+        );
+        assert_eq!(
+            SortSpec::parse("e.counter_cpu").unwrap().metric,
+            counter("cpu")
+        );
+        assert!(
+            MetricItem::parse("e.counter_").is_ok(),
+            "a counter named counter_"
+        );
     }
 
     #[test]

@@ -43,12 +43,16 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          no visibility flag means value. Names: totalcpu (alias cpu); with sync-wait tracing \
          sync (Sync Wait Time), syncn (Sync Wait Count); with heap tracing heapalloccnt \
          (Allocations), heapallocbytes (Bytes Allocated), heapleakcnt (Leaks), heapleakbytes \
-         (Bytes Leaked); with I/O tracing iotime (I/O Time), ioreadbytes (Read Bytes), \
-         iowritebytes (Write Bytes), ioreadcnt (Read Count), iowritecnt (Write Count), \
-         ioothercnt (Other I/O Count); with off-CPU profiling offcpu (Off-CPU Time) and \
-         walltime (Wall Time: Total CPU + Off-CPU); with counter profiling each counter by \
-         the name it was recorded under (cycles, page-faults: its events; a name that begins \
-         with e, i or a after a '.', as e.insts), and with a cycles and an instructions \
+         (Bytes Leaked); with I/O tracing iotime (I/O Time), ioreadtime (Read Time), \
+         iowritetime (Write Time), ioothertime (Other I/O Time), ioerrortime (I/O Error \
+         Time), ioreadbytes (Read Bytes), iowritebytes (Write Bytes), ioreadcnt (Read \
+         Count), iowritecnt (Write Count), ioothercnt (Other I/O Count), ioerrorcnt (I/O \
+         Error Count; a failed call counts only there and in I/O Error Time); with off-CPU \
+         profiling offcpu (Off-CPU Time) and walltime (Wall Time: Total CPU + Off-CPU); \
+         with counter profiling each counter by the name it was recorded under (cycles, \
+         page-faults: its events; a name that begins with e, i or a after a '.', as e.insts; \
+         counter_NAME for any counter, needed when NAME reads as a built-in metric, as \
+         e.counter_cpu), and with a cycles and an instructions \
          counter cpi (cycles per instruction) and ipc (its inverse, no %); name, size, \
          address. A counter the experiments lack is an error naming theirs. With no SPEC, \
          show the current one (default e.%totalcpu:i.%totalcpu:name; with counters also \
@@ -210,10 +214,12 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "ioactivity",
         "traced I/O by file name",
         "With I/O tracing: per file name (the path as opened; <stdin>, <stdout>, <stderr> or \
-         <fd N> for a descriptor opened before tracing), I/O Time, Read Bytes, Write Bytes, \
-         Read Count, Write Count and Other I/O Count, most time first, with <Total>. JSON \
-         keys: files, total, and io_time, read_bytes, write_bytes, read_count, write_count, \
-         other_io_count in each.",
+         <fd N> for a descriptor opened before tracing), I/O Time, Read Time, Write Time, \
+         Other I/O Time, I/O Error Time, Read Bytes, Write Bytes, Read Count, Write Count, \
+         Other I/O Count and I/O Error Count (a failed call counts only as an error), most \
+         time first, with <Total>. JSON keys: files, total, and io_time, read_time, \
+         write_time, other_io_time, io_error_time, read_bytes, write_bytes, read_count, \
+         write_count, other_io_count, io_error_count in each.",
         "ioactivity",
     ),
     entry(
@@ -242,7 +248,10 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "traced I/O: sizes and extremes",
         "With I/O tracing: for reads and writes, the calls by size (0-1KB, 1KB-8KB, ...), the \
          longest call, the smallest and largest byte counts, total time, calls and bytes; \
-         for the other calls their count and time.",
+         for the other calls and for the failed calls (of any class, counted nowhere else) \
+         their count and time. JSON keys: write, read (calls, bytes, io_time, longest, \
+         smallest_bytes, largest_bytes, by_size), other, error (calls, io_time), \
+         failed_calls.",
         "iostat",
     ),
     entry(
@@ -253,9 +262,12 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "With sync-wait tracing: Sync Wait Time and Sync Wait Count per synchronization \
          object (the mutex, condition variable, rwlock, semaphore or barrier; for a join the \
          thread waited for) and kind of wait, most time first, with <Total>. An object a \
-         symbol holds is named by it (a global or static lock: queue_lock, table+64), \
-         others by address. JSON keys: objects (object, name, address, kind, \
-         sync_wait_time, sync_wait_count), total.",
+         symbol holds is named by it (a global or static lock: queue_lock, table+64), a \
+         joined thread by its number in thread_list (t@N, with its experiment when there \
+         are several), others by address (a join too, when the log does not say which thread had \
+         that pthread_t: a live start, an older experiment). JSON keys: objects (object, \
+         name, address, kind, sync_wait_time, sync_wait_count; for a joined thread also \
+         thread and experiment), total.",
         "syncobjects",
     ),
     entry(

@@ -49,6 +49,9 @@ pub enum Event {
         tid: u32,
         /// dbx's thread number (`t@N`), from format version 1.1; None before.
         number: Option<u32>,
+        /// The thread's `pthread_t` (what a join of it names), when the
+        /// thread wrote its line itself; None otherwise and in older logs.
+        pthread: Option<u64>,
     },
     /// The collector's own thread (the watcher of a live start): listed by
     /// the debugger, never profiled. From format version 1.1.
@@ -350,6 +353,7 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
         "thread-start" => Event::ThreadStart {
             tid: f.u32("tid")?,
             number: f.optional_u32("number")?,
+            pthread: f.optional_u64("pthread")?,
         },
         "collector-thread" => Event::CollectorThread {
             tid: f.u32("tid")?,
@@ -440,22 +444,36 @@ mod tests {
         let events = parse_log(
             b"1 thread-start tid=11\n2 thread-start tid=12 number=3\n\
               3 collector-thread tid=13 number=4\n4 thread-start tid=14 number=x\n\
-              5 collector-thread tid=15\n",
+              5 collector-thread tid=15\n\
+              6 thread-start tid=16 number=5 pthread=0x7f0012345640\n\
+              7 thread-start tid=17 number=6 pthread=zz\n",
         );
         assert_eq!(
             events[0].event,
             Event::ThreadStart {
                 tid: 11,
-                number: None
+                number: None,
+                pthread: None,
             }
         );
         assert_eq!(
             events[1].event,
             Event::ThreadStart {
                 tid: 12,
-                number: Some(3)
+                number: Some(3),
+                pthread: None,
             }
         );
+        // The pthread_t the thread gave, when it did: optional.
+        assert_eq!(
+            events[5].event,
+            Event::ThreadStart {
+                tid: 16,
+                number: Some(5),
+                pthread: Some(0x7f00_1234_5640),
+            }
+        );
+        assert!(matches!(events[6].event, Event::Malformed { .. }));
         assert_eq!(
             events[2].event,
             Event::CollectorThread { tid: 13, number: 4 }
