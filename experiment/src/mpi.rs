@@ -207,7 +207,8 @@ impl MpiEvent {
     pub fn encode(&self) -> [u8; MPI_RECORD_SIZE] {
         let mut out = [0u8; MPI_RECORD_SIZE];
         out[0] = self.op.code();
-        out[1] = u8::from(self.failed) * FLAG_FAILED | u8::from(self.completion) * FLAG_COMPLETION;
+        out[1] =
+            (u8::from(self.failed) * FLAG_FAILED) | (u8::from(self.completion) * FLAG_COMPLETION);
         out[4..8].copy_from_slice(&self.dest.to_le_bytes());
         out[8..12].copy_from_slice(&self.source.to_le_bytes());
         out[12..16].copy_from_slice(&self.tag.to_le_bytes());
