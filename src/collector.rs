@@ -570,7 +570,10 @@ mod tests {
             ..Settings::default()
         };
         let config = mpi.config(Path::new("/e.er"), 1, Mode::Collect);
-        assert!(experiment::Config::parse(&config).unwrap().mpitrace, "{config}");
+        assert!(
+            experiment::Config::parse(&config).unwrap().mpitrace,
+            "{config}"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Metric values packed to the quantities a model's data can make nonzero.
 //!
 //! A [`Value`] has a field for every kind of data (CPU time, waits,
-//! allocations, I/O, off-CPU time, counters): 26 words. A clock profile
+//! allocations, I/O, off-CPU time, counters, MPI): 33 words. A clock profile
 //! only ever fills two of them, and the aggregation adds a value per frame of every
 //! distinct stack (a hundred million frames at a million stacks) and keeps
 //! one per call-tree node (millions): the per-stack sums, the per-key sums
@@ -13,7 +13,7 @@ use crate::model::{CounterRole, Model};
 use experiment::counters::MAX_COUNTERS;
 
 /// Words of a [`Value`].
-pub const WORDS: usize = 16 + MAX_COUNTERS + 2;
+pub const WORDS: usize = MPI_WORDS + 7;
 
 /// The words of a clock event: CPU time and the event.
 pub const NS_WORD: usize = 0;
@@ -23,6 +23,8 @@ pub const EVENTS_WORD: usize = 1;
 const COUNTER_WORDS: usize = 16;
 const CYCLES_WORD: usize = COUNTER_WORDS + MAX_COUNTERS;
 const INSTRUCTIONS_WORD: usize = CYCLES_WORD + 1;
+/// Where the MPI tracing words start (after the counters').
+const MPI_WORDS: usize = INSTRUCTIONS_WORD + 1;
 
 impl Value {
     /// The value's quantities in a fixed order (see [`Layout::of`]).
@@ -55,6 +57,13 @@ impl Value {
             c[7],
             self.cycles,
             self.instructions,
+            self.mpi_ns,
+            self.mpi_sends,
+            self.mpi_bytes_sent,
+            self.mpi_receives,
+            self.mpi_bytes_received,
+            self.mpi_other,
+            self.mpi_calls,
         ]
     }
 
@@ -79,6 +88,13 @@ impl Value {
             counters: std::array::from_fn(|i| w[COUNTER_WORDS + i]),
             cycles: w[CYCLES_WORD],
             instructions: w[INSTRUCTIONS_WORD],
+            mpi_ns: w[MPI_WORDS],
+            mpi_sends: w[MPI_WORDS + 1],
+            mpi_bytes_sent: w[MPI_WORDS + 2],
+            mpi_receives: w[MPI_WORDS + 3],
+            mpi_bytes_received: w[MPI_WORDS + 4],
+            mpi_other: w[MPI_WORDS + 5],
+            mpi_calls: w[MPI_WORDS + 6],
         }
     }
 }
@@ -97,7 +113,7 @@ impl Layout {
         let counted = !model.counter_events.is_empty();
         let role = |role| counted && model.counter_with(role).is_some();
         let word = |at: usize| at as u8..at as u8 + 1;
-        let kinds: [(bool, std::ops::Range<u8>); 8] = [
+        let kinds: [(bool, std::ops::Range<u8>); 9] = [
             (!model.events.is_empty(), 0..2),
             (!model.sync.is_empty(), 2..4),
             (!model.heap.is_empty(), 4..8),
@@ -109,6 +125,7 @@ impl Layout {
             ),
             (role(CounterRole::Cycles), word(CYCLES_WORD)),
             (role(CounterRole::Instructions), word(INSTRUCTIONS_WORD)),
+            (!model.mpi.is_empty(), MPI_WORDS as u8..WORDS as u8),
         ];
         let mut kept: Vec<u8> = kinds
             .into_iter()

@@ -60,6 +60,11 @@ pub enum AnalysisCommand {
     IoDetail,
     IoCallStack,
     IoStat,
+    /// The MPI tracing views: per MPI function, per rank, and the message
+    /// matrix (bytes and messages from rank to rank).
+    MpiFunctions,
+    MpiRanks,
+    MpiMatrix,
     /// Sync Wait Time and Count per synchronization object.
     SyncObjects,
     /// The manual's "Data Objects" views of the counter events that carry
@@ -132,6 +137,9 @@ impl AnalysisCommand {
             A::IoDetail => "iodetail",
             A::IoCallStack => "iocallstack",
             A::IoStat => "iostat",
+            A::MpiFunctions => "mpi_functions",
+            A::MpiRanks => "mpi_ranks",
+            A::MpiMatrix => "mpi_matrix",
             A::SyncObjects => "syncobjects",
             A::DataObjects => "data_objects",
             A::DataSingle(_) => "data_single",
@@ -343,6 +351,19 @@ pub enum MetricName {
     OffCpuTime,
     /// Total CPU Time + Off-CPU Time (`walltime`).
     WallTime,
+    // MPI tracing (the manual's MPI tracing metrics).
+    /// Wall time in the traced MPI calls (`mpitime`).
+    MpiTime,
+    /// Messages the MPI calls sent (`mpisend`).
+    MpiSends,
+    /// Bytes the MPI calls sent (`mpibytessent`).
+    MpiBytesSent,
+    /// Messages the MPI calls received (`mpireceive`).
+    MpiReceives,
+    /// Bytes the MPI calls received (`mpibytesrecv`).
+    MpiBytesReceived,
+    /// Calls of the other MPI functions: waits, barriers, init (`mpiother`).
+    MpiOtherCalls,
     /// Counter overflow profiling: the events a counter counted (named as
     /// the counter: `cycles`, `page-faults`).
     Counter(Counter),
@@ -391,6 +412,18 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("off_cpu_time", MetricName::OffCpuTime),
     ("walltime", MetricName::WallTime),
     ("wall_time", MetricName::WallTime),
+    ("mpitime", MetricName::MpiTime),
+    ("mpi_time", MetricName::MpiTime),
+    ("mpisend", MetricName::MpiSends),
+    ("mpi_sends", MetricName::MpiSends),
+    ("mpibytessent", MetricName::MpiBytesSent),
+    ("mpi_bytes_sent", MetricName::MpiBytesSent),
+    ("mpireceive", MetricName::MpiReceives),
+    ("mpi_receives", MetricName::MpiReceives),
+    ("mpibytesrecv", MetricName::MpiBytesReceived),
+    ("mpi_bytes_received", MetricName::MpiBytesReceived),
+    ("mpiother", MetricName::MpiOtherCalls),
+    ("mpi_other_calls", MetricName::MpiOtherCalls),
     ("cpi", MetricName::Cpi),
     ("ipc", MetricName::Ipc),
     ("name", MetricName::Name),
@@ -400,7 +433,8 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
 
 const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
      heapleakbytes, sync, syncn, iotime, ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, \
-     ioothercnt, offcpu, walltime, cpi, ipc, name, size, address";
+     ioothercnt, offcpu, walltime, mpitime, mpisend, mpibytessent, mpireceive, mpibytesrecv, \
+     mpiother, cpi, ipc, name, size, address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
@@ -420,6 +454,12 @@ impl MetricName {
             MetricName::OtherIoCount => "ioothercnt",
             MetricName::OffCpuTime => "offcpu",
             MetricName::WallTime => "walltime",
+            MetricName::MpiTime => "mpitime",
+            MetricName::MpiSends => "mpisend",
+            MetricName::MpiBytesSent => "mpibytessent",
+            MetricName::MpiReceives => "mpireceive",
+            MetricName::MpiBytesReceived => "mpibytesrecv",
+            MetricName::MpiOtherCalls => "mpiother",
             MetricName::Counter(counter) => counter.name(),
             MetricName::Cpi => "cpi",
             MetricName::Ipc => "ipc",
@@ -438,6 +478,7 @@ impl MetricName {
                 | MetricName::IoTime
                 | MetricName::OffCpuTime
                 | MetricName::WallTime
+                | MetricName::MpiTime
         )
     }
 
@@ -458,7 +499,7 @@ impl MetricName {
 
     /// The built-in metrics computed from events, in the order er_print
     /// lists them (the counters come after them, then CPI and IPC).
-    pub const DYNAMIC: [MetricName; 15] = [
+    pub const DYNAMIC: [MetricName; 21] = [
         MetricName::TotalCpu,
         MetricName::OffCpuTime,
         MetricName::WallTime,
@@ -474,6 +515,22 @@ impl MetricName {
         MetricName::BytesAllocated,
         MetricName::Leaks,
         MetricName::BytesLeaked,
+        MetricName::MpiTime,
+        MetricName::MpiSends,
+        MetricName::MpiBytesSent,
+        MetricName::MpiReceives,
+        MetricName::MpiBytesReceived,
+        MetricName::MpiOtherCalls,
+    ];
+
+    /// The MPI tracing metrics, in the order the views show them.
+    pub const MPI: [MetricName; 6] = [
+        MetricName::MpiTime,
+        MetricName::MpiSends,
+        MetricName::MpiBytesSent,
+        MetricName::MpiReceives,
+        MetricName::MpiBytesReceived,
+        MetricName::MpiOtherCalls,
     ];
 
     /// The I/O tracing metrics, in the order the views show them.
@@ -504,6 +561,12 @@ impl MetricName {
             MetricName::OtherIoCount => "Other I/O Count",
             MetricName::OffCpuTime => "Off-CPU Time",
             MetricName::WallTime => "Wall Time",
+            MetricName::MpiTime => "MPI Time",
+            MetricName::MpiSends => "MPI Sends",
+            MetricName::MpiBytesSent => "MPI Bytes Sent",
+            MetricName::MpiReceives => "MPI Receives",
+            MetricName::MpiBytesReceived => "MPI Bytes Received",
+            MetricName::MpiOtherCalls => "Other MPI Calls",
             MetricName::Counter(counter) => counter.name(),
             MetricName::Cpi => "CPI",
             MetricName::Ipc => "IPC",
@@ -531,6 +594,12 @@ impl MetricName {
             MetricName::OtherIoCount => "other_io_count",
             MetricName::OffCpuTime => "off_cpu_time",
             MetricName::WallTime => "wall_time",
+            MetricName::MpiTime => "mpi_time",
+            MetricName::MpiSends => "mpi_sends",
+            MetricName::MpiBytesSent => "mpi_bytes_sent",
+            MetricName::MpiReceives => "mpi_receives",
+            MetricName::MpiBytesReceived => "mpi_bytes_received",
+            MetricName::MpiOtherCalls => "mpi_other_calls",
             MetricName::Counter(counter) => counter.json_key(),
             MetricName::Cpi => "cpi",
             MetricName::Ipc => "ipc",
@@ -777,6 +846,7 @@ pub struct RecordedData {
     pub heap: bool,
     pub io: bool,
     pub offcpu: bool,
+    pub mpi: bool,
     /// The counters of counter overflow profiling, in the experiments'
     /// order.
     pub counters: Vec<Counter>,
@@ -829,7 +899,7 @@ impl MetricSpec {
     pub fn for_data(data: &RecordedData) -> MetricSpec {
         let mut spec = MetricSpec::default_spec();
         let counted = !data.counters.is_empty();
-        if !data.sync && !data.heap && !data.io && !data.offcpu && !counted {
+        if !data.sync && !data.heap && !data.io && !data.offcpu && !data.mpi && !counted {
             return spec;
         }
         let name = spec.items.pop();
@@ -875,6 +945,9 @@ impl MetricSpec {
         }
         if data.io {
             traced.extend(MetricName::IO);
+        }
+        if data.mpi {
+            traced.extend(MetricName::MPI);
         }
         for metric in traced {
             spec.items.push(MetricItem {
@@ -1760,6 +1833,9 @@ impl Args<'_> {
             "iodetail" => self.none(A::IoDetail),
             "iocallstack" => self.none(A::IoCallStack),
             "iostat" => self.none(A::IoStat),
+            "mpi_functions" => self.none(A::MpiFunctions),
+            "mpi_ranks" => self.none(A::MpiRanks),
+            "mpi_matrix" => self.none(A::MpiMatrix),
             "syncobjects" | "sync_objects" => self.none(A::SyncObjects),
             "data_objects" => self.none(A::DataObjects),
             "data_single" => self.required(parse_data_object).map(A::DataSingle),
@@ -2010,6 +2086,9 @@ mod tests {
             ("iodetail", A::IoDetail),
             ("iocallstack", A::IoCallStack),
             ("iostat", A::IoStat),
+            ("mpi_functions", A::MpiFunctions),
+            ("mpi_ranks", A::MpiRanks),
+            ("mpi_matrix", A::MpiMatrix),
             ("syncobjects", A::SyncObjects),
             ("sync_objects", A::SyncObjects),
             ("data_objects", A::DataObjects),

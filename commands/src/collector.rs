@@ -537,7 +537,6 @@ impl Sub<'_> {
             other => return Err(self.invalid(format!("nothing called \"{other}\" to show"))),
         })
     }
-
 }
 
 fn invalid(name: &str, problem: impl Into<String>) -> ParseError {

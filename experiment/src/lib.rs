@@ -46,8 +46,8 @@ pub use reader::{
 };
 #[cfg(feature = "reader")]
 pub use writer::{
-    append_log_line, append_terminated, append_to_group, create_experiment_dir,
-    next_default_name, write_notes, GROUP_HEADER,
+    append_log_line, append_terminated, append_to_group, create_experiment_dir, next_default_name,
+    write_notes, GROUP_HEADER,
 };
 
 pub use layout::{SampleCause, StackStatus};
