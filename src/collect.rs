@@ -566,3 +566,26 @@ fn forward_signal(signal: i32) {
         libc::sigaction(signal, &action, std::ptr::null_mut());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_gets_its_own_name_in_the_jobs_group() {
+        assert_eq!(ranked_name(Some("job.er"), 3), "job.3.er");
+        assert_eq!(ranked_name(Some("run.2.er"), 0), "run.2.0.er");
+        assert_eq!(ranked_name(None, 12), "test.12.er");
+        let dir = std::env::temp_dir().join(format!("rdbx-collect-group-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for rank in [1, 0] {
+            join_group(&dir.join(ranked_name(Some("run.2.er"), rank))).unwrap();
+        }
+        let group = std::fs::read_to_string(dir.join("run.2.erg")).unwrap();
+        assert_eq!(
+            group,
+            format!("{}\nrun.2.1.er\nrun.2.0.er\n", experiment::GROUP_HEADER)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -518,7 +518,11 @@ fn a_program_without_mpi_runs_with_one_warning() {
         .output()
         .expect("rdbx collect");
     let stderr = text(&output.stderr);
-    assert_eq!(output.status.code(), Some(3), "loop.c's own exit status:\n{stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "loop.c's own exit status:\n{stderr}"
+    );
     let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
     assert_eq!(warnings.len(), 1, "{stderr}");
     assert!(

@@ -272,6 +272,63 @@ mod tests {
         assert_eq!(Value::from_words(value.to_words()), value);
     }
 
+    /// MPI's seven words come after the counters', kept only with MPI data.
+    #[test]
+    fn mpi_words_round_trip() {
+        let value = Value {
+            mpi_ns: 1,
+            mpi_sends: 2,
+            mpi_bytes_sent: 3,
+            mpi_receives: 4,
+            mpi_bytes_received: 5,
+            mpi_other: 6,
+            mpi_calls: 7,
+            instructions: 8,
+            ..Value::default()
+        };
+        assert_eq!(Value::from_words(value.to_words()), value);
+        let entry = crate::model::MpiEntry {
+            experiment: 0,
+            op: experiment::mpi::MpiOp::Waitall,
+            completion: false,
+            thread: 1,
+            time_ns: 0,
+            call_ns: 10,
+            dest: -1,
+            source: -1,
+            bytes_sent: 0,
+            bytes_received: 0,
+            sends: 0,
+            receives: 0,
+            stack: crate::model::NO_STACK,
+            sample: 1,
+        };
+        let mut model = Model {
+            mpi: vec![entry],
+            ..Model::default()
+        };
+        assert_eq!(Layout::of(&model).width(), 7);
+        model.mpi.push(crate::model::MpiEntry {
+            completion: true,
+            bytes_received: 64,
+            call_ns: 0,
+            ..entry
+        });
+        let layout = Layout::of(&model);
+        let mut packed = vec![0u64; layout.width()];
+        let mut sum = Value::default();
+        for entry in &model.mpi {
+            sum.add(Value::of_mpi(entry));
+        }
+        layout.pack(sum, &mut packed);
+        assert_eq!(
+            packed,
+            [10, 0, 0, 0, 64, 1, 1],
+            "a wait: one other call; its receive's bytes"
+        );
+        assert_eq!(layout.unpack(&packed), sum);
+    }
+
     #[test]
     fn an_empty_model_keeps_the_clock_words() {
         let layout = Layout::of(&Model::default());

@@ -2402,6 +2402,16 @@ mod tests {
             "e.%totalcpu:i.%totalcpu:i.offcpu:i.walltime:i.iotime:i.ioreadbytes:\
              i.iowritebytes:i.ioreadcnt:i.iowritecnt:i.ioothercnt:name"
         );
+        let mpi = RecordedData {
+            clock: true,
+            mpi: true,
+            ..RecordedData::default()
+        };
+        assert_eq!(
+            MetricSpec::for_data(&mpi).to_string(),
+            "e.%totalcpu:i.%totalcpu:i.mpitime:i.mpisend:i.mpibytessent:i.mpireceive:\
+             i.mpibytesrecv:i.mpiother:name"
+        );
         assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec.clone()));
         assert_eq!(MetricSpec::default(), spec);
         assert_eq!(

@@ -46,7 +46,10 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          (Bytes Leaked); with I/O tracing iotime (I/O Time), ioreadbytes (Read Bytes), \
          iowritebytes (Write Bytes), ioreadcnt (Read Count), iowritecnt (Write Count), \
          ioothercnt (Other I/O Count); with off-CPU profiling offcpu (Off-CPU Time) and \
-         walltime (Wall Time: Total CPU + Off-CPU); with counter profiling each counter by \
+         walltime (Wall Time: Total CPU + Off-CPU); with MPI tracing mpitime (MPI Time), \
+         mpisend (MPI Sends), mpibytessent (MPI Bytes Sent), mpireceive (MPI Receives), \
+         mpibytesrecv (MPI Bytes Received), mpiother (Other MPI Calls); with counter \
+         profiling each counter by \
          the name it was recorded under (cycles, page-faults: its events; a name that begins \
          with e, i or a after a '.', as e.insts), and with a cycles and an instructions \
          counter cpi (cycles per instruction) and ipc (its inverse, no %); name, size, \
@@ -55,7 +58,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          e.NAME:i.NAME for each and e.cpi:i.cpi; with traces also \
          i.offcpu:i.walltime, i.sync:i.syncn, i.heapleakbytes:i.heapleakcnt:\
          i.heapallocbytes:i.heapalloccnt and i.iotime:i.ioreadbytes:i.iowritebytes:\
-         i.ioreadcnt:i.iowritecnt:i.ioothercnt before name, and no CPU time when there was \
+         i.ioreadcnt:i.iowritecnt:i.ioothercnt and \
+         i.mpitime:i.mpisend:i.mpibytessent:i.mpireceive:i.mpibytesrecv:i.mpiother before \
+         name, and no CPU time when there was \
          no clock profiling). A sort metric the new list does not show gives way \
          to the list's first.",
         "metrics ei.%totalcpu:name",
