@@ -35,29 +35,31 @@ const JOB_TIMEOUT: Duration = Duration::from_secs(120);
 /// mpirun is not installed.
 fn mpi_program() -> Option<&'static Path> {
     static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            if !on_path("mpirun") {
-                eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin, libopenmpi-dev)");
-                return None;
-            }
-            assert!(
-                on_path("mpicc"),
-                "mpirun is installed but mpicc is not (Debian: libopenmpi-dev)"
-            );
-            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-programs");
-            std::fs::create_dir_all(&dir).expect("create the program directory");
-            let out = dir.join(format!("mpi_known-{}", std::process::id()));
-            let status = Command::new("mpicc")
-                .args(["-g", "-O1", "-o"])
-                .arg(&out)
-                .arg(sources_dir().join("mpi_known.c"))
-                .status()
-                .expect("run mpicc");
-            assert!(status.success(), "mpicc failed on mpi_known.c");
-            Some(out)
-        })
-        .as_deref()
+    BUILT.get_or_init(|| mpi_built("mpi_known")).as_deref()
+}
+
+/// tests/programs/`stem`.c built with mpicc (once per test process); None
+/// when mpirun is not installed.
+fn mpi_built(stem: &str) -> Option<PathBuf> {
+    if !on_path("mpirun") {
+        eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin, libopenmpi-dev)");
+        return None;
+    }
+    assert!(
+        on_path("mpicc"),
+        "mpirun is installed but mpicc is not (Debian: libopenmpi-dev)"
+    );
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mpi-programs");
+    std::fs::create_dir_all(&dir).expect("create the program directory");
+    let out = dir.join(format!("{stem}-{}", std::process::id()));
+    let status = Command::new("mpicc")
+        .args(["-g", "-O1", "-o"])
+        .arg(&out)
+        .arg(sources_dir().join(format!("{stem}.c")))
+        .status()
+        .expect("run mpicc");
+    assert!(status.success(), "mpicc failed on {stem}.c");
+    Some(out)
 }
 
 fn on_path(tool: &str) -> bool {
@@ -577,5 +579,60 @@ fn an_mpi_program_without_mpi_tracing_has_no_mpi_data() {
     assert!(output.status.success(), "{errors}");
     assert!(!shown.contains("MPI Time"), "no MPI metrics:\n{shown}");
     assert!(shown.contains("no MPI tracing data"), "{shown}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_collector_loaded_into_a_running_rank_traces_its_later_calls() {
+    let Some(program) = mpi_built("mpi_attach") else {
+        return;
+    };
+    let dir = scratch_dir("mpi-attach");
+    let run = collect_after_attach(&program, &dir, &["collector mpitrace on"]);
+    assert_eq!(run.rest, "done\n", "{}", run.transcript);
+    let expt = experiment::Experiment::open(dir.join("live.er")).expect("live.er");
+    assert_eq!(
+        expt.mpi_rank().unwrap(),
+        Some(0),
+        "MPI was initialized before the attach"
+    );
+    let log = std::fs::read_to_string(dir.join("live.er/log")).expect("log");
+    assert!(
+        log.contains(" kinds available=clock-profile,samples,mpi "),
+        "{log}"
+    );
+    let entries: u64 = log
+        .lines()
+        .find_map(|line| line.split(" mpi_got entries=").nth(1)?.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no mpi_got line: {log}"));
+    assert!(
+        entries >= 3,
+        "MPI_Sendrecv, MPI_Barrier, MPI_Finalize at least: {log}"
+    );
+    let mut calls = Vec::new();
+    expt.for_each_mpi_event(|r| calls.push(r.event))
+        .expect("the mpi file");
+    let shown: Vec<_> = calls
+        .iter()
+        .map(|e| {
+            (
+                e.op.name(),
+                e.bytes_sent,
+                e.bytes_received,
+                e.dest,
+                e.source,
+                e.tag,
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("MPI_Sendrecv", 300, 300, 0, 0, 5),
+            ("MPI_Barrier", 0, 0, -1, -1, -1),
+            ("MPI_Finalize", 0, 0, -1, -1, -1),
+        ],
+        "the calls after the attach, none before"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
