@@ -154,9 +154,17 @@ fn pair_bytes(from: u32, to: u32) -> u64 {
     4 * u64::from(100 * (from + 1) + 10 * (to + 1))
 }
 
+/// Messages rank 1 sends rank 0 in the `many` phase: 8, 16, ... bytes.
+const MANY: u64 = 40;
+
+fn many_bytes() -> u64 {
+    (1..=MANY).map(|k| 8 * k).sum()
+}
+
 /// Point-to-point bytes and messages from rank to rank, as mpi_known.c
-/// sends them: the ring, the all-pairs exchange, the late messages (1 → 0:
-/// 8 bytes, 2 → 3: 64 bytes) and the shift (256 bytes to the next rank).
+/// sends them: the ring, the all-pairs exchange, the many messages from 1
+/// to 0, the late messages (1 → 0: 8 bytes, 2 → 3: 64 bytes) and the shift
+/// (256 bytes to the next rank).
 fn expected_matrix() -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
     let mut bytes = vec![vec![0u64; RANKS as usize]; RANKS as usize];
     let mut messages = vec![vec![0u64; RANKS as usize]; RANKS as usize];
@@ -171,6 +179,9 @@ fn expected_matrix() -> (Vec<Vec<u64>>, Vec<Vec<u64>>) {
             add(rank, to, pair_bytes(rank, to));
         }
         add(rank, next, 256);
+    }
+    for k in 1..=MANY {
+        add(1, 0, 8 * k);
     }
     add(1, 0, 8);
     add(2, 3, 64);
@@ -197,11 +208,14 @@ fn expected_functions() -> BTreeMap<&'static str, [u64; 5]> {
         // The ring's 4 and rank 1's late send.
         ("MPI_Send", [g + 1, g + 1, ring + 8, 0, 0]),
         ("MPI_Recv", [g + 1, 0, 0, g + 1, ring + 8]),
-        ("MPI_Isend", [g * 3, g * 3, all_pairs, 0, 0]),
-        // 3 each, and rank 3's late one.
-        ("MPI_Irecv", [g * 3 + 1, 0, 0, g * 3 + 1, 0]),
-        // The bytes of the receives they completed.
-        ("MPI_Waitall", [g, 0, 0, 0, all_pairs]),
+        (
+            "MPI_Isend",
+            [g * 3 + MANY, g * 3 + MANY, all_pairs + many_bytes(), 0, 0],
+        ),
+        // 3 each, the many, and rank 3's late one.
+        ("MPI_Irecv", [g * 3 + MANY + 1, 0, 0, g * 3 + MANY + 1, 0]),
+        // The bytes of the receives they completed; ranks 0 and 1 twice.
+        ("MPI_Waitall", [g + 2, 0, 0, 0, all_pairs + many_bytes()]),
         ("MPI_Wait", [1, 0, 0, 0, 64]),
         ("MPI_Ssend", [1, 1, 64, 0, 0]),
         ("MPI_Sendrecv", [g, g, g * 256, g, g * 256]),

@@ -861,6 +861,10 @@ pub fn prepare() {
 /// redirected to the hooks first (`mpi how=got entries=N`). A process
 /// whose MPI is initialized already says its rank now.
 pub fn start_tracing() {
+    // This experiment's counts (a fork child's start from zero too).
+    for count in [&CALLS, &UNRECORDED, &UNTRACKED_RECEIVES] {
+        count.store(0, Ordering::Relaxed);
+    }
     RANK_LOGGED.store(false, Ordering::Release);
     if state::live() {
         let entries = crate::got::patch_all(crate::got::Set::Mpi);

@@ -7,6 +7,10 @@
  *             (tag 20) and MPI_Irecv's from each (the one from r+2 with
  *             MPI_ANY_SOURCE, posted last), then MPI_Waitall with
  *             MPI_STATUSES_IGNORE
+ *   many      rank 1 MPI_Isend's MANY messages of 8, 16, ... 8*MANY bytes to
+ *             rank 0 (tags 0..MANY-1), which MPI_Irecv's them all; both
+ *             MPI_Waitall with MPI_STATUSES_IGNORE (more requests than the
+ *             collector keeps on its stack)
  *   late      rank 1 sleeps LATE_MS before sending 8 bytes to rank 0, whose
  *             MPI_Recv waits; rank 2 sleeps LATE_MS before MPI_Ssend'ing 64
  *             bytes to rank 3, whose MPI_Irecv + MPI_Wait waits
@@ -30,6 +34,7 @@
 
 #define RANKS 4
 #define LATE_MS 200
+#define MANY 40
 
 static long long now_ns(void)
 {
@@ -105,6 +110,21 @@ static void all(int rank)
     TIMED("MPI_Waitall", MPI_Waitall(n, requests, MPI_STATUSES_IGNORE));
 }
 
+static void many(int rank)
+{
+    static char buf[MANY][8 * MANY];
+    MPI_Request requests[MANY];
+    if (rank > 1)
+        return;
+    for (int k = 0; k < MANY; k++) {
+        if (rank == 0)
+            TIMED("MPI_Irecv", MPI_Irecv(buf[k], 8 * MANY, MPI_BYTE, 1, k, MPI_COMM_WORLD, &requests[k]));
+        else
+            TIMED("MPI_Isend", MPI_Isend(buf[k], 8 * (k + 1), MPI_BYTE, 0, k, MPI_COMM_WORLD, &requests[k]));
+    }
+    TIMED("MPI_Waitall", MPI_Waitall(MANY, requests, MPI_STATUSES_IGNORE));
+}
+
 static void late(int rank)
 {
     static char buf[64];
@@ -162,6 +182,7 @@ int main(int argc, char **argv)
     }
     ring(rank);
     all(rank);
+    many(rank);
     late(rank);
     shift(rank);
     coll(rank);
