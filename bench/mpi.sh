@@ -13,7 +13,10 @@
 # Under -M on every run must have recorded every call of both ranks (the
 # log's mpi_totals line). Clock profiling is off in every case (-p off), so
 # only the MPI hooks differ. The added cost per traced call is the probe's
-# figure minus the untraced one, and the round trip's difference over 4.
+# figure minus the untraced one, and the round trip's difference over 4;
+# the probe's CPU time per call (the thread's) leaves out the time it
+# waited for the disk (3 million calls a second of 72-byte records) or for
+# a CPU.
 # The cases take turns run after run (a change in the machine's load falls
 # on all three); the ranks poll while they wait, so the round trip needs
 # two idle cores to mean anything (see the load average printed).
@@ -33,13 +36,13 @@ cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
 rdbx="$root/target/release/rdbx"
 mpicc -O2 -g -o "$work/mpi_pingpong" "$root/bench/programs/mpi_pingpong.c"
 
-# "... R ns per round trip, ... P ns per call" -> "R P"
-figures() { sed -n 's/.* \([0-9.]*\) ns per round trip, .* \([0-9.]*\) ns per call.*/\1 \2/p'; }
+# "... R ns per round trip, ... P ns per call, C cpu ns per call" -> "R P C"
+figures() { sed -n 's/.* \([0-9.]*\) ns per round trip, .* \([0-9.]*\) ns per call, \([0-9.]*\) cpu ns.*/\1 \2 \3/p'; }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 medians() {
     local lines
     lines=$(cat)
-    echo "$(cut -d' ' -f1 <<<"$lines" | median) $(cut -d' ' -f2 <<<"$lines" | median)"
+    echo "$(cut -d' ' -f1 <<<"$lines" | median) $(cut -d' ' -f2 <<<"$lines" | median) $(cut -d' ' -f3 <<<"$lines" | median)"
 }
 # The calls each rank makes: MPI_Init, the warm-up's 1000 round trips and
 # 1000 probes, 6 barriers, the timed round trips and probes, MPI_Finalize.
@@ -71,21 +74,23 @@ alone=$(medians <"$work/alone")
 
 added() { awk -v a="$1" -v b="$2" -v per="$3" 'BEGIN {printf "%+.1f", (a - b) / per}'; }
 show() {
-    local label=$1 trip=$2 probe=$3
-    read -r base_trip base_probe <<<"$alone"
-    printf '%-26s round trip %8.1f ns (%s per call)   iprobe %7.1f ns (%s)\n' "$label" "$trip" \
-        "$(added "$trip" "$base_trip" 4)" "$probe" "$(added "$probe" "$base_probe" 1)"
+    local label=$1 trip=$2 probe=$3 cpu=$4
+    read -r base_trip base_probe base_cpu <<<"$alone"
+    printf '%-22s round trip %8.1f ns (%s per call)   iprobe %7.1f ns (%s), cpu %7.1f ns (%s)\n' \
+        "$label" "$trip" "$(added "$trip" "$base_trip" 4)" "$probe" "$(added "$probe" "$base_probe" 1)" \
+        "$cpu" "$(added "$cpu" "$base_cpu" 1)"
 }
 
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "2 ranks: $((rounds / 3 * 3)) round trips of 8 bytes, $((calls / 3 * 3)) MPI_Iprobe calls; medians of $runs runs"
-read -r t p <<<"$alone"
-printf '%-26s round trip %8.1f ns                  iprobe %7.1f ns\n' "program alone:" "$t" "$p"
-read -r t p <<<"$(medians <"$work/off")"
-show "rdbx collect -M off:" "$t" "$p"
-read -r t p <<<"$(medians <"$work/on")"
+read -r t p c <<<"$alone"
+printf '%-22s round trip %8.1f ns                  iprobe %7.1f ns,         cpu %7.1f ns\n' \
+    "program alone:" "$t" "$p" "$c"
+read -r t p c <<<"$(medians <"$work/off")"
+show "rdbx collect -M off:" "$t" "$p" "$c"
+read -r t p c <<<"$(medians <"$work/on")"
 if [ -e "$work/unrecorded" ]; then
     cat "$work/unrecorded" >&2
     exit 1
 fi
-show "rdbx collect -M on:" "$t" "$p"
+show "rdbx collect -M on:" "$t" "$p" "$c"

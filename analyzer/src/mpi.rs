@@ -207,10 +207,10 @@ pub fn ranks(ctx: &Context, keep: Keep) -> Report {
             row.last_call = Some(entry.op);
         }
     }
-    render_ranks(ctx, rows.into_values().collect(), total)
+    render_ranks(rows.into_values().collect(), total)
 }
 
-fn render_ranks(ctx: &Context, rows: Vec<RankRow>, total: Value) -> Report {
+fn render_ranks(rows: Vec<RankRow>, total: Value) -> Report {
     let mut columns = columns();
     for name in ["Rank", "Host", "Ended", "Experiment"] {
         columns.push(Column::text(name));
@@ -241,7 +241,7 @@ fn render_ranks(ctx: &Context, rows: Vec<RankRow>, total: Value) -> Report {
             table.push(cells);
             if ending.early() {
                 early_ranks.push(row.rank);
-                notes.push(early_note(row, ending));
+                notes.push((ending.at_ns, early_note(row, ending)));
             }
             let mut json = metrics_json(&row.value);
             json.insert("rank".into(), json!(row.rank));
@@ -262,12 +262,13 @@ fn render_ranks(ctx: &Context, rows: Vec<RankRow>, total: Value) -> Report {
         }
     }
     early_ranks.dedup();
+    // The first to end first: the others may have been ended because of it.
+    notes.sort();
     let mut text = table.render();
-    for note in &notes {
+    for (_, note) in &notes {
         text.push_str(note);
         text.push('\n');
     }
-    let _ = ctx;
     Report {
         text,
         json: json!({

@@ -910,6 +910,8 @@ pub fn log_totals() {
 
 /// MPI_Init completed: the `mpi rank= size=` line, once per experiment.
 fn initialized() {
+    // What dlsym allocates is not the program's.
+    let _held = heap::hold_current_thread();
     if !UNDERSTOOD.load(Ordering::Acquire) {
         learn_library();
         if !UNDERSTOOD.load(Ordering::Acquire) && lifecycle::mpi_traced() {
