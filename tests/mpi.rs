@@ -9,7 +9,10 @@
 //! killed with SIGKILL mid-run: its experiment loads and the analysis says
 //! it ended early; the others' data is complete. A program that never
 //! calls MPI_Init, with -M on: one warning, the run as usual. An MPI
-//! program collected without -M: no MPI data, no errors.
+//! program collected without -M: no MPI data, no errors. And in one rank
+//! (tests/programs/mpi_attach.c, a singleton): `collector mpitrace on` in
+//! the debugger, and a collector loaded into the running rank (its GOT
+//! entries redirected).
 //!
 //! The tests need Open MPI (`mpirun`, `mpicc`; .ci/run installs them): they
 //! are skipped, saying why, only when mpirun is not installed.
@@ -648,5 +651,51 @@ fn a_collector_loaded_into_a_running_rank_traces_its_later_calls() {
         ],
         "the calls after the attach, none before"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn collector_mpitrace_in_the_debugger_traces_the_run() {
+    let Some(program) = mpi_built("mpi_attach") else {
+        return;
+    };
+    let dir = scratch_dir("mpi-debugger");
+    let out = Rdbx::batch()
+        .cwd(&dir)
+        .cmds(&[
+            "collector mpitrace on",
+            "collector show mpitrace",
+            "collector store filename dbg.er",
+            "collector enable",
+            "run",
+        ])
+        .prog(&program, &[])
+        .stdin("go\n")
+        .run();
+    let transcript = out.transcript();
+    assert!(out.has_line("mpitrace: on"), "{transcript}");
+    assert!(transcript.contains("done"), "{transcript}");
+    let documents = analyze(&[dir.join("dbg.er")], &["mpi_functions"]);
+    let calls: BTreeMap<String, u64> = documents[0]["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .map(|f| {
+            (
+                f["name"].as_str().unwrap().to_string(),
+                u64_of(f, "mpi_bytes_sent"),
+            )
+        })
+        .collect();
+    let expected: BTreeMap<String, u64> = [
+        ("MPI_Init", 0),
+        ("MPI_Sendrecv", 300),
+        ("MPI_Barrier", 0),
+        ("MPI_Finalize", 0),
+    ]
+    .into_iter()
+    .map(|(name, bytes)| (name.to_string(), bytes))
+    .collect();
+    assert_eq!(calls, expected, "{transcript}");
     let _ = std::fs::remove_dir_all(&dir);
 }
