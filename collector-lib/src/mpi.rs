@@ -575,6 +575,14 @@ impl Scratch<'_> {
 
 /// Runs `body` with scratch for `count` requests.
 fn with_scratch<R>(count: usize, body: impl FnOnce(&mut Scratch<'_>) -> R) -> R {
+    if count == 0 {
+        return body(&mut Scratch {
+            tracked: &mut [],
+            statuses: &mut [],
+            done: &mut [],
+            finished: 0,
+        });
+    }
     if count <= INLINE {
         let mut tracked = [UNTRACKED; INLINE];
         let mut statuses = [Status::EMPTY; INLINE];
@@ -858,9 +866,10 @@ pub fn prepare() {
 }
 
 /// Tracing starts. Attached, the GOT entries of the MPI functions are
-/// redirected to the hooks first (`mpi how=got entries=N`). A process
-/// whose MPI is initialized already says its rank now.
-pub fn start_tracing() {
+/// redirected to the hooks first (`mpi_got entries=N`). A process whose MPI
+/// is initialized already says its rank now, unless it is a fork child
+/// (`in_fork_child`: a rank's child is no rank).
+pub fn start_tracing(in_fork_child: bool) {
     // This experiment's counts (a fork child's start from zero too).
     for count in [&CALLS, &UNRECORDED, &UNTRACKED_RECEIVES] {
         count.store(0, Ordering::Relaxed);
@@ -874,7 +883,8 @@ pub fn start_tracing() {
     }
     lifecycle::mpi_on();
     let mut initialized: c_int = 0;
-    if describable()
+    if !in_fork_child
+        && describable()
         && call_real!(PMPI_INITIALIZED, FlagFn, MPI_ERR_INTERN; &mut initialized) == MPI_SUCCESS
         && initialized != 0
     {

@@ -401,7 +401,7 @@ fn start_steps(
         io::start_tracing();
     }
     if mpitrace {
-        mpi::start_tracing();
+        mpi::start_tracing(context == Context::ForkChild);
     }
     if counters_on || offcpu_on {
         exec::start_guarding();
