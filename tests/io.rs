@@ -579,7 +579,7 @@ fn io_tracing_after_attach_sees_the_calls_from_then_on() {
         .unwrap_or_else(|e| panic!("open live.er: {e}\n{transcript}"));
     let log = std::fs::read_to_string(dir.join("live.er/log")).expect("log");
     assert!(
-        log.contains(" kinds available=clock-profile,samples,io unavailable=heap,sync "),
+        log.contains(" kinds available=clock-profile,samples,io unavailable=heap,sync,mpi "),
         "{log}"
     );
     let entries: u64 = log_fields(&expt, "io")

@@ -54,7 +54,11 @@ fn unit(metric: MetricName) -> &'static str {
         MetricName::BytesAllocated
         | MetricName::BytesLeaked
         | MetricName::ReadBytes
-        | MetricName::WriteBytes => "bytes",
+        | MetricName::WriteBytes
+        | MetricName::MpiBytesSent
+        | MetricName::MpiBytesReceived => "bytes",
+        MetricName::MpiSends | MetricName::MpiReceives => "messages",
+        MetricName::MpiOtherCalls => "calls",
         MetricName::Leaks => "leaks",
         MetricName::ReadCount
         | MetricName::WriteCount

@@ -521,6 +521,9 @@ pub fn header(ctx: &Context) -> Report {
                 s.pid, s.ppid
             ));
             text.push_str(&format!("  Started:          {}\n", date(s.realtime_ns)));
+            if let Some(host) = &s.host {
+                text.push_str(&format!("  Host:             {host}\n"));
+            }
             text.push_str(&format!("  Collected by:     {}\n", s.mode.name()));
             let profiling = match s.profile_ns {
                 0 => "off".to_string(),
@@ -537,6 +540,9 @@ pub fn header(ctx: &Context) -> Report {
                 ns => format!("every {:.3} s", ns as f64 / 1e9),
             };
             text.push_str(&format!("  Samples:          {period}\n"));
+        }
+        if let Some((rank, size)) = mpi_rank_and_size(expt) {
+            text.push_str(&format!("  MPI rank:         {rank} of {size}\n"));
         }
         if !expt.counters.is_empty() {
             let counters: Vec<String> = expt.counters.iter().map(counter_text).collect();
@@ -563,6 +569,8 @@ pub fn header(ctx: &Context) -> Report {
             "lineage": expt.start.as_ref().map(|s| s.lineage.clone()),
             "profile_ns": expt.start.as_ref().map(|s| s.profile_ns),
             "clock": expt.start.as_ref().map(|s| s.clock.clone()),
+            "host": expt.host(),
+            "mpi_rank": expt.mpi_rank(),
             "end": end,
             "notes": expt.notes,
             "messages": notes,
@@ -576,6 +584,15 @@ pub fn header(ctx: &Context) -> Report {
         text,
         json: json!({"report": "header", "experiments": list, "warnings": ctx.model.warnings}),
     }
+}
+
+/// The process's rank in MPI_COMM_WORLD and the number of ranks, when its
+/// log says (MPI tracing).
+fn mpi_rank_and_size(expt: &ExperimentEntry) -> Option<(u32, u32)> {
+    expt.log.iter().find_map(|e| match e.event {
+        Event::Mpi { rank, size } => Some((rank, size)),
+        _ => None,
+    })
 }
 
 /// A counter in `header`: its name and interval, and what else was asked.

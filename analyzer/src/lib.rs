@@ -17,6 +17,7 @@ pub mod load;
 mod memory;
 pub mod metrics;
 pub mod model;
+pub mod mpi;
 mod packed;
 pub mod report;
 mod resolve;

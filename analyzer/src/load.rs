@@ -361,6 +361,9 @@ impl Builder {
         for (_, started_ns) in threads.filter_map(|t| t.pthread.as_mut()) {
             *started_ns = started_ns.saturating_sub(origin);
         }
+        for entry in &mut self.model.mpi {
+            entry.time_ns = entry.time_ns.saturating_sub(origin);
+        }
         self.model
     }
 
@@ -589,6 +592,36 @@ impl Builder {
             })?;
             crate::io::place_calls(index, calls, &mut self.model.io, &mut self.model.io_files);
             if let Some(warning) = block_file_warning(&shown, "io", &io_stats) {
+                self.warn(warning);
+            }
+        }
+        if expt.manifest().kinds.iter().any(|k| k == "mpi-trace") {
+            let mpi_stats = expt.for_each_mpi_event(|record| {
+                let e = record.event;
+                let end = e.start_ns.saturating_add(e.time_ns);
+                if !tally.admit(&plausible, e.start_ns, e.start_ns, end) {
+                    return;
+                }
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                let stack = tally.stack(stack);
+                self.model.mpi.push(MpiEntry {
+                    experiment: index,
+                    op: e.op,
+                    completion: e.completion,
+                    thread: threads.number(record.tid),
+                    time_ns: e.start_ns,
+                    call_ns: e.time_ns,
+                    dest: e.dest,
+                    source: e.source,
+                    bytes_sent: e.bytes_sent,
+                    bytes_received: e.bytes_received,
+                    sends: e.sends,
+                    receives: e.receives,
+                    stack,
+                    sample: sample_of(&entry.samples, e.start_ns),
+                });
+            })?;
+            if let Some(warning) = block_file_warning(&shown, "mpi", &mpi_stats) {
                 self.warn(warning);
             }
         }

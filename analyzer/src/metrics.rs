@@ -59,6 +59,17 @@ pub struct Value {
     /// with a [`CounterRole`]): what CPI and IPC are made of.
     pub cycles: u64,
     pub instructions: u64,
+    // MPI tracing: the manual's six metrics, and the calls behind MPI Time.
+    /// Wall time in the traced MPI calls.
+    pub mpi_ns: u64,
+    pub mpi_sends: u64,
+    pub mpi_bytes_sent: u64,
+    pub mpi_receives: u64,
+    pub mpi_bytes_received: u64,
+    /// Calls of the other MPI functions (waits, barriers, init, finalize).
+    pub mpi_other: u64,
+    /// Every traced MPI call (not the completions of receives).
+    pub mpi_calls: u64,
 }
 
 impl Value {
@@ -89,6 +100,17 @@ impl Value {
         }
         self.cycles += other.cycles;
         self.instructions += other.instructions;
+        self.add_mpi(other);
+    }
+
+    fn add_mpi(&mut self, other: Value) {
+        self.mpi_ns += other.mpi_ns;
+        self.mpi_sends += other.mpi_sends;
+        self.mpi_bytes_sent += other.mpi_bytes_sent;
+        self.mpi_receives += other.mpi_receives;
+        self.mpi_bytes_received += other.mpi_bytes_received;
+        self.mpi_other += other.mpi_other;
+        self.mpi_calls += other.mpi_calls;
     }
 
     pub fn seconds(&self) -> f64 {
@@ -103,6 +125,8 @@ impl Value {
             && self.io_calls() == 0
             && self.switches == 0
             && self.counters.iter().all(|&c| c == 0)
+            && self.mpi_calls == 0
+            && self.mpi_bytes_received == 0
     }
 
     /// Traced I/O calls of every class, the failed ones included (a
@@ -146,6 +170,12 @@ impl Value {
             MetricName::OtherIoCount => self.other_io,
             MetricName::OffCpuTime => self.offcpu_ns,
             MetricName::WallTime => self.ns + self.offcpu_ns,
+            MetricName::MpiTime => self.mpi_ns,
+            MetricName::MpiSends => self.mpi_sends,
+            MetricName::MpiBytesSent => self.mpi_bytes_sent,
+            MetricName::MpiReceives => self.mpi_receives,
+            MetricName::MpiBytesReceived => self.mpi_bytes_received,
+            MetricName::MpiOtherCalls => self.mpi_other,
             MetricName::Counter(counter) => counter
                 .slot()
                 .and_then(|slot| self.counters.get(slot))
@@ -171,6 +201,10 @@ impl Value {
             MetricName::IoTime => self.io_calls(),
             MetricName::OffCpuTime => self.switches,
             MetricName::WallTime => self.events + self.switches,
+            MetricName::MpiTime => self.mpi_calls,
+            MetricName::MpiSends | MetricName::MpiBytesSent => self.mpi_sends,
+            MetricName::MpiReceives | MetricName::MpiBytesReceived => self.mpi_receives,
+            MetricName::MpiOtherCalls => self.mpi_other,
             // A counter's number is its events already.
             MetricName::Counter(_) => self.get(metric),
             // The events the ratio is per.
@@ -220,6 +254,22 @@ impl Value {
             }
         }
         value
+    }
+
+    /// A traced MPI call's value (or a completed receive's: its bytes).
+    pub(crate) fn of_mpi(entry: &MpiEntry) -> Value {
+        let call = u64::from(!entry.completion);
+        let other = entry.op.class() == experiment::mpi::MpiClass::Other;
+        Value {
+            mpi_ns: entry.call_ns,
+            mpi_sends: u64::from(entry.sends),
+            mpi_bytes_sent: entry.bytes_sent,
+            mpi_receives: u64::from(entry.receives),
+            mpi_bytes_received: entry.bytes_received,
+            mpi_other: call * u64::from(other),
+            mpi_calls: call,
+            ..Value::default()
+        }
     }
 
     /// A switch off the CPU's value.
@@ -520,6 +570,9 @@ impl Weights {
         }
         for entry in model.offcpu.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_offcpu(entry));
+        }
+        for entry in model.mpi.iter().filter(|e| keep(&e.as_event())) {
+            add(entry.stack, Value::of_mpi(entry));
         }
         let roles: Vec<Option<CounterRole>> = model.counters.iter().map(|c| c.role).collect();
         for entry in model.counter_events.iter().filter(|e| keep(&e.as_event())) {

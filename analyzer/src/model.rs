@@ -353,6 +353,36 @@ pub struct IoFile {
     pub closed_ns: Option<u64>,
 }
 
+/// One traced MPI call, or one receive a call of the wait and test families
+/// completed (the manual's MPI tracing: MPI Time, Sends, Bytes Sent,
+/// Receives, Bytes Received, Other MPI Calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpiEntry {
+    pub experiment: u16,
+    pub op: experiment::mpi::MpiOp,
+    /// A completion: the bytes of a nonblocking receive, no time, no call.
+    pub completion: bool,
+    /// dbx's thread number within its experiment, as for clock events.
+    pub thread: u32,
+    /// When the call began: nanoseconds since the earliest experiment
+    /// start of the model.
+    pub time_ns: u64,
+    /// Wall time of the call.
+    pub call_ns: u64,
+    /// World ranks the data went to and came from (`experiment::mpi`'s
+    /// special values below 0).
+    pub dest: i32,
+    pub source: i32,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub sends: u32,
+    pub receives: u32,
+    /// The call's stack; `NO_STACK` when its record was lost.
+    pub stack: StackId,
+    /// The sample (of its experiment) the call began in, from 1.
+    pub sample: u32,
+}
+
 /// One switch off the CPU: where the thread was and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OffCpuEntry {
@@ -472,7 +502,14 @@ macro_rules! traced_as_event {
     )*};
 }
 
-traced_as_event!(SyncEntry, HeapEntry, IoEntry, OffCpuEntry, CounterEntry);
+traced_as_event!(
+    SyncEntry,
+    HeapEntry,
+    IoEntry,
+    OffCpuEntry,
+    CounterEntry,
+    MpiEntry
+);
 
 const _: () = assert!(std::mem::size_of::<EventEntry>() == 32);
 
@@ -545,10 +582,27 @@ pub struct Model {
     pub counters: Vec<CounterInfo>,
     /// Counter overflow records, in order of their experiments.
     pub counter_events: Vec<CounterEntry>,
+    /// Traced MPI calls and completions, in order of their experiments.
+    pub mpi: Vec<MpiEntry>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).
     pub origin_ns: u64,
+}
+
+impl ExperimentEntry {
+    /// The process's rank in MPI_COMM_WORLD, when its log says (MPI tracing).
+    pub fn mpi_rank(&self) -> Option<u32> {
+        self.log.iter().find_map(|e| match e.event {
+            experiment::Event::Mpi { rank, .. } => Some(rank),
+            _ => None,
+        })
+    }
+
+    /// The machine the process ran on, when its start line says.
+    pub fn host(&self) -> Option<&str> {
+        self.start.as_ref()?.host.as_deref()
+    }
 }
 
 impl Model {

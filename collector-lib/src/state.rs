@@ -9,12 +9,12 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    counters, exec, heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync,
-    sys, threads, unwind, watch,
+    counters, exec, heap, io, lifecycle, log, mpi, numbers, objects, offcpu, profile, samples,
+    sync, sys, threads, unwind, watch,
 };
 use experiment::layout::{
-    SampleCause, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS,
-    KIND_SYNC, MAX_STACK_DEPTH,
+    SampleCause, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_MPI, KIND_OFFCPU, KIND_PROFILE,
+    KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -30,6 +30,7 @@ pub static SYNC: BlockFile = BlockFile::new(KIND_SYNC);
 pub static IO: BlockFile = BlockFile::new(KIND_IO);
 pub static OFFCPU: BlockFile = BlockFile::new(KIND_OFFCPU);
 pub static COUNTERS: BlockFile = BlockFile::new(KIND_COUNTERS);
+pub static MPI: BlockFile = BlockFile::new(KIND_MPI);
 pub static BUDGET: Budget = Budget::new();
 
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
@@ -246,6 +247,7 @@ fn start_steps(
     let heaptrace = config.heaptrace;
     let synctrace = config.synctrace.is_on();
     let iotrace = config.iotrace;
+    let mpitrace = config.mpitrace;
     // Off-CPU profiling needs the kernel's consent (see offcpu.rs): when
     // refused, the experiment says why and goes on without it.
     let offcpu_refused = if config.offcpu {
@@ -266,6 +268,7 @@ fn start_steps(
             io: iotrace,
             offcpu: offcpu_on,
             counters: counters_on,
+            mpi: mpitrace,
         },
     )?;
     config.expt = expt.clone();
@@ -312,13 +315,16 @@ fn start_steps(
     // for any of these.
     let per_thread = config.profile_ns > 0 || offcpu_on || counters_on;
     if live() {
-        write_kinds_line(per_thread, heaptrace, synctrace, iotrace);
+        write_kinds_line(per_thread, [heaptrace, synctrace, iotrace, mpitrace]);
     }
     if heaptrace {
         heap::prepare();
     }
     if iotrace {
         io::prepare();
+    }
+    if mpitrace {
+        mpi::prepare();
     }
     if let Some(threshold) = sync_threshold {
         sync::log_threshold(threshold);
@@ -381,7 +387,7 @@ fn start_steps(
         register_existing_threads();
     }
     if live() {
-        start_live_parts(per_thread || heaptrace || synctrace || iotrace);
+        start_live_parts(per_thread || heaptrace || synctrace || iotrace || mpitrace);
     }
     update_environment(&config, control);
     **control = Some(Current { config, expt });
@@ -399,6 +405,9 @@ fn start_steps(
     if iotrace {
         io::start_tracing();
     }
+    if mpitrace {
+        mpi::start_tracing(context == Context::ForkChild);
+    }
     if counters_on || offcpu_on {
         exec::start_guarding();
     }
@@ -407,10 +416,10 @@ fn start_steps(
 
 /// The `kinds` line of a live start: what cannot be collected without
 /// interposition, and how new threads are found.
-fn write_kinds_line(profiling: bool, heaptrace: bool, synctrace: bool, iotrace: bool) {
+fn write_kinds_line(profiling: bool, [heap, sync, io, mpi]: [bool; 4]) {
     let mut available = vec!["clock-profile", "samples"];
     let mut unavailable = Vec::new();
-    for (kind, on) in [("heap", heaptrace), ("sync", synctrace), ("io", iotrace)] {
+    for (kind, on) in [("heap", heap), ("sync", sync), ("io", io), ("mpi", mpi)] {
         if on {
             available.push(kind);
         } else {
@@ -445,17 +454,19 @@ struct Traced {
     io: bool,
     offcpu: bool,
     counters: bool,
+    mpi: bool,
 }
 
 impl Traced {
     /// (file, manifest kind, on, the block file) of each traced kind.
-    fn files(self) -> [(&'static str, &'static str, bool, &'static BlockFile); 5] {
+    fn files(self) -> [(&'static str, &'static str, bool, &'static BlockFile); 6] {
         [
             ("heap", "heap-trace", self.heap, &HEAP),
             ("sync", "sync-trace", self.sync, &SYNC),
             ("io", "io-trace", self.io, &IO),
             ("offcpu", "off-cpu", self.offcpu, &OFFCPU),
             ("counters", "counters", self.counters, &COUNTERS),
+            ("mpi", "mpi-trace", self.mpi, &MPI),
         ]
     }
 }
@@ -577,7 +588,19 @@ fn write_start_line(
         }
         line.u64("iotrace", u64::from(config.iotrace));
         line.u64("offcpu", u64::from(config.offcpu));
+        line.u64("mpitrace", u64::from(config.mpitrace));
+        line.str("host", host_name(&mut [0u8; 256]));
     });
+}
+
+/// The machine's name (gethostname), in `buf`.
+fn host_name(buf: &mut [u8]) -> &[u8] {
+    // SAFETY: gethostname writes at most `len` bytes into `buf`.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) } != 0 {
+        return b"";
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    &buf[..len]
 }
 
 /// `_f1` for founder/_f1.er, empty for the founder itself.
@@ -917,6 +940,7 @@ pub fn stop() -> bool {
     heap::stop_tracing();
     sync::stop_tracing();
     io::stop_tracing();
+    mpi::stop_tracing();
     exec::stop_guarding();
     heap::forget_current_thread();
     let offcpu_was_on = control.as_ref().is_some_and(|c| c.config.offcpu);
@@ -935,6 +959,9 @@ pub fn stop() -> bool {
     if offcpu_was_on {
         offcpu::log_totals();
     }
+    if control.as_ref().is_some_and(|c| c.config.mpitrace) {
+        mpi::log_totals();
+    }
     counters::log_totals();
     log::write("end", |_| {});
     PROFILE.close();
@@ -944,6 +971,7 @@ pub fn stop() -> bool {
     IO.close();
     OFFCPU.close();
     COUNTERS.close();
+    MPI.close();
     log::close();
     *control = None;
     lifecycle::finish_stop();
@@ -1018,6 +1046,7 @@ fn forget_parent_experiment() {
     IO.close_after_fork();
     OFFCPU.close_after_fork();
     COUNTERS.close_after_fork();
+    MPI.close_after_fork();
     log::close();
     crate::interpose::restore_mask(blocked);
 }

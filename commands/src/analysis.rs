@@ -60,6 +60,11 @@ pub enum AnalysisCommand {
     IoDetail,
     IoCallStack,
     IoStat,
+    /// The MPI tracing views: per MPI function, per rank, and the message
+    /// matrix (bytes and messages from rank to rank).
+    MpiFunctions,
+    MpiRanks,
+    MpiMatrix,
     /// Sync Wait Time and Count per synchronization object.
     SyncObjects,
     /// The manual's "Data Objects" views of the counter events that carry
@@ -132,6 +137,9 @@ impl AnalysisCommand {
             A::IoDetail => "iodetail",
             A::IoCallStack => "iocallstack",
             A::IoStat => "iostat",
+            A::MpiFunctions => "mpi_functions",
+            A::MpiRanks => "mpi_ranks",
+            A::MpiMatrix => "mpi_matrix",
             A::SyncObjects => "syncobjects",
             A::DataObjects => "data_objects",
             A::DataSingle(_) => "data_single",
@@ -358,6 +366,19 @@ pub enum MetricName {
     OffCpuTime,
     /// Total CPU Time + Off-CPU Time (`walltime`).
     WallTime,
+    // MPI tracing (the manual's MPI tracing metrics).
+    /// Wall time in the traced MPI calls (`mpitime`).
+    MpiTime,
+    /// Messages the MPI calls sent (`mpisend`).
+    MpiSends,
+    /// Bytes the MPI calls sent (`mpibytessent`).
+    MpiBytesSent,
+    /// Messages the MPI calls received (`mpireceive`).
+    MpiReceives,
+    /// Bytes the MPI calls received (`mpibytesrecv`).
+    MpiBytesReceived,
+    /// Calls of the other MPI functions: waits, barriers, init (`mpiother`).
+    MpiOtherCalls,
     /// Counter overflow profiling: the events a counter counted (named as
     /// the counter: `cycles`, `page-faults`).
     Counter(Counter),
@@ -416,6 +437,18 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("off_cpu_time", MetricName::OffCpuTime),
     ("walltime", MetricName::WallTime),
     ("wall_time", MetricName::WallTime),
+    ("mpitime", MetricName::MpiTime),
+    ("mpi_time", MetricName::MpiTime),
+    ("mpisend", MetricName::MpiSends),
+    ("mpi_sends", MetricName::MpiSends),
+    ("mpibytessent", MetricName::MpiBytesSent),
+    ("mpi_bytes_sent", MetricName::MpiBytesSent),
+    ("mpireceive", MetricName::MpiReceives),
+    ("mpi_receives", MetricName::MpiReceives),
+    ("mpibytesrecv", MetricName::MpiBytesReceived),
+    ("mpi_bytes_received", MetricName::MpiBytesReceived),
+    ("mpiother", MetricName::MpiOtherCalls),
+    ("mpi_other_calls", MetricName::MpiOtherCalls),
     ("cpi", MetricName::Cpi),
     ("ipc", MetricName::Ipc),
     ("name", MetricName::Name),
@@ -425,7 +458,9 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
 
 const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
      heapleakbytes, sync, syncn, iotime, ioreadtime, iowritetime, ioothertime, ioerrortime, \
-     ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, ioothercnt, ioerrorcnt, offcpu, walltime, cpi, ipc, name, size, address";
+     ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, ioothercnt, ioerrorcnt, offcpu, walltime, \
+     mpitime, mpisend, mpibytessent, mpireceive, mpibytesrecv, mpiother, cpi, ipc, name, size, \
+     address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
@@ -450,6 +485,12 @@ impl MetricName {
             MetricName::IoErrorCount => "ioerrorcnt",
             MetricName::OffCpuTime => "offcpu",
             MetricName::WallTime => "walltime",
+            MetricName::MpiTime => "mpitime",
+            MetricName::MpiSends => "mpisend",
+            MetricName::MpiBytesSent => "mpibytessent",
+            MetricName::MpiReceives => "mpireceive",
+            MetricName::MpiBytesReceived => "mpibytesrecv",
+            MetricName::MpiOtherCalls => "mpiother",
             MetricName::Counter(counter) => counter.spelling(),
             MetricName::Cpi => "cpi",
             MetricName::Ipc => "ipc",
@@ -472,6 +513,7 @@ impl MetricName {
                 | MetricName::IoErrorTime
                 | MetricName::OffCpuTime
                 | MetricName::WallTime
+                | MetricName::MpiTime
         )
     }
 
@@ -492,7 +534,7 @@ impl MetricName {
 
     /// The built-in metrics computed from events, in the order er_print
     /// lists them (the counters come after them, then CPI and IPC).
-    pub const DYNAMIC: [MetricName; 20] = [
+    pub const DYNAMIC: [MetricName; 26] = [
         MetricName::TotalCpu,
         MetricName::OffCpuTime,
         MetricName::WallTime,
@@ -513,6 +555,22 @@ impl MetricName {
         MetricName::BytesAllocated,
         MetricName::Leaks,
         MetricName::BytesLeaked,
+        MetricName::MpiTime,
+        MetricName::MpiSends,
+        MetricName::MpiBytesSent,
+        MetricName::MpiReceives,
+        MetricName::MpiBytesReceived,
+        MetricName::MpiOtherCalls,
+    ];
+
+    /// The MPI tracing metrics, in the order the views show them.
+    pub const MPI: [MetricName; 6] = [
+        MetricName::MpiTime,
+        MetricName::MpiSends,
+        MetricName::MpiBytesSent,
+        MetricName::MpiReceives,
+        MetricName::MpiBytesReceived,
+        MetricName::MpiOtherCalls,
     ];
 
     /// The I/O tracing metrics, in the order the views show them: the
@@ -566,6 +624,12 @@ impl MetricName {
             MetricName::IoErrorCount => "I/O Error Count",
             MetricName::OffCpuTime => "Off-CPU Time",
             MetricName::WallTime => "Wall Time",
+            MetricName::MpiTime => "MPI Time",
+            MetricName::MpiSends => "MPI Sends",
+            MetricName::MpiBytesSent => "MPI Bytes Sent",
+            MetricName::MpiReceives => "MPI Receives",
+            MetricName::MpiBytesReceived => "MPI Bytes Received",
+            MetricName::MpiOtherCalls => "Other MPI Calls",
             MetricName::Counter(counter) => counter.name(),
             MetricName::Cpi => "CPI",
             MetricName::Ipc => "IPC",
@@ -598,6 +662,12 @@ impl MetricName {
             MetricName::IoErrorCount => "io_error_count",
             MetricName::OffCpuTime => "off_cpu_time",
             MetricName::WallTime => "wall_time",
+            MetricName::MpiTime => "mpi_time",
+            MetricName::MpiSends => "mpi_sends",
+            MetricName::MpiBytesSent => "mpi_bytes_sent",
+            MetricName::MpiReceives => "mpi_receives",
+            MetricName::MpiBytesReceived => "mpi_bytes_received",
+            MetricName::MpiOtherCalls => "mpi_other_calls",
             MetricName::Counter(counter) => counter.json_key(),
             MetricName::Cpi => "cpi",
             MetricName::Ipc => "ipc",
@@ -880,6 +950,7 @@ pub struct RecordedData {
     pub heap: bool,
     pub io: bool,
     pub offcpu: bool,
+    pub mpi: bool,
     /// The counters of counter overflow profiling, in the experiments'
     /// order.
     pub counters: Vec<Counter>,
@@ -932,7 +1003,7 @@ impl MetricSpec {
     pub fn for_data(data: &RecordedData) -> MetricSpec {
         let mut spec = MetricSpec::default_spec();
         let counted = !data.counters.is_empty();
-        if !data.sync && !data.heap && !data.io && !data.offcpu && !counted {
+        if !data.sync && !data.heap && !data.io && !data.offcpu && !data.mpi && !counted {
             return spec;
         }
         let name = spec.items.pop();
@@ -978,6 +1049,9 @@ impl MetricSpec {
         }
         if data.io {
             traced.extend(MetricName::IO_DEFAULT);
+        }
+        if data.mpi {
+            traced.extend(MetricName::MPI);
         }
         for metric in traced {
             spec.items.push(MetricItem {
@@ -1863,6 +1937,9 @@ impl Args<'_> {
             "iodetail" => self.none(A::IoDetail),
             "iocallstack" => self.none(A::IoCallStack),
             "iostat" => self.none(A::IoStat),
+            "mpi_functions" => self.none(A::MpiFunctions),
+            "mpi_ranks" => self.none(A::MpiRanks),
+            "mpi_matrix" => self.none(A::MpiMatrix),
             "syncobjects" | "sync_objects" => self.none(A::SyncObjects),
             "data_objects" => self.none(A::DataObjects),
             "data_single" => self.required(parse_data_object).map(A::DataSingle),
@@ -2113,6 +2190,9 @@ mod tests {
             ("iodetail", A::IoDetail),
             ("iocallstack", A::IoCallStack),
             ("iostat", A::IoStat),
+            ("mpi_functions", A::MpiFunctions),
+            ("mpi_ranks", A::MpiRanks),
+            ("mpi_matrix", A::MpiMatrix),
             ("syncobjects", A::SyncObjects),
             ("sync_objects", A::SyncObjects),
             ("data_objects", A::DataObjects),
@@ -2425,6 +2505,16 @@ mod tests {
             MetricSpec::for_data(&io_offcpu).to_string(),
             "e.%totalcpu:i.%totalcpu:i.offcpu:i.walltime:i.iotime:i.ioreadbytes:\
              i.iowritebytes:i.ioreadcnt:i.iowritecnt:i.ioothercnt:name"
+        );
+        let mpi = RecordedData {
+            clock: true,
+            mpi: true,
+            ..RecordedData::default()
+        };
+        assert_eq!(
+            MetricSpec::for_data(&mpi).to_string(),
+            "e.%totalcpu:i.%totalcpu:i.mpitime:i.mpisend:i.mpibytessent:i.mpireceive:\
+             i.mpibytesrecv:i.mpiother:name"
         );
         assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec.clone()));
         assert_eq!(MetricSpec::default(), spec);

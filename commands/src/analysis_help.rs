@@ -49,7 +49,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          Count), iowritecnt (Write Count), ioothercnt (Other I/O Count), ioerrorcnt (I/O \
          Error Count; a failed call counts only there and in I/O Error Time); with off-CPU \
          profiling offcpu (Off-CPU Time) and walltime (Wall Time: Total CPU + Off-CPU); \
-         with counter profiling each counter by the name it was recorded under (cycles, \
+         with MPI tracing mpitime (MPI Time), mpisend (MPI Sends), mpibytessent (MPI Bytes \
+         Sent), mpireceive (MPI Receives), mpibytesrecv (MPI Bytes Received), mpiother \
+         (Other MPI Calls); with counter profiling each counter by the name it was recorded under (cycles, \
          page-faults: its events; a name that begins with e, i or a after a '.', as e.insts; \
          counter_NAME for any counter, needed when NAME reads as a built-in metric, as \
          e.counter_cpu), and with a cycles and an instructions \
@@ -59,7 +61,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          e.NAME:i.NAME for each and e.cpi:i.cpi; with traces also \
          i.offcpu:i.walltime, i.sync:i.syncn, i.heapleakbytes:i.heapleakcnt:\
          i.heapallocbytes:i.heapalloccnt and i.iotime:i.ioreadbytes:i.iowritebytes:\
-         i.ioreadcnt:i.iowritecnt:i.ioothercnt before name, and no CPU time when there was \
+         i.ioreadcnt:i.iowritecnt:i.ioothercnt and \
+         i.mpitime:i.mpisend:i.mpibytessent:i.mpireceive:i.mpibytesrecv:i.mpiother before \
+         name, and no CPU time when there was \
          no clock profiling). A sort metric the new list does not show gives way \
          to the list's first.",
         "metrics ei.%totalcpu:name",
@@ -253,6 +257,47 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          smallest_bytes, largest_bytes, by_size), other, error (calls, io_time), \
          failed_calls.",
         "iostat",
+    ),
+    entry(
+        "mpi_functions",
+        &[],
+        "mpi_functions",
+        "traced MPI calls by MPI function",
+        "With MPI tracing: per MPI function (MPI_Send, MPI_Waitall, MPI_Allreduce, ...), its \
+         calls, MPI Time, MPI Sends, MPI Bytes Sent, MPI Receives, MPI Bytes Received and \
+         Other MPI Calls, summed over the loaded experiments (every rank), most time first, \
+         with <Total>. A nonblocking receive's message counts at MPI_Irecv, its bytes at the \
+         wait or test that completed it. JSON keys: functions (name, calls, mpi_time, \
+         mpi_sends, mpi_bytes_sent, mpi_receives, mpi_bytes_received, mpi_other_calls), \
+         total.",
+        "mpi_functions",
+    ),
+    entry(
+        "mpi_ranks",
+        &[],
+        "mpi_ranks",
+        "traced MPI calls by rank, and how each rank ended",
+        "With MPI tracing: per rank of MPI_COMM_WORLD (each experiment's log says its rank), \
+         the MPI metrics, the host and the experiment, and how the process ended (its exit \
+         status, or the signal that killed it) and when (seconds since the first start). A \
+         rank whose collector did not close its experiment (killed, crashed) is said to have \
+         ended early; its data up to then is shown. JSON keys: ranks (rank, host, \
+         experiment, ended, signal, exit_code, end, early, and the MPI metrics), total, \
+         early (the ranks that ended early).",
+        "mpi_ranks",
+    ),
+    entry(
+        "mpi_matrix",
+        &[],
+        "mpi_matrix",
+        "point-to-point bytes and messages from rank to rank",
+        "With MPI tracing: the message matrix of the point-to-point calls (sends, receives, \
+         MPI_Sendrecv; collectives are not in it): bytes and messages each rank sent to each \
+         rank (rows: from, columns: to), as the senders recorded them, and the bytes as the \
+         receivers recorded them (the two differ when a rank's data is missing or a message \
+         was not received). JSON keys: ranks, bytes, messages, received_bytes (rows by \
+         sender, as ranks orders them).",
+        "mpi_matrix",
     ),
     entry(
         "syncobjects",

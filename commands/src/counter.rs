@@ -185,6 +185,12 @@ pub const RESERVED_JSON_KEYS: &[&str] = &[
     "io_error_count",
     "off_cpu_time",
     "wall_time",
+    "mpi_time",
+    "mpi_sends",
+    "mpi_bytes_sent",
+    "mpi_receives",
+    "mpi_bytes_received",
+    "mpi_other_calls",
     "cpi",
     "ipc",
 ];

@@ -603,9 +603,9 @@ static COMMANDS: &[CommandHelp] = &[
         "collector mpitrace",
         &[],
         "collector mpitrace on|off",
-        "MPI tracing (not available yet)",
-        "Accepted for dbx scripts; rdbx answers that MPI tracing is not available yet.",
-        "collector mpitrace off",
+        "MPI tracing: every MPI call, with its time, messages, bytes, peers and call stack",
+        "Traces the MPI calls of the next experiment (off by default; set before collector enable or run), as the MPI Time, MPI Sends, MPI Bytes Sent, MPI Receives, MPI Bytes Received and Other MPI Calls metrics: the point-to-point calls (MPI_Send, MPI_Bsend, MPI_Ssend, MPI_Rsend, MPI_Isend and their nonblocking forms, MPI_Recv, MPI_Irecv, MPI_Sendrecv, MPI_Sendrecv_replace, MPI_Probe, MPI_Iprobe), the completions (MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Test and its forms, MPI_Request_free), the collectives (MPI_Barrier, MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Gather(v), MPI_Scatter(v), MPI_Allgather(v), MPI_Alltoall(v), MPI_Reduce_scatter(_block), MPI_Scan, MPI_Exscan), MPI_Win_fence, MPI_Win_lock, MPI_Init, MPI_Init_thread and MPI_Finalize. The collector interposes them through the MPI profiling interface and calls the library's PMPI_ functions. Each call is recorded with its time, the messages and bytes it sent and received (a receive's bytes are what arrived; a nonblocking receive's are counted when a wait or test completes it; collectives by the manual's model: every rank exchanges with every rank, itself included), its peer ranks numbered in MPI_COMM_WORLD, tag, communicator, thread and call stack; the experiment's log says the process's rank. Bytes and ranks need Open MPI; with another MPI library the calls are timed only. A program that never calls MPI_Init runs as usual (rdbx collect warns). In a process rdbx attached to, the GOT entries of these functions are redirected from collector enable until collector disable.",
+        "collector mpitrace on",
     ),
     entry(
         "collector offcpu",
@@ -664,7 +664,7 @@ static COMMANDS: &[CommandHelp] = &[
     entry(
         "collector show",
         &[],
-        "collector show [all|profile|hwprofile|synctrace|heaptrace|iotrace|offcpu|sample|store|limit|archive]",
+        "collector show [all|profile|hwprofile|synctrace|heaptrace|iotrace|mpitrace|offcpu|sample|store|limit|archive]",
         "show the collector settings",
         "Show the settings that the next experiment will use (all by default).",
         "collector show store",

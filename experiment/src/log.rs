@@ -78,6 +78,12 @@ pub enum Event {
         index: u16,
         spec: CounterSpec,
     },
+    /// MPI_Init completed (format 1.6, with MPI tracing): the process's rank in
+    /// MPI_COMM_WORLD and the number of ranks.
+    Mpi {
+        rank: u32,
+        size: u32,
+    },
     Warning(String),
     Error(String),
     /// The collector closed the experiment cleanly.
@@ -125,6 +131,11 @@ pub struct StartInfo {
     pub iotrace: bool,
     /// The experiment records switches off the CPU (key `offcpu=1`, version 1.4).
     pub offcpu: bool,
+    /// The experiment traces MPI calls (key `mpitrace=1`, version 1.6).
+    pub mpitrace: bool,
+    /// The name of the machine the process ran on (key `host`, version 1.6); None in
+    /// older logs.
+    pub host: Option<String>,
 }
 
 /// A `sample` line: the process's resource usage (getrusage) when the sample was taken.
@@ -265,6 +276,14 @@ impl Fields<'_> {
         }
     }
 
+    /// The text `key` when the line has it, None when it has not.
+    fn optional_string(&self, key: &str) -> Result<Option<String>, String> {
+        match self.pairs.iter().any(|(k, _)| *k == key) {
+            true => self.string(key).map(Some),
+            false => Ok(None),
+        }
+    }
+
     fn named<T>(&self, key: &str, from_name: impl Fn(&str) -> Option<T>) -> Result<T, String> {
         from_name(self.raw(key)?).ok_or_else(|| format!("unknown {key}="))
     }
@@ -318,6 +337,8 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             synctrace_ns: f.optional_u64("synctrace")?,
             iotrace: f.optional_u64("iotrace")? == Some(1),
             offcpu: f.optional_u64("offcpu")? == Some(1),
+            mpitrace: f.optional_u64("mpitrace")? == Some(1),
+            host: f.optional_string("host")?,
         }),
         "sample" => Event::Sample(Sample {
             timestamp_ns,
@@ -379,6 +400,10 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
                 interval: f.u64("interval")?,
                 data_address: f.u64("address")? == 1,
             },
+        },
+        "mpi" => Event::Mpi {
+            rank: f.u32("rank")?,
+            size: f.u32("size")?,
         },
         "warning" => Event::Warning(f.string("msg")?),
         "error" => Event::Error(f.string("msg")?),
@@ -506,15 +531,20 @@ profile_ns=10000000 clock=posix-timer depth=256 sample_ns=1000000000 realtime_ns
             start.synctrace_ns, None,
             "a log older than 1.3 has no synctrace"
         );
-        let traced = parse_log(
+        let traced_log = parse_log(
             b"5 start pid=10 ppid=1 lineage= mode=collect exe=/a args=a profile_ns=0 clock=off \
-depth=256 sample_ns=0 realtime_ns=1 heaptrace=0 synctrace=1500 iotrace=1 offcpu=0\n",
+depth=256 sample_ns=0 realtime_ns=1 heaptrace=0 synctrace=1500 iotrace=1 offcpu=0 \
+mpitrace=1 host=node%2007\n6 mpi rank=3 size=4\n",
         );
-        let Event::Start(traced) = &traced[0].event else {
-            panic!("{traced:?}");
+        let Event::Start(traced) = &traced_log[0].event else {
+            panic!("{traced_log:?}");
         };
         assert_eq!(traced.synctrace_ns, Some(1500));
         assert!(traced.iotrace && !traced.offcpu);
+        assert!(traced.mpitrace);
+        assert_eq!(traced.host.as_deref(), Some("node 07"));
+        assert_eq!(start.host, None, "a log older than 1.6 names no host");
+        assert_eq!(traced_log[1].event, Event::Mpi { rank: 3, size: 4 });
         assert!(
             !start.iotrace && !start.offcpu,
             "a log older than 1.4 traces neither"
