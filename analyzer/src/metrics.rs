@@ -160,8 +160,17 @@ impl Value {
         }
     }
 
+    /// A clock event's value (what `Weights` sums without making it).
+    pub fn of_clock(entry: &EventEntry) -> Value {
+        Value {
+            ns: u64::from(entry.weight_ns),
+            events: 1,
+            ..Value::default()
+        }
+    }
+
     /// A traced wait's value.
-    fn of_wait(entry: &SyncEntry) -> Value {
+    pub fn of_wait(entry: &SyncEntry) -> Value {
         Value {
             sync_wait_ns: entry.wait_ns,
             sync_waits: 1,
@@ -170,7 +179,7 @@ impl Value {
     }
 
     /// A traced I/O call's value.
-    pub(crate) fn of_io(entry: &IoEntry) -> Value {
+    pub fn of_io(entry: &IoEntry) -> Value {
         let mut value = Value {
             io_ns: entry.call_ns,
             ..Value::default()
@@ -191,7 +200,7 @@ impl Value {
     }
 
     /// A switch off the CPU's value.
-    fn of_offcpu(entry: &OffCpuEntry) -> Value {
+    pub fn of_offcpu(entry: &OffCpuEntry) -> Value {
         Value {
             offcpu_ns: entry.off_ns,
             switches: 1,
@@ -200,7 +209,7 @@ impl Value {
     }
 
     /// A counter overflow record's value, the counter playing `role`.
-    fn of_counter(entry: &CounterEntry, role: Option<CounterRole>) -> Value {
+    pub fn of_counter(entry: &CounterEntry, role: Option<CounterRole>) -> Value {
         let mut value = Value::default();
         if let Some(events) = value.counters.get_mut(usize::from(entry.counter)) {
             *events = entry.count;
@@ -214,7 +223,7 @@ impl Value {
     }
 
     /// An allocation's value.
-    fn of_allocation(entry: &HeapEntry) -> Value {
+    pub fn of_allocation(entry: &HeapEntry) -> Value {
         let leaked = u64::from(entry.leaked);
         Value {
             allocations: 1,
