@@ -214,7 +214,7 @@ impl<'a> EventTable<'a> {
             pid: entry.start.as_ref().map(|s| s.pid as i32),
             start_ns: entry.start_ns,
             start_realtime_ns: entry.start.as_ref().map(|s| s.realtime_ns),
-            file: TableFile::create(partitions, "events", schema())?,
+            file: TableFile::create(partitions, "events", schema(), &["time", "time_ns"])?,
             stacks: UsedStacks::new(model),
             rows: 0,
             thread: Vec::new(),

@@ -116,7 +116,7 @@ pub fn write(
         Arc::new(BooleanArray::from(vec![entry.ended])),
         Arc::new(StringArray::from(vec![entry.format_version.clone()])),
     ];
-    let mut file = TableFile::create(partitions, "experiments", schema())?;
+    let mut file = TableFile::create(partitions, "experiments", schema(), &[])?;
     file.write(columns)?;
     file.finish()
 }

@@ -6,7 +6,8 @@ use crate::{Error, Result};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
+use parquet::schema::types::ColumnPath;
 use parquet::file::properties::WriterProperties;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -85,16 +86,29 @@ pub struct TableFile {
 }
 
 impl TableFile {
-    pub fn create(partitions: &Partitions, table: &str, schema: SchemaRef) -> Result<TableFile> {
+    /// `ascending` names the columns of values that mostly grow from row
+    /// to row (times): they are stored as deltas, a few bits a row, where
+    /// a dictionary of mostly distinct values would keep them whole.
+    pub fn create(
+        partitions: &Partitions,
+        table: &str,
+        schema: SchemaRef,
+        ascending: &[&str],
+    ) -> Result<TableFile> {
         let partition = partitions.partition(table);
         let path = partition.join(FILE_NAME);
         // Readers list `*.parquet` (and skip names starting with a dot).
         let tmp = partition.join(format!(".{FILE_NAME}.tmp"));
         let file = File::create(&tmp).map_err(|e| io_error(&tmp, e))?;
-        let properties = WriterProperties::builder()
+        let mut properties = WriterProperties::builder()
             .set_compression(Compression::SNAPPY)
-            .set_created_by(format!("rdbx {}", env!("CARGO_PKG_VERSION")))
-            .build();
+            .set_created_by(format!("rdbx {}", env!("CARGO_PKG_VERSION")));
+        for &column in ascending {
+            properties = properties
+                .set_column_dictionary_enabled(ColumnPath::from(column), false)
+                .set_column_encoding(ColumnPath::from(column), Encoding::DELTA_BINARY_PACKED);
+        }
+        let properties = properties.build();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(properties))
             .map_err(|e| parquet_error(&tmp, e))?;
         Ok(TableFile {

@@ -60,7 +60,7 @@ impl Frames {
 /// Writes the frames of the stacks `used`.
 pub fn write(partitions: &Partitions, model: &Model, used: &UsedStacks) -> Result<Written> {
     let view = View::new(model, &ViewSettings::default());
-    let mut file = TableFile::create(partitions, "stacks", schema())?;
+    let mut file = TableFile::create(partitions, "stacks", schema(), &[])?;
     let mut rows = Frames::default();
     let mut buffer = Vec::new();
     let mut stacks = 0;
