@@ -116,7 +116,14 @@ json.dump(out, sys.stdout, default=str)
 /// `rdbx analyze --json -c functions -c callers-callees EXPERIMENTS`.
 fn rdbx_listings(dir: &Path, experiments: &[&str]) -> (Value, Value) {
     let output = Command::new(rdbx_bin())
-        .args(["analyze", "--json", "-c", "functions", "-c", "callers-callees"])
+        .args([
+            "analyze",
+            "--json",
+            "-c",
+            "functions",
+            "-c",
+            "callers-callees",
+        ])
         .args(experiments)
         .current_dir(dir)
         .output()
@@ -263,8 +270,8 @@ fn assert_queries_match_rdbx(dir: &Path, experiments: &[&str]) {
         "heap: DuckDB (left) and rdbx (right)"
     );
 
-    let docs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md"))
-        .unwrap();
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/fleet.md")).unwrap();
     for table in ["events", "stacks", "experiments"] {
         for column in &answers[&format!("schema:{table}")] {
             let name = column["name"].as_str().unwrap();
@@ -322,7 +329,11 @@ fn duckdb_queries_of_the_export_give_the_numbers_of_rdbx_analyze() {
     for (path, bytes) in &first {
         assert!(appended.get(path) == Some(bytes), "{path:?} was rewritten");
     }
-    assert_eq!(appended.len(), first.len() + 3 * 3, "three tables of three experiments");
+    assert_eq!(
+        appended.len(),
+        first.len() + 3 * 3,
+        "three tables of three experiments"
+    );
     assert_queries_match_rdbx(&dir, &["a.er", "b.er", "c.er"]);
 
     let (functions, _) = rdbx_listings(&dir, &["c.er"]);

@@ -7,8 +7,8 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding};
-use parquet::schema::types::ColumnPath;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
