@@ -27,6 +27,16 @@ struct Options {
     /// command's document; in the REPL, as `format json`.
     #[arg(long)]
     json: bool,
+    /// Write the experiments as tables for a query engine instead of
+    /// analysing them: `--export parquet DIR` (docs/fleet.md). Appends to
+    /// DIR's tables; what is there is never rewritten.
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["FORMAT", "DIR"],
+        conflicts_with_all = ["commands", "scripts", "json"]
+    )]
+    export: Option<Vec<String>>,
     /// The experiments (founders; their descendants are included).
     #[arg(required = true, value_name = "EXPERIMENT")]
     experiments: Vec<PathBuf>,
@@ -43,6 +53,9 @@ pub fn main(args: Vec<String>) -> i32 {
                 return if e.use_stderr() { 2 } else { 0 };
             }
         };
+    if let Some(export) = &options.export {
+        return export_tables(export, &options.experiments);
+    }
     let mut analysis = match Analysis::open(&options.experiments) {
         Ok(a) => a,
         Err(e) => {
@@ -70,6 +83,37 @@ pub fn main(args: Vec<String>) -> i32 {
         false => run_batch(&mut analysis, &lines),
     };
     i32::from(failed)
+}
+
+/// `--export FORMAT DIR`: writes `experiments` into DIR's tables, saying
+/// each one as it is written; the exit status (2 when one cannot be).
+fn export_tables(export: &[String], experiments: &[PathBuf]) -> i32 {
+    let [format, dir] = export else {
+        return 2;
+    };
+    if format != "parquet" {
+        eprintln!("rdbx analyze: cannot export as {format}: the format is parquet");
+        return 2;
+    }
+    let dir = PathBuf::from(dir);
+    let written = export::export_parquet(&dir, experiments, |progress| match progress {
+        export::Progress::Warning(warning) => eprintln!("rdbx: warning: {warning}"),
+        export::Progress::Exported(e) => println!(
+            "exported {} as experiment={}: {} events, {} stacks, {} bytes",
+            e.path.display(),
+            e.id,
+            e.events,
+            e.stacks,
+            e.bytes
+        ),
+    });
+    match written {
+        Ok(_) => 0,
+        Err(e) => {
+            eprintln!("rdbx analyze: {e}");
+            2
+        }
+    }
 }
 
 /// The lines of the -x scripts, then the -c commands, in that order.

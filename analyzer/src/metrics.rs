@@ -214,8 +214,17 @@ impl Value {
         }
     }
 
+    /// A clock event's value (what `Weights` sums without making it).
+    pub fn of_clock(entry: &EventEntry) -> Value {
+        Value {
+            ns: u64::from(entry.weight_ns),
+            events: 1,
+            ..Value::default()
+        }
+    }
+
     /// A traced wait's value.
-    fn of_wait(entry: &SyncEntry) -> Value {
+    pub fn of_wait(entry: &SyncEntry) -> Value {
         Value {
             sync_wait_ns: entry.wait_ns,
             sync_waits: 1,
@@ -226,7 +235,7 @@ impl Value {
     /// A traced I/O call's value. As in gprofng, a call that failed counts
     /// only as an error (its time in I/O Error Time, not in its class's);
     /// a transfer is a read and a write, its time the write's.
-    pub(crate) fn of_io(entry: &IoEntry) -> Value {
+    pub fn of_io(entry: &IoEntry) -> Value {
         let mut value = Value {
             io_ns: entry.call_ns,
             ..Value::default()
@@ -257,7 +266,7 @@ impl Value {
     }
 
     /// A traced MPI call's value (or a completed receive's: its bytes).
-    pub(crate) fn of_mpi(entry: &MpiEntry) -> Value {
+    pub fn of_mpi(entry: &MpiEntry) -> Value {
         let call = u64::from(!entry.completion);
         let other = entry.op.class() == experiment::mpi::MpiClass::Other;
         Value {
@@ -273,7 +282,7 @@ impl Value {
     }
 
     /// A switch off the CPU's value.
-    fn of_offcpu(entry: &OffCpuEntry) -> Value {
+    pub fn of_offcpu(entry: &OffCpuEntry) -> Value {
         Value {
             offcpu_ns: entry.off_ns,
             switches: 1,
@@ -282,7 +291,7 @@ impl Value {
     }
 
     /// A counter overflow record's value, the counter playing `role`.
-    fn of_counter(entry: &CounterEntry, role: Option<CounterRole>) -> Value {
+    pub fn of_counter(entry: &CounterEntry, role: Option<CounterRole>) -> Value {
         let mut value = Value::default();
         if let Some(events) = value.counters.get_mut(usize::from(entry.counter)) {
             *events = entry.count;
@@ -296,7 +305,7 @@ impl Value {
     }
 
     /// An allocation's value.
-    fn of_allocation(entry: &HeapEntry) -> Value {
+    pub fn of_allocation(entry: &HeapEntry) -> Value {
         let leaked = u64::from(entry.leaked);
         Value {
             allocations: 1,
