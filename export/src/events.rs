@@ -22,6 +22,7 @@ enum Kind {
     Io,
     OffCpu,
     Counter,
+    Mpi,
 }
 
 impl Kind {
@@ -33,6 +34,7 @@ impl Kind {
             Kind::Io => "io",
             Kind::OffCpu => "offcpu",
             Kind::Counter => "counter",
+            Kind::Mpi => "mpi",
         }
     }
 }
@@ -172,6 +174,9 @@ pub fn write(
         let name = counter.map(|c| MetricName::Counter(c.metric).json_key());
         let counted = (name, entry.count);
         table.push(Kind::Counter, &entry.as_event(), value, Some(counted))?;
+    }
+    for entry in model.mpi.iter().filter(|e| mine(&e.as_event())) {
+        table.push(Kind::Mpi, &entry.as_event(), Value::of_mpi(entry), None)?;
     }
     table.finish()
 }

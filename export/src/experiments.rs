@@ -18,15 +18,14 @@ pub struct Placement {
     pub rank: Option<i32>,
 }
 
-/// The host and MPI rank of `entry`'s process, for its rows of every table.
-///
-/// HOST AND RANK PLUG IN HERE: experiments of format 1.6 record them
-/// (`Experiment::host()`, `Experiment::mpi_rank()` of the experiment
-/// crate's reader); this export is older than those accessors, so both are
-/// null (the columns are nullable, and experiments of older formats will
-/// keep them null).
-pub fn placement(_entry: &ExperimentEntry) -> Placement {
-    Placement::default()
+/// The host and MPI rank of `entry`'s process, for its rows of every
+/// table: null for experiments older than format 1.6 (which record
+/// neither) and for a process that was not an MPI rank.
+pub fn placement(entry: &ExperimentEntry) -> Placement {
+    Placement {
+        host: entry.host().map(str::to_string),
+        rank: entry.mpi_rank().and_then(|rank| i32::try_from(rank).ok()),
+    }
 }
 
 /// The experiment's id: its partition value (`experiment=ID`) in every
