@@ -14,6 +14,7 @@ pub mod export;
 pub mod info;
 pub mod io;
 pub mod load;
+mod matching;
 mod memory;
 pub mod metrics;
 pub mod model;

@@ -5,6 +5,7 @@
 //! `Model::warnings`, never a failure, so a cut or corrupted experiment still
 //! shows what it holds.
 
+use crate::matching::{FunctionMatches, ObjectVersions};
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
 use crate::stack_ids::Lookup;
@@ -288,7 +289,10 @@ struct Mapping {
 #[derive(Default)]
 struct Builder {
     model: Model,
-    object_ids: HashMap<PathBuf, ObjectId>,
+    /// Load objects by path and build (see `matching`).
+    objects: ObjectVersions,
+    /// Functions of different builds of one object, matched by name.
+    matches: FunctionMatches,
     /// Opened symbol files by object id (None: unreadable, already warned).
     files: HashMap<ObjectId, Option<ObjectFile>>,
     /// The model's stacks while they are being read (see `RecordedStacks`).
@@ -748,28 +752,35 @@ impl Builder {
         mappings
     }
 
+    /// The object of `path` as the current experiment's archive says it
+    /// was built: the same file at another address is the same object, a
+    /// rebuilt one another (its symbols are read from its own file).
     fn object_id(&mut self, path: &Path) -> ObjectId {
-        if let Some(&id) = self.object_ids.get(path) {
+        let version = crate::matching::version_of(&self.archive, path);
+        if let Some(id) = self.objects.get(path, &version) {
             return id;
         }
         let id = self.model.objects.len() as ObjectId;
-        let hidden_function = self.push_function(FunctionEntry {
-            name: format!("<{}>", basename(path)),
-            linkage_name: format!("<{}>", basename(path)),
-            object: Some(id),
-            address: 0,
-            size: 0,
-            kind: FunctionKind::Special,
-            aliases: Vec::new(),
-            source: None,
-            source_line: None,
-        });
+        // Every build of a path hides as one `<name>`.
+        let hidden_function = match self.objects.add(id, path, version) {
+            Some(first) => self.model.object(first).hidden_function,
+            None => self.push_function(FunctionEntry {
+                name: format!("<{}>", basename(path)),
+                linkage_name: format!("<{}>", basename(path)),
+                object: Some(id),
+                address: 0,
+                size: 0,
+                kind: FunctionKind::Special,
+                aliases: Vec::new(),
+                source: None,
+                source_line: None,
+            }),
+        };
         self.model.objects.push(ObjectEntry {
             path: path.to_path_buf(),
             symbols_from: None,
             hidden_function,
         });
-        self.object_ids.insert(path.to_path_buf(), id);
         id
     }
 
@@ -941,7 +952,8 @@ impl Builder {
             PcSymbol::Unknown => {}
             PcSymbol::Plt => {
                 entry.plt = true;
-                entry.function = self.special(FunctionKey::Plt(object), "@plt".into(), object);
+                let any_build = self.objects.first_of_path(object);
+                entry.function = self.special(FunctionKey::Plt(any_build), "@plt".into(), object);
             }
             PcSymbol::Static { region } => {
                 let name = format!(
@@ -961,25 +973,17 @@ impl Builder {
                 line,
                 inlined,
             } => {
-                let key = FunctionKey::Normal(object, start, name.clone());
-                entry.function = match self.function_ids.get(&key) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.push_function(FunctionEntry {
-                            name,
-                            linkage_name,
-                            object: Some(object),
-                            address: start,
-                            size,
-                            kind: FunctionKind::Normal,
-                            aliases,
-                            source,
-                            source_line,
-                        });
-                        self.function_ids.insert(key, id);
-                        id
-                    }
-                };
+                entry.function = self.normal_function(FunctionEntry {
+                    name,
+                    linkage_name,
+                    object: Some(object),
+                    address: start,
+                    size,
+                    kind: FunctionKind::Normal,
+                    aliases,
+                    source,
+                    source_line,
+                });
                 entry.line = line.map(|l| self.line_id(l));
                 entry.inlined = inlined
                     .into_iter()
@@ -991,6 +995,33 @@ impl Builder {
             }
         }
         entry
+    }
+
+    /// The id of an out-of-line function of an object: known already by
+    /// its address in this build, or the same function of another build
+    /// (same name and source file), or new.
+    fn normal_function(&mut self, entry: FunctionEntry) -> FunctionId {
+        let object = entry.object.unwrap_or_default();
+        let key = FunctionKey::Normal(object, entry.address, entry.name.clone());
+        if let Some(&id) = self.function_ids.get(&key) {
+            return id;
+        }
+        let (name, source) = (&entry.name, &entry.source);
+        let id = match self.matches.find(&self.objects, object, name, source) {
+            Some(id) => {
+                let starts = &mut self.model.starts_in_other_builds;
+                starts.insert((object, id), entry.address);
+                id
+            }
+            None => {
+                let (name, source) = (name.clone(), source.clone());
+                let id = self.push_function(entry);
+                self.matches.add(&self.objects, object, &name, &source, id);
+                id
+            }
+        };
+        self.function_ids.insert(key, id);
+        id
     }
 
     fn special(&mut self, key: FunctionKey, name: String, object: ObjectId) -> FunctionId {
@@ -1025,12 +1056,16 @@ impl Builder {
     /// "Inlined Functions": the out-of-line copy appears in the function
     /// list).
     fn inlined_function(&mut self, object: ObjectId, name: String) -> FunctionId {
-        let key = FunctionKey::Inlined(object, name.clone());
+        let any_build = self.objects.first_of_path(object);
+        let key = FunctionKey::Inlined(any_build, name.clone());
         if let Some(&id) = self.function_ids.get(&key) {
             return id;
         }
+        let objects = &self.objects;
         let out_of_line = self.function_ids.iter().find_map(|(k, &id)| match k {
-            FunctionKey::Normal(o, _, n) if *o == object && *n == name => Some(id),
+            FunctionKey::Normal(o, _, n) if objects.first_of_path(*o) == any_build && *n == name => {
+                Some(id)
+            }
             _ => None,
         });
         let id = match out_of_line {

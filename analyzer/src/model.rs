@@ -540,6 +540,11 @@ pub struct Model {
     pub counters: Vec<CounterInfo>,
     /// Counter overflow records, in order of their experiments.
     pub counter_events: Vec<CounterEntry>,
+    /// Where a function starts in the other builds of its object (the
+    /// function's own `address` is its first build's), by (that build's
+    /// object, function): an instruction is named by its offset in the
+    /// function as that build laid it out.
+    pub starts_in_other_builds: std::collections::HashMap<(ObjectId, FunctionId), u64>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).
@@ -573,6 +578,20 @@ impl Model {
     pub fn has_cycles_and_instructions(&self) -> bool {
         self.counter_with(CounterRole::Cycles).is_some()
             && self.counter_with(CounterRole::Instructions).is_some()
+    }
+
+    /// Where function `id` starts in the build `object` (its own
+    /// `address` in its first build).
+    pub fn function_start(&self, id: FunctionId, object: Option<ObjectId>) -> u64 {
+        let f = self.function(id);
+        match object {
+            Some(o) if Some(o) != f.object => self
+                .starts_in_other_builds
+                .get(&(o, id))
+                .copied()
+                .unwrap_or(f.address),
+            _ => f.address,
+        }
     }
 
     /// The kernel thread id of `event`'s thread.

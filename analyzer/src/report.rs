@@ -212,11 +212,12 @@ impl Context<'_> {
     pub fn pc_name(&self, id: PcId) -> String {
         let pc = self.model.pc(id);
         let function = self.model.function(pc.function);
-        if function.kind == FunctionKind::Normal && pc.offset >= function.address {
+        let start = self.model.function_start(pc.function, pc.object);
+        if function.kind == FunctionKind::Normal && pc.offset >= start {
             format!(
                 "{} + 0x{:x}",
                 self.function_name(pc.function),
-                pc.offset - function.address
+                pc.offset - start
             )
         } else {
             format!("{} @ 0x{:x}", self.function_name(pc.function), pc.address)
