@@ -8,9 +8,11 @@
 //! - [`report`] renders the listings as aligned text or JSON.
 
 pub mod annotate;
+pub mod compare;
 pub mod data_views;
 pub mod dataspace;
 pub mod export;
+pub mod groups;
 pub mod info;
 pub mod io;
 pub mod load;
@@ -45,6 +47,8 @@ pub enum Error {
     NoExperiment,
     #[error("too many experiments (at most 65535)")]
     TooMany,
+    #[error("{}: {reason}", .path.display())]
+    Group { path: std::path::PathBuf, reason: String },
     #[error("{}: {source}", .path.display())]
     Io {
         path: std::path::PathBuf,

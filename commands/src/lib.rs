@@ -18,7 +18,7 @@ mod signal;
 mod words;
 
 pub use analysis::{
-    parse_analysis, AnalysisCommand, BinaryOp, Counter, FilterExpr, FilterField, FilterSetting,
+    parse_analysis, AnalysisCommand, BinaryOp, CompareMode, Counter, ExperimentSelection, FilterExpr, FilterField, FilterSetting,
     FunctionRef, ListSelection, MetricItem, MetricKind, MetricKinds, MetricName, MetricSpec,
     NameStyle, ObjectSelection, OutputFormat, PathMapping, RecordedData, SortSpec, UnaryOp,
     FILTER_MAX_DEPTH, FILTER_MAX_NESTING,
