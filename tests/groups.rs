@@ -545,3 +545,88 @@ fn a_killed_experiment_loads_and_says_it_ended_early() {
     assert!(spun > 0.1, "phase_one: {spun} s");
     assert!(inclusive(&docs[2], "scaled") > 0.0);
 }
+
+/// `rdbx analyze --json ARGS` with the analyzer merging clock events
+/// (`RDBX_MERGE_EVENTS_BEYOND=0`) or keeping each (a limit no run reaches).
+fn documents_merged(dir: &Path, merged: bool, args: &[&str]) -> Vec<Value> {
+    let limit = if merged { "0" } else { "1000000000" };
+    let out = Command::new(rdbx_bin())
+        .arg("analyze")
+        .arg("--json")
+        .args(args)
+        .env("RDBX_MERGE_EVENTS_BEYOND", limit)
+        .current_dir(dir)
+        .output()
+        .expect("run rdbx analyze");
+    assert!(out.status.success(), "{}", text(&out));
+    match serde_json::from_slice(&out.stdout) {
+        Ok(Value::Array(docs)) => docs,
+        other => panic!("not one JSON array: {other:?}\n{}", text(&out)),
+    }
+}
+
+#[test]
+fn merged_clock_events_give_the_numbers_each_event_gives() {
+    let dir = scratch_dir("groups-merged");
+    // Threads, samples every 0.1 s, and a second run: every dimension a
+    // selection can keep.
+    for name in ["t1.er", "t2.er"] {
+        let output = Command::new(rdbx_bin())
+            .args(["collect", "-p", "hi", "-S", "0.1", "-o", name])
+            .arg(phases())
+            .args(["threads", "0.3"])
+            .current_dir(&dir)
+            .output()
+            .expect("run rdbx collect");
+        assert!(output.status.success(), "{}", text(&output));
+    }
+    let commands = [
+        "functions",
+        "lines",
+        "callers-callees",
+        "thread_list",
+        "sample_list",
+        "cpu_list",
+        "experiment_list",
+        "thread_select 2",
+        "functions",
+        "thread_select all",
+        "sample_select 2-3",
+        "functions",
+        "sample_select all",
+        "cpu_select 0",
+        "functions",
+        "cpu_select all",
+        "experiment_select 2",
+        "functions",
+        "experiment_select all",
+        "filters thread == 1 && sample > 1",
+        "functions",
+        // Time needs each event: the merged analysis reads them again.
+        "filters time > 0.2",
+        "functions",
+        "overview",
+    ];
+    let mut args = vec!["t1.er", "t2.er"];
+    for command in commands {
+        args.extend(["-c", command]);
+    }
+    let each = documents_merged(&dir, false, &args);
+    let merged = documents_merged(&dir, true, &args);
+    assert_eq!(each.len(), merged.len());
+    for (i, (a, b)) in each.iter().zip(&merged).enumerate() {
+        if a["report"] == "overview" {
+            assert_eq!(a["total"], b["total"]);
+            assert_eq!(a["selected"], b["selected"]);
+            continue;
+        }
+        assert_eq!(a, b, "document {i} ({}) differs when merged", a["report"]);
+    }
+    // Merged until the time filter, then each event again.
+    let overview = documents_merged(&dir, true, &["t1.er", "t2.er", "-c", "overview"]);
+    assert_eq!(overview[0]["clock_events_merged"], true);
+    let entries = overview[0]["clock_entries"].as_u64().unwrap();
+    let events = overview[0]["total"]["events"].as_u64().unwrap();
+    assert!(entries < events, "{entries} entries for {events} events");
+    assert_eq!(merged.last().unwrap()["clock_events_merged"], false);
+}

@@ -23,7 +23,7 @@ fn events_of<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a EventEntry> {
 
 fn add(value: &mut Value, event: &EventEntry) {
     value.ns += u64::from(event.weight_ns);
-    value.events += 1;
+    value.events += u64::from(event.count);
 }
 
 fn mark(selected: bool) -> &'static str {
@@ -442,6 +442,13 @@ pub fn overview(ctx: &Context) -> Report {
         percent(selected.ns, all.ns),
         selected.events
     ));
+    if ctx.model.events_merged {
+        text.push_str(&format!(
+            "Clock events:       merged into {} entries of one experiment, thread, CPU, sample \
+             and stack (a filter on time reads each event again)\n",
+            ctx.model.events.len()
+        ));
+    }
     for counter in &counters {
         text.push_str(&format!(
             "{:<20}{} events; selected {} ({}%)\n",
@@ -462,6 +469,8 @@ pub fn overview(ctx: &Context) -> Report {
         "counters": counters.iter().map(|c| c.json.clone()).collect::<Vec<_>>(),
         "total": value_json(all),
         "selected": value_json(selected),
+        "clock_entries": ctx.model.events.len(),
+        "clock_events_merged": ctx.model.events_merged,
     });
     Report { text, json }
 }

@@ -35,7 +35,7 @@ pub mod heap;
 pub mod heap_report;
 
 pub use functions::{clock_profile, ClockProfile, FunctionTime};
-pub use load::load;
+pub use load::{load, load_with, EventDetail};
 pub use model::Model;
 pub use session::{Analysis, Outcome};
 

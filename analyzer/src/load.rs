@@ -22,12 +22,41 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Loads `paths` (each a founder or descendant experiment) and, with
-/// `descendants`, every descendant inside each of them.
+/// `descendants`, every descendant inside each of them; each clock event
+/// its own entry.
 pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
+    load_with(paths, descendants, EventDetail::Each)
+}
+
+/// How clock events are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventDetail {
+    /// Each its own entry (with its time).
+    Each,
+    /// Merged (see `EventEntry::count`) when the experiments' profiles
+    /// hold more than [`merge_beyond`] events: many experiments of a
+    /// job take the memory of their distinct stacks, threads and samples,
+    /// not of their events.
+    Auto,
+}
+
+/// The number of clock events beyond which [`EventDetail::Auto`] merges
+/// them: `RDBX_MERGE_EVENTS_BEYOND` when set (0: always), else 8 million
+/// (256 MB of entries).
+pub fn merge_beyond() -> u64 {
+    std::env::var("RDBX_MERGE_EVENTS_BEYOND")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(8_000_000)
+}
+
+/// [`load`], keeping clock events as `detail` says.
+pub fn load_with(paths: &[PathBuf], descendants: bool, detail: EventDetail) -> Result<Model> {
     if paths.is_empty() {
         return Err(Error::NoExperiment);
     }
     let mut builder = Builder::default();
+    let mut all = Vec::new();
     for path in paths {
         let founder = Experiment::open(path)?;
         let archive = founder.archive_index().unwrap_or_else(|e| {
@@ -44,8 +73,18 @@ pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
                 }
             }
         }
-        for expt in &dirs {
-            builder.add_experiment(expt, &archive, &archives_dir)?;
+        all.push((dirs, archive, archives_dir));
+    }
+    let events: usize = all
+        .iter()
+        .flat_map(|(dirs, _, _)| dirs)
+        .map(|expt| stored_bytes(expt, "profile") / experiment::layout::CLOCK_EVENT_SIZE)
+        .sum();
+    builder.merge_events = detail == EventDetail::Auto && events as u64 > merge_beyond();
+    builder.model.events_merged = builder.merge_events;
+    for (dirs, archive, archives_dir) in &all {
+        for expt in dirs {
+            builder.add_experiment(expt, archive, archives_dir)?;
         }
     }
     Ok(builder.finish())
@@ -301,6 +340,8 @@ struct Builder {
     line_ids: HashMap<LineEntry, LineId>,
     /// (experiment, looked-up address) -> pc.
     pc_ids: FxHashMap<(u16, u64), PcId>,
+    /// (load object, offset in it) -> pc: every experiment's.
+    pc_by_instruction: FxHashMap<(ObjectId, u64), PcId>,
     /// What stack building asks of each pc, by pc id: known once, not
     /// recomputed for each of a hundred million frames.
     pc_traits: Vec<PcTraits>,
@@ -308,6 +349,8 @@ struct Builder {
     archives_dir: PathBuf,
     /// Mapped size of the `[vdso]` object (to check our own is the same).
     vdso_size: HashMap<ObjectId, u64>,
+    /// Clock events of one thread, CPU, sample and stack make one entry.
+    merge_events: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -432,7 +475,10 @@ impl Builder {
         // Sized from the files up front: no copy of hundreds of megabytes
         // when a vector doubles.
         reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
-        reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
+        // Merged events take a fraction of that, found as they come.
+        if !self.merge_events {
+            reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
+        }
         // Neither vector grows past what was reserved (the files hold no
         // more), so they stay put until the join below.
         let spares = vec![
@@ -475,58 +521,77 @@ impl Builder {
         let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
         let mut tally = Tally::default();
-        // Events go in batches: the table entries of a batch's stacks are
-        // fetched from memory together, not one cache miss after another.
-        let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
-        let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
-        let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
-            for record in batch.iter() {
-                stacks.by_id.prefetch(record.stack_id);
+        let event_stats = match self.merge_events {
+            true => {
+                let mut merged = MergedEvents::default();
+                let mut samples = SampleIntervals::new(&entry.samples);
+                let stats = expt.for_each_clock_event(|record| {
+                    let at = record.timestamp_ns;
+                    if tally.admit(&plausible, at, at, at) {
+                        let thread = threads.number(record.tid);
+                        merged.add(&record, thread, samples.of(at));
+                    }
+                })?;
+                self.add_merged_events(index, merged, &mut stacks, &mappings, &mut tally);
+                stats
             }
-            // The records first used here are rewritten below: fetch them
-            // (their place, then their slots) before the walk needs them.
-            firsts.clear();
-            for record in batch.iter() {
-                if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
-                    firsts.push(r);
-                    stacks
-                        .records
-                        .get(r as usize)
-                        .map(crate::memory::prefetch_one);
-                }
-            }
-            for &r in &firsts {
-                if let Some(span) = stacks.records.get(r as usize) {
-                    let arena = self.stacks.arena_mut();
-                    let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
-                    crate::memory::prefetch(slots);
-                }
-            }
-            for record in batch.drain(..) {
-                let at = record.timestamp_ns;
-                if !tally.admit(&plausible, at, at, at) {
-                    continue;
-                }
-                let stack = self.model_stack(index, &mut stacks, record.stack_id, &mappings);
-                let stack = tally.stack(stack);
-                self.model.events.push(EventEntry {
-                    experiment: index,
-                    thread: threads.number(record.tid),
-                    cpu: record.cpu,
-                    time_ns: record.timestamp_ns,
-                    weight_ns: record.weight_ns,
-                    stack,
-                    sample: sample_of(&entry.samples, record.timestamp_ns),
-                });
+            false => {
+                // Events go in batches: the table entries of a batch's stacks are
+                // fetched from memory together, not one cache miss after another.
+                let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
+                let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
+                let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
+                    for record in batch.iter() {
+                        stacks.by_id.prefetch(record.stack_id);
+                    }
+                    // The records first used here are rewritten below: fetch them
+                    // (their place, then their slots) before the walk needs them.
+                    firsts.clear();
+                    for record in batch.iter() {
+                        if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
+                            firsts.push(r);
+                            stacks
+                                .records
+                                .get(r as usize)
+                                .map(crate::memory::prefetch_one);
+                        }
+                    }
+                    for &r in &firsts {
+                        if let Some(span) = stacks.records.get(r as usize) {
+                            let arena = self.stacks.arena_mut();
+                            let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
+                            crate::memory::prefetch(slots);
+                        }
+                    }
+                    for record in batch.drain(..) {
+                        let at = record.timestamp_ns;
+                        if !tally.admit(&plausible, at, at, at) {
+                            continue;
+                        }
+                        let stack = self.model_stack(index, &mut stacks, record.stack_id, &mappings);
+                        let stack = tally.stack(stack);
+                        self.model.events.push(EventEntry {
+                            experiment: index,
+                            thread: threads.number(record.tid),
+                            cpu: record.cpu,
+                            time_ns: record.timestamp_ns,
+                            weight_ns: record.weight_ns,
+                            stack,
+                            sample: sample_of(&entry.samples, record.timestamp_ns),
+                            count: 1,
+                        });
+                    }
+                };
+                let stats = expt.for_each_clock_event(|record| {
+                    batch.push(record);
+                    if batch.len() == EVENT_BATCH {
+                        add_batch(&mut batch);
+                    }
+                })?;
+                add_batch(&mut batch);
+                stats
             }
         };
-        let event_stats = expt.for_each_clock_event(|record| {
-            batch.push(record);
-            if batch.len() == EVENT_BATCH {
-                add_batch(&mut batch);
-            }
-        })?;
-        add_batch(&mut batch);
         drop(populating);
         if expt.manifest().kinds.iter().any(|k| k == "sync-trace") {
             let sync_stats = expt.for_each_sync_event(|record| {
@@ -731,6 +796,35 @@ impl Builder {
         Ok(())
     }
 
+    /// Makes the merged clock events of experiment `index` entries of the
+    /// model, each stack looked up once per entry (not per event).
+    fn add_merged_events(
+        &mut self,
+        index: u16,
+        merged: MergedEvents,
+        stacks: &mut RecordedStacks,
+        mappings: &[Mapping],
+        tally: &mut Tally,
+    ) {
+        reserve(&mut self.model.events, merged.entries.len());
+        for entry in merged.entries {
+            let stack = self.model_stack(index, stacks, entry.stack_id, mappings);
+            if stack == NO_STACK {
+                tally.lost += u64::from(entry.count);
+            }
+            self.model.events.push(EventEntry {
+                experiment: index,
+                thread: entry.thread,
+                cpu: entry.cpu,
+                time_ns: entry.first_ns,
+                weight_ns: entry.weight_ns,
+                stack,
+                sample: entry.sample,
+                count: entry.count,
+            });
+        }
+    }
+
     fn mappings(&mut self, log: &[experiment::LogEvent]) -> Vec<Mapping> {
         let mut mappings = Vec::new();
         for event in log {
@@ -910,7 +1004,15 @@ impl Builder {
     }
 
     fn symbolize_pc(&mut self, experiment: u16, address: u64, mappings: &[Mapping]) -> PcId {
-        let entry = match mappings.iter().find(|m| m.lo <= address && address < m.hi) {
+        let mapping = mappings.iter().find(|m| m.lo <= address && address < m.hi);
+        let instruction = mapping.map(|m| (m.object, address.wrapping_sub(m.base)));
+        // The same instruction of the same file, recorded by another
+        // experiment (at its own address): one pc, symbolized once.
+        if let Some(&id) = instruction.and_then(|i| self.pc_by_instruction.get(&i)) {
+            self.pc_ids.insert((experiment, address), id);
+            return id;
+        }
+        let entry = match mapping {
             Some(m) => self.symbolize_in(m.object, address, address.wrapping_sub(m.base)),
             None => PcEntry {
                 object: None,
@@ -930,6 +1032,9 @@ impl Builder {
         });
         self.model.pcs.push(entry);
         self.pc_ids.insert((experiment, address), id);
+        if let Some(instruction) = instruction {
+            self.pc_by_instruction.insert(instruction, id);
+        }
         id
     }
 
@@ -1169,6 +1274,78 @@ impl Builder {
     }
 }
 
+/// One experiment's clock events merged (see `EventEntry::count`): one
+/// entry per context (thread, sample and CPU) and recorded stack. Contexts
+/// are few and change seldom from one event to the next, so each has its
+/// own small table of stacks, which stays in cache while its events come.
+#[derive(Default)]
+struct MergedEvents {
+    contexts: FxHashMap<(u32, u32, u16), u32>,
+    last_context: Option<((u32, u32, u16), u32)>,
+    /// Per context: recorded stack id -> entry.
+    stacks: Vec<FxHashMap<u64, u32>>,
+    entries: Vec<MergedEntry>,
+}
+
+/// The events of one context and recorded stack (or as many as one entry
+/// can sum).
+struct MergedEntry {
+    thread: u32,
+    sample: u32,
+    cpu: u16,
+    stack_id: u64,
+    first_ns: u64,
+    weight_ns: u32,
+    count: u32,
+}
+
+impl MergedEvents {
+    fn context(&mut self, thread: u32, sample: u32, cpu: u16) -> usize {
+        let context = (thread, sample, cpu);
+        if let Some((last, number)) = self.last_context {
+            if last == context {
+                return number as usize;
+            }
+        }
+        let next = self.contexts.len() as u32;
+        let number = *self.contexts.entry(context).or_insert(next);
+        if number == next {
+            self.stacks.push(FxHashMap::default());
+        }
+        self.last_context = Some((context, number));
+        number as usize
+    }
+
+    /// Adds `record` (of dbx's thread `thread`, in sample `sample`) to the
+    /// entry of its context and stack, or as a new entry when there is
+    /// none or it is full.
+    fn add(&mut self, record: &experiment::ClockEventRecord, thread: u32, sample: u32) {
+        let context = self.context(thread, sample, record.cpu);
+        let table = &mut self.stacks[context];
+        if let Some(entry) = table
+            .get(&record.stack_id)
+            .and_then(|&i| self.entries.get_mut(i as usize))
+        {
+            let weight = entry.weight_ns.checked_add(record.weight_ns);
+            if let (Some(weight), Some(count)) = (weight, entry.count.checked_add(1)) {
+                entry.weight_ns = weight;
+                entry.count = count;
+                return;
+            }
+        }
+        table.insert(record.stack_id, self.entries.len() as u32);
+        self.entries.push(MergedEntry {
+            thread,
+            sample,
+            cpu: record.cpu,
+            stack_id: record.stack_id,
+            first_ns: record.timestamp_ns,
+            weight_ns: record.weight_ns,
+            count: 1,
+        });
+    }
+}
+
 /// What is lost with data file `file` of an experiment.
 fn missing_file_consequence(file: &str) -> String {
     let lost = match file {
@@ -1391,6 +1568,40 @@ impl PlausibleTimes {
     }
 }
 
+/// [`sample_of`] for events that come mostly in time order: the interval
+/// of the last answer is tried first.
+struct SampleIntervals<'a> {
+    samples: &'a [experiment::log::Sample],
+    /// (after, up to) in ns, and the sample of that interval.
+    last: Option<(u64, u64, u32)>,
+}
+
+impl<'a> SampleIntervals<'a> {
+    fn new(samples: &'a [experiment::log::Sample]) -> Self {
+        SampleIntervals {
+            samples,
+            last: None,
+        }
+    }
+
+    fn of(&mut self, timestamp_ns: u64) -> u32 {
+        if let Some((after, up_to, number)) = self.last {
+            if after < timestamp_ns && timestamp_ns <= up_to {
+                return number;
+            }
+        }
+        let index = self.samples.partition_point(|s| s.timestamp_ns < timestamp_ns);
+        let after = match index.checked_sub(1) {
+            Some(i) => self.samples[i].timestamp_ns,
+            None => 0,
+        };
+        let up_to = self.samples.get(index).map_or(u64::MAX, |s| s.timestamp_ns);
+        let number = sample_of(self.samples, timestamp_ns);
+        self.last = Some((after, up_to, number));
+        number
+    }
+}
+
 /// Sample N covers (sample N-1, sample N]; events after the last sample
 /// fall in the still-open sample last+1.
 fn sample_of(samples: &[experiment::log::Sample], timestamp_ns: u64) -> u32 {
@@ -1415,6 +1626,31 @@ mod tests {
         );
         assert_eq!(size, Some(16 + 8 * pcs.len()));
         start
+    }
+
+    #[test]
+    fn sample_intervals_answer_as_sample_of() {
+        let sample = |timestamp_ns, number| experiment::log::Sample {
+            timestamp_ns,
+            number,
+            cause: experiment::layout::SampleCause::Periodic,
+            label: String::new(),
+            utime_ns: 0,
+            stime_ns: 0,
+            minflt: 0,
+            majflt: 0,
+            nvcsw: 0,
+            nivcsw: 0,
+            inblock: 0,
+            oublock: 0,
+            rss_kb: 0,
+        };
+        let samples = [sample(10, 1), sample(20, 2), sample(20, 3), sample(35, 4)];
+        let mut intervals = SampleIntervals::new(&samples);
+        let times = [0, 5, 10, 11, 20, 20, 21, 35, 36, 1_000, 3, 19, 35, 12];
+        for t in times {
+            assert_eq!(intervals.of(t), sample_of(&samples, t), "at {t}");
+        }
     }
 
     #[test]

@@ -471,7 +471,7 @@ impl Weights {
                 sums.add_word(slot, at, u64::from(event.weight_ns));
             }
             if let Some(at) = events_at {
-                sums.add_word(slot, at, 1);
+                sums.add_word(slot, at, u64::from(event.count));
             }
         }
         let mut packed = vec![0u64; layout.width()];

@@ -225,6 +225,11 @@ pub struct EventEntry {
     pub stack: StackId,
     /// The sample (of its experiment) the event falls in, from 1.
     pub sample: u32,
+    /// The clock events this entry stands for: 1, or (when the loader
+    /// merged events, `Model::events_merged`) every event of its
+    /// experiment, thread, CPU, sample and stack, `weight_ns` their sum
+    /// and `time_ns` the first one's.
+    pub count: u32,
 }
 
 pub const NO_STACK: StackId = StackId::MAX;
@@ -241,6 +246,7 @@ impl EventEntry {
             weight_ns: 0,
             stack,
             sample,
+            count: 1,
         }
     }
 }
@@ -549,6 +555,10 @@ pub struct Model {
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).
     pub origin_ns: u64,
+    /// Clock events of one experiment, thread, CPU, sample and stack were
+    /// merged into one entry (see `EventEntry::count`): exact for every
+    /// selection but a filter on time, which needs each event's.
+    pub events_merged: bool,
 }
 
 impl Model {

@@ -9,7 +9,8 @@ use crate::metrics::{View, ViewSettings, Weights};
 use crate::model::*;
 use crate::report::{self, Context, MetricColumn, Report, ReportSettings, SortKey};
 use crate::compare::{self, Comparison};
-use crate::{export, load, Result};
+use crate::load::{load_with, EventDetail};
+use crate::{export, Result};
 use crate::groups::ExperimentGroups;
 use commands::{
     AnalysisCommand, CompareMode, ExperimentSelection, FilterExpr, FilterField, FilterSetting,
@@ -53,6 +54,9 @@ pub struct Analysis {
     groups: ExperimentGroups,
     experiments: ExperimentSelection,
     compare: CompareMode,
+    /// Keep each clock event (a filter on time needs them), even when
+    /// there are enough to be merged.
+    each_event: bool,
     metrics: MetricSpec,
     sort: SortSpec,
     /// The user chose the metrics or the sort: a reload keeps them (else
@@ -76,7 +80,7 @@ impl Analysis {
     /// Opens `paths` (experiments, with their descendants, and experiment
     /// group files).
     pub fn open(paths: &[PathBuf]) -> Result<Analysis> {
-        let (model, groups) = load_groups(paths, true)?;
+        let (model, groups) = load_groups(paths, true, EventDetail::Auto)?;
         let metrics = default_metrics(&model);
         let sort = metrics.default_sort();
         let mut analysis = Analysis {
@@ -86,6 +90,7 @@ impl Analysis {
             groups,
             experiments: ExperimentSelection::Numbers(ListSelection::All),
             compare: CompareMode::Off,
+            each_event: false,
             settings: ReportSettings {
                 text_only: true,
                 ..ReportSettings::default()
@@ -117,7 +122,11 @@ impl Analysis {
             .iter()
             .map(|&o| self.model.object(o).path.clone())
             .collect();
-        (self.model, self.groups) = load_groups(&self.arguments, self.descendants)?;
+        let detail = match self.each_event {
+            true => EventDetail::Each,
+            false => EventDetail::Auto,
+        };
+        (self.model, self.groups) = load_groups(&self.arguments, self.descendants, detail)?;
         self.view_settings.hidden_objects = hidden
             .iter()
             .filter_map(|p| self.model.objects.iter().position(|o| &o.path == p))
@@ -373,6 +382,11 @@ impl Analysis {
                 "filter cleared\n".to_string()
             }
             C::Filters(Some(FilterSetting::Expr(expr))) => {
+                if self.model.events_merged && mentions_time(expr) {
+                    // Merged events keep no time of their own: read each.
+                    self.each_event = true;
+                    self.reload().map_err(|e| e.to_string())?;
+                }
                 self.filter = Some(expr.clone());
                 format!("filter: {expr}\n")
             }
@@ -913,10 +927,14 @@ impl Analysis {
 /// The model of the experiments `arguments` name (a group file's
 /// experiments read again: a job may have added some), and which of its
 /// experiments each argument stands for.
-fn load_groups(arguments: &[PathBuf], descendants: bool) -> Result<(Model, ExperimentGroups)> {
+fn load_groups(
+    arguments: &[PathBuf],
+    descendants: bool,
+    detail: EventDetail,
+) -> Result<(Model, ExperimentGroups)> {
     let (specs, warnings) = crate::groups::read_arguments(arguments)?;
     let founders: Vec<PathBuf> = specs.iter().flat_map(|g| g.founders.clone()).collect();
-    let mut model = load(&founders, descendants)?;
+    let mut model = load_with(&founders, descendants, detail)?;
     let groups = ExperimentGroups::of(&model, &specs);
     model.warnings.splice(0..0, warnings);
     Ok((model, groups))
@@ -981,6 +999,16 @@ fn kind_letters_hint(model: &Model, name: &str) -> String {
             c.name()
         ),
         None => String::new(),
+    }
+}
+
+/// Whether `expr` asks an event's time (`time`, `TSTAMP`).
+fn mentions_time(expr: &FilterExpr) -> bool {
+    match expr {
+        FilterExpr::Number(_) => false,
+        FilterExpr::Field(field) => matches!(field, FilterField::Time | FilterField::Tstamp),
+        FilterExpr::Unary { operand, .. } => mentions_time(operand),
+        FilterExpr::Binary { left, right, .. } => mentions_time(left) || mentions_time(right),
     }
 }
 
