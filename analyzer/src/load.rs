@@ -806,8 +806,9 @@ impl Builder {
         mappings: &[Mapping],
         tally: &mut Tally,
     ) {
-        reserve(&mut self.model.events, merged.entries.len());
-        for entry in merged.entries {
+        let entries = merged.finish();
+        reserve(&mut self.model.events, entries.len());
+        for entry in entries {
             let stack = self.model_stack(index, stacks, entry.stack_id, mappings);
             if stack == NO_STACK {
                 tally.lost += u64::from(entry.count);
@@ -1277,14 +1278,23 @@ impl Builder {
 /// One experiment's clock events merged (see `EventEntry::count`): one
 /// entry per context (thread, sample and CPU) and recorded stack. Contexts
 /// are few and change seldom from one event to the next, so each has its
-/// own small table of stacks, which stays in cache while its events come.
+/// own small table of stacks, with the running sums in it: what an event
+/// touches stays in cache.
 #[derive(Default)]
 struct MergedEvents {
     contexts: FxHashMap<(u32, u32, u16), u32>,
     last_context: Option<((u32, u32, u16), u32)>,
-    /// Per context: recorded stack id -> entry.
-    stacks: Vec<FxHashMap<u64, u32>>,
+    /// Per context: recorded stack id -> its entry and the sums so far.
+    stacks: Vec<FxHashMap<u64, RunningSum>>,
     entries: Vec<MergedEntry>,
+}
+
+/// An entry's sums while its events come.
+#[derive(Clone, Copy)]
+struct RunningSum {
+    entry: u32,
+    weight_ns: u32,
+    count: u32,
 }
 
 /// The events of one context and recorded stack (or as many as one entry
@@ -1322,18 +1332,24 @@ impl MergedEvents {
     fn add(&mut self, record: &experiment::ClockEventRecord, thread: u32, sample: u32) {
         let context = self.context(thread, sample, record.cpu);
         let table = &mut self.stacks[context];
-        if let Some(entry) = table
-            .get(&record.stack_id)
-            .and_then(|&i| self.entries.get_mut(i as usize))
-        {
-            let weight = entry.weight_ns.checked_add(record.weight_ns);
-            if let (Some(weight), Some(count)) = (weight, entry.count.checked_add(1)) {
-                entry.weight_ns = weight;
-                entry.count = count;
+        if let Some(sum) = table.get_mut(&record.stack_id) {
+            let weight = sum.weight_ns.checked_add(record.weight_ns);
+            if let (Some(weight), Some(count)) = (weight, sum.count.checked_add(1)) {
+                sum.weight_ns = weight;
+                sum.count = count;
                 return;
             }
+            // Full: its sums are final.
+            let full = *sum;
+            let entry = &mut self.entries[full.entry as usize];
+            (entry.weight_ns, entry.count) = (full.weight_ns, full.count);
         }
-        table.insert(record.stack_id, self.entries.len() as u32);
+        let sum = RunningSum {
+            entry: self.entries.len() as u32,
+            weight_ns: record.weight_ns,
+            count: 1,
+        };
+        table.insert(record.stack_id, sum);
         self.entries.push(MergedEntry {
             thread,
             sample,
@@ -1343,6 +1359,17 @@ impl MergedEvents {
             weight_ns: record.weight_ns,
             count: 1,
         });
+    }
+
+    /// The entries, their sums final.
+    fn finish(mut self) -> Vec<MergedEntry> {
+        for table in &self.stacks {
+            for sum in table.values() {
+                let entry = &mut self.entries[sum.entry as usize];
+                (entry.weight_ns, entry.count) = (sum.weight_ns, sum.count);
+            }
+        }
+        self.entries
     }
 }
 
