@@ -104,7 +104,9 @@ fn rows_named(doc: &Value, name: &str) -> usize {
 
 /// Inclusive seconds of the function row `name` of a `functions` document.
 fn inclusive(doc: &Value, name: &str) -> f64 {
-    row(doc, name)["inclusive"]["seconds"].as_f64().expect("seconds")
+    row(doc, name)["inclusive"]["seconds"]
+        .as_f64()
+        .expect("seconds")
 }
 
 /// Per function: (exclusive ns, inclusive ns), for exact comparisons.
@@ -170,9 +172,15 @@ fn compare_shows_the_ratio_of_a_function_made_twice_as_slow() {
         assert!(r["ratio"][0].is_null() && r["delta"][0].is_null());
     }
     // The text form shows the same ratio under the second group's name.
-    let out = analyze(&dir, &["--compare=ratio", "base.er", "new.er", "-c", "functions"]);
+    let out = analyze(
+        &dir,
+        &["--compare=ratio", "base.er", "new.er", "-c", "functions"],
+    );
     let listing = String::from_utf8_lossy(&out.stdout);
-    assert!(listing.contains("ratio") && listing.contains("new.er"), "{listing}");
+    assert!(
+        listing.contains("ratio") && listing.contains("new.er"),
+        "{listing}"
+    );
     let line = listing
         .lines()
         .find(|l| l.ends_with(" scaled"))
@@ -183,7 +191,10 @@ fn compare_shows_the_ratio_of_a_function_made_twice_as_slow() {
         .and_then(|s| s.split_whitespace().next())
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no ratio in {line:?}"));
-    assert!((shown - measured("scaled")).abs() <= measured("scaled") * 0.1, "{line}");
+    assert!(
+        (shown - measured("scaled")).abs() <= measured("scaled") * 0.1,
+        "{line}"
+    );
     // Delta: the second group's difference from the baseline.
     let (docs, _) = documents(
         &dir,
@@ -193,7 +204,10 @@ fn compare_shows_the_ratio_of_a_function_made_twice_as_slow() {
         .as_f64()
         .unwrap();
     let truth = new["scaled"] - base["scaled"];
-    assert!((delta - truth).abs() <= truth * 0.1 + 0.02, "{delta} vs {truth}");
+    assert!(
+        (delta - truth).abs() <= truth * 0.1 + 0.02,
+        "{delta} vs {truth}"
+    );
     // One group cannot be compared.
     let out = analyze(&dir, &["--compare", "base.er", "-c", "functions"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -237,9 +251,15 @@ fn a_difference_flame_graph_is_red_where_a_function_grew_and_blue_where_it_shran
     assert!(out.status.success(), "{}", text(&out));
     let svg = std::fs::read_to_string(dir.join("grew.svg")).expect("the SVG");
     let (r, g, b, title) = frame_fill(&svg, "scaled");
-    assert!(r == 255 && g < 200 && b < 200, "scaled grew: {title} rgb({r},{g},{b})");
+    assert!(
+        r == 255 && g < 200 && b < 200,
+        "scaled grew: {title} rgb({r},{g},{b})"
+    );
     let (r, g, b, title) = frame_fill(&svg, "steady");
-    assert!(r >= 230 && g >= 230 && b >= 230, "steady did not change much: {title} rgb({r},{g},{b})");
+    assert!(
+        r >= 230 && g >= 230 && b >= 230,
+        "steady did not change much: {title} rgb({r},{g},{b})"
+    );
     // Collapsed stacks: the baseline's value, then the second group's.
     let folded = std::fs::read_to_string(dir.join("grew.txt")).unwrap();
     let scaled = folded
@@ -256,12 +276,22 @@ fn a_difference_flame_graph_is_red_where_a_function_grew_and_blue_where_it_shran
     // The other way round, scaled shrank.
     let out = analyze(
         &dir,
-        &["new.er", "base.er", "-c", "compare on", "-c", "flamegraph shrank.svg"],
+        &[
+            "new.er",
+            "base.er",
+            "-c",
+            "compare on",
+            "-c",
+            "flamegraph shrank.svg",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out));
     let svg = std::fs::read_to_string(dir.join("shrank.svg")).expect("the SVG");
     let (r, g, b, title) = frame_fill(&svg, "scaled");
-    assert!(b == 255 && r < 200 && g < 200, "scaled shrank: {title} rgb({r},{g},{b})");
+    assert!(
+        b == 255 && r < 200 && g < 200,
+        "scaled shrank: {title} rgb({r},{g},{b})"
+    );
 }
 
 #[test]
@@ -272,7 +302,12 @@ fn experiment_groups_are_read_from_erg_files_as_a_job_writes_them() {
     std::fs::create_dir_all(&job).unwrap();
     let mut measured = Vec::new();
     for (i, factor) in ["1", "2", "3"].iter().enumerate() {
-        measured.push(collect(&job, &format!("job.{i}.er"), &program, &[factor, "300"]));
+        measured.push(collect(
+            &job,
+            &format!("job.{i}.er"),
+            &program,
+            &[factor, "300"],
+        ));
     }
     collect(&dir, "other.er", &program, &["1", "300"]);
     // As concurrent writers may leave it: a line twice, an experiment not
@@ -292,9 +327,15 @@ fn experiment_groups_are_read_from_erg_files_as_a_job_writes_them() {
         .collect();
     assert_eq!(paths, ["job/job.0.er", "job/job.1.er", "job/job.2.er"]);
     assert!(experiments.iter().all(|e| e["group"] == 1));
-    assert!(stderr.contains("job.0.er is listed again: read once"), "{stderr}");
+    assert!(
+        stderr.contains("job.0.er is listed again: read once"),
+        "{stderr}"
+    );
     assert!(stderr.contains("missing.er cannot be read"), "{stderr}");
-    assert!(stderr.contains("last line \"job.3.e\" is unfinished"), "{stderr}");
+    assert!(
+        stderr.contains("last line \"job.3.e\" is unfinished"),
+        "{stderr}"
+    );
     // Summed: each function's time is the three runs' together.
     let scaled: f64 = measured.iter().map(|m| m["scaled"]).sum();
     let recorded = inclusive(&docs[1], "scaled");
@@ -309,19 +350,45 @@ fn experiment_groups_are_read_from_erg_files_as_a_job_writes_them() {
     );
     let (docs, stderr) = documents(
         &dir,
-        &["--compare", "other.er", "job/job.erg", "nested.erg", "-c", "experiment_list", "-c", "functions"],
+        &[
+            "--compare",
+            "other.er",
+            "job/job.erg",
+            "nested.erg",
+            "-c",
+            "experiment_list",
+            "-c",
+            "functions",
+        ],
     );
-    assert!(stderr.contains("nested.erg, line 2: job/job.erg is a group"), "{stderr}");
+    assert!(
+        stderr.contains("nested.erg, line 2: job/job.erg is a group"),
+        "{stderr}"
+    );
     let groups: Vec<Vec<u64>> = docs[0]["groups"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|g| g["experiments"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect())
+        .map(|g| {
+            g["experiments"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n.as_u64().unwrap())
+                .collect()
+        })
         .collect();
     assert_eq!(groups, vec![vec![1], vec![2, 3, 4], vec![5]]);
     let compared = row(&docs[1], "scaled");
-    let group_seconds = |g: usize| compared["groups"][g]["inclusive"]["seconds"].as_f64().unwrap();
-    assert!((group_seconds(1) - recorded).abs() < 1e-9, "the group sums its runs");
+    let group_seconds = |g: usize| {
+        compared["groups"][g]["inclusive"]["seconds"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        (group_seconds(1) - recorded).abs() < 1e-9,
+        "the group sums its runs"
+    );
     // Not a group, not an experiment: refused.
     write_file(&dir.join("notes.erg"), "job.0.er\n");
     let out = analyze(&dir, &["notes.erg", "-c", "functions"]);
@@ -397,7 +464,19 @@ fn runs_at_other_addresses_and_other_builds_are_one_row_per_function() {
         })
         .collect();
     assert_ne!(bases[0], bases[1], "address-space randomization is off?");
-    let (docs, _) = documents(&dir, &["one.er", "two.er", "-c", "functions", "-c", "pcs", "-c", "objects"]);
+    let (docs, _) = documents(
+        &dir,
+        &[
+            "one.er",
+            "two.er",
+            "-c",
+            "functions",
+            "-c",
+            "pcs",
+            "-c",
+            "objects",
+        ],
+    );
     for name in ["steady", "scaled", "main"] {
         assert_eq!(rows_named(&docs[0], name), 1, "{name} in {:#}", docs[0]);
     }
@@ -410,7 +489,11 @@ fn runs_at_other_addresses_and_other_builds_are_one_row_per_function() {
     let mut unique = pcs.clone();
     unique.sort();
     unique.dedup();
-    assert_eq!(unique.len(), pcs.len(), "an instruction listed twice: {pcs:?}");
+    assert_eq!(
+        unique.len(),
+        pcs.len(),
+        "an instruction listed twice: {pcs:?}"
+    );
     assert_eq!(rows_named(&docs[2], "compare-O1"), 1);
     // Two builds of one path: the first archived (its copy kept), then the
     // program rebuilt differently in place and run again.
@@ -430,7 +513,17 @@ fn runs_at_other_addresses_and_other_builds_are_one_row_per_function() {
     let first = collect_with(&dir, "old.er", &built, &["1", "300"], &["-A", "copy"]);
     build(&["-O2", "-fno-inline-functions"]);
     let second = collect(&dir, "rebuilt.er", &built, &["2", "300"]);
-    let (docs, stderr) = documents(&dir, &["old.er", "rebuilt.er", "-c", "functions", "-c", "object_list"]);
+    let (docs, stderr) = documents(
+        &dir,
+        &[
+            "old.er",
+            "rebuilt.er",
+            "-c",
+            "functions",
+            "-c",
+            "object_list",
+        ],
+    );
     assert!(!stderr.contains("<Unknown>"), "{stderr}");
     for name in ["steady", "scaled"] {
         assert_eq!(rows_named(&docs[0], name), 1, "{name} in {:#}", docs[0]);
@@ -449,7 +542,10 @@ fn runs_at_other_addresses_and_other_builds_are_one_row_per_function() {
         .filter(|o| o["name"] == "prog")
         .collect();
     assert_eq!(objects.len(), 2, "{:#}", docs[1]);
-    assert!(objects[0]["symbols_from"].as_str().unwrap().contains("archives"));
+    assert!(objects[0]["symbols_from"]
+        .as_str()
+        .unwrap()
+        .contains("archives"));
     assert_eq!(objects[1]["symbols_from"], built.to_string_lossy().as_ref());
 }
 
@@ -509,12 +605,27 @@ fn a_killed_experiment_loads_and_says_it_ended_early() {
     collect(&dir, "fine.er", &compare_program(), &["1", "100"]);
     let (docs, stderr) = documents(
         &dir,
-        &["whole.er", "program.er", "fine.er", "-c", "experiment_list", "-c", "header", "-c", "functions"],
+        &[
+            "whole.er",
+            "program.er",
+            "fine.er",
+            "-c",
+            "experiment_list",
+            "-c",
+            "header",
+            "-c",
+            "functions",
+        ],
     );
     let experiments = docs[0]["experiments"].as_array().unwrap();
     let ends: Vec<(&str, bool)> = experiments
         .iter()
-        .map(|e| (e["end"].as_str().unwrap(), e["ended_normally"].as_bool().unwrap()))
+        .map(|e| {
+            (
+                e["end"].as_str().unwrap(),
+                e["ended_normally"].as_bool().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         ends,
@@ -531,13 +642,21 @@ fn a_killed_experiment_loads_and_says_it_ended_early() {
         .iter()
         .map(|n| n.as_str().unwrap())
         .collect();
-    assert!(notes.contains(&"experiment 1 (whole.er) ended early: cut short (no end record)"), "{notes:?}");
-    assert!(notes.contains(&"experiment 2 (program.er) ended early: killed by signal 9"), "{notes:?}");
+    assert!(
+        notes.contains(&"experiment 1 (whole.er) ended early: cut short (no end record)"),
+        "{notes:?}"
+    );
+    assert!(
+        notes.contains(&"experiment 2 (program.er) ended early: killed by signal 9"),
+        "{notes:?}"
+    );
     // Different programs in one analysis: allowed, and said.
     assert!(
-        notes.iter().any(|n| n.starts_with("the experiments ran different programs")
-            && n.contains("(experiment 1, 2)")
-            && n.contains("compare-O1 (experiment 3)")),
+        notes
+            .iter()
+            .any(|n| n.starts_with("the experiments ran different programs")
+                && n.contains("(experiment 1, 2)")
+                && n.contains("compare-O1 (experiment 3)")),
         "{notes:?}"
     );
     // What the killed runs recorded is there.

@@ -44,14 +44,22 @@ impl Comparison<'_> {
             .enumerate()
             .map(|(g, group)| {
                 let role = if g == 0 { "baseline " } else { "" };
-                format!("{role}{} ({})", group.name, experiments_text(&group.experiments))
+                format!(
+                    "{role}{} ({})",
+                    group.name,
+                    experiments_text(&group.experiments)
+                )
             })
             .collect();
         let json: Vec<Json> = self
             .groups
             .iter()
             .map(|group| {
-                let numbers: Vec<u32> = group.experiments.iter().map(|&e| u32::from(e) + 1).collect();
+                let numbers: Vec<u32> = group
+                    .experiments
+                    .iter()
+                    .map(|&e| u32::from(e) + 1)
+                    .collect();
                 json!({"name": group.name, "experiments": numbers})
             })
             .collect();
@@ -697,8 +705,14 @@ mod tests {
             ns,
             ..Value::default()
         };
-        assert_eq!(delta_text(MetricName::TotalCpu, v(50_000_000), v(110_000_000)), "+0.060");
-        assert_eq!(delta_text(MetricName::TotalCpu, v(110_000_000), v(50_000_000)), "-0.060");
+        assert_eq!(
+            delta_text(MetricName::TotalCpu, v(50_000_000), v(110_000_000)),
+            "+0.060"
+        );
+        assert_eq!(
+            delta_text(MetricName::TotalCpu, v(110_000_000), v(50_000_000)),
+            "-0.060"
+        );
         let leaks = |n| Value {
             leaks: n,
             ..Value::default()

@@ -314,10 +314,7 @@ mod tests {
     fn entries_are_first_words_of_lines_after_the_header() {
         let text = "#analyzer experiment group\n a.er  extra\n\n# comment\nb.er\n  #c.er\nc";
         let entries = listed_entries(text);
-        let texts: Vec<(&str, usize)> = entries
-            .iter()
-            .map(|e| (e.text.as_str(), e.line))
-            .collect();
+        let texts: Vec<(&str, usize)> = entries.iter().map(|e| (e.text.as_str(), e.line)).collect();
         assert_eq!(texts, vec![("a.er", 2), ("b.er", 5), ("c", 7)]);
     }
 }

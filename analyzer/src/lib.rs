@@ -48,7 +48,10 @@ pub enum Error {
     #[error("too many experiments (at most 65535)")]
     TooMany,
     #[error("{}: {reason}", .path.display())]
-    Group { path: std::path::PathBuf, reason: String },
+    Group {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("{}: {source}", .path.display())]
     Io {
         path: std::path::PathBuf,

@@ -568,7 +568,8 @@ impl Builder {
                         if !tally.admit(&plausible, at, at, at) {
                             continue;
                         }
-                        let stack = self.model_stack(index, &mut stacks, record.stack_id, &mappings);
+                        let stack =
+                            self.model_stack(index, &mut stacks, record.stack_id, &mappings);
                         let stack = tally.stack(stack);
                         self.model.events.push(EventEntry {
                             experiment: index,
@@ -1169,7 +1170,9 @@ impl Builder {
         }
         let objects = &self.objects;
         let out_of_line = self.function_ids.iter().find_map(|(k, &id)| match k {
-            FunctionKey::Normal(o, _, n) if objects.first_of_path(*o) == any_build && *n == name => {
+            FunctionKey::Normal(o, _, n)
+                if objects.first_of_path(*o) == any_build && *n == name =>
+            {
                 Some(id)
             }
             _ => None,
@@ -1617,7 +1620,9 @@ impl<'a> SampleIntervals<'a> {
                 return number;
             }
         }
-        let index = self.samples.partition_point(|s| s.timestamp_ns < timestamp_ns);
+        let index = self
+            .samples
+            .partition_point(|s| s.timestamp_ns < timestamp_ns);
         let after = match index.checked_sub(1) {
             Some(i) => self.samples[i].timestamp_ns,
             None => 0,

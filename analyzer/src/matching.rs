@@ -36,7 +36,9 @@ pub(crate) struct ObjectVersions {
 impl ObjectVersions {
     /// The object of `path` built as `version`, if known.
     pub(crate) fn get(&self, path: &Path, version: &Option<String>) -> Option<ObjectId> {
-        self.ids.get(&(path.to_path_buf(), version.clone())).copied()
+        self.ids
+            .get(&(path.to_path_buf(), version.clone()))
+            .copied()
     }
 
     /// Records a new object (the next id); the first object of the same
@@ -89,7 +91,11 @@ impl FunctionMatches {
         name: &str,
         source: &Option<PathBuf>,
     ) -> Option<FunctionId> {
-        let identity = (versions.first_of_path(object), name.to_string(), source.clone());
+        let identity = (
+            versions.first_of_path(object),
+            name.to_string(),
+            source.clone(),
+        );
         let candidates = self.by_identity.get(&identity)?;
         let id = candidates
             .iter()
@@ -108,7 +114,11 @@ impl FunctionMatches {
         source: &Option<PathBuf>,
         id: FunctionId,
     ) {
-        let identity = (versions.first_of_path(object), name.to_string(), source.clone());
+        let identity = (
+            versions.first_of_path(object),
+            name.to_string(),
+            source.clone(),
+        );
         self.by_identity.entry(identity).or_default().push(id);
         self.taken.insert((object, id));
     }
@@ -153,7 +163,10 @@ mod tests {
     #[test]
     fn builds_are_told_apart_by_build_id_then_size_and_time() {
         let archive = [archived("/a", Some("ab12")), archived("/b", None)];
-        assert_eq!(version_of(&archive, Path::new("/a")).as_deref(), Some("ab12"));
+        assert_eq!(
+            version_of(&archive, Path::new("/a")).as_deref(),
+            Some("ab12")
+        );
         assert_eq!(
             version_of(&archive, Path::new("/b")).as_deref(),
             Some("size 10, mtime 20")

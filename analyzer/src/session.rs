@@ -3,15 +3,15 @@
 //! objects, output format) and the execution of each command. The REPL and
 //! `rdbx analyze -c` only read lines and print what this returns.
 
+use crate::compare::{self, Comparison};
 use crate::data_views::{DataSources, DataView, NO_DATA_ADDRESSES};
+use crate::groups::ExperimentGroups;
 use crate::info;
+use crate::load::{load_with, EventDetail};
 use crate::metrics::{View, ViewSettings, Weights};
 use crate::model::*;
 use crate::report::{self, Context, MetricColumn, Report, ReportSettings, SortKey};
-use crate::compare::{self, Comparison};
-use crate::load::{load_with, EventDetail};
 use crate::{export, Result};
-use crate::groups::ExperimentGroups;
 use commands::{
     AnalysisCommand, CompareMode, ExperimentSelection, FilterExpr, FilterField, FilterSetting,
     FunctionRef, ListSelection, MetricName, MetricSpec, ObjectSelection, OutputFormat, SortSpec,
@@ -658,7 +658,9 @@ impl Analysis {
                     .copied()
                     .unwrap_or(0),
             );
-            kept.get(usize::from(event.experiment)).copied().unwrap_or(false)
+            kept.get(usize::from(event.experiment))
+                .copied()
+                .unwrap_or(false)
                 && self.samples.contains(u64::from(event.sample))
                 && self.threads.contains(u64::from(event.thread))
                 && self.cpus.contains(u64::from(event.cpu))

@@ -196,8 +196,7 @@ impl Table {
 fn group_line(labels: &[(usize, usize, String)], widths: &mut [usize]) -> String {
     let mut line = String::new();
     let mut column = 0;
-    let start_of =
-        |widths: &[usize], c: usize| widths[..c].iter().map(|w| w + 2).sum::<usize>();
+    let start_of = |widths: &[usize], c: usize| widths[..c].iter().map(|w| w + 2).sum::<usize>();
     for (first, count, label) in labels {
         let (first, count) = (*first, (*count).max(1));
         if first + count > widths.len() || first < column {

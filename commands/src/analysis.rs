@@ -298,9 +298,7 @@ impl ExperimentSelection {
         let text = text.trim();
         let (word, rest) = text.split_at(text.find(char::is_whitespace).unwrap_or(text.len()));
         match word {
-            "rank" | "ranks" => {
-                ListSelection::parse_from(rest, 0).map(ExperimentSelection::Ranks)
-            }
+            "rank" | "ranks" => ListSelection::parse_from(rest, 0).map(ExperimentSelection::Ranks),
             "host" | "hosts" => {
                 let hosts: Vec<String> = rest
                     .split(',')
@@ -2263,7 +2261,10 @@ mod tests {
             ok("experiment_select host a, b"),
             A::ExperimentSelect(E::Hosts(vec!["a".into(), "b".into()]))
         );
-        assert_eq!(E::Hosts(vec!["a".into(), "b".into()]).to_string(), "host a,b");
+        assert_eq!(
+            E::Hosts(vec!["a".into(), "b".into()]).to_string(),
+            "host a,b"
+        );
         assert!(err("experiment_select 0").contains("numbers count from 1, got 0"));
         assert!(err("experiment_select host").contains("missing host name"));
         assert!(err("experiment_select").contains("missing list"));

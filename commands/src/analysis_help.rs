@@ -515,7 +515,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "write a flame graph",
         "Write an SVG flame graph of the selected events' stacks to FILE.svg, of the sort \
          metric (CPU time, or a heap metric: sort i.heapleakbytes first for a flame graph of \
-         the bytes leaked; a counter's events: sort e.cycles; not a ratio, cpi or ipc).",
+         the bytes leaked; a counter's events: sort e.cycles; not a ratio, cpi or ipc). In \
+         compare mode, the difference of the second group from the baseline: frames as wide \
+         as the second group's values, red where their own value grew, blue where it shrank.",
         "flamegraph out.svg",
     ),
     entry(
@@ -525,7 +527,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "write collapsed stacks",
         "Write the selected events' stacks in the collapsed format (one line per stack: \
          frames joined by ';', then a space and the sort metric's value: microseconds of CPU \
-         time, or a heap metric's count or bytes, or a counter's events) to FILE.",
+         time, or a heap metric's count or bytes, or a counter's events) to FILE. In compare \
+         mode each line has the baseline's value, then the second group's (the differential \
+         format of flamegraph.pl and inferno).",
         "collapsed out.folded",
     ),
     entry(
