@@ -82,12 +82,66 @@ pub fn load_with(paths: &[PathBuf], descendants: bool, detail: EventDetail) -> R
         .sum();
     builder.merge_events = detail == EventDetail::Auto && events as u64 > merge_beyond();
     builder.model.events_merged = builder.merge_events;
-    for (dirs, archive, archives_dir) in &all {
-        for expt in dirs {
-            builder.add_experiment(expt, archive, archives_dir)?;
+    if !builder.merge_events {
+        for (dirs, archive, archives_dir) in &all {
+            for expt in dirs {
+                builder.add_experiment(expt, archive, archives_dir, None)?;
+            }
         }
+        return Ok(builder.finish());
     }
-    Ok(builder.finish())
+    // A helper thread reads and merges the next experiment's clock events
+    // while this one symbolizes and stores the current one's.
+    std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let experiments: Vec<&Experiment> = all.iter().flat_map(|(dirs, _, _)| dirs).collect();
+        scope.spawn(move || {
+            for expt in experiments {
+                if sender.send(collect_clock_events(expt)).is_err() {
+                    break;
+                }
+            }
+        });
+        for (dirs, archive, archives_dir) in &all {
+            for expt in dirs {
+                let collected = receiver.recv().ok();
+                builder.add_experiment(expt, archive, archives_dir, collected)?;
+            }
+        }
+        Ok(builder.finish())
+    })
+}
+
+/// One experiment's clock events read and merged, apart from the model.
+struct CollectedEvents {
+    merged: MergedEvents,
+    threads: ThreadNumbers,
+    tally: Tally,
+    stats: experiment::BlockStats,
+}
+
+/// Reads and merges `expt`'s clock events (see [`MergedEvents`]), its
+/// threads numbered as [`Builder::add_experiment`] numbers them.
+fn collect_clock_events(expt: &Experiment) -> Result<CollectedEvents> {
+    let entry = experiment_entry(expt, expt.log()?);
+    let plausible = PlausibleTimes::of(&entry.log);
+    let mut threads = ThreadNumbers::new(&entry);
+    let mut tally = Tally::default();
+    let mut merged = MergedEvents::default();
+    let mut samples = SampleIntervals::new(&entry.samples);
+    let stats = expt.for_each_clock_event(|record| {
+        let at = record.timestamp_ns;
+        if tally.admit(&plausible, at, at, at) {
+            let thread = threads.number(record.tid);
+            merged.add(&record, thread, samples.of(at));
+        }
+    })?;
+    Ok(CollectedEvents {
+        merged,
+        threads,
+        tally,
+        stats,
+    })
 }
 
 /// Events whose stacks are looked up together.
@@ -458,11 +512,15 @@ impl Builder {
         Some(slot)
     }
 
+    /// Adds experiment `expt` (of the founder whose archive is `archive`);
+    /// with merged events, `collected` are its clock events when a helper
+    /// thread read them already.
     fn add_experiment(
         &mut self,
         expt: &Experiment,
         archive: &[ArchivedObject],
         archives_dir: &Path,
+        collected: Option<Result<CollectedEvents>>,
     ) -> Result<()> {
         if self.model.functions.is_empty() {
             self.model.functions = special_functions();
@@ -523,17 +581,14 @@ impl Builder {
         let mut tally = Tally::default();
         let event_stats = match self.merge_events {
             true => {
-                let mut merged = MergedEvents::default();
-                let mut samples = SampleIntervals::new(&entry.samples);
-                let stats = expt.for_each_clock_event(|record| {
-                    let at = record.timestamp_ns;
-                    if tally.admit(&plausible, at, at, at) {
-                        let thread = threads.number(record.tid);
-                        merged.add(&record, thread, samples.of(at));
-                    }
-                })?;
+                let collected = match collected {
+                    Some(collected) => collected?,
+                    None => collect_clock_events(expt)?,
+                };
+                (threads, tally) = (collected.threads, collected.tally);
+                let merged = collected.merged;
                 self.add_merged_events(index, merged, &mut stacks, &mappings, &mut tally);
-                stats
+                collected.stats
             }
             false => {
                 // Events go in batches: the table entries of a batch's stacks are
