@@ -630,7 +630,7 @@ fn a_killed_experiment_loads_and_says_it_ended_early() {
     assert_eq!(
         ends,
         [
-            ("cut short (no end record)", false),
+            ("no end record (killed, or still running)", false),
             ("killed by signal 9", false),
             ("exit 0", true)
         ],
@@ -643,11 +643,11 @@ fn a_killed_experiment_loads_and_says_it_ended_early() {
         .map(|n| n.as_str().unwrap())
         .collect();
     assert!(
-        notes.contains(&"experiment 1 (whole.er) ended early: cut short (no end record)"),
+        notes.contains(&"experiment 1 (whole.er) did not end normally: no end record (killed, or still running)"),
         "{notes:?}"
     );
     assert!(
-        notes.contains(&"experiment 2 (program.er) ended early: killed by signal 9"),
+        notes.contains(&"experiment 2 (program.er) did not end normally: killed by signal 9"),
         "{notes:?}"
     );
     // Different programs in one analysis: allowed, and said.

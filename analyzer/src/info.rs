@@ -74,7 +74,7 @@ impl Ending {
             Ending::Exit(code) => format!("exit {code}"),
             Ending::Signal(signal) => format!("killed by signal {signal}"),
             Ending::Closed => "closed by the collector".to_string(),
-            Ending::CutShort => "cut short (no end record)".to_string(),
+            Ending::CutShort => "no end record (killed, or still running)".to_string(),
         }
     }
 }
@@ -622,7 +622,7 @@ pub fn statistics(ctx: &Context, selected: &ListSelection, experiments: &[bool])
     Report { text, json }
 }
 
-/// What `header` says of the experiments together: which ended early,
+/// What `header` says of the experiments together: which did not end normally,
 /// and whether they ran different programs.
 fn group_notes(model: &Model) -> Vec<String> {
     let mut notes = Vec::new();
@@ -640,7 +640,7 @@ fn group_notes(model: &Model) -> Vec<String> {
             which.push_str(&format!(", host {host}"));
         }
         notes.push(format!(
-            "experiment {} ({which}) ended early: {}",
+            "experiment {} ({which}) did not end normally: {}",
             i + 1,
             ending.text()
         ));
@@ -731,9 +731,7 @@ pub fn header(ctx: &Context) -> Report {
             Ending::Exit(_) => format!("process ended ({})", ending.text()),
             Ending::Signal(_) => format!("process {} (ended early)", ending.text()),
             Ending::Closed => ending.text(),
-            Ending::CutShort => {
-                "no end record: still being written, or cut short (ended early)".to_string()
-            }
+            Ending::CutShort => "no end record: killed, or still running".to_string(),
         };
         text.push_str(&format!("  End:              {end}\n"));
         if let Some(n) = &expt.notes {
