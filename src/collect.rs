@@ -62,6 +62,12 @@ pub struct CollectOptions {
     /// kernel.perf_event_paranoid <= 1.
     #[arg(long = "off-cpu", value_name = "on|off")]
     off_cpu: Option<String>,
+    /// MPI tracing: on or off (default): every MPI call (sends, receives, waits,
+    /// collectives) with its time, messages, bytes, peer ranks and stack. Under mpirun
+    /// (`mpirun -np 4 rdbx collect -o job.er ./prog`) rank N writes job.N.er and lists it
+    /// in the group job.erg.
+    #[arg(short = 'M', value_name = "on|off")]
+    mpitrace: Option<String>,
     /// Counter overflow profiling: NAME[,INTERVAL][,NAME2[,INTERVAL2]...] (up to 8
     /// counters; INTERVAL on, hi, lo or a number of events), on (this machine's
     /// default counters), off, or list (what this machine offers; also -h alone).
@@ -133,10 +139,17 @@ fn run(options: CollectOptions) -> Result<i32> {
         .split_first()
         .ok_or_else(|| anyhow!("no program given"))?;
     let program = crate::session::find_program(program_name)?;
-    let name = settings.experiment_name();
+    let rank = mpi_rank_from_environment();
+    let name = match rank {
+        Some(rank) => ranked_name(settings.filename.as_deref(), rank),
+        None => settings.experiment_name(),
+    };
     collector::check_before_start(&settings.directory, &name, &program)?;
     let library = collector_lib::locate()?;
     let expt = collector::create_experiment(&settings.directory, &name)?;
+    if rank.is_some() {
+        join_group(&expt)?;
+    }
     if !comments.is_empty() {
         experiment::write_notes(&expt, &(comments.join("\n") + "\n"))?;
     }
@@ -157,11 +170,61 @@ fn run(options: CollectOptions) -> Result<i32> {
     for problem in collector_problems(&expt) {
         eprintln!("rdbx collect: {problem}");
     }
+    if settings.mpitrace && !any_called_mpi_init(&expt) {
+        eprintln!(
+            "rdbx collect: warning: -M on, but no process of the run called MPI_Init: no MPI data"
+        );
+    }
     eprintln!("rdbx collect: experiment {}", expt.display());
     Ok(match termination {
         Termination::Exit(code) => code,
         Termination::Signal(signal) => 128 + signal,
     })
+}
+
+/// The environment variables through which MPI launchers tell a process its rank in
+/// MPI_COMM_WORLD: Open MPI's mpirun, then PMIx and PMI launchers (srun, Hydra).
+const RANK_VARIABLES: [&str; 3] = ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"];
+
+/// This process's rank when an MPI launcher started it (`mpirun rdbx collect ...`).
+fn mpi_rank_from_environment() -> Option<u32> {
+    RANK_VARIABLES
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.trim().parse().ok())
+}
+
+/// The experiment a rank writes: `job.er` → `job.N.er` (`test.N.er` without `-o`), so
+/// that the ranks of one job do not race for one name.
+fn ranked_name(filename: Option<&str>, rank: u32) -> String {
+    let stem = filename
+        .and_then(|name| name.strip_suffix(".er"))
+        .unwrap_or("test");
+    format!("{stem}.{rank}.er")
+}
+
+/// Lists a rank's experiment `job.N.er` in the group `job.erg` beside it.
+fn join_group(expt: &Path) -> Result<()> {
+    let name = expt
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| anyhow!("{}: no experiment name", expt.display()))?;
+    let stem = name.strip_suffix(".er").unwrap_or(name);
+    let group_stem = stem.rsplit_once('.').map_or(stem, |(job, _)| job);
+    let group = expt.with_file_name(format!("{group_stem}.erg"));
+    experiment::append_to_group(&group, name)
+        .with_context(|| format!("cannot add {name} to the group {}", group.display()))
+}
+
+/// Whether the experiment or one of its descendants says MPI_Init completed (the
+/// `mpi` line of MPI tracing).
+fn any_called_mpi_init(expt: &Path) -> bool {
+    let Ok(founder) = experiment::Experiment::open(expt) else {
+        return false;
+    };
+    std::iter::once(expt.to_path_buf())
+        .chain(founder.descendants())
+        .filter_map(|path| experiment::Experiment::open(path).ok()?.mpi_rank().ok())
+        .any(|rank| rank.is_some())
 }
 
 /// The warnings and errors in the experiment's log.
@@ -234,6 +297,9 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
     }
     if let Some(iotrace) = &options.iotrace {
         settings.iotrace = on_off("-i", iotrace)?;
+    }
+    if let Some(mpitrace) = &options.mpitrace {
+        settings.mpitrace = on_off("-M", mpitrace)?;
     }
     if let Some(off_cpu) = &options.off_cpu {
         settings.offcpu = on_off("--off-cpu", off_cpu)?;
@@ -498,5 +564,28 @@ fn forward_signal(signal: i32) {
         libc::sigemptyset(&mut action.sa_mask);
         action.sa_flags = libc::SA_RESTART;
         libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_gets_its_own_name_in_the_jobs_group() {
+        assert_eq!(ranked_name(Some("job.er"), 3), "job.3.er");
+        assert_eq!(ranked_name(Some("run.2.er"), 0), "run.2.0.er");
+        assert_eq!(ranked_name(None, 12), "test.12.er");
+        let dir = std::env::temp_dir().join(format!("rdbx-collect-group-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for rank in [1, 0] {
+            join_group(&dir.join(ranked_name(Some("run.2.er"), rank))).unwrap();
+        }
+        let group = std::fs::read_to_string(dir.join("run.2.erg")).unwrap();
+        assert_eq!(
+            group,
+            format!("{}\nrun.2.1.er\nrun.2.0.er\n", experiment::GROUP_HEADER)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

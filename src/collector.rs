@@ -48,6 +48,8 @@ pub struct Settings {
     pub iotrace: bool,
     /// Off-CPU profiling (`collector offcpu on`, `collect --off-cpu on`).
     pub offcpu: bool,
+    /// MPI tracing (`collector mpitrace on`, `collect -M on`).
+    pub mpitrace: bool,
     /// Counter overflow profiling (`collector hwprofile on`, `collect -h`).
     pub hwprofile: bool,
     /// The counters, resolved against this machine's when chosen.
@@ -78,6 +80,7 @@ impl Default for Settings {
             sync_threshold: SyncThreshold::Calibrate,
             iotrace: false,
             offcpu: false,
+            mpitrace: false,
             hwprofile: false,
             counters: Vec::new(),
         }
@@ -187,6 +190,7 @@ impl Settings {
             } else {
                 Vec::new()
             },
+            mpitrace: self.mpitrace,
         }
         .to_config_string()
     }
@@ -262,6 +266,12 @@ impl Settings {
             line(format!(
                 "iotrace: {}",
                 if self.iotrace { "on" } else { "off" }
+            ));
+        }
+        if all || what == ShowWhat::MpiTrace {
+            line(format!(
+                "mpitrace: {}",
+                if self.mpitrace { "on" } else { "off" }
             ));
         }
 
@@ -530,7 +540,7 @@ mod tests {
             config,
             "expt=/tmp/x%20y.er;founder=/tmp/x%20y.er;pid=42;mode=collect;profile=10000000;depth=256;\
              sample=1000000000;limit=0;follow=1;pause_signal=0;sample_signal=0;paused=0;heaptrace=0;synctrace=off;\
-             iotrace=0;offcpu=0"
+             iotrace=0;offcpu=0;mpitrace=0"
         );
         let traced = Settings {
             synctrace: true,
@@ -554,7 +564,16 @@ mod tests {
             ..Settings::default()
         };
         let config = off_cpu.config(Path::new("/e.er"), 1, Mode::Collect);
-        assert!(config.ends_with(";offcpu=1"), "{config}");
+        assert!(config.ends_with(";offcpu=1;mpitrace=0"), "{config}");
+        let mpi = Settings {
+            mpitrace: true,
+            ..Settings::default()
+        };
+        let config = mpi.config(Path::new("/e.er"), 1, Mode::Collect);
+        assert!(
+            experiment::Config::parse(&config).unwrap().mpitrace,
+            "{config}"
+        );
     }
 
     #[test]

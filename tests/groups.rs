@@ -749,3 +749,96 @@ fn merged_clock_events_give_the_numbers_each_event_gives() {
     assert!(entries < events, "{entries} entries for {events} events");
     assert_eq!(merged.last().unwrap()["clock_events_merged"], false);
 }
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+}
+
+#[test]
+fn the_ranks_of_an_mpi_job_are_listed_and_selected_by_rank_and_host() {
+    if !on_path("mpirun") || !on_path("mpicc") {
+        eprintln!("skipped: Open MPI is not installed (Debian: openmpi-bin, libopenmpi-dev)");
+        return;
+    }
+    let dir = scratch_dir("groups-mpi");
+    let program = dir.join("mpi_known");
+    let status = Command::new("mpicc")
+        .args(["-g", "-O1", "-o"])
+        .arg(&program)
+        .arg(sources_dir().join("mpi_known.c"))
+        .status()
+        .expect("run mpicc");
+    assert!(status.success(), "mpicc failed");
+    // The ranks write job.0.er .. job.3.er and list them in job.erg.
+    let output = Command::new("mpirun")
+        .args(["--oversubscribe", "-np", "4"])
+        .args([rdbx_bin(), "collect", "-M", "on", "-o"])
+        .arg(dir.join("job.er"))
+        .arg(&program)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run mpirun");
+    assert!(output.status.success(), "{}", text(&output));
+    let (docs, _) = documents(
+        &dir,
+        &[
+            "job.erg",
+            "-c",
+            "experiment_list",
+            "-c",
+            "experiment_select rank 1-2",
+            "-c",
+            "functions",
+            "-c",
+            "experiment_list",
+        ],
+    );
+    let ranks_of = |doc: &Value| -> Vec<(String, u64, bool)> {
+        let mut ranks: Vec<(String, u64, bool)> = doc["experiments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                let path = e["path"].as_str().unwrap().to_string();
+                (
+                    path,
+                    e["rank"].as_u64().expect("a rank"),
+                    e["selected"].as_bool().unwrap(),
+                )
+            })
+            .collect();
+        ranks.sort();
+        ranks
+    };
+    let listed = ranks_of(&docs[0]);
+    let expected: Vec<(String, u64, bool)> =
+        (0..4).map(|r| (format!("job.{r}.er"), r, true)).collect();
+    assert_eq!(listed, expected);
+    let host = docs[0]["experiments"][0]["host"]
+        .as_str()
+        .expect("a host")
+        .to_string();
+    assert!(!host.is_empty());
+    let selected: Vec<bool> = ranks_of(&docs[3]).into_iter().map(|(_, _, s)| s).collect();
+    assert_eq!(selected, [false, true, true, false]);
+    // Ranks 1 and 2 selected: the numbers of their two experiments alone.
+    let alone = documents(&dir, &["job.1.er", "job.2.er", "-c", "functions"]).0;
+    assert_eq!(function_ns(&docs[2]), function_ns(&alone[0]));
+    // Every rank ran on this host.
+    let (docs, _) = documents(
+        &dir,
+        &[
+            "job.erg",
+            "-c",
+            &format!("experiment_select host {host}"),
+            "-c",
+            "experiment_list",
+        ],
+    );
+    assert!(ranks_of(&docs[1]).iter().all(|(_, _, s)| *s));
+    let out = analyze(&dir, &["job.erg", "-c", "experiment_select rank 7"]);
+    assert!(!out.status.success(), "{}", text(&out));
+}

@@ -171,7 +171,7 @@ fn enable_at_a_stop_profiles_existing_and_new_threads() {
             .unwrap_or("")
     };
     assert_eq!(field("available"), "clock-profile,samples");
-    assert_eq!(field("unavailable"), "heap,sync,io");
+    assert_eq!(field("unavailable"), "heap,sync,io,mpi");
     assert!(log.iter().any(|e| matches!(e, Event::End)), "{log:?}");
 }
 

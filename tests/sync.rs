@@ -685,3 +685,102 @@ fn rust_join_is_recorded_and_std_mutex_is_not_pthreads() {
         "{in_lock:?}"
     );
 }
+
+/// A join the program measured: the joined thread's tid, its pthread_t,
+/// the nanoseconds (a `join TID PTHREAD NS` line of sync_joins).
+fn measured_joins(stderr: &str) -> Vec<(u64, u64, u64)> {
+    stderr
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                ["join", tid, pthread, ns] => {
+                    Some((tid.parse().ok()?, hex(pthread), ns.parse().ok()?))
+                }
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+/// Joins name the thread joined as `thread_list` numbers it
+/// (tests/programs/sync_joins.c: three threads joined one after another,
+/// each given the pthread_t of the one before, then two at once): with
+/// and without clock profiling (sync-wait tracing alone still writes the
+/// threads' `thread-start` lines, with their pthread_t), `syncobjects` has
+/// one join row per joined thread, `t@N` of the thread whose tid the
+/// thread itself said, with the wait the program measured.
+#[test]
+fn a_join_names_the_thread_it_waited_for() {
+    let program = prog("sync_joins-O0");
+    for profiling in ["on", "off"] {
+        let dir = scratch_dir(&format!("sync-joins-{profiling}"));
+        let output = Command::new(rdbx_bin())
+            .args([
+                "collect", "-s", "all", "-p", profiling, "-A", "off", "-o", "t.er",
+            ])
+            .arg(&program)
+            .current_dir(&dir)
+            .output()
+            .expect("run rdbx collect");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "done\n");
+        let joins = measured_joins(&stderr);
+        assert_eq!(joins.len(), 5, "{stderr}");
+        let reused = joins.iter().filter(|j| j.1 == joins[0].1).count();
+        assert!(
+            reused >= 2,
+            "no pthread_t was reused, nothing to tell apart: {stderr}"
+        );
+
+        let analyzed = Command::new(rdbx_bin())
+            .args([
+                "analyze",
+                "--json",
+                "-c",
+                "thread_list",
+                "-c",
+                "syncobjects",
+            ])
+            .arg(dir.join("t.er"))
+            .output()
+            .expect("run rdbx analyze");
+        assert!(analyzed.status.success());
+        let doc: serde_json::Value = serde_json::from_slice(&analyzed.stdout).expect("JSON");
+        let number_of = |tid: u64| -> u64 {
+            doc[0]["threads"]
+                .as_array()
+                .expect("threads")
+                .iter()
+                .find(|t| t["tid"] == tid)
+                .unwrap_or_else(|| panic!("thread {tid} in {}", doc[0]))["thread"]
+                .as_u64()
+                .unwrap()
+        };
+        let rows: Vec<&serde_json::Value> = doc[1]["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .filter(|o| o["kind"] == "join")
+            .collect();
+        assert_eq!(rows.len(), joins.len(), "{}", doc[1]);
+        for &(tid, pthread, ns) in &joins {
+            let number = number_of(tid);
+            let row = rows
+                .iter()
+                .find(|o| o["thread"] == number)
+                .unwrap_or_else(|| panic!("the join of t@{number} in {}", doc[1]));
+            assert_eq!(row["object"], format!("t@{number}"));
+            assert_eq!(row["address"], pthread);
+            assert_eq!(row["sync_wait_count"], 1);
+            let recorded = (row["sync_wait_time"].as_f64().unwrap() * 1e9).round() as u64;
+            assert!(
+                close_below(recorded, ns),
+                "-p {profiling} t@{number}: recorded {recorded} ns, the program measured {ns} ns"
+            );
+        }
+        let numbers: std::collections::BTreeSet<u64> =
+            rows.iter().filter_map(|o| o["thread"].as_u64()).collect();
+        assert_eq!(numbers.len(), joins.len(), "one row per thread");
+    }
+}

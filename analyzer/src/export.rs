@@ -60,9 +60,16 @@ fn unit(metric: MetricName) -> &'static str {
         MetricName::BytesAllocated
         | MetricName::BytesLeaked
         | MetricName::ReadBytes
-        | MetricName::WriteBytes => "bytes",
+        | MetricName::WriteBytes
+        | MetricName::MpiBytesSent
+        | MetricName::MpiBytesReceived => "bytes",
+        MetricName::MpiSends | MetricName::MpiReceives => "messages",
+        MetricName::MpiOtherCalls => "calls",
         MetricName::Leaks => "leaks",
-        MetricName::ReadCount | MetricName::WriteCount | MetricName::OtherIoCount => "calls",
+        MetricName::ReadCount
+        | MetricName::WriteCount
+        | MetricName::OtherIoCount
+        | MetricName::IoErrorCount => "calls",
         MetricName::Counter(counter) => counter.name(),
         _ => "allocations",
     }

@@ -19,8 +19,7 @@ use crate::{Error, Result};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// The first line of an experiment group file.
-pub const GROUP_HEADER: &str = "#analyzer experiment group";
+pub use experiment::GROUP_HEADER;
 
 /// One argument: its experiments (founders; their descendants are read
 /// with them).
@@ -66,7 +65,7 @@ fn is_group_file(path: &Path) -> Result<bool> {
         _ => Err(Error::Group {
             path: path.to_path_buf(),
             reason: format!(
-                "not an experiment (a directory) nor an experiment group (a file whose first \
+                "not a directory (an experiment) nor an experiment group (a file whose first \
                  line is \"{GROUP_HEADER}\")"
             ),
         }),
@@ -274,14 +273,13 @@ pub struct Placement {
     pub rank: Option<u32>,
 }
 
-/// The host and MPI rank `entry` records. Experiment format 1.6 records
-/// them (the `start` line's host, the `mpi` line's rank, read by
-/// `Experiment::host` and `Experiment::mpi_rank`); this format has
-/// neither, so every experiment is placed nowhere and the lists show no
-/// host or rank column. With format 1.6 this is the one place to fill.
+/// The host and MPI rank `entry` records (experiment format 1.6: the
+/// `start` line's host, the `mpi` line of MPI tracing); None before.
 pub fn placement(entry: &crate::model::ExperimentEntry) -> Placement {
-    let _ = entry;
-    Placement::default()
+    Placement {
+        host: entry.host().map(str::to_string),
+        rank: entry.mpi_rank(),
+    }
 }
 
 /// Which experiments of `model` `selection` keeps, by index.

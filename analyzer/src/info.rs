@@ -626,6 +626,9 @@ pub fn statistics(ctx: &Context, selected: &ListSelection, experiments: &[bool])
 /// and whether they ran different programs.
 fn group_notes(model: &Model) -> Vec<String> {
     let mut notes = Vec::new();
+    // The host tells experiments apart only when there are several.
+    let hosts: std::collections::BTreeSet<Option<&str>> =
+        model.experiments.iter().map(|e| e.host()).collect();
     for (i, expt) in model.experiments.iter().enumerate() {
         let ending = Ending::of(expt);
         if ending.normal() {
@@ -636,7 +639,7 @@ fn group_notes(model: &Model) -> Vec<String> {
         if let Some(rank) = place.rank {
             which.push_str(&format!(", rank {rank}"));
         }
-        if let Some(host) = &place.host {
+        if let (Some(host), true) = (&place.host, hosts.len() > 1) {
             which.push_str(&format!(", host {host}"));
         }
         notes.push(format!(
@@ -705,6 +708,9 @@ pub fn header(ctx: &Context) -> Report {
                 s.pid, s.ppid
             ));
             text.push_str(&format!("  Started:          {}\n", date(s.realtime_ns)));
+            if let Some(host) = &s.host {
+                text.push_str(&format!("  Host:             {host}\n"));
+            }
             text.push_str(&format!("  Collected by:     {}\n", s.mode.name()));
             let profiling = match s.profile_ns {
                 0 => "off".to_string(),
@@ -721,6 +727,9 @@ pub fn header(ctx: &Context) -> Report {
                 ns => format!("every {:.3} s", ns as f64 / 1e9),
             };
             text.push_str(&format!("  Samples:          {period}\n"));
+        }
+        if let Some((rank, size)) = mpi_rank_and_size(expt) {
+            text.push_str(&format!("  MPI rank:         {rank} of {size}\n"));
         }
         if !expt.counters.is_empty() {
             let counters: Vec<String> = expt.counters.iter().map(counter_text).collect();
@@ -749,6 +758,8 @@ pub fn header(ctx: &Context) -> Report {
             "lineage": expt.start.as_ref().map(|s| s.lineage.clone()),
             "profile_ns": expt.start.as_ref().map(|s| s.profile_ns),
             "clock": expt.start.as_ref().map(|s| s.clock.clone()),
+            "host": expt.host(),
+            "mpi_rank": expt.mpi_rank(),
             "end": end,
             "ended_normally": ending.normal(),
             "notes": expt.notes,
@@ -764,6 +775,15 @@ pub fn header(ctx: &Context) -> Report {
         json: json!({"report": "header", "notes": notes, "experiments": list,
                      "warnings": ctx.model.warnings}),
     }
+}
+
+/// The process's rank in MPI_COMM_WORLD and the number of ranks, when its
+/// log says (MPI tracing).
+fn mpi_rank_and_size(expt: &ExperimentEntry) -> Option<(u32, u32)> {
+    expt.log.iter().find_map(|e| match e.event {
+        Event::Mpi { rank, size } => Some((rank, size)),
+        _ => None,
+    })
 }
 
 /// A counter in `header`: its name and interval, and what else was asked.

@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 use serde_json::{json, Value as Json};
 
 /// The I/O metrics every I/O view shows, in column order.
-pub const IO_METRICS: [MetricName; 6] = MetricName::IO;
+pub const IO_METRICS: [MetricName; 11] = MetricName::IO;
 
 /// Places one experiment's calls (with each call's `aux_fd` and path) in
 /// the model: in order of their start, each call is given the opening of
@@ -122,12 +122,15 @@ fn sums_by_file(model: &Model, keep: Keep) -> (Vec<(u32, Value)>, Value) {
         if entry.source == NO_FILE {
             return each(entry.file, whole);
         }
-        let read = Value {
-            reads: whole.reads,
-            read_bytes: whole.read_bytes,
-            ..Value::default()
-        };
-        each(entry.source, read);
+        // A failed transfer read nothing: an error of its destination.
+        if whole.reads > 0 {
+            let read = Value {
+                reads: whole.reads,
+                read_bytes: whole.read_bytes,
+                ..Value::default()
+            };
+            each(entry.source, read);
+        }
         each(
             entry.file,
             Value {
@@ -159,26 +162,27 @@ fn sums_of_parts<K: std::hash::Hash + Ord + Copy>(
     (list, total)
 }
 
+/// A column per I/O metric, headed by its title over two lines (its
+/// last word under the rest) and `sec.` for a time.
 fn columns() -> Vec<Column> {
-    vec![
-        Column::number("I/O Time", "sec."),
-        Column::number("Read", "Bytes"),
-        Column::number("Write", "Bytes"),
-        Column::number("Read", "Count"),
-        Column::number("Write", "Count"),
-        Column::number("Other I/O", "Count"),
-    ]
+    IO_METRICS
+        .iter()
+        .map(|m| match (m.is_time(), m.title().rsplit_once(' ')) {
+            (true, _) => Column::number(m.title(), "sec."),
+            (false, Some((top, bottom))) => Column::number(top, bottom),
+            (false, None) => Column::number(m.title(), ""),
+        })
+        .collect()
 }
 
 fn cells(value: &Value) -> Vec<String> {
-    vec![
-        seconds(value.io_ns),
-        value.read_bytes.to_string(),
-        value.write_bytes.to_string(),
-        value.reads.to_string(),
-        value.writes.to_string(),
-        value.other_io.to_string(),
-    ]
+    IO_METRICS
+        .iter()
+        .map(|&m| match m.is_time() {
+            true => seconds(value.get(m)),
+            false => value.get(m).to_string(),
+        })
+        .collect()
 }
 
 /// The I/O metrics of `value` under their JSON keys.
@@ -373,11 +377,12 @@ struct ClassStats {
 }
 
 impl ClassStats {
-    fn add(&mut self, entry: &IoEntry) {
+    /// A call that moved `entry.bytes` in `time_ns` of this class's time.
+    fn add(&mut self, entry: &IoEntry, time_ns: u64) {
         self.calls += 1;
         self.bytes += entry.bytes;
-        self.time_ns += entry.call_ns;
-        self.longest_ns = self.longest_ns.max(entry.call_ns);
+        self.time_ns += time_ns;
+        self.longest_ns = self.longest_ns.max(time_ns);
         self.smallest = Some(self.smallest.map_or(entry.bytes, |s| s.min(entry.bytes)));
         self.largest = self.largest.max(entry.bytes);
         let range = SIZE_RANGES
@@ -434,27 +439,60 @@ impl ClassStats {
     }
 }
 
-/// `iostat`: reads' and writes' sizes and extremes, and the other calls.
+/// The calls and time of a class iostat shows no sizes of.
+#[derive(Default)]
+struct CallsAndTime {
+    calls: u64,
+    time_ns: u64,
+}
+
+impl CallsAndTime {
+    fn add(&mut self, entry: &IoEntry) {
+        self.calls += 1;
+        self.time_ns += entry.call_ns;
+    }
+
+    fn write(&self, text: &mut String, title: &str) {
+        text.push_str(&format!(
+            "{title} Statistics\n{}\n{:<34}{} (secs.)\n{:<34}{}\n\n",
+            "-".repeat(53),
+            "Total time",
+            seconds(self.time_ns),
+            "Total calls",
+            self.calls,
+        ));
+    }
+
+    fn json(&self) -> Json {
+        json!({"calls": self.calls, "io_time": self.time_ns as f64 / 1e9})
+    }
+}
+
+/// `iostat`: reads' and writes' sizes and extremes, the other calls, and
+/// the failed calls, each call in one class as the metrics count it (a
+/// failed call only as an error; a transfer's time as its write's).
 pub fn statistics(ctx: &Context, keep: Keep) -> Report {
     if let Some(empty) = no_io(ctx, "iostat") {
         return empty;
     }
     let mut reads = ClassStats::default();
     let mut writes = ClassStats::default();
-    let (mut others, mut other_ns, mut failed) = (0u64, 0u64, 0u64);
+    let mut others = CallsAndTime::default();
+    let mut errors = CallsAndTime::default();
     for entry in ctx.model.io.iter().filter(|e| keep(&e.as_event())) {
-        failed += u64::from(entry.failed);
+        if entry.failed {
+            errors.add(entry);
+            continue;
+        }
         match entry.read_and_written() {
-            (None, None) => {
-                others += 1;
-                other_ns += entry.call_ns;
-            }
+            (None, None) => others.add(entry),
             (read, written) => {
                 if read.is_some() {
-                    reads.add(entry);
+                    let time = if written.is_some() { 0 } else { entry.call_ns };
+                    reads.add(entry, time);
                 }
                 if written.is_some() {
-                    writes.add(entry);
+                    writes.add(entry, entry.call_ns);
                 }
             }
         }
@@ -462,23 +500,17 @@ pub fn statistics(ctx: &Context, keep: Keep) -> Report {
     let mut text = String::new();
     writes.write(&mut text, "Write", "Write Calls");
     reads.write(&mut text, "Read", "Read Calls");
-    text.push_str(&format!(
-        "Other I/O Statistics\n{:<34}{}\n{:<34}{} (secs.)\n{:<34}{}\n",
-        "Total calls",
-        others,
-        "Total time",
-        seconds(other_ns),
-        "Failed calls (all kinds)",
-        failed
-    ));
+    others.write(&mut text, "Other I/O");
+    errors.write(&mut text, "I/O Error");
     Report {
         text,
         json: json!({
             "report": "iostat",
             "write": writes.json(),
             "read": reads.json(),
-            "other": {"calls": others, "io_time": other_ns as f64 / 1e9},
-            "failed_calls": failed,
+            "other": others.json(),
+            "error": errors.json(),
+            "failed_calls": errors.calls,
         }),
     }
 }

@@ -20,6 +20,7 @@ mod matching;
 mod memory;
 pub mod metrics;
 pub mod model;
+pub mod mpi;
 mod packed;
 pub mod report;
 mod resolve;

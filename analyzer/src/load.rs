@@ -454,6 +454,17 @@ impl Builder {
         for entry in &mut self.model.counter_events {
             entry.time_ns = entry.time_ns.saturating_sub(origin);
         }
+        let threads = self
+            .model
+            .experiments
+            .iter_mut()
+            .flat_map(|e| &mut e.threads);
+        for (_, started_ns) in threads.filter_map(|t| t.pthread.as_mut()) {
+            *started_ns = started_ns.saturating_sub(origin);
+        }
+        for entry in &mut self.model.mpi {
+            entry.time_ns = entry.time_ns.saturating_sub(origin);
+        }
         self.model
     }
 
@@ -706,6 +717,36 @@ impl Builder {
             })?;
             crate::io::place_calls(index, calls, &mut self.model.io, &mut self.model.io_files);
             if let Some(warning) = block_file_warning(&shown, "io", &io_stats) {
+                self.warn(warning);
+            }
+        }
+        if expt.manifest().kinds.iter().any(|k| k == "mpi-trace") {
+            let mpi_stats = expt.for_each_mpi_event(|record| {
+                let e = record.event;
+                let end = e.start_ns.saturating_add(e.time_ns);
+                if !tally.admit(&plausible, e.start_ns, e.start_ns, end) {
+                    return;
+                }
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                let stack = tally.stack(stack);
+                self.model.mpi.push(MpiEntry {
+                    experiment: index,
+                    op: e.op,
+                    completion: e.completion,
+                    thread: threads.number(record.tid),
+                    time_ns: e.start_ns,
+                    call_ns: e.time_ns,
+                    dest: e.dest,
+                    source: e.source,
+                    bytes_sent: e.bytes_sent,
+                    bytes_received: e.bytes_received,
+                    sends: e.sends,
+                    receives: e.receives,
+                    stack,
+                    sample: sample_of(&entry.samples, e.start_ns),
+                });
+            })?;
+            if let Some(warning) = block_file_warning(&shown, "mpi", &mpi_stats) {
                 self.warn(warning);
             }
         }
@@ -1533,6 +1574,8 @@ struct ThreadNumbers {
     highest: u32,
     /// The collector's own threads: (tid, number).
     collector: Vec<(u32, u32)>,
+    /// Per tid: the `pthread_t` its line gives and the line's time.
+    pthreads: FxHashMap<u32, (u64, u64)>,
     /// The last thread looked up: events come in per-thread blocks.
     last: Option<(u32, u32)>,
 }
@@ -1543,6 +1586,7 @@ impl ThreadNumbers {
             numbers: FxHashMap::default(),
             highest: 0,
             collector: Vec::new(),
+            pthreads: FxHashMap::default(),
             last: None,
         };
         let numbered = entry.log.iter().any(|e| {
@@ -1558,12 +1602,23 @@ impl ThreadNumbers {
             threads.set(start.pid, 1);
         }
         for event in &entry.log {
+            if let Event::ThreadStart {
+                tid,
+                pthread: Some(pthread),
+                ..
+            } = event.event
+            {
+                threads.pthreads.insert(tid, (pthread, event.timestamp_ns));
+            }
             match event.event {
                 Event::ThreadStart {
                     tid,
                     number: Some(number),
+                    ..
                 } => threads.set(tid, number),
-                Event::ThreadStart { tid, number: None } => {
+                Event::ThreadStart {
+                    tid, number: None, ..
+                } => {
                     threads.number(tid);
                 }
                 Event::CollectorThread { tid, number } => {
@@ -1602,15 +1657,18 @@ impl ThreadNumbers {
 
     /// The threads by number.
     fn into_entries(self) -> Vec<ThreadEntry> {
+        let pthreads = self.pthreads;
         let program = self.numbers.into_iter().map(|(tid, number)| ThreadEntry {
             number,
             tid,
             collector: false,
+            pthread: pthreads.get(&tid).copied(),
         });
         let collector = self.collector.into_iter().map(|(tid, number)| ThreadEntry {
             number,
             tid,
             collector: true,
+            pthread: None,
         });
         let mut entries: Vec<ThreadEntry> = program.chain(collector).collect();
         entries.sort_by_key(|t| (t.number, t.tid));

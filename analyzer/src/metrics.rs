@@ -10,6 +10,7 @@ use crate::model::*;
 use crate::packed::{Layout, Sums};
 use commands::MetricName;
 use experiment::counters::MAX_COUNTERS;
+use experiment::io::IoClass;
 use rustc_hash::FxHashMap;
 use std::collections::{HashMap, HashSet};
 use std::hash::Hash;
@@ -33,14 +34,21 @@ pub struct Value {
     /// Heap tracing: allocations never freed.
     pub leaks: u64,
     pub bytes_leaked: u64,
-    /// I/O tracing: wall time in the traced calls.
+    /// I/O tracing: wall time in the traced calls, failed or not.
     pub io_ns: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
-    /// I/O tracing: read, write and other calls.
+    /// I/O tracing: read, write and other calls that did not fail.
     pub reads: u64,
     pub writes: u64,
     pub other_io: u64,
+    /// I/O tracing: the wall time of those, per class.
+    pub read_ns: u64,
+    pub write_ns: u64,
+    pub other_io_ns: u64,
+    /// I/O tracing: the calls that failed (of any class), and their time.
+    pub io_errors: u64,
+    pub io_error_ns: u64,
     /// Off-CPU profiling: time off the CPU, and the switches behind it.
     pub offcpu_ns: u64,
     pub switches: u64,
@@ -51,6 +59,17 @@ pub struct Value {
     /// with a [`CounterRole`]): what CPI and IPC are made of.
     pub cycles: u64,
     pub instructions: u64,
+    // MPI tracing: the manual's six metrics, and the calls behind MPI Time.
+    /// Wall time in the traced MPI calls.
+    pub mpi_ns: u64,
+    pub mpi_sends: u64,
+    pub mpi_bytes_sent: u64,
+    pub mpi_receives: u64,
+    pub mpi_bytes_received: u64,
+    /// Calls of the other MPI functions (waits, barriers, init, finalize).
+    pub mpi_other: u64,
+    /// Every traced MPI call (not the completions of receives).
+    pub mpi_calls: u64,
 }
 
 impl Value {
@@ -69,6 +88,11 @@ impl Value {
         self.reads += other.reads;
         self.writes += other.writes;
         self.other_io += other.other_io;
+        self.read_ns += other.read_ns;
+        self.write_ns += other.write_ns;
+        self.other_io_ns += other.other_io_ns;
+        self.io_errors += other.io_errors;
+        self.io_error_ns += other.io_error_ns;
         self.offcpu_ns += other.offcpu_ns;
         self.switches += other.switches;
         for (sum, count) in self.counters.iter_mut().zip(other.counters) {
@@ -76,6 +100,17 @@ impl Value {
         }
         self.cycles += other.cycles;
         self.instructions += other.instructions;
+        self.add_mpi(other);
+    }
+
+    fn add_mpi(&mut self, other: Value) {
+        self.mpi_ns += other.mpi_ns;
+        self.mpi_sends += other.mpi_sends;
+        self.mpi_bytes_sent += other.mpi_bytes_sent;
+        self.mpi_receives += other.mpi_receives;
+        self.mpi_bytes_received += other.mpi_bytes_received;
+        self.mpi_other += other.mpi_other;
+        self.mpi_calls += other.mpi_calls;
     }
 
     pub fn seconds(&self) -> f64 {
@@ -90,11 +125,14 @@ impl Value {
             && self.io_calls() == 0
             && self.switches == 0
             && self.counters.iter().all(|&c| c == 0)
+            && self.mpi_calls == 0
+            && self.mpi_bytes_received == 0
     }
 
-    /// Traced I/O calls of every class.
+    /// Traced I/O calls of every class, the failed ones included (a
+    /// transfer is a read and a write).
     pub fn io_calls(&self) -> u64 {
-        self.reads + self.writes + self.other_io
+        self.reads + self.writes + self.other_io + self.io_errors
     }
 
     /// CPI or IPC; None for another metric, or when the divisor is 0.
@@ -120,6 +158,11 @@ impl Value {
             MetricName::Leaks => self.leaks,
             MetricName::BytesLeaked => self.bytes_leaked,
             MetricName::IoTime => self.io_ns,
+            MetricName::ReadTime => self.read_ns,
+            MetricName::WriteTime => self.write_ns,
+            MetricName::OtherIoTime => self.other_io_ns,
+            MetricName::IoErrorTime => self.io_error_ns,
+            MetricName::IoErrorCount => self.io_errors,
             MetricName::ReadBytes => self.read_bytes,
             MetricName::WriteBytes => self.write_bytes,
             MetricName::ReadCount => self.reads,
@@ -127,6 +170,12 @@ impl Value {
             MetricName::OtherIoCount => self.other_io,
             MetricName::OffCpuTime => self.offcpu_ns,
             MetricName::WallTime => self.ns + self.offcpu_ns,
+            MetricName::MpiTime => self.mpi_ns,
+            MetricName::MpiSends => self.mpi_sends,
+            MetricName::MpiBytesSent => self.mpi_bytes_sent,
+            MetricName::MpiReceives => self.mpi_receives,
+            MetricName::MpiBytesReceived => self.mpi_bytes_received,
+            MetricName::MpiOtherCalls => self.mpi_other,
             MetricName::Counter(counter) => counter
                 .slot()
                 .and_then(|slot| self.counters.get(slot))
@@ -145,12 +194,17 @@ impl Value {
             MetricName::Allocations | MetricName::BytesAllocated => self.allocations,
             MetricName::Leaks | MetricName::BytesLeaked => self.leaks,
             MetricName::SyncWaitTime | MetricName::SyncWaitCount => self.sync_waits,
-            MetricName::ReadBytes | MetricName::ReadCount => self.reads,
-            MetricName::WriteBytes | MetricName::WriteCount => self.writes,
-            MetricName::OtherIoCount => self.other_io,
+            MetricName::ReadBytes | MetricName::ReadCount | MetricName::ReadTime => self.reads,
+            MetricName::WriteBytes | MetricName::WriteCount | MetricName::WriteTime => self.writes,
+            MetricName::OtherIoCount | MetricName::OtherIoTime => self.other_io,
+            MetricName::IoErrorCount | MetricName::IoErrorTime => self.io_errors,
             MetricName::IoTime => self.io_calls(),
             MetricName::OffCpuTime => self.switches,
             MetricName::WallTime => self.events + self.switches,
+            MetricName::MpiTime => self.mpi_calls,
+            MetricName::MpiSends | MetricName::MpiBytesSent => self.mpi_sends,
+            MetricName::MpiReceives | MetricName::MpiBytesReceived => self.mpi_receives,
+            MetricName::MpiOtherCalls => self.mpi_other,
             // A counter's number is its events already.
             MetricName::Counter(_) => self.get(metric),
             // The events the ratio is per.
@@ -169,12 +223,19 @@ impl Value {
         }
     }
 
-    /// A traced I/O call's value.
+    /// A traced I/O call's value. As in gprofng, a call that failed counts
+    /// only as an error (its time in I/O Error Time, not in its class's);
+    /// a transfer is a read and a write, its time the write's.
     pub(crate) fn of_io(entry: &IoEntry) -> Value {
         let mut value = Value {
             io_ns: entry.call_ns,
             ..Value::default()
         };
+        if entry.failed {
+            value.io_errors = 1;
+            value.io_error_ns = entry.call_ns;
+            return value;
+        }
         let (read, written) = entry.read_and_written();
         if let Some(bytes) = read {
             value.reads = 1;
@@ -184,10 +245,31 @@ impl Value {
             value.writes = 1;
             value.write_bytes = bytes;
         }
-        if read.is_none() && written.is_none() {
-            value.other_io = 1;
+        match entry.op.class() {
+            IoClass::Read => value.read_ns = entry.call_ns,
+            IoClass::Write => value.write_ns = entry.call_ns,
+            IoClass::Other => {
+                value.other_io = 1;
+                value.other_io_ns = entry.call_ns;
+            }
         }
         value
+    }
+
+    /// A traced MPI call's value (or a completed receive's: its bytes).
+    pub(crate) fn of_mpi(entry: &MpiEntry) -> Value {
+        let call = u64::from(!entry.completion);
+        let other = entry.op.class() == experiment::mpi::MpiClass::Other;
+        Value {
+            mpi_ns: entry.call_ns,
+            mpi_sends: u64::from(entry.sends),
+            mpi_bytes_sent: entry.bytes_sent,
+            mpi_receives: u64::from(entry.receives),
+            mpi_bytes_received: entry.bytes_received,
+            mpi_other: call * u64::from(other),
+            mpi_calls: call,
+            ..Value::default()
+        }
     }
 
     /// A switch off the CPU's value.
@@ -490,6 +572,9 @@ impl Weights {
         }
         for entry in model.offcpu.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_offcpu(entry));
+        }
+        for entry in model.mpi.iter().filter(|e| keep(&e.as_event())) {
+            add(entry.stack, Value::of_mpi(entry));
         }
         let roles: Vec<Option<CounterRole>> = model.counters.iter().map(|c| c.role).collect();
         for entry in model.counter_events.iter().filter(|e| keep(&e.as_event())) {

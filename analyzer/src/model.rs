@@ -359,6 +359,36 @@ pub struct IoFile {
     pub closed_ns: Option<u64>,
 }
 
+/// One traced MPI call, or one receive a call of the wait and test families
+/// completed (the manual's MPI tracing: MPI Time, Sends, Bytes Sent,
+/// Receives, Bytes Received, Other MPI Calls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MpiEntry {
+    pub experiment: u16,
+    pub op: experiment::mpi::MpiOp,
+    /// A completion: the bytes of a nonblocking receive, no time, no call.
+    pub completion: bool,
+    /// dbx's thread number within its experiment, as for clock events.
+    pub thread: u32,
+    /// When the call began: nanoseconds since the earliest experiment
+    /// start of the model.
+    pub time_ns: u64,
+    /// Wall time of the call.
+    pub call_ns: u64,
+    /// World ranks the data went to and came from (`experiment::mpi`'s
+    /// special values below 0).
+    pub dest: i32,
+    pub source: i32,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub sends: u32,
+    pub receives: u32,
+    /// The call's stack; `NO_STACK` when its record was lost.
+    pub stack: StackId,
+    /// The sample (of its experiment) the call began in, from 1.
+    pub sample: u32,
+}
+
 /// One switch off the CPU: where the thread was and for how long.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OffCpuEntry {
@@ -478,7 +508,14 @@ macro_rules! traced_as_event {
     )*};
 }
 
-traced_as_event!(SyncEntry, HeapEntry, IoEntry, OffCpuEntry, CounterEntry);
+traced_as_event!(
+    SyncEntry,
+    HeapEntry,
+    IoEntry,
+    OffCpuEntry,
+    CounterEntry,
+    MpiEntry
+);
 
 const _: () = assert!(std::mem::size_of::<EventEntry>() == 32);
 
@@ -492,6 +529,11 @@ pub struct ThreadEntry {
     /// The collector's own thread (the watcher of a live start): the
     /// debugger lists it, it has no events.
     pub collector: bool,
+    /// The thread's `pthread_t` (what a join of it names) when its
+    /// `thread-start` line gives it, and when that line was written
+    /// (nanoseconds since the model's origin): a `pthread_t` is reused
+    /// once its thread has been joined.
+    pub pthread: Option<(u64, u64)>,
 }
 
 /// What the analyzer keeps of one experiment directory.
@@ -546,6 +588,8 @@ pub struct Model {
     pub counters: Vec<CounterInfo>,
     /// Counter overflow records, in order of their experiments.
     pub counter_events: Vec<CounterEntry>,
+    /// Traced MPI calls and completions, in order of their experiments.
+    pub mpi: Vec<MpiEntry>,
     /// Where a function starts in the other builds of its object (the
     /// function's own `address` is its first build's), by (that build's
     /// object, function): an instruction is named by its offset in the
@@ -559,6 +603,21 @@ pub struct Model {
     /// merged into one entry (see `EventEntry::count`): exact for every
     /// selection but a filter on time, which needs each event's.
     pub events_merged: bool,
+}
+
+impl ExperimentEntry {
+    /// The process's rank in MPI_COMM_WORLD, when its log says (MPI tracing).
+    pub fn mpi_rank(&self) -> Option<u32> {
+        self.log.iter().find_map(|e| match e.event {
+            experiment::Event::Mpi { rank, .. } => Some(rank),
+            _ => None,
+        })
+    }
+
+    /// The machine the process ran on, when its start line says.
+    pub fn host(&self) -> Option<&str> {
+        self.start.as_ref()?.host.as_deref()
+    }
 }
 
 impl Model {

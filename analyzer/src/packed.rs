@@ -1,7 +1,7 @@
 //! Metric values packed to the quantities a model's data can make nonzero.
 //!
 //! A [`Value`] has a field for every kind of data (CPU time, waits,
-//! allocations, I/O, off-CPU time, counters): 26 words. A clock profile
+//! allocations, I/O, off-CPU time, counters, MPI): 38 words. A clock profile
 //! only ever fills two of them, and the aggregation adds a value per frame of every
 //! distinct stack (a hundred million frames at a million stacks) and keeps
 //! one per call-tree node (millions): the per-stack sums, the per-key sums
@@ -13,16 +13,24 @@ use crate::model::{CounterRole, Model};
 use experiment::counters::MAX_COUNTERS;
 
 /// Words of a [`Value`].
-pub const WORDS: usize = 16 + MAX_COUNTERS + 2;
+pub const WORDS: usize = MPI_WORDS + 7;
 
 /// The words of a clock event: CPU time and the event.
 pub const NS_WORD: usize = 0;
 pub const EVENTS_WORD: usize = 1;
 
+/// The words of each traced kind, in [`Value::to_words`] order.
+const SYNC_WORDS: std::ops::Range<u8> = 2..4;
+const HEAP_WORDS: std::ops::Range<u8> = 4..8;
+const IO_WORDS: std::ops::Range<u8> = 8..19;
+const OFFCPU_WORDS: std::ops::Range<u8> = 19..21;
+
 /// Where the counters' words start, then `cycles` and `instructions`.
-const COUNTER_WORDS: usize = 16;
+const COUNTER_WORDS: usize = OFFCPU_WORDS.end as usize;
 const CYCLES_WORD: usize = COUNTER_WORDS + MAX_COUNTERS;
 const INSTRUCTIONS_WORD: usize = CYCLES_WORD + 1;
+/// Where the MPI tracing words start (after the counters').
+const MPI_WORDS: usize = INSTRUCTIONS_WORD + 1;
 
 impl Value {
     /// The value's quantities in a fixed order (see [`Layout::of`]).
@@ -43,6 +51,11 @@ impl Value {
             self.reads,
             self.writes,
             self.other_io,
+            self.read_ns,
+            self.write_ns,
+            self.other_io_ns,
+            self.io_errors,
+            self.io_error_ns,
             self.offcpu_ns,
             self.switches,
             c[0],
@@ -55,6 +68,13 @@ impl Value {
             c[7],
             self.cycles,
             self.instructions,
+            self.mpi_ns,
+            self.mpi_sends,
+            self.mpi_bytes_sent,
+            self.mpi_receives,
+            self.mpi_bytes_received,
+            self.mpi_other,
+            self.mpi_calls,
         ]
     }
 
@@ -74,11 +94,23 @@ impl Value {
             reads: w[11],
             writes: w[12],
             other_io: w[13],
-            offcpu_ns: w[14],
-            switches: w[15],
+            read_ns: w[14],
+            write_ns: w[15],
+            other_io_ns: w[16],
+            io_errors: w[17],
+            io_error_ns: w[18],
+            offcpu_ns: w[19],
+            switches: w[20],
             counters: std::array::from_fn(|i| w[COUNTER_WORDS + i]),
             cycles: w[CYCLES_WORD],
             instructions: w[INSTRUCTIONS_WORD],
+            mpi_ns: w[MPI_WORDS],
+            mpi_sends: w[MPI_WORDS + 1],
+            mpi_bytes_sent: w[MPI_WORDS + 2],
+            mpi_receives: w[MPI_WORDS + 3],
+            mpi_bytes_received: w[MPI_WORDS + 4],
+            mpi_other: w[MPI_WORDS + 5],
+            mpi_calls: w[MPI_WORDS + 6],
         }
     }
 }
@@ -97,18 +129,19 @@ impl Layout {
         let counted = !model.counter_events.is_empty();
         let role = |role| counted && model.counter_with(role).is_some();
         let word = |at: usize| at as u8..at as u8 + 1;
-        let kinds: [(bool, std::ops::Range<u8>); 8] = [
+        let kinds: [(bool, std::ops::Range<u8>); 9] = [
             (!model.events.is_empty(), 0..2),
-            (!model.sync.is_empty(), 2..4),
-            (!model.heap.is_empty(), 4..8),
-            (!model.io.is_empty(), 8..14),
-            (!model.offcpu.is_empty(), 14..16),
+            (!model.sync.is_empty(), SYNC_WORDS),
+            (!model.heap.is_empty(), HEAP_WORDS),
+            (!model.io.is_empty(), IO_WORDS),
+            (!model.offcpu.is_empty(), OFFCPU_WORDS),
             (
                 counted,
                 COUNTER_WORDS as u8..(COUNTER_WORDS + model.counters.len()) as u8,
             ),
             (role(CounterRole::Cycles), word(CYCLES_WORD)),
             (role(CounterRole::Instructions), word(INSTRUCTIONS_WORD)),
+            (!model.mpi.is_empty(), MPI_WORDS as u8..WORDS as u8),
         ];
         let mut kept: Vec<u8> = kinds
             .into_iter()
@@ -253,6 +286,106 @@ mod tests {
         assert_eq!(sums.get(0), [10, 2, 14, 200]);
         assert_eq!(sums.push_zero(), 2);
         assert_eq!(Value::from_words(value.to_words()), value);
+    }
+
+    /// I/O keeps its eleven words (time, per-class times and errors,
+    /// bytes, calls) and nothing else: a failed read is an error only.
+    #[test]
+    fn io_keeps_its_words() {
+        use crate::model::{IoEntry, NO_FILE, NO_STACK};
+        use experiment::io::IoOp;
+        let call = |op, failed, call_ns, bytes| IoEntry {
+            experiment: 0,
+            op,
+            failed,
+            thread: 1,
+            time_ns: 0,
+            call_ns,
+            bytes,
+            fd: 3,
+            file: 0,
+            source: NO_FILE,
+            stack: NO_STACK,
+            sample: 1,
+        };
+        let model = Model {
+            io: vec![call(IoOp::Read, false, 5, 100)],
+            ..Model::default()
+        };
+        let layout = Layout::of(&model);
+        assert_eq!(layout.width(), 11);
+        let mut value = Value::of_io(&call(IoOp::Read, false, 5, 100));
+        value.add(Value::of_io(&call(IoOp::Read, true, 7, 0)));
+        value.add(Value::of_io(&call(IoOp::Sync, false, 11, 0)));
+        value.add(Value::of_io(&call(IoOp::Transfer, false, 13, 40)));
+        let mut packed = vec![0; layout.width()];
+        layout.pack(value, &mut packed);
+        let back = layout.unpack(&packed);
+        assert_eq!(back, value);
+        assert_eq!(
+            (back.io_ns, back.read_ns, back.write_ns, back.other_io_ns),
+            (36, 5, 13, 11)
+        );
+        assert_eq!((back.io_errors, back.io_error_ns), (1, 7));
+        assert_eq!((back.reads, back.read_bytes, back.writes), (2, 140, 1));
+        assert_eq!(back.io_calls(), 5, "a transfer is a read and a write");
+    }
+
+    /// MPI's seven words come after the counters', kept only with MPI data.
+    #[test]
+    fn mpi_words_round_trip() {
+        let value = Value {
+            mpi_ns: 1,
+            mpi_sends: 2,
+            mpi_bytes_sent: 3,
+            mpi_receives: 4,
+            mpi_bytes_received: 5,
+            mpi_other: 6,
+            mpi_calls: 7,
+            instructions: 8,
+            ..Value::default()
+        };
+        assert_eq!(Value::from_words(value.to_words()), value);
+        let entry = crate::model::MpiEntry {
+            experiment: 0,
+            op: experiment::mpi::MpiOp::Waitall,
+            completion: false,
+            thread: 1,
+            time_ns: 0,
+            call_ns: 10,
+            dest: -1,
+            source: -1,
+            bytes_sent: 0,
+            bytes_received: 0,
+            sends: 0,
+            receives: 0,
+            stack: crate::model::NO_STACK,
+            sample: 1,
+        };
+        let mut model = Model {
+            mpi: vec![entry],
+            ..Model::default()
+        };
+        assert_eq!(Layout::of(&model).width(), 7);
+        model.mpi.push(crate::model::MpiEntry {
+            completion: true,
+            bytes_received: 64,
+            call_ns: 0,
+            ..entry
+        });
+        let layout = Layout::of(&model);
+        let mut packed = vec![0u64; layout.width()];
+        let mut sum = Value::default();
+        for entry in &model.mpi {
+            sum.add(Value::of_mpi(entry));
+        }
+        layout.pack(sum, &mut packed);
+        assert_eq!(
+            packed,
+            [10, 0, 0, 0, 64, 1, 1],
+            "a wait: one other call; its receive's bytes"
+        );
+        assert_eq!(layout.unpack(&packed), sum);
     }
 
     #[test]

@@ -103,6 +103,7 @@ impl Context<'_> {
         let sync = (!self.model.sync.is_empty()).then_some(SYNC_METRICS);
         let heap = (!self.model.heap.is_empty()).then_some(HEAP_METRICS.as_slice());
         let io = (!self.model.io.is_empty()).then_some(crate::io::IO_METRICS.as_slice());
+        let mpi = (!self.model.mpi.is_empty()).then_some(MetricName::MPI.as_slice());
         let counters = self
             .model
             .counters
@@ -112,7 +113,7 @@ impl Context<'_> {
             .model
             .has_cycles_and_instructions()
             .then_some(RATIO_METRICS);
-        [offcpu, sync, heap, io]
+        [offcpu, sync, heap, io, mpi]
             .into_iter()
             .flatten()
             .flatten()
@@ -307,7 +308,9 @@ pub(crate) fn value_heading(metric: MetricName) -> &'static str {
         MetricName::BytesAllocated
         | MetricName::BytesLeaked
         | MetricName::ReadBytes
-        | MetricName::WriteBytes => "bytes",
+        | MetricName::WriteBytes
+        | MetricName::MpiBytesSent
+        | MetricName::MpiBytesReceived => "bytes",
         _ => "count",
     }
 }

@@ -275,6 +275,9 @@ impl Analysis {
             C::IoDetail => self.calls_report(crate::io::detail),
             C::IoCallStack => self.calls_report(crate::io::callstacks),
             C::IoStat => self.calls_report(crate::io::statistics),
+            C::MpiFunctions => self.calls_report(crate::mpi::functions),
+            C::MpiRanks => self.calls_report(crate::mpi::ranks),
+            C::MpiMatrix => self.calls_report(crate::mpi::matrix),
             C::SyncObjects => self.calls_report(crate::sync_objects::objects),
             C::DataObjects => self.data_view(DataView::Objects)?,
             C::DataSingle(name) => self.data_view(DataView::Single(name))?,
@@ -950,6 +953,7 @@ fn default_metrics(model: &Model) -> MetricSpec {
         heap: !model.heap.is_empty(),
         io: !model.io.is_empty(),
         offcpu: !model.offcpu.is_empty(),
+        mpi: !model.mpi.is_empty(),
         counters: model.counters.iter().map(|c| c.metric).collect(),
         cycles_and_instructions: model.has_cycles_and_instructions(),
     })
@@ -998,7 +1002,7 @@ fn kind_letters_hint(model: &Model, name: &str) -> String {
     match meant {
         Some(c) => format!(
             " (a counter whose name begins with e, i or a follows a \".\": e.{})",
-            c.name()
+            c.metric.spelling()
         ),
         None => String::new(),
     }

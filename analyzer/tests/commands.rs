@@ -775,6 +775,84 @@ fn sync_waits_are_metrics_of_every_view() {
     );
 }
 
+/// A join's object is the joined thread's `pthread_t`; a `thread-start`
+/// line that gives it names the thread: the last thread with that
+/// `pthread_t` to start before the join returned (a `pthread_t` is reused
+/// once its thread is joined, and a thread may start after the join
+/// began). Without such a line the join keeps its address.
+#[test]
+fn a_join_is_named_by_the_thread_it_waited_for() {
+    use experiment::sync::{SyncEvent, SyncOp};
+    let tmp = TempDir::new("sync-joins");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "joins.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    let ms = |n: u64| START + n * 1_000_000;
+    // Threads 2 and 3 have pthread_t 0x7000 one after the other; 4 has
+    // 0x8000 and starts 1 ms after the join of it began.
+    for (at, tid, number, pthread) in [
+        (ms(1), 700, 1, 0x6000),
+        (ms(2), 701, 2, 0x7000),
+        (ms(20), 702, 3, 0x7000),
+        (ms(41), 703, 4, 0x8000),
+    ] {
+        expt.line(|w| {
+            w.event(at, "thread-start")
+                .u64("tid", tid)
+                .u64("number", number)
+                .hex("pthread", pthread);
+        });
+    }
+    let joins = [
+        (ms(3), 10, 0x7000),
+        (ms(21), 15, 0x7000),
+        (ms(40), 5, 0x8000),
+        (ms(50), 2, 0x9000),
+    ];
+    for (start_ns, wait_ms, object) in joins {
+        let event = SyncEvent {
+            op: SyncOp::Join,
+            start_ns,
+            wait_ns: wait_ms * 1_000_000,
+            object,
+            stack_id: 0,
+        };
+        expt.wait(700, event, stack_of(&syms, &["main"]));
+    }
+    let mut analysis = Analysis::open(&[expt.write()]).expect("open");
+    let objects = run_json(&mut analysis, "syncobjects");
+    let rows: Vec<(String, serde_json::Value, serde_json::Value, u64)> = objects["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["object"].as_str().unwrap().to_string(),
+                o["thread"].clone(),
+                o["address"].clone(),
+                (o["sync_wait_time"].as_f64().unwrap() * 1e3).round() as u64,
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("t@3".to_string(), json!(3), json!(0x7000), 15),
+            ("t@2".to_string(), json!(2), json!(0x7000), 10),
+            ("t@4".to_string(), json!(4), json!(0x8000), 5),
+            (
+                "0x9000".to_string(),
+                serde_json::Value::Null,
+                json!(0x9000),
+                2
+            ),
+        ]
+    );
+    let text = run(&mut analysis, "syncobjects");
+    assert!(text.lines().any(|l| l.ends_with("join  t@3")), "{text}");
+}
+
 /// The address of data symbol `name` in an ELF file.
 fn data_symbol(path: &Path, name: &str) -> u64 {
     use object::{Object, ObjectSymbol};
@@ -893,7 +971,9 @@ fn io_calls_are_metrics_and_views() {
         (&json!(10000), &json!(4000), &json!(2), &json!(3))
     );
     assert_eq!(file("<stdout>")["write_bytes"], 12);
-    assert_eq!(file("/missing")["other_io_count"], 1);
+    // A failed call is an error only, as in gprofng.
+    assert_eq!(file("/missing")["other_io_count"], 0);
+    assert_eq!(file("/missing")["io_error_count"], 1);
     assert_eq!(activity["total"]["write_bytes"], 10012);
     assert_eq!(activity["files"][0]["name"], "/tmp/a", "most time first");
     let text = run(&mut analysis, "ioactivity");
@@ -930,7 +1010,8 @@ fn io_calls_are_metrics_and_views() {
     assert_eq!(stat["write"]["largest_bytes"], 9000);
     assert_eq!(stat["write"]["smallest_bytes"], 12);
     assert_eq!(stat["read"]["bytes"], 4000);
-    assert_eq!(stat["other"]["calls"], 4);
+    assert_eq!(stat["other"]["calls"], 3);
+    assert_eq!(stat["error"]["calls"], 1);
     assert_eq!(stat["failed_calls"], 1);
     let text = run(&mut analysis, "iostat");
     assert!(
@@ -942,6 +1023,166 @@ fn io_calls_are_metrics_and_views() {
     run(&mut analysis, "thread_select 2");
     let empty = run_json(&mut analysis, "ioactivity");
     assert_eq!(empty["total"]["write_bytes"], 0);
+}
+
+/// gprofng's per-class I/O times and errors: Read Time, Write Time and
+/// Other I/O Time of the calls that did not fail, I/O Error Time and
+/// Count of those that did (and nowhere else), a transfer's time its
+/// write's; I/O Time is their sum. In the function list, ioactivity,
+/// iocallstack and iostat alike.
+#[test]
+fn io_times_per_class_and_errors() {
+    use common::IoCall;
+    use experiment::io::IoOp;
+    let tmp = TempDir::new("io-classes");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "io.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    let call = |op, failed, fd, at_ms: u64, time_us: u64, bytes| IoCall {
+        op,
+        failed,
+        fd,
+        start_ns: START + at_ms * 1_000_000,
+        time_ns: time_us * 1_000,
+        bytes,
+        aux_fd: -1,
+        name: Vec::new(),
+    };
+    let open = |fd, at_ms, time_us, path: &str| IoCall {
+        name: path.as_bytes().to_vec(),
+        ..call(IoOp::Open, fd < 0, fd, at_ms, time_us, 0)
+    };
+    // A reads /in and fails a read of a descriptor never opened; B writes
+    // /out, fails a write to a read-only /in and syncs; C copies /in to
+    // /out with sendfile; main fails to open /missing.
+    let calls: Vec<(IoCall, &[&str])> = vec![
+        (open(3, 2, 10, "/in"), &["A", "main"]),
+        (open(4, 3, 20, "/out"), &["B", "main"]),
+        (call(IoOp::Read, false, 3, 4, 100, 512), &["A", "main"]),
+        (call(IoOp::Read, true, 9, 5, 30, 0), &["A", "main"]),
+        (call(IoOp::Write, false, 4, 6, 200, 256), &["B", "main"]),
+        (call(IoOp::Write, true, 3, 7, 7, 0), &["B", "main"]),
+        (call(IoOp::Sync, false, 4, 8, 50, 0), &["B", "main"]),
+        (
+            IoCall {
+                aux_fd: 3,
+                ..call(IoOp::Transfer, false, 4, 9, 80, 64)
+            },
+            &["C", "main"],
+        ),
+        (open(-1, 10, 40, "/missing"), &["main"]),
+    ];
+    for (c, names) in calls {
+        expt.io_call(700, c, stack_of(&syms, names));
+    }
+    let path = expt.write();
+    let mut analysis = Analysis::open(&[path]).expect("open");
+    run(
+        &mut analysis,
+        "metrics e.ioreadtime:e.iowritetime:e.ioothertime:e.ioerrortime:e.ioerrorcnt:\
+         i.iotime:e.ioreadcnt:e.iowritecnt:name",
+    );
+    let doc = run_json(&mut analysis, "functions");
+    let micros = |v: &serde_json::Value| (v.as_f64().unwrap() * 1e6).round() as u64;
+    let row = |name: &str| {
+        let r = doc["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {doc}"))
+            .clone();
+        (
+            [
+                micros(&r["read_time"]["exclusive"]),
+                micros(&r["write_time"]["exclusive"]),
+                micros(&r["other_io_time"]["exclusive"]),
+                micros(&r["io_error_time"]["exclusive"]),
+            ],
+            [
+                r["io_error_count"]["exclusive"].as_u64().unwrap(),
+                r["read_count"]["exclusive"].as_u64().unwrap(),
+                r["write_count"]["exclusive"].as_u64().unwrap(),
+            ],
+        )
+    };
+    // [read, write, other, error] µs; [errors, reads, writes].
+    assert_eq!(row("A"), ([100, 0, 10, 30], [1, 1, 0]));
+    assert_eq!(row("B"), ([0, 200, 70, 7], [1, 0, 1]));
+    assert_eq!(row("C"), ([0, 80, 0, 0], [0, 1, 1]), "a transfer");
+    assert_eq!(row("main"), ([0, 0, 0, 40], [1, 0, 0]));
+    let total = &doc["total"];
+    assert_eq!(micros(&total["io_time"]), 537);
+    assert_eq!(total["io_error_count"], 3);
+    let text = run(&mut analysis, "functions");
+    for heading in [
+        "Read Time",
+        "Write Time",
+        "Other I/O Time",
+        "I/O Error Time",
+    ] {
+        assert!(text.contains(&format!("Excl. {heading}")), "{text}");
+    }
+    // Every I/O metric is in every row's JSON, whatever the list shows.
+    run(&mut analysis, "metrics i.iotime:name");
+    let doc = run_json(&mut analysis, "csingle main");
+    assert!(doc.to_string().contains("\"io_error_time\""), "{doc}");
+
+    let activity = run_json(&mut analysis, "ioactivity");
+    let file = |name: &str| {
+        activity["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {activity}"))
+            .clone()
+    };
+    let times = |f: &serde_json::Value| {
+        [
+            micros(&f["read_time"]),
+            micros(&f["write_time"]),
+            micros(&f["other_io_time"]),
+            micros(&f["io_error_time"]),
+            f["io_error_count"].as_u64().unwrap(),
+        ]
+    };
+    // The failed write was to /in; the transfer read /in (no time) and
+    // wrote /out; the read of descriptor 9 is its own.
+    assert_eq!(times(&file("/in")), [100, 0, 10, 7, 1]);
+    assert_eq!(times(&file("/out")), [0, 280, 70, 0, 0]);
+    assert_eq!(times(&file("<fd 9>")), [0, 0, 0, 30, 1]);
+    assert_eq!(times(&file("/missing")), [0, 0, 0, 40, 1]);
+    assert_eq!(file("/in")["read_count"], 2);
+    let text = run(&mut analysis, "ioactivity");
+    assert!(text.contains("I/O Error"), "{text}");
+
+    let stacks = run_json(&mut analysis, "iocallstack");
+    let errors: u64 = stacks["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["io_error_count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(errors, 3);
+
+    let stat = run_json(&mut analysis, "iostat");
+    assert_eq!(
+        (&stat["read"]["calls"], &stat["write"]["calls"]),
+        (&json!(2), &json!(2))
+    );
+    assert_eq!(
+        micros(&stat["read"]["io_time"]),
+        100,
+        "the transfer's is the write's"
+    );
+    assert_eq!(micros(&stat["write"]["io_time"]), 280);
+    assert_eq!(micros(&stat["other"]["io_time"]), 80);
+    assert_eq!(stat["error"]["calls"], 3);
+    assert_eq!(micros(&stat["error"]["io_time"]), 77);
+    let text = run(&mut analysis, "iostat");
+    assert!(text.contains("I/O Error Statistics"), "{text}");
 }
 
 /// Off-CPU records in the views: Off-CPU Time at the stack where the thread

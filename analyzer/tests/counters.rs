@@ -464,6 +464,82 @@ fn an_unknown_counter_is_a_one_line_error_naming_the_counters() {
     ));
 }
 
+/// A counter named like a built-in metric (`cpu` is Total CPU Time's
+/// alias, `async` reads as kinds `a` of `sync`) is spelled `counter_NAME`:
+/// the default list and `metrics` show it so, that spelling chooses it and
+/// sorts by it, and the plain name still means the built-in metric.
+#[test]
+fn a_counter_named_like_a_built_in_metric_is_chosen_with_its_prefix() {
+    let tmp = TempDir::new("counters-clash");
+    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(&tmp.0, "clash.er", &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    let software = |name: &str, config| CounterSpec {
+        kind: 1,
+        ..hardware(name, config)
+    };
+    expt.counter(START + 3, 0, &software("cpu", 0));
+    expt.counter(START + 4, 1, &software("async", 2));
+    // Two clock ticks in A; the counters' records in C and B.
+    for ms in [10, 20] {
+        expt.event(tick(
+            START + ms * 1_000_000,
+            700,
+            stack_of(&syms, &["A", "main"]),
+        ));
+    }
+    expt.counter_event(
+        700,
+        record(30, 0, 7000),
+        stack_of(&syms, &["C", "A", "main"]),
+    );
+    expt.counter_event(700, record(31, 1, 300), stack_of(&syms, &["B", "main"]));
+    let mut analysis = Analysis::open(&[expt.write()]).expect("open");
+    let metrics = run(&mut analysis, "metrics");
+    assert!(
+        metrics.contains(
+            "e.%totalcpu:i.%totalcpu:e.counter_cpu:i.counter_cpu:e.counter_async:\
+             i.counter_async:name"
+        ),
+        "{metrics}"
+    );
+    let listed = metrics
+        .trim()
+        .trim_start_matches("current metrics: ")
+        .to_string();
+    run(&mut analysis, &format!("metrics {listed}"));
+    assert_eq!(
+        run(&mut analysis, "metrics"),
+        metrics,
+        "the list reads back"
+    );
+
+    run(
+        &mut analysis,
+        "metrics e.counter_cpu:e.cpu:e.counter_async:name",
+    );
+    let text = run(&mut analysis, "functions");
+    assert!(
+        text.contains("Excl. cpu") && text.contains("Excl. Total CPU"),
+        "{text}"
+    );
+    assert!(text.contains("Excl. async"), "{text}");
+    let doc = run_json(&mut analysis, "functions");
+    assert_eq!(row(&doc, "C")["cpu"]["exclusive"], 7000);
+    assert_eq!(row(&doc, "B")["async"]["exclusive"], 300);
+    assert_eq!(row(&doc, "A")["exclusive"]["events"], 2, "CPU time");
+    run(&mut analysis, "sort e.counter_cpu");
+    let doc = run_json(&mut analysis, "functions");
+    assert_eq!(doc["sort"], "e.counter_cpu");
+    assert_eq!(doc["rows"][1]["name"], "C", "{doc}");
+    // The plain names are the built-in metrics'.
+    run(&mut analysis, "metrics e.cpu:name");
+    assert!(run(&mut analysis, "functions").contains("Excl. Total CPU"));
+    let e = error_of(&mut analysis, "metrics e.counter_bogus");
+    assert!(e.contains("no metric or counter \"bogus\""), "{e}");
+}
+
 /// Counters without data addresses (and no counters at all) have no data
 /// objects: the data views say so, and how to get them, in one line.
 #[test]

@@ -17,7 +17,7 @@
 //! Ordinary context only (mprotect, dl_iterate_phdr, the loader's lock).
 
 use crate::real::Real;
-use crate::{heap, io, log, sync};
+use crate::{heap, io, log, mpi, sync};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
 
@@ -77,6 +77,8 @@ pub enum Set {
     Io,
     /// The exec family (exec.rs), while perf events count in kernel mode.
     Exec,
+    /// The MPI functions (mpi.rs).
+    Mpi,
 }
 
 fn targets(set: Set) -> Vec<Target> {
@@ -85,6 +87,7 @@ fn targets(set: Set) -> Vec<Target> {
         Set::Sync => sync::got_targets(),
         Set::Io => io::got_targets(),
         Set::Exec => crate::exec::exec_targets(),
+        Set::Mpi => mpi::got_targets(),
     }
 }
 
@@ -102,12 +105,12 @@ struct Patches {
     objects: Vec<usize>,
 }
 
-static PATCHES: [Mutex<Patches>; 4] = [const {
+static PATCHES: [Mutex<Patches>; 5] = [const {
     Mutex::new(Patches {
         entries: Vec::new(),
         objects: Vec::new(),
     })
-}; 4];
+}; 5];
 
 fn patches(set: Set) -> std::sync::MutexGuard<'static, Patches> {
     let index = match set {
@@ -115,6 +118,7 @@ fn patches(set: Set) -> std::sync::MutexGuard<'static, Patches> {
         Set::Sync => 1,
         Set::Io => 2,
         Set::Exec => 3,
+        Set::Mpi => 4,
     };
     PATCHES[index].lock().unwrap_or_else(|e| e.into_inner())
 }

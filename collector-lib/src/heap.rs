@@ -76,6 +76,8 @@ struct Owned {
     sync_events: Cursor,
     /// The thread's block of the `io` file (io.rs, the same).
     io_events: Cursor,
+    /// The thread's block of the `mpi` file (mpi.rs, the same).
+    mpi_events: Cursor,
     stacks: Cursor,
     delta: HeapDelta,
     stack_cache: StackCache,
@@ -151,6 +153,7 @@ impl Slot {
                 events: Cursor::new(),
                 sync_events: Cursor::new(),
                 io_events: Cursor::new(),
+                mpi_events: Cursor::new(),
                 stacks: Cursor::new(),
                 delta: HeapDelta::block_start(0),
                 stack_cache: StackCache::new(),
@@ -252,6 +255,7 @@ fn retire_thread(slot: &Slot) {
     state::HEAP.retire(&mut owned.events);
     state::SYNC.retire(&mut owned.sync_events);
     state::IO.retire(&mut owned.io_events);
+    state::MPI.retire(&mut owned.mpi_events);
     state::STACKS.retire(&mut owned.stacks);
     owned.stack_cache = StackCache::new();
     let events = slot.events.swap(0, Ordering::Relaxed);
@@ -397,6 +401,7 @@ pub fn forget_after_fork() {
             owned.events.release();
             owned.sync_events.release();
             owned.io_events.release();
+            owned.mpi_events.release();
             owned.stacks.release();
             owned.stack_cache = StackCache::new();
             slot.events.store(0, Ordering::Relaxed);
@@ -656,6 +661,7 @@ pub(crate) fn record_sync(
 enum Hooked {
     Sync,
     Io,
+    Mpi,
 }
 
 /// [`record_sync`] for the I/O hooks (io.rs): the thread's `io` cursor,
@@ -681,6 +687,23 @@ pub(crate) fn record_io(
         IO_UNRECORDED.fetch_add(1, Ordering::Relaxed);
     }
     recorded
+}
+
+/// [`record_io`] for the MPI hooks (mpi.rs): the thread's `mpi` cursor, the
+/// call's start and duration in ns from its stamps, less the time rdbx held
+/// the process stopped. Ok(false) when the thread was inside a hook already.
+pub(crate) fn record_mpi(
+    start: Marked<tsc::Stamp>,
+    end: Marked<tsc::Stamp>,
+    write: impl FnOnce(&mut Cursor, i32, u64, (u64, u64)) -> Result<(), WriteError>,
+) -> Result<bool, WriteError> {
+    let when = |anchor: &mut tsc::Anchor| {
+        let (start_ns, wall_ns) = anchor.span(start.at, end.at);
+        let end_ns = start_ns.saturating_add(wall_ns);
+        let held_ns = hold::held_between(start.mark, start_ns, end.mark, end_ns);
+        (end_ns, (start_ns, wall_ns.saturating_sub(held_ns)))
+    };
+    record_hooked(Hooked::Mpi, when, write)
 }
 
 /// I/O calls recorded (every thread's, gone ones too) and calls seen but
@@ -729,6 +752,7 @@ fn record_hooked<T>(
             let calls = slot.io_calls.load(Ordering::Relaxed);
             slot.io_calls.store(calls + 1, Ordering::Relaxed);
         }
+        Hooked::Mpi => write(&mut owned.mpi_events, tid, id, time)?,
     }
     Ok(true)
 }

@@ -26,6 +26,7 @@ mod interpose;
 mod io;
 mod lifecycle;
 mod log;
+mod mpi;
 mod numbers;
 mod objects;
 mod offcpu;

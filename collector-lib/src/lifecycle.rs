@@ -17,7 +17,8 @@
 //! whose bit is on: `clock` (clock profiling wanted and still possible),
 //! `heap` (heap tracing wanted, set up, and still possible), `sync` (sync
 //! wait tracing, the same), `io` (I/O tracing, the same), `offcpu` (off-CPU
-//! profiling, the same), `counters` (counter overflow profiling, the same).
+//! profiling, the same), `counters` (counter overflow profiling, the same),
+//! `mpi` (MPI tracing, the same).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -41,6 +42,7 @@ const SYNC: u32 = 1 << 6;
 const IO: u32 = 1 << 8;
 const OFFCPU: u32 = 1 << 7;
 const COUNTERS: u32 = 1 << 9;
+const MPI: u32 = 1 << 10;
 
 static WORD: AtomicU32 = AtomicU32::new(0);
 
@@ -152,6 +154,25 @@ pub fn io_on() {
 
 pub fn io_off() -> bool {
     WORD.fetch_and(!IO, Ordering::AcqRel) & IO != 0
+}
+
+/// MPI tracing is set up (while Active).
+pub fn mpi_on() {
+    WORD.fetch_or(MPI, Ordering::AcqRel);
+}
+
+pub fn mpi_off() -> bool {
+    WORD.fetch_and(!MPI, Ordering::AcqRel) & MPI != 0
+}
+
+/// Whether MPI calls are traced: the kind set up (whatever the phase).
+pub fn mpi_traced() -> bool {
+    WORD.load(Ordering::Acquire) & MPI != 0
+}
+
+/// Whether an MPI call is recorded now. One load.
+pub fn recording_mpi() -> bool {
+    recording(MPI)
 }
 
 /// Off-CPU profiling is set up (while Active).
@@ -293,7 +314,11 @@ mod tests {
         assert!(!recording_counters());
         counters_on();
         assert!(recording_counters() && counters_traced());
+        assert!(!recording_mpi());
+        mpi_on();
+        assert!(recording_mpi() && mpi_traced());
         assert!(set_paused(true));
+        assert!(!recording_mpi() && mpi_traced());
         assert!(!recording_offcpu());
         assert!(!recording_counters() && counters_traced());
         assert!(!set_paused(true));
@@ -312,6 +337,7 @@ mod tests {
         assert!(!recording_sync(), "nothing recorded while stopping");
         assert!(!recording_io(), "nothing recorded while stopping");
         assert!(!recording_counters(), "nothing recorded while stopping");
+        assert!(!recording_mpi(), "nothing recorded while stopping");
         finish_stop();
         assert_eq!(phase(), Phase::Idle);
         assert!(live(), "live is the process's, kept across experiments");

@@ -32,7 +32,7 @@ pub struct Real {
 }
 
 impl Real {
-    const fn new(name: &'static CStr) -> Real {
+    pub(crate) const fn new(name: &'static CStr) -> Real {
         Real {
             name,
             address: AtomicUsize::new(0),

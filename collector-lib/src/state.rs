@@ -9,12 +9,12 @@ use crate::blocks::{BlockFile, Budget};
 use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
-    counters, exec, heap, io, lifecycle, log, numbers, objects, offcpu, profile, samples, sync,
-    sys, threads, unwind, watch,
+    counters, exec, heap, io, lifecycle, log, mpi, numbers, objects, offcpu, profile, samples,
+    sync, sys, threads, unwind, watch,
 };
 use experiment::layout::{
-    SampleCause, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS,
-    KIND_SYNC, MAX_STACK_DEPTH,
+    SampleCause, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_MPI, KIND_OFFCPU, KIND_PROFILE,
+    KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use experiment::text::{Config, Mode};
 use std::ffi::CString;
@@ -30,6 +30,7 @@ pub static SYNC: BlockFile = BlockFile::new(KIND_SYNC);
 pub static IO: BlockFile = BlockFile::new(KIND_IO);
 pub static OFFCPU: BlockFile = BlockFile::new(KIND_OFFCPU);
 pub static COUNTERS: BlockFile = BlockFile::new(KIND_COUNTERS);
+pub static MPI: BlockFile = BlockFile::new(KIND_MPI);
 pub static BUDGET: Budget = Budget::new();
 
 static DEPTH_LIMIT: AtomicUsize = AtomicUsize::new(256);
@@ -246,6 +247,7 @@ fn start_steps(
     let heaptrace = config.heaptrace;
     let synctrace = config.synctrace.is_on();
     let iotrace = config.iotrace;
+    let mpitrace = config.mpitrace;
     // Off-CPU profiling needs the kernel's consent (see offcpu.rs): when
     // refused, the experiment says why and goes on without it.
     let offcpu_refused = if config.offcpu {
@@ -266,6 +268,7 @@ fn start_steps(
             io: iotrace,
             offcpu: offcpu_on,
             counters: counters_on,
+            mpi: mpitrace,
         },
     )?;
     config.expt = expt.clone();
@@ -312,13 +315,16 @@ fn start_steps(
     // for any of these.
     let per_thread = config.profile_ns > 0 || offcpu_on || counters_on;
     if live() {
-        write_kinds_line(per_thread, heaptrace, synctrace, iotrace);
+        write_kinds_line(per_thread, [heaptrace, synctrace, iotrace, mpitrace]);
     }
     if heaptrace {
         heap::prepare();
     }
     if iotrace {
         io::prepare();
+    }
+    if mpitrace {
+        mpi::prepare();
     }
     if let Some(threshold) = sync_threshold {
         sync::log_threshold(threshold);
@@ -381,7 +387,7 @@ fn start_steps(
         register_existing_threads();
     }
     if live() {
-        start_live_parts(per_thread || heaptrace || synctrace || iotrace);
+        start_live_parts(per_thread || heaptrace || synctrace || iotrace || mpitrace);
     }
     update_environment(&config, control);
     **control = Some(Current { config, expt });
@@ -390,9 +396,17 @@ fn start_steps(
     }
     if synctrace {
         sync::start_tracing();
+        if !per_thread {
+            // No clock to start, but the threads' `thread-start` lines
+            // name the threads that joins wait for.
+            register_existing_threads();
+        }
     }
     if iotrace {
         io::start_tracing();
+    }
+    if mpitrace {
+        mpi::start_tracing(context == Context::ForkChild);
     }
     if counters_on || offcpu_on {
         exec::start_guarding();
@@ -402,10 +416,10 @@ fn start_steps(
 
 /// The `kinds` line of a live start: what cannot be collected without
 /// interposition, and how new threads are found.
-fn write_kinds_line(profiling: bool, heaptrace: bool, synctrace: bool, iotrace: bool) {
+fn write_kinds_line(profiling: bool, [heap, sync, io, mpi]: [bool; 4]) {
     let mut available = vec!["clock-profile", "samples"];
     let mut unavailable = Vec::new();
-    for (kind, on) in [("heap", heaptrace), ("sync", synctrace), ("io", iotrace)] {
+    for (kind, on) in [("heap", heap), ("sync", sync), ("io", io), ("mpi", mpi)] {
         if on {
             available.push(kind);
         } else {
@@ -440,17 +454,19 @@ struct Traced {
     io: bool,
     offcpu: bool,
     counters: bool,
+    mpi: bool,
 }
 
 impl Traced {
     /// (file, manifest kind, on, the block file) of each traced kind.
-    fn files(self) -> [(&'static str, &'static str, bool, &'static BlockFile); 5] {
+    fn files(self) -> [(&'static str, &'static str, bool, &'static BlockFile); 6] {
         [
             ("heap", "heap-trace", self.heap, &HEAP),
             ("sync", "sync-trace", self.sync, &SYNC),
             ("io", "io-trace", self.io, &IO),
             ("offcpu", "off-cpu", self.offcpu, &OFFCPU),
             ("counters", "counters", self.counters, &COUNTERS),
+            ("mpi", "mpi-trace", self.mpi, &MPI),
         ]
     }
 }
@@ -572,7 +588,19 @@ fn write_start_line(
         }
         line.u64("iotrace", u64::from(config.iotrace));
         line.u64("offcpu", u64::from(config.offcpu));
+        line.u64("mpitrace", u64::from(config.mpitrace));
+        line.str("host", host_name(&mut [0u8; 256]));
     });
+}
+
+/// The machine's name (gethostname), in `buf`.
+fn host_name(buf: &mut [u8]) -> &[u8] {
+    // SAFETY: gethostname writes at most `len` bytes into `buf`.
+    if unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len() - 1) } != 0 {
+        return b"";
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    &buf[..len]
 }
 
 /// `_f1` for founder/_f1.er, empty for the founder itself.
@@ -637,22 +665,57 @@ fn register_existing_threads() {
 }
 
 /// Registers the calling thread, dbx's number `number`, and starts its
-/// clock.
+/// clock. Its `thread-start` line gives its `pthread_t` too: what a
+/// pthread_join of it names.
 pub fn register_current_thread(number: u32) {
-    register_thread(sys::gettid(), sys::thread_cpu_ns(), number);
+    // SAFETY: pthread_self has no preconditions.
+    let pthread = unsafe { libc::pthread_self() } as u64;
+    register(sys::gettid(), sys::thread_cpu_ns(), number, Some(pthread));
 }
 
 /// Registers thread `tid` of this process (dbx's number `number`) and
 /// starts its clock; `cpu_now` is its CPU time to count from.
 pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
-    let offcpu_on = lifecycle::offcpu_traced();
-    let counters_on = lifecycle::counters_traced();
-    if !active() || !(lifecycle::clock_traced() || offcpu_on || counters_on) {
+    register(tid, cpu_now, number, None);
+}
+
+/// Starts what profiles thread `tid` per thread (when the experiment
+/// does), then writes its `thread-start` line: also without profiling when
+/// sync waits are traced, for the joins. `pthread` is known only to the
+/// thread itself.
+fn register(tid: i32, cpu_now: u64, number: u32, pthread: Option<u64>) {
+    if !active() {
         return;
     }
+    let profiled =
+        lifecycle::clock_traced() || lifecycle::offcpu_traced() || lifecycle::counters_traced();
+    if profiled && !start_profiling(tid, cpu_now) {
+        return;
+    }
+    if !profiled && !lifecycle::sync_traced() {
+        return;
+    }
+    // Attached, the threads created later are found by the watcher,
+    // without their pthread_t: one that reused a logged thread's would be
+    // taken for it. So none is logged there.
+    let pthread = pthread.filter(|_| !live());
+    log::write("thread-start", |line| {
+        line.u64("tid", tid as u64);
+        line.u64("number", u64::from(number));
+        if let Some(pthread) = pthread {
+            line.hex("pthread", pthread);
+        }
+    });
+}
+
+/// Claims a slot for thread `tid` and arms its clock, off-CPU event and
+/// counters (those the experiment has); false when no slot was free.
+fn start_profiling(tid: i32, cpu_now: u64) -> bool {
+    let offcpu_on = lifecycle::offcpu_traced();
+    let counters_on = lifecycle::counters_traced();
     let Some(slot) = threads::claim(tid) else {
         log::warning("too many threads: a thread is not profiled");
-        return;
+        return false;
     };
     slot.last_cpu_ns.store(cpu_now, Ordering::Relaxed);
     slot.last_stack.store(0, Ordering::Relaxed);
@@ -679,10 +742,7 @@ pub fn register_thread(tid: i32, cpu_now: u64, number: u32) {
     if counters_on {
         slot.counters().arm(tid);
     }
-    log::write("thread-start", |line| {
-        line.u64("tid", tid as u64);
-        line.u64("number", u64::from(number));
-    });
+    true
 }
 
 /// The calling thread is exiting: stop its clock, free its slot.
@@ -880,6 +940,7 @@ pub fn stop() -> bool {
     heap::stop_tracing();
     sync::stop_tracing();
     io::stop_tracing();
+    mpi::stop_tracing();
     exec::stop_guarding();
     heap::forget_current_thread();
     let offcpu_was_on = control.as_ref().is_some_and(|c| c.config.offcpu);
@@ -898,6 +959,9 @@ pub fn stop() -> bool {
     if offcpu_was_on {
         offcpu::log_totals();
     }
+    if control.as_ref().is_some_and(|c| c.config.mpitrace) {
+        mpi::log_totals();
+    }
     counters::log_totals();
     log::write("end", |_| {});
     PROFILE.close();
@@ -907,6 +971,7 @@ pub fn stop() -> bool {
     IO.close();
     OFFCPU.close();
     COUNTERS.close();
+    MPI.close();
     log::close();
     *control = None;
     lifecycle::finish_stop();
@@ -981,6 +1046,7 @@ fn forget_parent_experiment() {
     IO.close_after_fork();
     OFFCPU.close_after_fork();
     COUNTERS.close_after_fork();
+    MPI.close_after_fork();
     log::close();
     crate::interpose::restore_mask(blocked);
 }

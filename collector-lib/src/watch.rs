@@ -144,6 +144,7 @@ fn watch(generation: u64, number: u32) {
             crate::heap::follow_new_objects();
             crate::sync::follow_new_objects();
             crate::io::follow_new_objects();
+            crate::mpi::follow_new_objects();
             crate::exec::follow_new_objects();
         }
         // SAFETY: valid timespec; an interruption just shortens the sleep.

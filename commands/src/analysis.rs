@@ -15,7 +15,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::analysis_help::{analysis_usage, find_analysis_help, suggest_analysis};
-pub use crate::counter::Counter;
+pub use crate::counter::{Counter, COUNTER_PREFIX};
 use crate::error::ParseError;
 use crate::words::Scanner;
 
@@ -60,6 +60,11 @@ pub enum AnalysisCommand {
     IoDetail,
     IoCallStack,
     IoStat,
+    /// The MPI tracing views: per MPI function, per rank, and the message
+    /// matrix (bytes and messages from rank to rank).
+    MpiFunctions,
+    MpiRanks,
+    MpiMatrix,
     /// Sync Wait Time and Count per synchronization object.
     SyncObjects,
     /// The manual's "Data Objects" views of the counter events that carry
@@ -138,6 +143,9 @@ impl AnalysisCommand {
             A::IoDetail => "iodetail",
             A::IoCallStack => "iocallstack",
             A::IoStat => "iostat",
+            A::MpiFunctions => "mpi_functions",
+            A::MpiRanks => "mpi_ranks",
+            A::MpiMatrix => "mpi_matrix",
             A::SyncObjects => "syncobjects",
             A::DataObjects => "data_objects",
             A::DataSingle(_) => "data_single",
@@ -423,8 +431,20 @@ pub enum MetricName {
     SyncWaitTime,
     /// Sync-wait tracing: the traced waits (`syncn`).
     SyncWaitCount,
-    /// I/O tracing: wall time in the traced I/O calls (`iotime`).
+    /// I/O tracing: wall time in the traced I/O calls, of every class and
+    /// failed or not (`iotime`).
     IoTime,
+    /// I/O tracing: wall time in the reads that did not fail (`ioreadtime`).
+    ReadTime,
+    /// I/O tracing: wall time in the writes (and transfers) that did not
+    /// fail (`iowritetime`).
+    WriteTime,
+    /// I/O tracing: wall time in the other calls that did not fail
+    /// (`ioothertime`).
+    OtherIoTime,
+    /// I/O tracing: wall time in the calls that failed, of any class
+    /// (`ioerrortime`).
+    IoErrorTime,
     /// I/O tracing: bytes read (`ioreadbytes`).
     ReadBytes,
     /// I/O tracing: bytes written (`iowritebytes`).
@@ -435,10 +455,26 @@ pub enum MetricName {
     WriteCount,
     /// I/O tracing: the other calls: open, close, seek, sync, dup (`ioothercnt`).
     OtherIoCount,
+    /// I/O tracing: the calls that failed, of any class (`ioerrorcnt`); a
+    /// failed call counts here only, as in gprofng.
+    IoErrorCount,
     /// Off-CPU profiling: time switched off the CPU (`offcpu`).
     OffCpuTime,
     /// Total CPU Time + Off-CPU Time (`walltime`).
     WallTime,
+    // MPI tracing (the manual's MPI tracing metrics).
+    /// Wall time in the traced MPI calls (`mpitime`).
+    MpiTime,
+    /// Messages the MPI calls sent (`mpisend`).
+    MpiSends,
+    /// Bytes the MPI calls sent (`mpibytessent`).
+    MpiBytesSent,
+    /// Messages the MPI calls received (`mpireceive`).
+    MpiReceives,
+    /// Bytes the MPI calls received (`mpibytesrecv`).
+    MpiBytesReceived,
+    /// Calls of the other MPI functions: waits, barriers, init (`mpiother`).
+    MpiOtherCalls,
     /// Counter overflow profiling: the events a counter counted (named as
     /// the counter: `cycles`, `page-faults`).
     Counter(Counter),
@@ -473,6 +509,14 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("sync_wait_count", MetricName::SyncWaitCount),
     ("iotime", MetricName::IoTime),
     ("io_time", MetricName::IoTime),
+    ("ioreadtime", MetricName::ReadTime),
+    ("read_time", MetricName::ReadTime),
+    ("iowritetime", MetricName::WriteTime),
+    ("write_time", MetricName::WriteTime),
+    ("ioothertime", MetricName::OtherIoTime),
+    ("other_io_time", MetricName::OtherIoTime),
+    ("ioerrortime", MetricName::IoErrorTime),
+    ("io_error_time", MetricName::IoErrorTime),
     ("ioreadbytes", MetricName::ReadBytes),
     ("read_bytes", MetricName::ReadBytes),
     ("iowritebytes", MetricName::WriteBytes),
@@ -483,10 +527,24 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
     ("write_count", MetricName::WriteCount),
     ("ioothercnt", MetricName::OtherIoCount),
     ("other_io_count", MetricName::OtherIoCount),
+    ("ioerrorcnt", MetricName::IoErrorCount),
+    ("io_error_count", MetricName::IoErrorCount),
     ("offcpu", MetricName::OffCpuTime),
     ("off_cpu_time", MetricName::OffCpuTime),
     ("walltime", MetricName::WallTime),
     ("wall_time", MetricName::WallTime),
+    ("mpitime", MetricName::MpiTime),
+    ("mpi_time", MetricName::MpiTime),
+    ("mpisend", MetricName::MpiSends),
+    ("mpi_sends", MetricName::MpiSends),
+    ("mpibytessent", MetricName::MpiBytesSent),
+    ("mpi_bytes_sent", MetricName::MpiBytesSent),
+    ("mpireceive", MetricName::MpiReceives),
+    ("mpi_receives", MetricName::MpiReceives),
+    ("mpibytesrecv", MetricName::MpiBytesReceived),
+    ("mpi_bytes_received", MetricName::MpiBytesReceived),
+    ("mpiother", MetricName::MpiOtherCalls),
+    ("mpi_other_calls", MetricName::MpiOtherCalls),
     ("cpi", MetricName::Cpi),
     ("ipc", MetricName::Ipc),
     ("name", MetricName::Name),
@@ -495,8 +553,10 @@ const METRIC_NAMES: &[(&str, MetricName)] = &[
 ];
 
 const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, heapleakcnt, \
-     heapleakbytes, sync, syncn, iotime, ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, \
-     ioothercnt, offcpu, walltime, cpi, ipc, name, size, address";
+     heapleakbytes, sync, syncn, iotime, ioreadtime, iowritetime, ioothertime, ioerrortime, \
+     ioreadbytes, iowritebytes, ioreadcnt, iowritecnt, ioothercnt, ioerrorcnt, offcpu, walltime, \
+     mpitime, mpisend, mpibytessent, mpireceive, mpibytesrecv, mpiother, cpi, ipc, name, size, \
+     address";
 
 impl MetricName {
     pub fn name(self) -> &'static str {
@@ -509,14 +569,25 @@ impl MetricName {
             MetricName::SyncWaitTime => "sync",
             MetricName::SyncWaitCount => "syncn",
             MetricName::IoTime => "iotime",
+            MetricName::ReadTime => "ioreadtime",
+            MetricName::WriteTime => "iowritetime",
+            MetricName::OtherIoTime => "ioothertime",
+            MetricName::IoErrorTime => "ioerrortime",
             MetricName::ReadBytes => "ioreadbytes",
             MetricName::WriteBytes => "iowritebytes",
             MetricName::ReadCount => "ioreadcnt",
             MetricName::WriteCount => "iowritecnt",
             MetricName::OtherIoCount => "ioothercnt",
+            MetricName::IoErrorCount => "ioerrorcnt",
             MetricName::OffCpuTime => "offcpu",
             MetricName::WallTime => "walltime",
-            MetricName::Counter(counter) => counter.name(),
+            MetricName::MpiTime => "mpitime",
+            MetricName::MpiSends => "mpisend",
+            MetricName::MpiBytesSent => "mpibytessent",
+            MetricName::MpiReceives => "mpireceive",
+            MetricName::MpiBytesReceived => "mpibytesrecv",
+            MetricName::MpiOtherCalls => "mpiother",
+            MetricName::Counter(counter) => counter.spelling(),
             MetricName::Cpi => "cpi",
             MetricName::Ipc => "ipc",
             MetricName::Name => "name",
@@ -532,8 +603,13 @@ impl MetricName {
             MetricName::TotalCpu
                 | MetricName::SyncWaitTime
                 | MetricName::IoTime
+                | MetricName::ReadTime
+                | MetricName::WriteTime
+                | MetricName::OtherIoTime
+                | MetricName::IoErrorTime
                 | MetricName::OffCpuTime
                 | MetricName::WallTime
+                | MetricName::MpiTime
         )
     }
 
@@ -554,26 +630,65 @@ impl MetricName {
 
     /// The built-in metrics computed from events, in the order er_print
     /// lists them (the counters come after them, then CPI and IPC).
-    pub const DYNAMIC: [MetricName; 15] = [
+    pub const DYNAMIC: [MetricName; 26] = [
         MetricName::TotalCpu,
         MetricName::OffCpuTime,
         MetricName::WallTime,
         MetricName::SyncWaitTime,
         MetricName::SyncWaitCount,
         MetricName::IoTime,
+        MetricName::ReadTime,
+        MetricName::WriteTime,
+        MetricName::OtherIoTime,
+        MetricName::IoErrorTime,
         MetricName::ReadBytes,
         MetricName::WriteBytes,
         MetricName::ReadCount,
         MetricName::WriteCount,
         MetricName::OtherIoCount,
+        MetricName::IoErrorCount,
         MetricName::Allocations,
         MetricName::BytesAllocated,
         MetricName::Leaks,
         MetricName::BytesLeaked,
+        MetricName::MpiTime,
+        MetricName::MpiSends,
+        MetricName::MpiBytesSent,
+        MetricName::MpiReceives,
+        MetricName::MpiBytesReceived,
+        MetricName::MpiOtherCalls,
     ];
 
-    /// The I/O tracing metrics, in the order the views show them.
-    pub const IO: [MetricName; 6] = [
+    /// The MPI tracing metrics, in the order the views show them.
+    pub const MPI: [MetricName; 6] = [
+        MetricName::MpiTime,
+        MetricName::MpiSends,
+        MetricName::MpiBytesSent,
+        MetricName::MpiReceives,
+        MetricName::MpiBytesReceived,
+        MetricName::MpiOtherCalls,
+    ];
+
+    /// The I/O tracing metrics, in the order the views show them: the
+    /// time of every call, then per class (reads, writes, the other calls,
+    /// the failed calls of any class) the time, the bytes and the calls.
+    pub const IO: [MetricName; 11] = [
+        MetricName::IoTime,
+        MetricName::ReadTime,
+        MetricName::WriteTime,
+        MetricName::OtherIoTime,
+        MetricName::IoErrorTime,
+        MetricName::ReadBytes,
+        MetricName::WriteBytes,
+        MetricName::ReadCount,
+        MetricName::WriteCount,
+        MetricName::OtherIoCount,
+        MetricName::IoErrorCount,
+    ];
+
+    /// The I/O metrics the default metric list shows (the listings would
+    /// be too wide with all of them; `metrics` adds the others).
+    pub const IO_DEFAULT: [MetricName; 6] = [
         MetricName::IoTime,
         MetricName::ReadBytes,
         MetricName::WriteBytes,
@@ -593,13 +708,24 @@ impl MetricName {
             MetricName::SyncWaitTime => "Sync Wait Time",
             MetricName::SyncWaitCount => "Sync Wait Count",
             MetricName::IoTime => "I/O Time",
+            MetricName::ReadTime => "Read Time",
+            MetricName::WriteTime => "Write Time",
+            MetricName::OtherIoTime => "Other I/O Time",
+            MetricName::IoErrorTime => "I/O Error Time",
             MetricName::ReadBytes => "Read Bytes",
             MetricName::WriteBytes => "Write Bytes",
             MetricName::ReadCount => "Read Count",
             MetricName::WriteCount => "Write Count",
             MetricName::OtherIoCount => "Other I/O Count",
+            MetricName::IoErrorCount => "I/O Error Count",
             MetricName::OffCpuTime => "Off-CPU Time",
             MetricName::WallTime => "Wall Time",
+            MetricName::MpiTime => "MPI Time",
+            MetricName::MpiSends => "MPI Sends",
+            MetricName::MpiBytesSent => "MPI Bytes Sent",
+            MetricName::MpiReceives => "MPI Receives",
+            MetricName::MpiBytesReceived => "MPI Bytes Received",
+            MetricName::MpiOtherCalls => "Other MPI Calls",
             MetricName::Counter(counter) => counter.name(),
             MetricName::Cpi => "CPI",
             MetricName::Ipc => "IPC",
@@ -620,13 +746,24 @@ impl MetricName {
             MetricName::SyncWaitTime => "sync_wait_time",
             MetricName::SyncWaitCount => "sync_wait_count",
             MetricName::IoTime => "io_time",
+            MetricName::ReadTime => "read_time",
+            MetricName::WriteTime => "write_time",
+            MetricName::OtherIoTime => "other_io_time",
+            MetricName::IoErrorTime => "io_error_time",
             MetricName::ReadBytes => "read_bytes",
             MetricName::WriteBytes => "write_bytes",
             MetricName::ReadCount => "read_count",
             MetricName::WriteCount => "write_count",
             MetricName::OtherIoCount => "other_io_count",
+            MetricName::IoErrorCount => "io_error_count",
             MetricName::OffCpuTime => "off_cpu_time",
             MetricName::WallTime => "wall_time",
+            MetricName::MpiTime => "mpi_time",
+            MetricName::MpiSends => "mpi_sends",
+            MetricName::MpiBytesSent => "mpi_bytes_sent",
+            MetricName::MpiReceives => "mpi_receives",
+            MetricName::MpiBytesReceived => "mpi_bytes_received",
+            MetricName::MpiOtherCalls => "mpi_other_calls",
             MetricName::Counter(counter) => counter.json_key(),
             MetricName::Cpi => "cpi",
             MetricName::Ipc => "ipc",
@@ -825,16 +962,54 @@ impl fmt::Display for MetricItem {
 /// flag characters (so `address` is a name, not `a` + `ddress`); else the
 /// text names a counter (see [`split_counter`]).
 fn split_metric(text: &str) -> std::result::Result<(&str, MetricName), String> {
+    match split_builtin(text) {
+        Some(split) => Ok(split),
+        None => split_counter(text),
+    }
+}
+
+/// `text` as flags and a built-in metric's name, if it is that.
+fn split_builtin(text: &str) -> Option<(&str, MetricName)> {
     let mut spellings: Vec<&(&str, MetricName)> = METRIC_NAMES.iter().collect();
     spellings.sort_by_key(|(spelling, _)| std::cmp::Reverse(spelling.len()));
-    for (spelling, metric) in spellings {
-        if let Some(flags) = text.strip_suffix(spelling) {
-            if flags.chars().all(|c| ITEM_FLAGS.contains(c)) {
-                return Ok((flags, *metric));
-            }
-        }
+    spellings.into_iter().find_map(|(spelling, metric)| {
+        let flags = text.strip_suffix(spelling)?;
+        flags
+            .chars()
+            .all(|c| ITEM_FLAGS.contains(c))
+            .then_some((flags, *metric))
+    })
+}
+
+/// The name of the counter an item names, if it names one (the name
+/// without [`COUNTER_PREFIX`]); what [`Counter::spelling`] checks.
+pub(crate) fn counter_named_by(text: &str) -> Option<&str> {
+    if split_builtin(text).is_some() {
+        return None;
     }
-    split_counter(text)
+    let (flags, name) = split_counter_name(text);
+    let name = unprefixed(name);
+    (!flags.is_empty() && !name.is_empty()).then_some(name)
+}
+
+/// A counter's name as an item gives it: without [`COUNTER_PREFIX`] when
+/// something follows that.
+fn unprefixed(name: &str) -> &str {
+    match name.strip_prefix(COUNTER_PREFIX) {
+        Some(rest) if !rest.is_empty() => rest,
+        _ => name,
+    }
+}
+
+/// `FLAGS NAME`: the flags end after the last visibility flag of the
+/// leading flags, or without one after the kind letters.
+fn split_counter_name(text: &str) -> (&str, &str) {
+    let leading = text.find(|c| !ITEM_FLAGS.contains(c)).unwrap_or(text.len());
+    let flags_end = match text[..leading].rfind(|c| VISIBILITY_FLAGS.contains(c)) {
+        Some(at) => at + 1,
+        None => leading,
+    };
+    text.split_at(flags_end)
 }
 
 /// Splits `FLAGS NAME` where NAME is no built-in metric: a counter's name,
@@ -843,13 +1018,11 @@ fn split_metric(text: &str) -> std::result::Result<(&str, MetricName), String> {
 /// or without one after the kind letters, so a counter whose name begins
 /// with e, i or a is written after a `.` (`e.insts`). A name without any
 /// flag is no counter (a counter's metric takes a kind): an unknown metric.
+/// `counter_NAME` is the counter NAME, whatever NAME is (`e.counter_cpu`:
+/// a counter named like Total CPU Time's alias).
 fn split_counter(text: &str) -> std::result::Result<(&str, MetricName), String> {
-    let leading = text.find(|c| !ITEM_FLAGS.contains(c)).unwrap_or(text.len());
-    let flags_end = match text[..leading].rfind(|c| VISIBILITY_FLAGS.contains(c)) {
-        Some(at) => at + 1,
-        None => leading,
-    };
-    let (flags, name) = text.split_at(flags_end);
+    let (flags, name) = split_counter_name(text);
+    let name = unprefixed(name);
     if name.is_empty() {
         return Err(format!(
             "\"{text}\": a metric name is missing after the flags"
@@ -873,6 +1046,7 @@ pub struct RecordedData {
     pub heap: bool,
     pub io: bool,
     pub offcpu: bool,
+    pub mpi: bool,
     /// The counters of counter overflow profiling, in the experiments'
     /// order.
     pub counters: Vec<Counter>,
@@ -925,7 +1099,7 @@ impl MetricSpec {
     pub fn for_data(data: &RecordedData) -> MetricSpec {
         let mut spec = MetricSpec::default_spec();
         let counted = !data.counters.is_empty();
-        if !data.sync && !data.heap && !data.io && !data.offcpu && !counted {
+        if !data.sync && !data.heap && !data.io && !data.offcpu && !data.mpi && !counted {
             return spec;
         }
         let name = spec.items.pop();
@@ -970,7 +1144,10 @@ impl MetricSpec {
             ]);
         }
         if data.io {
-            traced.extend(MetricName::IO);
+            traced.extend(MetricName::IO_DEFAULT);
+        }
+        if data.mpi {
+            traced.extend(MetricName::MPI);
         }
         for metric in traced {
             spec.items.push(MetricItem {
@@ -1856,6 +2033,9 @@ impl Args<'_> {
             "iodetail" => self.none(A::IoDetail),
             "iocallstack" => self.none(A::IoCallStack),
             "iostat" => self.none(A::IoStat),
+            "mpi_functions" => self.none(A::MpiFunctions),
+            "mpi_ranks" => self.none(A::MpiRanks),
+            "mpi_matrix" => self.none(A::MpiMatrix),
             "syncobjects" | "sync_objects" => self.none(A::SyncObjects),
             "data_objects" => self.none(A::DataObjects),
             "data_single" => self.required(parse_data_object).map(A::DataSingle),
@@ -2110,6 +2290,9 @@ mod tests {
             ("iodetail", A::IoDetail),
             ("iocallstack", A::IoCallStack),
             ("iostat", A::IoStat),
+            ("mpi_functions", A::MpiFunctions),
+            ("mpi_ranks", A::MpiRanks),
+            ("mpi_matrix", A::MpiMatrix),
             ("syncobjects", A::SyncObjects),
             ("sync_objects", A::SyncObjects),
             ("data_objects", A::DataObjects),
@@ -2453,6 +2636,16 @@ mod tests {
             "e.%totalcpu:i.%totalcpu:i.offcpu:i.walltime:i.iotime:i.ioreadbytes:\
              i.iowritebytes:i.ioreadcnt:i.iowritecnt:i.ioothercnt:name"
         );
+        let mpi = RecordedData {
+            clock: true,
+            mpi: true,
+            ..RecordedData::default()
+        };
+        assert_eq!(
+            MetricSpec::for_data(&mpi).to_string(),
+            "e.%totalcpu:i.%totalcpu:i.mpitime:i.mpisend:i.mpibytessent:i.mpireceive:\
+             i.mpibytesrecv:i.mpiother:name"
+        );
         assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec.clone()));
         assert_eq!(MetricSpec::default(), spec);
         assert_eq!(
@@ -2613,6 +2806,44 @@ mod tests {
         assert_eq!(counter("page-faults").title(), "page-faults");
         assert!(counter("cycles").is_dynamic() && !counter("cycles").is_time());
         assert!(MetricName::Cpi.is_ratio() && !counter("cycles").is_ratio());
+    }
+
+    /// `counter_NAME` names the counter NAME, so a counter named like a
+    /// built-in metric can be chosen; such a counter is shown with the
+    /// prefix, which reads back.
+    #[test]
+    fn prefixed_counter_items() {
+        let counter = |name| MetricName::Counter(Counter::named(name));
+        let spec =
+            MetricSpec::parse("e.counter_cpu:e.cpu:i.counter_cycles:a.counter_async").unwrap();
+        let metrics: Vec<MetricName> = spec.items.iter().map(|i| i.metric).collect();
+        assert_eq!(
+            metrics,
+            [
+                counter("cpu"),
+                MetricName::TotalCpu,
+                counter("cycles"),
+                counter("async")
+            ]
+        );
+        assert_eq!(
+            spec.to_string(),
+            "e.counter_cpu:e.totalcpu:i.cycles:a.counter_async"
+        );
+        assert_eq!(MetricSpec::parse(&spec.to_string()), Ok(spec));
+        // Without the prefix, `a.async` is kinds a of sync.
+        assert_eq!(
+            MetricItem::parse("a.async").unwrap().metric,
+            MetricName::SyncWaitTime
+        );
+        assert_eq!(
+            SortSpec::parse("e.counter_cpu").unwrap().metric,
+            counter("cpu")
+        );
+        assert!(
+            MetricItem::parse("e.counter_").is_ok(),
+            "a counter named counter_"
+        );
     }
 
     #[test]

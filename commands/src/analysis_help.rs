@@ -43,19 +43,27 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          no visibility flag means value. Names: totalcpu (alias cpu); with sync-wait tracing \
          sync (Sync Wait Time), syncn (Sync Wait Count); with heap tracing heapalloccnt \
          (Allocations), heapallocbytes (Bytes Allocated), heapleakcnt (Leaks), heapleakbytes \
-         (Bytes Leaked); with I/O tracing iotime (I/O Time), ioreadbytes (Read Bytes), \
-         iowritebytes (Write Bytes), ioreadcnt (Read Count), iowritecnt (Write Count), \
-         ioothercnt (Other I/O Count); with off-CPU profiling offcpu (Off-CPU Time) and \
-         walltime (Wall Time: Total CPU + Off-CPU); with counter profiling each counter by \
-         the name it was recorded under (cycles, page-faults: its events; a name that begins \
-         with e, i or a after a '.', as e.insts), and with a cycles and an instructions \
+         (Bytes Leaked); with I/O tracing iotime (I/O Time), ioreadtime (Read Time), \
+         iowritetime (Write Time), ioothertime (Other I/O Time), ioerrortime (I/O Error \
+         Time), ioreadbytes (Read Bytes), iowritebytes (Write Bytes), ioreadcnt (Read \
+         Count), iowritecnt (Write Count), ioothercnt (Other I/O Count), ioerrorcnt (I/O \
+         Error Count; a failed call counts only there and in I/O Error Time); with off-CPU \
+         profiling offcpu (Off-CPU Time) and walltime (Wall Time: Total CPU + Off-CPU); \
+         with MPI tracing mpitime (MPI Time), mpisend (MPI Sends), mpibytessent (MPI Bytes \
+         Sent), mpireceive (MPI Receives), mpibytesrecv (MPI Bytes Received), mpiother \
+         (Other MPI Calls); with counter profiling each counter by the name it was recorded under (cycles, \
+         page-faults: its events; a name that begins with e, i or a after a '.', as e.insts; \
+         counter_NAME for any counter, needed when NAME reads as a built-in metric, as \
+         e.counter_cpu), and with a cycles and an instructions \
          counter cpi (cycles per instruction) and ipc (its inverse, no %); name, size, \
          address. A counter the experiments lack is an error naming theirs. With no SPEC, \
          show the current one (default e.%totalcpu:i.%totalcpu:name; with counters also \
          e.NAME:i.NAME for each and e.cpi:i.cpi; with traces also \
          i.offcpu:i.walltime, i.sync:i.syncn, i.heapleakbytes:i.heapleakcnt:\
          i.heapallocbytes:i.heapalloccnt and i.iotime:i.ioreadbytes:i.iowritebytes:\
-         i.ioreadcnt:i.iowritecnt:i.ioothercnt before name, and no CPU time when there was \
+         i.ioreadcnt:i.iowritecnt:i.ioothercnt and \
+         i.mpitime:i.mpisend:i.mpibytessent:i.mpireceive:i.mpibytesrecv:i.mpiother before \
+         name, and no CPU time when there was \
          no clock profiling). A sort metric the new list does not show gives way \
          to the list's first.",
         "metrics ei.%totalcpu:name",
@@ -210,10 +218,12 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "ioactivity",
         "traced I/O by file name",
         "With I/O tracing: per file name (the path as opened; <stdin>, <stdout>, <stderr> or \
-         <fd N> for a descriptor opened before tracing), I/O Time, Read Bytes, Write Bytes, \
-         Read Count, Write Count and Other I/O Count, most time first, with <Total>. JSON \
-         keys: files, total, and io_time, read_bytes, write_bytes, read_count, write_count, \
-         other_io_count in each.",
+         <fd N> for a descriptor opened before tracing), I/O Time, Read Time, Write Time, \
+         Other I/O Time, I/O Error Time, Read Bytes, Write Bytes, Read Count, Write Count, \
+         Other I/O Count and I/O Error Count (a failed call counts only as an error), most \
+         time first, with <Total>. JSON keys: files, total, and io_time, read_time, \
+         write_time, other_io_time, io_error_time, read_bytes, write_bytes, read_count, \
+         write_count, other_io_count, io_error_count in each.",
         "ioactivity",
     ),
     entry(
@@ -242,8 +252,52 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "traced I/O: sizes and extremes",
         "With I/O tracing: for reads and writes, the calls by size (0-1KB, 1KB-8KB, ...), the \
          longest call, the smallest and largest byte counts, total time, calls and bytes; \
-         for the other calls their count and time.",
+         for the other calls and for the failed calls (of any class, counted nowhere else) \
+         their count and time. JSON keys: write, read (calls, bytes, io_time, longest, \
+         smallest_bytes, largest_bytes, by_size), other, error (calls, io_time), \
+         failed_calls.",
         "iostat",
+    ),
+    entry(
+        "mpi_functions",
+        &[],
+        "mpi_functions",
+        "traced MPI calls by MPI function",
+        "With MPI tracing: per MPI function (MPI_Send, MPI_Waitall, MPI_Allreduce, ...), its \
+         calls, MPI Time, MPI Sends, MPI Bytes Sent, MPI Receives, MPI Bytes Received and \
+         Other MPI Calls, summed over the loaded experiments (every rank), most time first, \
+         with <Total>. A nonblocking receive's message counts at MPI_Irecv, its bytes at the \
+         wait or test that completed it. JSON keys: functions (name, calls, mpi_time, \
+         mpi_sends, mpi_bytes_sent, mpi_receives, mpi_bytes_received, mpi_other_calls), \
+         total.",
+        "mpi_functions",
+    ),
+    entry(
+        "mpi_ranks",
+        &[],
+        "mpi_ranks",
+        "traced MPI calls by rank, and how each rank ended",
+        "With MPI tracing: per rank of MPI_COMM_WORLD (each experiment's log says its rank), \
+         the MPI metrics, the host and the experiment, and how the process ended (its exit \
+         status, or the signal that killed it) and when (seconds since the first start). A \
+         rank whose collector did not close its experiment (killed, crashed) is said to have \
+         ended early; its data up to then is shown. JSON keys: ranks (rank, host, \
+         experiment, ended, signal, exit_code, end, early, and the MPI metrics), total, \
+         early (the ranks that ended early).",
+        "mpi_ranks",
+    ),
+    entry(
+        "mpi_matrix",
+        &[],
+        "mpi_matrix",
+        "point-to-point bytes and messages from rank to rank",
+        "With MPI tracing: the message matrix of the point-to-point calls (sends, receives, \
+         MPI_Sendrecv; collectives are not in it): bytes and messages each rank sent to each \
+         rank (rows: from, columns: to), as the senders recorded them, and the bytes as the \
+         receivers recorded them (the two differ when a rank's data is missing or a message \
+         was not received). JSON keys: ranks, bytes, messages, received_bytes (rows by \
+         sender, as ranks orders them).",
+        "mpi_matrix",
     ),
     entry(
         "syncobjects",
@@ -253,9 +307,12 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "With sync-wait tracing: Sync Wait Time and Sync Wait Count per synchronization \
          object (the mutex, condition variable, rwlock, semaphore or barrier; for a join the \
          thread waited for) and kind of wait, most time first, with <Total>. An object a \
-         symbol holds is named by it (a global or static lock: queue_lock, table+64), \
-         others by address. JSON keys: objects (object, name, address, kind, \
-         sync_wait_time, sync_wait_count), total.",
+         symbol holds is named by it (a global or static lock: queue_lock, table+64), a \
+         joined thread by its number in thread_list (t@N, with its experiment when there \
+         are several), others by address (a join too, when the log does not say which thread had \
+         that pthread_t: a live start, an older experiment). JSON keys: objects (object, \
+         name, address, kind, sync_wait_time, sync_wait_count; for a joined thread also \
+         thread and experiment), total.",
         "syncobjects",
     ),
     entry(

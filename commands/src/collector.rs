@@ -43,12 +43,8 @@ pub enum CollectorCommand {
     Version,
     /// `hwprofile on|off|list`, `hwprofile counter NAME [INTERVAL] ...`.
     HwProfile(HwProfileSetting),
-    /// `mpitrace`: accepted, not
-    /// collected yet; the words after the kind are kept.
-    NotYet {
-        kind: TraceKind,
-        words: Vec<String>,
-    },
+    /// `mpitrace on|off`: trace MPI calls.
+    MpiTrace(bool),
 }
 
 /// `collector hwprofile ...`: counter overflow profiling.
@@ -255,31 +251,12 @@ pub enum ShowWhat {
     SyncTrace,
     HeapTrace,
     IoTrace,
+    MpiTrace,
     OffCpu,
     Sample,
     Store,
     Limit,
     Archive,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TraceKind {
-    MpiTrace,
-}
-
-impl TraceKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            TraceKind::MpiTrace => "mpitrace",
-        }
-    }
-
-    /// What the data kind is, for messages.
-    pub fn description(self) -> &'static str {
-        match self {
-            TraceKind::MpiTrace => "MPI tracing",
-        }
-    }
 }
 
 /// The subcommand names, in the order of the command table.
@@ -355,7 +332,7 @@ impl Sub<'_> {
             "heaptrace" => self.on_off().map(CollectorCommand::HeapTrace),
             "iotrace" => self.on_off().map(CollectorCommand::IoTrace),
             "offcpu" => self.on_off().map(CollectorCommand::OffCpu),
-            _ => self.not_yet(TraceKind::MpiTrace),
+            _ => self.on_off().map(CollectorCommand::MpiTrace),
         }
     }
 
@@ -551,6 +528,7 @@ impl Sub<'_> {
             "synctrace" => ShowWhat::SyncTrace,
             "heaptrace" => ShowWhat::HeapTrace,
             "iotrace" => ShowWhat::IoTrace,
+            "mpitrace" => ShowWhat::MpiTrace,
             "offcpu" => ShowWhat::OffCpu,
             "sample" => ShowWhat::Sample,
             "store" => ShowWhat::Store,
@@ -558,25 +536,6 @@ impl Sub<'_> {
             "archive" => ShowWhat::Archive,
             other => return Err(self.invalid(format!("nothing called \"{other}\" to show"))),
         })
-    }
-
-    /// The first word is checked (a typo is an error); the data kind
-    /// itself arrives in a later version.
-    fn not_yet(&self, kind: TraceKind) -> Result<CollectorCommand> {
-        let valid_first: &[&str] = match kind {
-            TraceKind::MpiTrace => &["on", "off"],
-        };
-        match self.rest.first() {
-            None => Err(self.invalid(format!("missing {}", valid_first.join(", ")))),
-            Some(word) if !valid_first.contains(&word.as_str()) => Err(self.invalid(format!(
-                "expected {}, got \"{word}\"",
-                valid_first.join(", ")
-            ))),
-            Some(_) => Ok(CollectorCommand::NotYet {
-                kind,
-                words: self.rest.to_vec(),
-            }),
-        }
     }
 }
 
@@ -765,6 +724,9 @@ mod tests {
         assert_eq!(parse_text("iotrace on"), Ok(C::IoTrace(true)));
         assert_eq!(parse_text("iotrace off"), Ok(C::IoTrace(false)));
         assert_eq!(parse_text("show iotrace"), Ok(C::Show(ShowWhat::IoTrace)));
+        assert_eq!(parse_text("mpitrace on"), Ok(C::MpiTrace(true)));
+        assert_eq!(parse_text("mpitrace off"), Ok(C::MpiTrace(false)));
+        assert_eq!(parse_text("show mpitrace"), Ok(C::Show(ShowWhat::MpiTrace)));
     }
 
     fn request(name: &str, interval: CounterInterval) -> CounterRequest {

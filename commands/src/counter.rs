@@ -27,7 +27,14 @@ struct Names {
     name: Box<str>,
     /// Its key in JSON output (see [`Counter::json_key`]).
     json_key: Box<str>,
+    /// How a metric spec names it (see [`Counter::spelling`]).
+    spelling: Box<str>,
 }
+
+/// Before a counter's name in a metric spec, names that counter whatever
+/// its name (`e.counter_cpu`: the counter `cpu`, not Total CPU Time), as
+/// the same prefix keeps its JSON key apart from the listings' own.
+pub const COUNTER_PREFIX: &str = "counter_";
 
 /// `Counter::slot` before the analyzer resolved the name.
 const UNRESOLVED: u8 = u8::MAX;
@@ -46,6 +53,7 @@ impl Counter {
                 let names: &'static Names = Box::leak(Box::new(Names {
                     name: name.into(),
                     json_key: json_key_of(name).into(),
+                    spelling: spelling_of(name).into(),
                 }));
                 interned.insert(&names.name, names);
                 names
@@ -67,6 +75,15 @@ impl Counter {
     /// key of its own in the listings (`name`, `total_cpu`, `cpi`, ...).
     pub fn json_key(self) -> &'static str {
         &self.names.json_key
+    }
+
+    /// How a metric item names the counter: its name, or [`COUNTER_PREFIX`]
+    /// and its name when the name alone would be read as something else:
+    /// a built-in metric (`cpu`, `sync`), kinds of one (`async` after the
+    /// flags is kinds `a` of `sync`), flags (`.x`), or a name that itself
+    /// begins with the prefix.
+    pub fn spelling(self) -> &'static str {
+        &self.names.spelling
     }
 
     /// The counter's index among the loaded experiments' counters, once
@@ -161,11 +178,31 @@ pub const RESERVED_JSON_KEYS: &[&str] = &[
     "read_count",
     "write_count",
     "other_io_count",
+    "read_time",
+    "write_time",
+    "other_io_time",
+    "io_error_time",
+    "io_error_count",
     "off_cpu_time",
     "wall_time",
+    "mpi_time",
+    "mpi_sends",
+    "mpi_bytes_sent",
+    "mpi_receives",
+    "mpi_bytes_received",
+    "mpi_other_calls",
     "cpi",
     "ipc",
 ];
+
+fn spelling_of(name: &str) -> String {
+    let plain = format!("e.{name}");
+    let reads_back = crate::analysis::counter_named_by(&plain) == Some(name);
+    match reads_back && !name.starts_with(COUNTER_PREFIX) {
+        true => name.to_string(),
+        false => format!("{COUNTER_PREFIX}{name}"),
+    }
+}
 
 fn json_key_of(name: &str) -> String {
     let key: String = name
@@ -212,5 +249,28 @@ mod tests {
         assert_eq!(Counter::named("Name").json_key(), "counter_name");
         assert_eq!(Counter::named("total-cpu").json_key(), "counter_total_cpu");
         assert_eq!(Counter::named("cpi").json_key(), "counter_cpi");
+    }
+
+    /// A counter named like a built-in metric, like kinds of one, or
+    /// like the prefix, is spelled with the prefix; others as named.
+    #[test]
+    fn spellings_read_back_as_the_counter() {
+        for (name, spelling) in [
+            ("cycles", "cycles"),
+            ("page-faults", "page-faults"),
+            ("insts", "insts"),
+            ("cpu/event=0x3c/", "cpu/event=0x3c/"),
+            ("cpu", "counter_cpu"),
+            ("totalcpu", "counter_totalcpu"),
+            ("sync", "counter_sync"),
+            ("async", "counter_async"),
+            ("name", "counter_name"),
+            ("ioerrorcnt", "counter_ioerrorcnt"),
+            ("read_time", "counter_read_time"),
+            (".x", "counter_.x"),
+            ("counter_x", "counter_counter_x"),
+        ] {
+            assert_eq!(Counter::named(name).spelling(), spelling, "{name}");
+        }
     }
 }

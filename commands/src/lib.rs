@@ -31,7 +31,7 @@ pub use collector::{
     check_experiment_name, parse_counter_list, profile_interval, seconds, stack_depth,
     sync_threshold, ArchiveMode, CollectorCommand, CounterInterval, CounterRequest,
     HwProfileSetting, ProfileSetting, SampleSetting, ShowWhat, StoreSetting, SyncThreshold,
-    SyncTraceSetting, TraceKind, PROFILE_HI_NS, PROFILE_LO_NS, PROFILE_ON_NS,
+    SyncTraceSetting, PROFILE_HI_NS, PROFILE_LO_NS, PROFILE_ON_NS,
 };
 pub use command::{
     BreakpointSpec, Command, CrashKind, Delivery, Disposition, ExamineSpec, HeapView, ListTarget,

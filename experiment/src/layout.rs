@@ -32,6 +32,8 @@ pub const KIND_IO: u16 = 5;
 pub const KIND_OFFCPU: u16 = 6;
 /// Block kind of the `counters` file: counter overflow records ([`crate::counters`]).
 pub const KIND_COUNTERS: u16 = 7;
+/// Block kind of the `mpi` file: MPI tracing records ([`crate::mpi`]).
+pub const KIND_MPI: u16 = 8;
 /// First line of the manifest: `format=rdbx-experiment`.
 pub const FORMAT_NAME: &str = "rdbx-experiment";
 /// Major version of the format this crate writes and reads.
@@ -39,7 +41,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// Minor version this crate knows and writers write (`version=1.1`: 1.1 added the `number`
 /// of `thread-start` lines and the `collector-thread` event). A reader reads a newer minor
 /// version of its major version, ignoring what it does not know.
-pub const FORMAT_MINOR_VERSION: u32 = 5;
+pub const FORMAT_MINOR_VERSION: u32 = 6;
 /// Deepest stack a record may hold.
 pub const MAX_STACK_DEPTH: usize = 2048;
 /// Default stack depth limit.

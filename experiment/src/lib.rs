@@ -6,6 +6,7 @@
 //! - [`heap`]: heap-tracing records (delta-encoded, the same guarantees as `layout`).
 //! - [`sync`]: synchronization-wait records (fixed size, the same guarantees).
 //! - [`io`]: I/O tracing records (a fixed part and the path, the same guarantees).
+//! - [`mpi`]: MPI tracing records (fixed size, the same guarantees).
 //! - [`offcpu`]: off-CPU records (fixed size, the same guarantees).
 //! - [`counters`]: counter overflow records (fixed size, the same guarantees) and the
 //!   counters an experiment profiles on.
@@ -19,6 +20,7 @@ pub mod counters;
 pub mod heap;
 pub mod io;
 pub mod layout;
+pub mod mpi;
 pub mod offcpu;
 pub mod sync;
 pub mod text;
@@ -39,12 +41,13 @@ pub use log::{DescendantKind, Event, LogEvent, Sample, StartInfo, TerminatedHow}
 #[cfg(feature = "reader")]
 pub use reader::{
     log_warnings, missing_stacks, BlockStats, ClockEventRecord, CounterEventRecord, Experiment,
-    HeapEventRecord, IoEventRecord, Manifest, OffCpuEventRecord, Stack, Summary, SyncEventRecord,
-    Warning,
+    HeapEventRecord, IoEventRecord, Manifest, MpiEventRecord, OffCpuEventRecord, Stack, Summary,
+    SyncEventRecord, Warning,
 };
 #[cfg(feature = "reader")]
 pub use writer::{
-    append_log_line, append_terminated, create_experiment_dir, next_default_name, write_notes,
+    append_log_line, append_terminated, append_to_group, create_experiment_dir, next_default_name,
+    write_notes, GROUP_HEADER,
 };
 
 pub use layout::{SampleCause, StackStatus};

@@ -49,6 +49,9 @@ pub enum Event {
         tid: u32,
         /// dbx's thread number (`t@N`), from format version 1.1; None before.
         number: Option<u32>,
+        /// The thread's `pthread_t` (what a join of it names), when the
+        /// thread wrote its line itself; None otherwise and in older logs.
+        pthread: Option<u64>,
     },
     /// The collector's own thread (the watcher of a live start): listed by
     /// the debugger, never profiled. From format version 1.1.
@@ -74,6 +77,12 @@ pub enum Event {
     Counter {
         index: u16,
         spec: CounterSpec,
+    },
+    /// MPI_Init completed (format 1.6, with MPI tracing): the process's rank in
+    /// MPI_COMM_WORLD and the number of ranks.
+    Mpi {
+        rank: u32,
+        size: u32,
     },
     Warning(String),
     Error(String),
@@ -122,6 +131,11 @@ pub struct StartInfo {
     pub iotrace: bool,
     /// The experiment records switches off the CPU (key `offcpu=1`, version 1.4).
     pub offcpu: bool,
+    /// The experiment traces MPI calls (key `mpitrace=1`, version 1.6).
+    pub mpitrace: bool,
+    /// The name of the machine the process ran on (key `host`, version 1.6); None in
+    /// older logs.
+    pub host: Option<String>,
 }
 
 /// A `sample` line: the process's resource usage (getrusage) when the sample was taken.
@@ -262,6 +276,14 @@ impl Fields<'_> {
         }
     }
 
+    /// The text `key` when the line has it, None when it has not.
+    fn optional_string(&self, key: &str) -> Result<Option<String>, String> {
+        match self.pairs.iter().any(|(k, _)| *k == key) {
+            true => self.string(key).map(Some),
+            false => Ok(None),
+        }
+    }
+
     fn named<T>(&self, key: &str, from_name: impl Fn(&str) -> Option<T>) -> Result<T, String> {
         from_name(self.raw(key)?).ok_or_else(|| format!("unknown {key}="))
     }
@@ -315,6 +337,8 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
             synctrace_ns: f.optional_u64("synctrace")?,
             iotrace: f.optional_u64("iotrace")? == Some(1),
             offcpu: f.optional_u64("offcpu")? == Some(1),
+            mpitrace: f.optional_u64("mpitrace")? == Some(1),
+            host: f.optional_string("host")?,
         }),
         "sample" => Event::Sample(Sample {
             timestamp_ns,
@@ -350,6 +374,7 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
         "thread-start" => Event::ThreadStart {
             tid: f.u32("tid")?,
             number: f.optional_u32("number")?,
+            pthread: f.optional_u64("pthread")?,
         },
         "collector-thread" => Event::CollectorThread {
             tid: f.u32("tid")?,
@@ -375,6 +400,10 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
                 interval: f.u64("interval")?,
                 data_address: f.u64("address")? == 1,
             },
+        },
+        "mpi" => Event::Mpi {
+            rank: f.u32("rank")?,
+            size: f.u32("size")?,
         },
         "warning" => Event::Warning(f.string("msg")?),
         "error" => Event::Error(f.string("msg")?),
@@ -440,22 +469,36 @@ mod tests {
         let events = parse_log(
             b"1 thread-start tid=11\n2 thread-start tid=12 number=3\n\
               3 collector-thread tid=13 number=4\n4 thread-start tid=14 number=x\n\
-              5 collector-thread tid=15\n",
+              5 collector-thread tid=15\n\
+              6 thread-start tid=16 number=5 pthread=0x7f0012345640\n\
+              7 thread-start tid=17 number=6 pthread=zz\n",
         );
         assert_eq!(
             events[0].event,
             Event::ThreadStart {
                 tid: 11,
-                number: None
+                number: None,
+                pthread: None,
             }
         );
         assert_eq!(
             events[1].event,
             Event::ThreadStart {
                 tid: 12,
-                number: Some(3)
+                number: Some(3),
+                pthread: None,
             }
         );
+        // The pthread_t the thread gave, when it did: optional.
+        assert_eq!(
+            events[5].event,
+            Event::ThreadStart {
+                tid: 16,
+                number: Some(5),
+                pthread: Some(0x7f00_1234_5640),
+            }
+        );
+        assert!(matches!(events[6].event, Event::Malformed { .. }));
         assert_eq!(
             events[2].event,
             Event::CollectorThread { tid: 13, number: 4 }
@@ -488,15 +531,20 @@ profile_ns=10000000 clock=posix-timer depth=256 sample_ns=1000000000 realtime_ns
             start.synctrace_ns, None,
             "a log older than 1.3 has no synctrace"
         );
-        let traced = parse_log(
+        let traced_log = parse_log(
             b"5 start pid=10 ppid=1 lineage= mode=collect exe=/a args=a profile_ns=0 clock=off \
-depth=256 sample_ns=0 realtime_ns=1 heaptrace=0 synctrace=1500 iotrace=1 offcpu=0\n",
+depth=256 sample_ns=0 realtime_ns=1 heaptrace=0 synctrace=1500 iotrace=1 offcpu=0 \
+mpitrace=1 host=node%2007\n6 mpi rank=3 size=4\n",
         );
-        let Event::Start(traced) = &traced[0].event else {
-            panic!("{traced:?}");
+        let Event::Start(traced) = &traced_log[0].event else {
+            panic!("{traced_log:?}");
         };
         assert_eq!(traced.synctrace_ns, Some(1500));
         assert!(traced.iotrace && !traced.offcpu);
+        assert!(traced.mpitrace);
+        assert_eq!(traced.host.as_deref(), Some("node 07"));
+        assert_eq!(start.host, None, "a log older than 1.6 names no host");
+        assert_eq!(traced_log[1].event, Event::Mpi { rank: 3, size: 4 });
         assert!(
             !start.iotrace && !start.offcpu,
             "a log older than 1.4 traces neither"

@@ -4,8 +4,8 @@
 use crate::archive::{self, ArchivedObject};
 use crate::layout::{
     self, BlockState, ClockEvent, StackRecordRef, StackStatus, BLOCK_SIZE, CLOCK_EVENT_SIZE,
-    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_OFFCPU,
-    KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
+    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_MPI,
+    KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use crate::log::{parse_log, Event, LogEvent, Sample};
 use crate::text::preview;
@@ -392,6 +392,13 @@ pub struct IoEventRecord<'a> {
     pub event: crate::io::IoEvent<'a>,
 }
 
+/// One traced MPI call (or completion), with the thread that made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MpiEventRecord {
+    pub tid: u32,
+    pub event: crate::mpi::MpiEvent,
+}
+
 /// One switch off the CPU and back, with the thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OffCpuEventRecord {
@@ -769,6 +776,37 @@ impl Experiment {
             });
             (count, whole)
         })
+    }
+
+    /// Calls `each` with every committed MPI call of the `mpi` file, block by block (each
+    /// block in its thread's order).
+    pub fn for_each_mpi_event(&self, mut each: impl FnMut(MpiEventRecord)) -> Result<BlockStats> {
+        self.for_each_record_block("mpi", KIND_MPI, |tid, records| {
+            let mut count = 0u64;
+            let whole = crate::mpi::decode_block(records, |event| {
+                count += 1;
+                each(MpiEventRecord { tid, event });
+            });
+            (count, whole)
+        })
+    }
+
+    /// The machine the process ran on (the `start` line's `host`, format 1.6); None for an
+    /// older experiment or one without a readable `start` line.
+    pub fn host(&self) -> Result<Option<String>> {
+        Ok(self.log()?.into_iter().find_map(|e| match e.event {
+            Event::Start(start) => start.host,
+            _ => None,
+        }))
+    }
+
+    /// The process's rank in MPI_COMM_WORLD (the `mpi` line written when MPI_Init
+    /// completed, with MPI tracing; format 1.6); None when there is none.
+    pub fn mpi_rank(&self) -> Result<Option<u32>> {
+        Ok(self.log()?.into_iter().find_map(|e| match e.event {
+            Event::Mpi { rank, .. } => Some(rank),
+            _ => None,
+        }))
     }
 
     /// Calls `each` with every committed off-CPU event of the `offcpu` file, block by block
@@ -1645,7 +1683,7 @@ mod tests {
         let dir = temp_expt("warn");
         std::fs::write(
             dir.join("manifest"),
-            "format=rdbx-experiment\nversion=1.6\nblock_size=64\n",
+            "format=rdbx-experiment\nversion=1.7\nblock_size=64\n",
         )
         .unwrap();
         std::fs::write(dir.join("log"), "1 end\ngarbage\n2 thread-start tid=x\n").unwrap();
@@ -1669,7 +1707,7 @@ mod tests {
         assert_eq!(
             text,
             [
-                "experiment format version 1.6 is newer than this rdbx reads (1.5); data it \
+                "experiment format version 1.7 is newer than this rdbx reads (1.6); data it \
                  does not know is ignored",
                 "2 log line(s) could not be read and were skipped",
                 "1 block(s) of profile end before their committed records do (still being \

@@ -470,6 +470,8 @@ pub struct Config {
     /// Counters to profile on, in order (key `counter`, repeated, one per counter;
     /// format 1.5). At most [`crate::counters::MAX_COUNTERS`].
     pub counters: Vec<CounterSpec>,
+    /// Trace MPI calls (key `mpitrace`, 1 | 0; format 1.6).
+    pub mpitrace: bool,
 }
 
 impl Default for Config {
@@ -492,6 +494,7 @@ impl Default for Config {
             iotrace: false,
             offcpu: false,
             counters: Vec::new(),
+            mpitrace: false,
         }
     }
 }
@@ -543,6 +546,7 @@ impl Config {
                 "synctrace" => out.synctrace = SyncTrace::from_name(text?).ok_or_else(bad)?,
                 "iotrace" => out.iotrace = parse_flag(text?).ok_or_else(bad)?,
                 "offcpu" => out.offcpu = parse_flag(text?).ok_or_else(bad)?,
+                "mpitrace" => out.mpitrace = parse_flag(text?).ok_or_else(bad)?,
                 "counter" => {
                     if out.counters.len() >= MAX_COUNTERS {
                         return Err(bad());
@@ -620,6 +624,8 @@ impl Config {
         sink.u64(u64::from(self.iotrace));
         key(sink, "offcpu");
         sink.u64(u64::from(self.offcpu));
+        key(sink, "mpitrace");
+        sink.u64(u64::from(self.mpitrace));
         for counter in &self.counters {
             key(sink, "counter");
             for n in counter.numbers() {
@@ -842,6 +848,7 @@ mod tests {
                 CounterSpec::parse("1:2:0:0:100:1:page-faults").unwrap(),
                 CounterSpec::parse("4:60:0:0:1000003:0:cpu/event=0x3c;x=1/").unwrap(),
             ],
+            mpitrace: true,
         };
         let s = c.to_config_string();
         assert!(s.starts_with("expt=/tmp/a%20dir%3Bx/test.1.er;founder="));
@@ -899,6 +906,7 @@ mod tests {
             ("sample_signal=x", "sample_signal"),
             ("limit=", "limit"),
             ("expt=%zz", "expt"),
+            ("mpitrace=on", "mpitrace"),
         ] {
             let err = Config::parse(input).unwrap_err();
             match &err {
@@ -921,7 +929,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             std::str::from_utf8(&buf[..n]).unwrap(),
-            "format=rdbx-experiment\nversion=1.5\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
+            "format=rdbx-experiment\nversion=1.6\nblock_size=65536\nfiles=log,profile,stacks,heap\n\
              kinds=clock-profile,heap-trace\ncreated_by=libcollector 0.1.0\n"
         );
         assert_eq!(write_manifest_into(&mut buf[..10], "log", "", "x"), None);

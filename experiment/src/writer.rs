@@ -8,6 +8,38 @@ use std::fs::OpenOptions;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+/// The first line of an experiment group file (`NAME.erg`), as gprofng's.
+pub const GROUP_HEADER: &str = "#analyzer experiment group";
+
+/// Adds `member` (an experiment's path relative to the group file's directory) to the
+/// group file `group`, creating it with its header line when there is none. Several
+/// processes may add theirs at once (the ranks of an MPI job): the file comes into being
+/// with its header already in it (written to a file of this process's, then linked to its
+/// name, which fails when another process made it first), and each member is one write
+/// on an O_APPEND descriptor, so lines are never interleaved.
+pub fn append_to_group(group: &Path, member: &str) -> Result<()> {
+    let io_error = |e| Error::io(group, e);
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let made = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut own = group.as_os_str().to_os_string();
+    own.push(format!(".{}.{made}.tmp", std::process::id()));
+    let own = PathBuf::from(own);
+    std::fs::write(&own, format!("{GROUP_HEADER}\n")).map_err(io_error)?;
+    let linked = std::fs::hard_link(&own, group);
+    let _ = std::fs::remove_file(&own);
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io_error(e)),
+    }
+    let mut file = OpenOptions::new()
+        .append(true)
+        .open(group)
+        .map_err(io_error)?;
+    file.write_all(format!("{member}\n").as_bytes())
+        .map_err(io_error)
+}
+
 /// Creates the founder directory `path`. The name must end in `.er`, must not exist yet,
 /// and its parent directory must exist and be writable.
 pub fn create_experiment_dir(path: &Path) -> Result<()> {
@@ -227,6 +259,32 @@ mod tests {
             }
         );
         assert!(events[2].timestamp_ns > 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Members added at once (threads here, the ranks of a job in practice) each get
+    /// their own line after the header, never a line torn or two mixed.
+    #[test]
+    fn a_group_grows_one_line_per_member() {
+        let dir = temp_dir("group");
+        let group = dir.join("job.erg");
+        let threads: Vec<_> = (0..8)
+            .map(|rank| {
+                let group = group.clone();
+                std::thread::spawn(move || append_to_group(&group, &format!("job.{rank}.er")))
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap().unwrap();
+        }
+        let text = std::fs::read_to_string(&group).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.remove(0), GROUP_HEADER);
+        lines.sort();
+        let expected: Vec<String> = (0..8).map(|rank| format!("job.{rank}.er")).collect();
+        assert_eq!(lines, expected);
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

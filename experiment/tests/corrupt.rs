@@ -1,4 +1,4 @@
-//! Bad input (issue 4): valid synthetic experiments, corrupted at random (bits flipped,
+//! Bad input: valid synthetic experiments, corrupted at random (bits flipped,
 //! bytes and header fields overwritten, files cut, grown, replaced by random bytes or
 //! deleted), read through every public reading API. Nothing may panic or hang, and what
 //! is returned must hold together (tests/common/checks.rs). The pure parsers also get

@@ -180,13 +180,10 @@ impl Session {
                     HwProfileSetting::List => Ok(()),
                 }
             }
-            CollectorCommand::NotYet { kind, .. } => {
-                self.refuse_while_active(kind.name())?;
-                bail!(
-                    "collector {}: {} is not available yet",
-                    kind.name(),
-                    kind.description()
-                )
+            CollectorCommand::MpiTrace(on) => {
+                self.refuse_while_active("mpitrace")?;
+                self.collector_settings.mpitrace = on;
+                Ok(())
             }
         }
     }

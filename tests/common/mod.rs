@@ -3,7 +3,7 @@
 //! - `programs()` builds the C programs in tests/programs once per build of the
 //!   sources (cached on disk, shared by all test binaries, guarded by a lock file).
 //! - `Rdbx` runs the real binary with a timeout and returns an `Outcome` whose
-//!   parsers understand the output contract (notes/output.md): stop lines,
+//!   parsers understand rdbx's output (docs/commands.md): stop lines,
 //!   `where` frames, `print` results, exit lines, error lines.
 //! - `gdb_*` run `gdb -batch` on the same program: ground truth for lines,
 //!   backtraces and values.
@@ -109,9 +109,11 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("sync_waits", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("sync_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("sync_joins", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("io_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("io_timed", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("offcpu", "O0", &["-O0", "-pthread"]),
         ("offcpu_hold", "O0", &["-O0", "-pthread"]),
         ("offcpu_eintr", "O0", &["-O0", "-pthread"]),
