@@ -439,8 +439,8 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
          whether selected, process id, host and MPI rank (when the experiment records them), \
          the experiment group (each argument of rdbx analyze: an experiment with its \
          descendants, or a .erg file), when it started, how long it ran, how it ended (exit \
-         status; killed by a signal; or cut short, with no end record: the collector died \
-         with the process), its events and CPU time, its path and command.",
+         status; killed by a signal; or no end record: killed with its launcher, or still \
+         running), its events and CPU time, its path and command.",
         "experiment_list",
     ),
     entry(
