@@ -34,11 +34,23 @@ struct Options {
         long,
         num_args = 2,
         value_names = ["FORMAT", "DIR"],
-        conflicts_with_all = ["commands", "scripts", "json"]
+        conflicts_with_all = ["commands", "scripts", "json", "compare"]
     )]
     export: Option<Vec<String>>,
-    /// The experiments (founders; their descendants are included).
-    #[arg(required = true, value_name = "EXPERIMENT")]
+    /// Compare the arguments side by side (each is a group: an experiment
+    /// with its descendants, or a .erg file; the first is the baseline):
+    /// `compare MODE` before the commands, MODE on (the default), delta or ratio.
+    #[arg(
+        long,
+        value_name = "MODE",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "on"
+    )]
+    compare: Option<commands::CompareMode>,
+    /// The experiments (founders; their descendants are included) and
+    /// experiment group files (NAME.erg).
+    #[arg(required = true, value_name = "EXPERIMENT|GROUP.erg")]
     experiments: Vec<PathBuf>,
 }
 
@@ -67,6 +79,13 @@ pub fn main(args: Vec<String>) -> i32 {
         analysis.set_format(OutputFormat::Json);
     }
     print_warnings(&analysis);
+    if let Some(mode) = options.compare {
+        let command = commands::AnalysisCommand::Compare(Some(mode));
+        if let Err(message) = analysis.execute(&command) {
+            eprintln!("rdbx analyze: --compare: {message}");
+            return 2;
+        }
+    }
     if options.commands.is_empty() && options.scripts.is_empty() {
         repl(&mut analysis);
         return 0;

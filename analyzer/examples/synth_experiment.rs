@@ -8,7 +8,7 @@
 //!
 //! `cargo run --release -p analyzer --example synth_experiment -- \
 //!      [--events N] [--stacks N] [--max-depth D] [--shape independent|nested] \
-//!      [--threads N] [--heap] BINARY OUT.er`
+//!      [--threads N] [--heap] [--pid N] [--seed N] BINARY OUT.er`
 //!
 //! Stacks are 3 to D frames deep (default 30), rooted at main. With
 //! `--shape independent` (the default) every frame of every stack is drawn
@@ -17,6 +17,12 @@
 //! stack's innermost calls and makes a few new ones, so stacks share their
 //! outer frames as a real program's do (its calling-context tree has a few
 //! nodes per stack, not one per frame) and depths spread evenly over 3..=D.
+//!
+//! `--pid` gives the process id the experiment records (default 4242) and
+//! `--seed` draws the events' stacks anew (default 0: the same events each
+//! time); the stacks themselves are the same for every seed, as runs of one
+//! program share theirs (bench/groups.sh writes a job of 64 such
+//! experiments).
 //!
 //! With `--heap` the N events are heap-tracing events (the `heap` file,
 //! kind "heap-trace", no clock profile): allocations (mostly malloc, some
@@ -42,6 +48,7 @@ use std::path::{Path, PathBuf};
 
 /// Where the synthetic process "loaded" BINARY (a PIE's usual base).
 const LOAD_BASE: u64 = 0x5555_5555_4000;
+/// The pid of the process that wrote the stacks file (its blocks' owner).
 const PID: u32 = 4242;
 const START_NS: u64 = 1_000_000_000;
 /// One event per millisecond of thread CPU time, as the `on` resolution.
@@ -61,6 +68,8 @@ struct Options {
     shape: Shape,
     threads: u32,
     heap: bool,
+    pid: u32,
+    seed: u64,
     binary: PathBuf,
     out: PathBuf,
 }
@@ -72,7 +81,8 @@ fn main() {
             eprintln!("synth_experiment: {message}");
             eprintln!(
                 "usage: synth_experiment [--events N] [--stacks N] [--max-depth D] \
-                 [--shape independent|nested] [--threads N] [--heap] BINARY OUT.er"
+                 [--shape independent|nested] [--threads N] [--heap] [--pid N] [--seed N] \
+                 BINARY OUT.er"
             );
             std::process::exit(2);
         }
@@ -91,6 +101,8 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
         shape: Shape::Independent,
         threads: 4,
         heap: false,
+        pid: PID,
+        seed: 0,
         binary: PathBuf::new(),
         out: PathBuf::new(),
     };
@@ -109,6 +121,10 @@ fn parse_args(args: Vec<String>) -> Result<Options, String> {
             "--threads" => options.threads = number("--threads")?.max(1) as u32,
             "--max-depth" => options.max_depth = number("--max-depth")?.clamp(3, 2048) as usize,
             "--heap" => options.heap = true,
+            "--pid" => {
+                options.pid = u32::try_from(number("--pid")?).map_err(|_| "--pid: too large")?
+            }
+            "--seed" => options.seed = number("--seed")?,
             "--shape" => {
                 options.shape = match args.next().as_deref() {
                     Some("independent") => Shape::Independent,
@@ -151,6 +167,10 @@ fn run(options: &Options) -> Result<(), String> {
         Shape::Nested => generator.nested(options.stacks, &mut random, &mut stacks_file),
     }?;
     stacks_file.finish()?;
+    if options.seed != 0 {
+        // Other events over the same stacks (never the all-zero state).
+        random = XorShift(random.0 ^ options.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    }
     let end_ns = if options.heap {
         write_heap(&options.out, options, &stack_ids, &mut random)?
     } else {
@@ -361,7 +381,7 @@ fn write_profile(
             if left == 0 {
                 break;
             }
-            let tid = PID + thread;
+            let tid = options.pid + thread;
             let n = left.min(per_block as u64);
             left -= n;
             block.fill(0);
@@ -417,6 +437,7 @@ struct OpenHeapBlock {
 struct HeapFile {
     file: std::fs::File,
     path: PathBuf,
+    pid: u32,
     next_index: u32,
     open: Vec<Option<OpenHeapBlock>>,
 }
@@ -427,7 +448,7 @@ impl HeapFile {
         for _ in 0..2 {
             if self.open[thread].is_none() {
                 let mut bytes = vec![0u8; BLOCK_SIZE];
-                let tid = PID + thread as u32;
+                let tid = self.pid + thread as u32;
                 BlockWriter::claim(
                     &mut bytes,
                     KIND_HEAP,
@@ -487,6 +508,7 @@ fn write_heap(
     let mut heap = HeapFile {
         file,
         path,
+        pid: options.pid,
         next_index: 0,
         open: (0..options.threads).map(|_| None).collect(),
     };
@@ -673,7 +695,7 @@ fn write_log(
     };
     line(&|w| {
         w.event(START_NS, "start")
-            .u64("pid", u64::from(PID))
+            .u64("pid", u64::from(options.pid))
             .u64("ppid", 1)
             .str("lineage", b"")
             .str("mode", b"collect")
@@ -695,7 +717,7 @@ fn write_log(
     for thread in 1..options.threads {
         line(&|w| {
             w.event(START_NS + u64::from(thread), "thread-start")
-                .u64("tid", u64::from(PID + thread));
+                .u64("tid", u64::from(options.pid + thread));
         });
     }
     // Ten samples across the run, as `sample record` at breakpoints would make.

@@ -6,7 +6,8 @@
 //! count or bytes, a counter's events, so there is a flame graph for each
 //! metric (but a ratio, CPI or IPC: a flame graph adds up its stacks).
 
-use crate::metrics::Value;
+use crate::compare::Comparison;
+use crate::metrics::{Value, Weights};
 use crate::report::{Context, MetricName};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -14,6 +15,11 @@ use std::path::Path;
 
 /// Folded lines with their values, merged by name path.
 fn folded(ctx: &Context) -> Result<BTreeMap<String, u64>, String> {
+    folded_with(ctx, ctx.weights)
+}
+
+/// [`folded`] of the events `weights` sums.
+fn folded_with(ctx: &Context, weights: &Weights) -> Result<BTreeMap<String, u64>, String> {
     let metric = ctx.sort_metric();
     if metric.is_ratio() {
         return Err(format!(
@@ -22,7 +28,7 @@ fn folded(ctx: &Context) -> Result<BTreeMap<String, u64>, String> {
         ));
     }
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
-    ctx.weights.for_each_stack(ctx.view, |frames, value| {
+    weights.for_each_stack(ctx.view, |frames, value| {
         let names: Vec<String> = frames
             .iter()
             .rev()
@@ -32,7 +38,7 @@ fn folded(ctx: &Context) -> Result<BTreeMap<String, u64>, String> {
                     .replace(';', ":")
             })
             .collect();
-        *lines.entry(names.join(";")).or_default() += exported(metric, ctx.weights.value(value));
+        *lines.entry(names.join(";")).or_default() += exported(metric, weights.value(value));
     });
     lines.retain(|_, v| *v > 0);
     Ok(lines)
@@ -104,6 +110,72 @@ pub fn flamegraph(ctx: &Context, path: &Path) -> Result<usize, String> {
     };
     let mut options = inferno::flamegraph::Options::default();
     options.title = title;
+    options.count_name = unit(metric).to_string();
+    let out = create(path)?;
+    inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)
+        .map_err(|e| format!("cannot draw {}: {e}", path.display()))?;
+    Ok(lines.len())
+}
+
+/// The baseline's and the second group's folded stacks side by side:
+/// `stack BEFORE AFTER`, the differential format of flamegraph.pl and
+/// inferno (a stack one of them lacks has 0 there).
+fn folded_difference(ctx: &Context, cmp: &Comparison) -> Result<Vec<String>, String> {
+    let [before, after, ..] = cmp.weights else {
+        return Err("a difference needs two experiment groups".to_string());
+    };
+    let before = folded_with(ctx, before)?;
+    let after = folded_with(ctx, after)?;
+    let mut both: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for (stack, &value) in &before {
+        both.entry(stack).or_default().0 = value;
+    }
+    for (stack, &value) in &after {
+        both.entry(stack).or_default().1 = value;
+    }
+    Ok(both
+        .into_iter()
+        .map(|(stack, (before, after))| format!("{stack} {before} {after}"))
+        .collect())
+}
+
+/// Writes the compare-mode collapsed stacks (`stack BEFORE AFTER`: the
+/// baseline's value, then the second group's) to `path`; the number of
+/// lines written.
+pub fn difference_collapsed(ctx: &Context, cmp: &Comparison, path: &Path) -> Result<usize, String> {
+    let lines = folded_difference(ctx, cmp)?;
+    let mut out = create(path)?;
+    for line in &lines {
+        writeln!(out, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    out.flush()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(lines.len())
+}
+
+/// Writes a differential flame graph to `path`: frames as wide as the
+/// second group's values, red where a stack grew from the baseline's,
+/// blue where it shrank (brighter for a larger change); the number of
+/// distinct stacks drawn. A stack only the baseline has is not drawn (it
+/// has no width); its loss shows as blue in its callers.
+pub fn difference_flamegraph(
+    ctx: &Context,
+    cmp: &Comparison,
+    path: &Path,
+) -> Result<usize, String> {
+    let lines = folded_difference(ctx, cmp)?;
+    if lines.is_empty() {
+        return Err("no events selected: nothing to draw".to_string());
+    }
+    let metric = ctx.sort_metric();
+    let name = |g: usize| cmp.groups.get(g).map_or(String::new(), |g| g.name.clone());
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = format!(
+        "rdbx: {} against {} ({}): red grew, blue shrank",
+        name(1),
+        name(0),
+        metric.title()
+    );
     options.count_name = unit(metric).to_string();
     let out = create(path)?;
     inferno::flamegraph::from_lines(&mut options, lines.iter().map(String::as_str), out)

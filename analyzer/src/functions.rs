@@ -58,19 +58,20 @@ pub fn clock_profile(expt: &Experiment) -> Result<ClockProfile> {
         )
     });
     for event in &model.events {
+        let count = u64::from(event.count);
         if event.stack == NO_STACK {
-            profile.events_without_stack += 1;
+            profile.events_without_stack += count;
             continue;
         }
         let Some(stack) = model.stacks.get(event.stack) else {
             continue;
         };
         match stack.status {
-            StackStatus::Truncated => profile.truncated_stacks += 1,
-            StackStatus::Failed => profile.failed_stacks += 1,
+            StackStatus::Truncated => profile.truncated_stacks += count,
+            StackStatus::Failed => profile.failed_stacks += count,
             StackStatus::Complete => {}
         }
-        profile.events_reaching_main += u64::from(reaches_main[event.stack as usize]);
+        profile.events_reaching_main += count * u64::from(reaches_main[event.stack as usize]);
     }
     profile.functions = function_metrics(&view, &weights)
         .into_iter()

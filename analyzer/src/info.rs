@@ -3,6 +3,7 @@
 //! (`experiment_list`, `sample_list`, `thread_list`, `cpu_list`,
 //! `object_list`).
 
+use crate::groups::{placement, ExperimentGroups, Placement};
 use crate::metrics::Value;
 use crate::model::*;
 use crate::report::{Context, Report};
@@ -22,7 +23,7 @@ fn events_of<'a>(ctx: &Context<'a>) -> impl Iterator<Item = &'a EventEntry> {
 
 fn add(value: &mut Value, event: &EventEntry) {
     value.ns += u64::from(event.weight_ns);
-    value.events += 1;
+    value.events += u64::from(event.count);
 }
 
 fn mark(selected: bool) -> &'static str {
@@ -33,39 +34,160 @@ fn mark(selected: bool) -> &'static str {
     }
 }
 
-/// `experiment_list`
-pub fn experiment_list(ctx: &Context) -> Report {
+/// How an experiment's process ended, as its log says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The process exited with this status.
+    Exit(i32),
+    /// A signal ended it (SIGKILL: the collector could write nothing more).
+    Signal(i32),
+    /// The collector closed the experiment (no process end recorded: a
+    /// debugger's experiment).
+    Closed,
+    /// No end record: still being written, or the collector died with the
+    /// process (killed with its launcher).
+    CutShort,
+}
+
+impl Ending {
+    pub fn of(expt: &ExperimentEntry) -> Ending {
+        use experiment::log::TerminatedHow;
+        let terminated = expt.log.iter().rev().find_map(|e| match &e.event {
+            Event::Terminated { how, code } => Some((*how, *code)),
+            _ => None,
+        });
+        match (terminated, expt.ended) {
+            (Some((TerminatedHow::Exit, code)), _) => Ending::Exit(code),
+            (Some((TerminatedHow::Signal, signal)), _) => Ending::Signal(signal),
+            (None, true) => Ending::Closed,
+            (None, false) => Ending::CutShort,
+        }
+    }
+
+    /// Whether the process ran to its end (an exit, with any status).
+    pub fn normal(self) -> bool {
+        matches!(self, Ending::Exit(_) | Ending::Closed)
+    }
+
+    pub fn text(self) -> String {
+        match self {
+            Ending::Exit(code) => format!("exit {code}"),
+            Ending::Signal(signal) => format!("killed by signal {signal}"),
+            Ending::Closed => "closed by the collector".to_string(),
+            Ending::CutShort => "no end record (killed, or still running)".to_string(),
+        }
+    }
+}
+
+/// `experiment_list`: every experiment, numbered from 1, with where and
+/// when it ran, how it ended and what it recorded.
+pub fn experiment_list(ctx: &Context, groups: &ExperimentGroups, kept: &[bool]) -> Report {
     let mut per: BTreeMap<u16, Value> = BTreeMap::new();
     for e in events_of(ctx) {
         add(per.entry(e.experiment).or_default(), e);
     }
-    let mut table = Table::new(vec![
-        Column::number("Exp", ""),
+    let placements: Vec<Placement> = ctx.model.experiments.iter().map(placement).collect();
+    let hosts = placements.iter().any(|p| p.host.is_some());
+    let ranks = placements.iter().any(|p| p.rank.is_some());
+    let grouped = groups.len() > 1 || groups.groups.iter().any(|g| g.is_file);
+    let mut columns = vec![
+        Column::number("ID", ""),
+        Column::text("Sel"),
         Column::number("PID", ""),
+    ];
+    if hosts {
+        columns.push(Column::text("Host"));
+    }
+    if ranks {
+        columns.push(Column::number("Rank", ""));
+    }
+    if grouped {
+        columns.push(Column::number("Group", ""));
+    }
+    columns.extend([
+        Column::text("Started"),
+        Column::number("Duration", ""),
+        Column::text("End"),
         Column::number("Events", ""),
         Column::number("CPU sec.", ""),
         Column::text("Experiment"),
+        Column::text("Command"),
     ]);
+    let mut table = Table::new(columns);
     let mut rows = Vec::new();
     for (i, expt) in ctx.model.experiments.iter().enumerate() {
         let value = per.get(&(i as u16)).copied().unwrap_or_default();
-        let pid = expt.start.as_ref().map_or(0, |s| s.pid);
-        table.push(vec![
+        let selected = kept.get(i).copied().unwrap_or(true);
+        let start = expt.start.as_ref();
+        let pid = start.map_or(0, |s| s.pid);
+        let place = &placements[i];
+        let group = groups.group_of(i as u16);
+        let started = start.map(|s| date(s.realtime_ns));
+        let duration = expt.end_ns.saturating_sub(expt.start_ns);
+        let ending = Ending::of(expt);
+        let command = start.map_or(String::new(), |s| s.args.clone());
+        let mut cells = vec![
             (i + 1).to_string(),
+            if selected { "yes" } else { "no" }.to_string(),
             pid.to_string(),
+        ];
+        if hosts {
+            cells.push(place.host.clone().unwrap_or_else(|| "-".into()));
+        }
+        if ranks {
+            cells.push(place.rank.map_or("-".into(), |r| r.to_string()));
+        }
+        if grouped {
+            cells.push((group + 1).to_string());
+        }
+        cells.extend([
+            started.clone().unwrap_or_else(|| "-".into()),
+            seconds(duration),
+            ending.text(),
             value.events.to_string(),
             seconds(value.ns),
             expt.path.display().to_string(),
+            command.clone(),
         ]);
-        rows.push(
-            json!({"experiment": i + 1, "pid": pid, "path": expt.path.display().to_string(),
-                         "lineage": expt.start.as_ref().map(|s| s.lineage.clone()),
-                         "cpu": value_json(value)}),
-        );
+        table.push(cells);
+        rows.push(json!({
+            "experiment": i + 1,
+            "selected": selected,
+            "pid": pid,
+            "host": place.host,
+            "rank": place.rank,
+            "group": group + 1,
+            "group_name": groups.groups.get(group).map(|g| g.name.clone()),
+            "path": expt.path.display().to_string(),
+            "founder": expt.founder.display().to_string(),
+            "lineage": start.map(|s| s.lineage.clone()),
+            "command": start.map(|s| s.args.clone()),
+            "executable": start.map(|s| s.exe.display().to_string()),
+            "started": started,
+            "start_realtime_ns": start.map(|s| s.realtime_ns),
+            "duration_seconds": duration as f64 / 1e9,
+            "end": ending.text(),
+            "ended_normally": ending.normal(),
+            "cpu": value_json(value),
+        }));
+    }
+    let groups_json: Vec<Json> = groups
+        .groups
+        .iter()
+        .map(|g| {
+            let numbers: Vec<u32> = g.experiments.iter().map(|&e| u32::from(e) + 1).collect();
+            json!({"name": g.name, "group_file": g.is_file, "experiments": numbers})
+        })
+        .collect();
+    let mut text = table.render();
+    if grouped {
+        for (g, group) in groups.groups.iter().enumerate() {
+            text.push_str(&format!("Group {}: {}\n", g + 1, group.name));
+        }
     }
     Report {
-        text: table.render(),
-        json: json!({"report": "experiment_list", "experiments": rows}),
+        text,
+        json: json!({"report": "experiment_list", "experiments": rows, "groups": groups_json}),
     }
 }
 
@@ -320,6 +442,13 @@ pub fn overview(ctx: &Context) -> Report {
         percent(selected.ns, all.ns),
         selected.events
     ));
+    if ctx.model.events_merged {
+        text.push_str(&format!(
+            "Clock events:       merged into {} entries of one experiment, thread, CPU, sample \
+             and stack (a filter on time reads each event again)\n",
+            ctx.model.events.len()
+        ));
+    }
     for counter in &counters {
         text.push_str(&format!(
             "{:<20}{} events; selected {} ({}%)\n",
@@ -340,6 +469,8 @@ pub fn overview(ctx: &Context) -> Report {
         "counters": counters.iter().map(|c| c.json.clone()).collect::<Vec<_>>(),
         "total": value_json(all),
         "selected": value_json(selected),
+        "clock_entries": ctx.model.events.len(),
+        "clock_events_merged": ctx.model.events_merged,
     });
     Report { text, json }
 }
@@ -432,10 +563,12 @@ fn interval(samples: &[Sample], index: usize) -> [u64; 8] {
 
 /// `statistics`: process-wide figures from the samples, over the selected
 /// sample intervals.
-pub fn statistics(ctx: &Context, selected: &ListSelection) -> Report {
+pub fn statistics(ctx: &Context, selected: &ListSelection, experiments: &[bool]) -> Report {
     let mut sums = [0u64; 8];
     let mut max_rss = 0u64;
-    for expt in &ctx.model.experiments {
+    let kept = |i: usize| experiments.get(i).copied().unwrap_or(true);
+    let chosen = ctx.model.experiments.iter().enumerate();
+    for (_, expt) in chosen.filter(|&(i, _)| kept(i)) {
         for (i, sample) in expt.samples.iter().enumerate() {
             if !selected.contains(sample.number) {
                 continue;
@@ -489,22 +622,76 @@ pub fn statistics(ctx: &Context, selected: &ListSelection) -> Report {
     Report { text, json }
 }
 
+/// What `header` says of the experiments together: which did not end normally,
+/// and whether they ran different programs.
+fn group_notes(model: &Model) -> Vec<String> {
+    let mut notes = Vec::new();
+    // The host tells experiments apart only when there are several.
+    let hosts: std::collections::BTreeSet<Option<&str>> =
+        model.experiments.iter().map(|e| e.host()).collect();
+    for (i, expt) in model.experiments.iter().enumerate() {
+        let ending = Ending::of(expt);
+        if ending.normal() {
+            continue;
+        }
+        let place = placement(expt);
+        let mut which = expt.path.display().to_string();
+        if let Some(rank) = place.rank {
+            which.push_str(&format!(", rank {rank}"));
+        }
+        if let (Some(host), true) = (&place.host, hosts.len() > 1) {
+            which.push_str(&format!(", host {host}"));
+        }
+        notes.push(format!(
+            "experiment {} ({which}) did not end normally: {}",
+            i + 1,
+            ending.text()
+        ));
+    }
+    // The founders' programs (a descendant may exec another by design).
+    let mut programs: BTreeMap<String, Vec<u16>> = BTreeMap::new();
+    for (i, expt) in model.experiments.iter().enumerate() {
+        if let (Some(start), true) = (&expt.start, expt.path == expt.founder) {
+            let exe = start.exe.display().to_string();
+            programs.entry(exe).or_default().push(i as u16);
+        }
+    }
+    if programs.len() > 1 {
+        let listed: Vec<String> = programs
+            .iter()
+            .map(|(exe, experiments)| {
+                let numbers: Vec<String> =
+                    experiments.iter().map(|e| (e + 1).to_string()).collect();
+                format!("{exe} (experiment {})", numbers.join(", "))
+            })
+            .collect();
+        notes.push(format!(
+            "the experiments ran different programs: {}",
+            listed.join("; ")
+        ));
+    }
+    notes
+}
+
 /// `header`: how each experiment was recorded, and what went wrong.
 pub fn header(ctx: &Context) -> Report {
     let mut text = String::new();
     let mut list = Vec::new();
+    let notes = group_notes(ctx.model);
+    for note in &notes {
+        text.push_str(&format!("Note: {note}\n"));
+    }
+    if !notes.is_empty() {
+        text.push('\n');
+    }
     for expt in &ctx.model.experiments {
         text.push_str(&format!("Experiment: {}\n", expt.path.display()));
         text.push_str(&format!("  Format version:   {}\n", expt.format_version));
         let mut notes = Vec::new();
-        let mut terminated = None;
         for event in &expt.log {
             match &event.event {
                 Event::Warning(m) => notes.push(format!("warning: {m}")),
                 Event::Error(m) => notes.push(format!("error: {m}")),
-                Event::Terminated { how, code } => {
-                    terminated = Some(format!("{} {code}", how.name()))
-                }
                 _ => {}
             }
         }
@@ -548,10 +735,12 @@ pub fn header(ctx: &Context) -> Report {
             let counters: Vec<String> = expt.counters.iter().map(counter_text).collect();
             text.push_str(&format!("  Counters:         {}\n", counters.join(", ")));
         }
-        let end = match (&terminated, expt.ended) {
-            (Some(t), _) => format!("process ended ({t})"),
-            (None, true) => "closed by the collector".to_string(),
-            (None, false) => "still being written, or cut short".to_string(),
+        let ending = Ending::of(expt);
+        let end = match ending {
+            Ending::Exit(_) => format!("process ended ({})", ending.text()),
+            Ending::Signal(_) => format!("process {} (ended early)", ending.text()),
+            Ending::Closed => ending.text(),
+            Ending::CutShort => "no end record: killed, or still running".to_string(),
         };
         text.push_str(&format!("  End:              {end}\n"));
         if let Some(n) = &expt.notes {
@@ -572,6 +761,7 @@ pub fn header(ctx: &Context) -> Report {
             "host": expt.host(),
             "mpi_rank": expt.mpi_rank(),
             "end": end,
+            "ended_normally": ending.normal(),
             "notes": expt.notes,
             "messages": notes,
             "counters": expt.counters.iter().map(counter_json).collect::<Vec<_>>(),
@@ -582,7 +772,8 @@ pub fn header(ctx: &Context) -> Report {
     }
     Report {
         text,
-        json: json!({"report": "header", "experiments": list, "warnings": ctx.model.warnings}),
+        json: json!({"report": "header", "notes": notes, "experiments": list,
+                     "warnings": ctx.model.warnings}),
     }
 }
 

@@ -8,12 +8,15 @@
 //! - [`report`] renders the listings as aligned text or JSON.
 
 pub mod annotate;
+pub mod compare;
 pub mod data_views;
 pub mod dataspace;
 pub mod export;
+pub mod groups;
 pub mod info;
 pub mod io;
 pub mod load;
+mod matching;
 mod memory;
 pub mod metrics;
 pub mod model;
@@ -33,7 +36,7 @@ pub mod heap;
 pub mod heap_report;
 
 pub use functions::{clock_profile, ClockProfile, FunctionTime};
-pub use load::load;
+pub use load::{load, load_with, EventDetail};
 pub use model::Model;
 pub use session::{Analysis, Outcome};
 
@@ -45,6 +48,11 @@ pub enum Error {
     NoExperiment,
     #[error("too many experiments (at most 65535)")]
     TooMany,
+    #[error("{}: {reason}", .path.display())]
+    Group {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("{}: {source}", .path.display())]
     Io {
         path: std::path::PathBuf,

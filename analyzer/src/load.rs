@@ -5,6 +5,7 @@
 //! `Model::warnings`, never a failure, so a cut or corrupted experiment still
 //! shows what it holds.
 
+use crate::matching::{FunctionMatches, ObjectVersions};
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
 use crate::stack_ids::Lookup;
@@ -21,12 +22,41 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Loads `paths` (each a founder or descendant experiment) and, with
-/// `descendants`, every descendant inside each of them.
+/// `descendants`, every descendant inside each of them; each clock event
+/// its own entry.
 pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
+    load_with(paths, descendants, EventDetail::Each)
+}
+
+/// How clock events are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventDetail {
+    /// Each its own entry (with its time).
+    Each,
+    /// Merged (see `EventEntry::count`) when the experiments' profiles
+    /// hold more than [`merge_beyond`] events: many experiments of a
+    /// job take the memory of their distinct stacks, threads and samples,
+    /// not of their events.
+    Auto,
+}
+
+/// The number of clock events beyond which [`EventDetail::Auto`] merges
+/// them: `RDBX_MERGE_EVENTS_BEYOND` when set (0: always), else 8 million
+/// (256 MB of entries).
+pub fn merge_beyond() -> u64 {
+    std::env::var("RDBX_MERGE_EVENTS_BEYOND")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(8_000_000)
+}
+
+/// [`load`], keeping clock events as `detail` says.
+pub fn load_with(paths: &[PathBuf], descendants: bool, detail: EventDetail) -> Result<Model> {
     if paths.is_empty() {
         return Err(Error::NoExperiment);
     }
     let mut builder = Builder::default();
+    let mut all = Vec::new();
     for path in paths {
         let founder = Experiment::open(path)?;
         let archive = founder.archive_index().unwrap_or_else(|e| {
@@ -43,11 +73,75 @@ pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
                 }
             }
         }
-        for expt in &dirs {
-            builder.add_experiment(expt, &archive, &archives_dir)?;
-        }
+        all.push((dirs, archive, archives_dir));
     }
-    Ok(builder.finish())
+    let events: usize = all
+        .iter()
+        .flat_map(|(dirs, _, _)| dirs)
+        .map(|expt| stored_bytes(expt, "profile") / experiment::layout::CLOCK_EVENT_SIZE)
+        .sum();
+    builder.merge_events = detail == EventDetail::Auto && events as u64 > merge_beyond();
+    builder.model.events_merged = builder.merge_events;
+    if !builder.merge_events {
+        for (dirs, archive, archives_dir) in &all {
+            for expt in dirs {
+                builder.add_experiment(expt, archive, archives_dir, None)?;
+            }
+        }
+        return Ok(builder.finish());
+    }
+    // A helper thread reads and merges the next experiment's clock events
+    // while this one symbolizes and stores the current one's.
+    std::thread::scope(|scope| {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let experiments: Vec<&Experiment> = all.iter().flat_map(|(dirs, _, _)| dirs).collect();
+        scope.spawn(move || {
+            for expt in experiments {
+                if sender.send(collect_clock_events(expt)).is_err() {
+                    break;
+                }
+            }
+        });
+        for (dirs, archive, archives_dir) in &all {
+            for expt in dirs {
+                let collected = receiver.recv().ok();
+                builder.add_experiment(expt, archive, archives_dir, collected)?;
+            }
+        }
+        Ok(builder.finish())
+    })
+}
+
+/// One experiment's clock events read and merged, apart from the model.
+struct CollectedEvents {
+    merged: MergedEvents,
+    threads: ThreadNumbers,
+    tally: Tally,
+    stats: experiment::BlockStats,
+}
+
+/// Reads and merges `expt`'s clock events (see [`MergedEvents`]), its
+/// threads numbered as [`Builder::add_experiment`] numbers them.
+fn collect_clock_events(expt: &Experiment) -> Result<CollectedEvents> {
+    let entry = experiment_entry(expt, expt.log()?);
+    let plausible = PlausibleTimes::of(&entry.log);
+    let mut threads = ThreadNumbers::new(&entry);
+    let mut tally = Tally::default();
+    let mut merged = MergedEvents::default();
+    let mut samples = SampleIntervals::new(&entry.samples);
+    let stats = expt.for_each_clock_event(|record| {
+        let at = record.timestamp_ns;
+        if tally.admit(&plausible, at, at, at) {
+            let thread = threads.number(record.tid);
+            merged.add(&record, thread, samples.of(at));
+        }
+    })?;
+    Ok(CollectedEvents {
+        merged,
+        threads,
+        tally,
+        stats,
+    })
 }
 
 /// Events whose stacks are looked up together.
@@ -288,7 +382,10 @@ struct Mapping {
 #[derive(Default)]
 struct Builder {
     model: Model,
-    object_ids: HashMap<PathBuf, ObjectId>,
+    /// Load objects by path and build (see `matching`).
+    objects: ObjectVersions,
+    /// Functions of different builds of one object, matched by name.
+    matches: FunctionMatches,
     /// Opened symbol files by object id (None: unreadable, already warned).
     files: HashMap<ObjectId, Option<ObjectFile>>,
     /// The model's stacks while they are being read (see `RecordedStacks`).
@@ -297,6 +394,8 @@ struct Builder {
     line_ids: HashMap<LineEntry, LineId>,
     /// (experiment, looked-up address) -> pc.
     pc_ids: FxHashMap<(u16, u64), PcId>,
+    /// (load object, offset in it) -> pc: every experiment's.
+    pc_by_instruction: FxHashMap<(ObjectId, u64), PcId>,
     /// What stack building asks of each pc, by pc id: known once, not
     /// recomputed for each of a hundred million frames.
     pc_traits: Vec<PcTraits>,
@@ -304,6 +403,8 @@ struct Builder {
     archives_dir: PathBuf,
     /// Mapped size of the `[vdso]` object (to check our own is the same).
     vdso_size: HashMap<ObjectId, u64>,
+    /// Clock events of one thread, CPU, sample and stack make one entry.
+    merge_events: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -422,11 +523,15 @@ impl Builder {
         Some(slot)
     }
 
+    /// Adds experiment `expt` (of the founder whose archive is `archive`);
+    /// with merged events, `collected` are its clock events when a helper
+    /// thread read them already.
     fn add_experiment(
         &mut self,
         expt: &Experiment,
         archive: &[ArchivedObject],
         archives_dir: &Path,
+        collected: Option<Result<CollectedEvents>>,
     ) -> Result<()> {
         if self.model.functions.is_empty() {
             self.model.functions = special_functions();
@@ -439,7 +544,10 @@ impl Builder {
         // Sized from the files up front: no copy of hundreds of megabytes
         // when a vector doubles.
         reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
-        reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
+        // Merged events take a fraction of that, found as they come.
+        if !self.merge_events {
+            reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
+        }
         // Neither vector grows past what was reserved (the files hold no
         // more), so they stay put until the join below.
         let spares = vec![
@@ -482,58 +590,75 @@ impl Builder {
         let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
         let mut tally = Tally::default();
-        // Events go in batches: the table entries of a batch's stacks are
-        // fetched from memory together, not one cache miss after another.
-        let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
-        let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
-        let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
-            for record in batch.iter() {
-                stacks.by_id.prefetch(record.stack_id);
+        let event_stats = match self.merge_events {
+            true => {
+                let collected = match collected {
+                    Some(collected) => collected?,
+                    None => collect_clock_events(expt)?,
+                };
+                (threads, tally) = (collected.threads, collected.tally);
+                let merged = collected.merged;
+                self.add_merged_events(index, merged, &mut stacks, &mappings, &mut tally);
+                collected.stats
             }
-            // The records first used here are rewritten below: fetch them
-            // (their place, then their slots) before the walk needs them.
-            firsts.clear();
-            for record in batch.iter() {
-                if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
-                    firsts.push(r);
-                    stacks
-                        .records
-                        .get(r as usize)
-                        .map(crate::memory::prefetch_one);
-                }
-            }
-            for &r in &firsts {
-                if let Some(span) = stacks.records.get(r as usize) {
-                    let arena = self.stacks.arena_mut();
-                    let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
-                    crate::memory::prefetch(slots);
-                }
-            }
-            for record in batch.drain(..) {
-                let at = record.timestamp_ns;
-                if !tally.admit(&plausible, at, at, at) {
-                    continue;
-                }
-                let stack = self.model_stack(index, &mut stacks, record.stack_id, &mappings);
-                let stack = tally.stack(stack);
-                self.model.events.push(EventEntry {
-                    experiment: index,
-                    thread: threads.number(record.tid),
-                    cpu: record.cpu,
-                    time_ns: record.timestamp_ns,
-                    weight_ns: record.weight_ns,
-                    stack,
-                    sample: sample_of(&entry.samples, record.timestamp_ns),
-                });
+            false => {
+                // Events go in batches: the table entries of a batch's stacks are
+                // fetched from memory together, not one cache miss after another.
+                let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
+                let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
+                let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
+                    for record in batch.iter() {
+                        stacks.by_id.prefetch(record.stack_id);
+                    }
+                    // The records first used here are rewritten below: fetch them
+                    // (their place, then their slots) before the walk needs them.
+                    firsts.clear();
+                    for record in batch.iter() {
+                        if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
+                            firsts.push(r);
+                            stacks
+                                .records
+                                .get(r as usize)
+                                .map(crate::memory::prefetch_one);
+                        }
+                    }
+                    for &r in &firsts {
+                        if let Some(span) = stacks.records.get(r as usize) {
+                            let arena = self.stacks.arena_mut();
+                            let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
+                            crate::memory::prefetch(slots);
+                        }
+                    }
+                    for record in batch.drain(..) {
+                        let at = record.timestamp_ns;
+                        if !tally.admit(&plausible, at, at, at) {
+                            continue;
+                        }
+                        let stack =
+                            self.model_stack(index, &mut stacks, record.stack_id, &mappings);
+                        let stack = tally.stack(stack);
+                        self.model.events.push(EventEntry {
+                            experiment: index,
+                            thread: threads.number(record.tid),
+                            cpu: record.cpu,
+                            time_ns: record.timestamp_ns,
+                            weight_ns: record.weight_ns,
+                            stack,
+                            sample: sample_of(&entry.samples, record.timestamp_ns),
+                            count: 1,
+                        });
+                    }
+                };
+                let stats = expt.for_each_clock_event(|record| {
+                    batch.push(record);
+                    if batch.len() == EVENT_BATCH {
+                        add_batch(&mut batch);
+                    }
+                })?;
+                add_batch(&mut batch);
+                stats
             }
         };
-        let event_stats = expt.for_each_clock_event(|record| {
-            batch.push(record);
-            if batch.len() == EVENT_BATCH {
-                add_batch(&mut batch);
-            }
-        })?;
-        add_batch(&mut batch);
         drop(populating);
         if expt.manifest().kinds.iter().any(|k| k == "sync-trace") {
             let sync_stats = expt.for_each_sync_event(|record| {
@@ -768,6 +893,36 @@ impl Builder {
         Ok(())
     }
 
+    /// Makes the merged clock events of experiment `index` entries of the
+    /// model, each stack looked up once per entry (not per event).
+    fn add_merged_events(
+        &mut self,
+        index: u16,
+        merged: MergedEvents,
+        stacks: &mut RecordedStacks,
+        mappings: &[Mapping],
+        tally: &mut Tally,
+    ) {
+        let entries = merged.finish();
+        reserve(&mut self.model.events, entries.len());
+        for entry in entries {
+            let stack = self.model_stack(index, stacks, entry.stack_id, mappings);
+            if stack == NO_STACK {
+                tally.lost += u64::from(entry.count);
+            }
+            self.model.events.push(EventEntry {
+                experiment: index,
+                thread: entry.thread,
+                cpu: entry.cpu,
+                time_ns: entry.first_ns,
+                weight_ns: entry.weight_ns,
+                stack,
+                sample: entry.sample,
+                count: entry.count,
+            });
+        }
+    }
+
     fn mappings(&mut self, log: &[experiment::LogEvent]) -> Vec<Mapping> {
         let mut mappings = Vec::new();
         for event in log {
@@ -789,28 +944,35 @@ impl Builder {
         mappings
     }
 
+    /// The object of `path` as the current experiment's archive says it
+    /// was built: the same file at another address is the same object, a
+    /// rebuilt one another (its symbols are read from its own file).
     fn object_id(&mut self, path: &Path) -> ObjectId {
-        if let Some(&id) = self.object_ids.get(path) {
+        let version = crate::matching::version_of(&self.archive, path);
+        if let Some(id) = self.objects.get(path, &version) {
             return id;
         }
         let id = self.model.objects.len() as ObjectId;
-        let hidden_function = self.push_function(FunctionEntry {
-            name: format!("<{}>", basename(path)),
-            linkage_name: format!("<{}>", basename(path)),
-            object: Some(id),
-            address: 0,
-            size: 0,
-            kind: FunctionKind::Special,
-            aliases: Vec::new(),
-            source: None,
-            source_line: None,
-        });
+        // Every build of a path hides as one `<name>`.
+        let hidden_function = match self.objects.add(id, path, version) {
+            Some(first) => self.model.object(first).hidden_function,
+            None => self.push_function(FunctionEntry {
+                name: format!("<{}>", basename(path)),
+                linkage_name: format!("<{}>", basename(path)),
+                object: Some(id),
+                address: 0,
+                size: 0,
+                kind: FunctionKind::Special,
+                aliases: Vec::new(),
+                source: None,
+                source_line: None,
+            }),
+        };
         self.model.objects.push(ObjectEntry {
             path: path.to_path_buf(),
             symbols_from: None,
             hidden_function,
         });
-        self.object_ids.insert(path.to_path_buf(), id);
         id
     }
 
@@ -940,7 +1102,15 @@ impl Builder {
     }
 
     fn symbolize_pc(&mut self, experiment: u16, address: u64, mappings: &[Mapping]) -> PcId {
-        let entry = match mappings.iter().find(|m| m.lo <= address && address < m.hi) {
+        let mapping = mappings.iter().find(|m| m.lo <= address && address < m.hi);
+        let instruction = mapping.map(|m| (m.object, address.wrapping_sub(m.base)));
+        // The same instruction of the same file, recorded by another
+        // experiment (at its own address): one pc, symbolized once.
+        if let Some(&id) = instruction.and_then(|i| self.pc_by_instruction.get(&i)) {
+            self.pc_ids.insert((experiment, address), id);
+            return id;
+        }
+        let entry = match mapping {
             Some(m) => self.symbolize_in(m.object, address, address.wrapping_sub(m.base)),
             None => PcEntry {
                 object: None,
@@ -960,6 +1130,9 @@ impl Builder {
         });
         self.model.pcs.push(entry);
         self.pc_ids.insert((experiment, address), id);
+        if let Some(instruction) = instruction {
+            self.pc_by_instruction.insert(instruction, id);
+        }
         id
     }
 
@@ -982,7 +1155,8 @@ impl Builder {
             PcSymbol::Unknown => {}
             PcSymbol::Plt => {
                 entry.plt = true;
-                entry.function = self.special(FunctionKey::Plt(object), "@plt".into(), object);
+                let any_build = self.objects.first_of_path(object);
+                entry.function = self.special(FunctionKey::Plt(any_build), "@plt".into(), object);
             }
             PcSymbol::Static { region } => {
                 let name = format!(
@@ -1002,25 +1176,17 @@ impl Builder {
                 line,
                 inlined,
             } => {
-                let key = FunctionKey::Normal(object, start, name.clone());
-                entry.function = match self.function_ids.get(&key) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.push_function(FunctionEntry {
-                            name,
-                            linkage_name,
-                            object: Some(object),
-                            address: start,
-                            size,
-                            kind: FunctionKind::Normal,
-                            aliases,
-                            source,
-                            source_line,
-                        });
-                        self.function_ids.insert(key, id);
-                        id
-                    }
-                };
+                entry.function = self.normal_function(FunctionEntry {
+                    name,
+                    linkage_name,
+                    object: Some(object),
+                    address: start,
+                    size,
+                    kind: FunctionKind::Normal,
+                    aliases,
+                    source,
+                    source_line,
+                });
                 entry.line = line.map(|l| self.line_id(l));
                 entry.inlined = inlined
                     .into_iter()
@@ -1032,6 +1198,33 @@ impl Builder {
             }
         }
         entry
+    }
+
+    /// The id of an out-of-line function of an object: known already by
+    /// its address in this build, or the same function of another build
+    /// (same name and source file), or new.
+    fn normal_function(&mut self, entry: FunctionEntry) -> FunctionId {
+        let object = entry.object.unwrap_or_default();
+        let key = FunctionKey::Normal(object, entry.address, entry.name.clone());
+        if let Some(&id) = self.function_ids.get(&key) {
+            return id;
+        }
+        let (name, source) = (&entry.name, &entry.source);
+        let id = match self.matches.find(&self.objects, object, name, source) {
+            Some(id) => {
+                let starts = &mut self.model.starts_in_other_builds;
+                starts.insert((object, id), entry.address);
+                id
+            }
+            None => {
+                let (name, source) = (name.clone(), source.clone());
+                let id = self.push_function(entry);
+                self.matches.add(&self.objects, object, &name, &source, id);
+                id
+            }
+        };
+        self.function_ids.insert(key, id);
+        id
     }
 
     fn special(&mut self, key: FunctionKey, name: String, object: ObjectId) -> FunctionId {
@@ -1066,12 +1259,18 @@ impl Builder {
     /// "Inlined Functions": the out-of-line copy appears in the function
     /// list).
     fn inlined_function(&mut self, object: ObjectId, name: String) -> FunctionId {
-        let key = FunctionKey::Inlined(object, name.clone());
+        let any_build = self.objects.first_of_path(object);
+        let key = FunctionKey::Inlined(any_build, name.clone());
         if let Some(&id) = self.function_ids.get(&key) {
             return id;
         }
+        let objects = &self.objects;
         let out_of_line = self.function_ids.iter().find_map(|(k, &id)| match k {
-            FunctionKey::Normal(o, _, n) if *o == object && *n == name => Some(id),
+            FunctionKey::Normal(o, _, n)
+                if objects.first_of_path(*o) == any_build && *n == name =>
+            {
+                Some(id)
+            }
             _ => None,
         });
         let id = match out_of_line {
@@ -1172,6 +1371,104 @@ impl Builder {
                 None
             }
         }
+    }
+}
+
+/// One experiment's clock events merged (see `EventEntry::count`): one
+/// entry per context (thread, sample and CPU) and recorded stack. Contexts
+/// are few and change seldom from one event to the next, so each has its
+/// own small table of stacks, with the running sums in it: what an event
+/// touches stays in cache.
+#[derive(Default)]
+struct MergedEvents {
+    contexts: FxHashMap<(u32, u32, u16), u32>,
+    last_context: Option<((u32, u32, u16), u32)>,
+    /// Per context: recorded stack id -> its entry and the sums so far.
+    stacks: Vec<FxHashMap<u64, RunningSum>>,
+    entries: Vec<MergedEntry>,
+}
+
+/// An entry's sums while its events come.
+#[derive(Clone, Copy)]
+struct RunningSum {
+    entry: u32,
+    weight_ns: u32,
+    count: u32,
+}
+
+/// The events of one context and recorded stack (or as many as one entry
+/// can sum).
+struct MergedEntry {
+    thread: u32,
+    sample: u32,
+    cpu: u16,
+    stack_id: u64,
+    first_ns: u64,
+    weight_ns: u32,
+    count: u32,
+}
+
+impl MergedEvents {
+    fn context(&mut self, thread: u32, sample: u32, cpu: u16) -> usize {
+        let context = (thread, sample, cpu);
+        if let Some((last, number)) = self.last_context {
+            if last == context {
+                return number as usize;
+            }
+        }
+        let next = self.contexts.len() as u32;
+        let number = *self.contexts.entry(context).or_insert(next);
+        if number == next {
+            self.stacks.push(FxHashMap::default());
+        }
+        self.last_context = Some((context, number));
+        number as usize
+    }
+
+    /// Adds `record` (of dbx's thread `thread`, in sample `sample`) to the
+    /// entry of its context and stack, or as a new entry when there is
+    /// none or it is full.
+    fn add(&mut self, record: &experiment::ClockEventRecord, thread: u32, sample: u32) {
+        let context = self.context(thread, sample, record.cpu);
+        let table = &mut self.stacks[context];
+        if let Some(sum) = table.get_mut(&record.stack_id) {
+            let weight = sum.weight_ns.checked_add(record.weight_ns);
+            if let (Some(weight), Some(count)) = (weight, sum.count.checked_add(1)) {
+                sum.weight_ns = weight;
+                sum.count = count;
+                return;
+            }
+            // Full: its sums are final.
+            let full = *sum;
+            let entry = &mut self.entries[full.entry as usize];
+            (entry.weight_ns, entry.count) = (full.weight_ns, full.count);
+        }
+        let sum = RunningSum {
+            entry: self.entries.len() as u32,
+            weight_ns: record.weight_ns,
+            count: 1,
+        };
+        table.insert(record.stack_id, sum);
+        self.entries.push(MergedEntry {
+            thread,
+            sample,
+            cpu: record.cpu,
+            stack_id: record.stack_id,
+            first_ns: record.timestamp_ns,
+            weight_ns: record.weight_ns,
+            count: 1,
+        });
+    }
+
+    /// The entries, their sums final.
+    fn finish(mut self) -> Vec<MergedEntry> {
+        for table in &self.stacks {
+            for sum in table.values() {
+                let entry = &mut self.entries[sum.entry as usize];
+                (entry.weight_ns, entry.count) = (sum.weight_ns, sum.count);
+            }
+        }
+        self.entries
     }
 }
 
@@ -1414,6 +1711,42 @@ impl PlausibleTimes {
     }
 }
 
+/// [`sample_of`] for events that come mostly in time order: the interval
+/// of the last answer is tried first.
+struct SampleIntervals<'a> {
+    samples: &'a [experiment::log::Sample],
+    /// (after, up to) in ns, and the sample of that interval.
+    last: Option<(u64, u64, u32)>,
+}
+
+impl<'a> SampleIntervals<'a> {
+    fn new(samples: &'a [experiment::log::Sample]) -> Self {
+        SampleIntervals {
+            samples,
+            last: None,
+        }
+    }
+
+    fn of(&mut self, timestamp_ns: u64) -> u32 {
+        if let Some((after, up_to, number)) = self.last {
+            if after < timestamp_ns && timestamp_ns <= up_to {
+                return number;
+            }
+        }
+        let index = self
+            .samples
+            .partition_point(|s| s.timestamp_ns < timestamp_ns);
+        let after = match index.checked_sub(1) {
+            Some(i) => self.samples[i].timestamp_ns,
+            None => 0,
+        };
+        let up_to = self.samples.get(index).map_or(u64::MAX, |s| s.timestamp_ns);
+        let number = sample_of(self.samples, timestamp_ns);
+        self.last = Some((after, up_to, number));
+        number
+    }
+}
+
 /// Sample N covers (sample N-1, sample N]; events after the last sample
 /// fall in the still-open sample last+1.
 fn sample_of(samples: &[experiment::log::Sample], timestamp_ns: u64) -> u32 {
@@ -1438,6 +1771,31 @@ mod tests {
         );
         assert_eq!(size, Some(16 + 8 * pcs.len()));
         start
+    }
+
+    #[test]
+    fn sample_intervals_answer_as_sample_of() {
+        let sample = |timestamp_ns, number| experiment::log::Sample {
+            timestamp_ns,
+            number,
+            cause: experiment::layout::SampleCause::Periodic,
+            label: String::new(),
+            utime_ns: 0,
+            stime_ns: 0,
+            minflt: 0,
+            majflt: 0,
+            nvcsw: 0,
+            nivcsw: 0,
+            inblock: 0,
+            oublock: 0,
+            rss_kb: 0,
+        };
+        let samples = [sample(10, 1), sample(20, 2), sample(20, 3), sample(35, 4)];
+        let mut intervals = SampleIntervals::new(&samples);
+        let times = [0, 5, 10, 11, 20, 20, 21, 35, 36, 1_000, 3, 19, 35, 12];
+        for t in times {
+            assert_eq!(intervals.of(t), sample_of(&samples, t), "at {t}");
+        }
     }
 
     #[test]

@@ -385,9 +385,11 @@ impl View {
         let mut frames = Vec::with_capacity(model.pcs.len() + 2);
         let mut pc_frames = Vec::with_capacity(model.pcs.len() + 1);
         let mut folds = Vec::with_capacity(model.pcs.len());
+        // The same instruction recorded by several experiments shows as one.
+        let instruction = crate::matching::first_pc_of_each_instruction(model);
         for (id, pc) in model.pcs.iter().enumerate() {
             pc_frames.push(frames.len() as FrameId);
-            let pc_id = Some(id as PcId);
+            let pc_id = Some(instruction[id]);
             let hidden = pc
                 .object
                 .filter(|o| settings.hidden_objects.contains(o))
@@ -560,7 +562,7 @@ impl Weights {
                 sums.add_word(slot, at, u64::from(event.weight_ns));
             }
             if let Some(at) = events_at {
-                sums.add_word(slot, at, 1);
+                sums.add_word(slot, at, u64::from(event.count));
             }
         }
         let mut packed = vec![0u64; layout.width()];
@@ -774,9 +776,11 @@ pub fn object_metrics(
     view: &View,
     weights: &Weights,
 ) -> HashMap<ObjectKey, ExclInclValue> {
+    // Every build of an object is one row.
+    let first_of_path = crate::matching::first_object_of_each_path(model);
     exclusive_inclusive(view, weights, |f| {
         Some(match f.pc.and_then(|pc| model.pc(pc).object) {
-            Some(o) => ObjectKey::Object(o),
+            Some(o) => ObjectKey::Object(first_of_path[o as usize]),
             None => ObjectKey::Unknown,
         })
     })

@@ -225,6 +225,11 @@ pub struct EventEntry {
     pub stack: StackId,
     /// The sample (of its experiment) the event falls in, from 1.
     pub sample: u32,
+    /// The clock events this entry stands for: 1, or (when the loader
+    /// merged events, `Model::events_merged`) every event of its
+    /// experiment, thread, CPU, sample and stack, `weight_ns` their sum
+    /// and `time_ns` the first one's.
+    pub count: u32,
 }
 
 pub const NO_STACK: StackId = StackId::MAX;
@@ -241,6 +246,7 @@ impl EventEntry {
             weight_ns: 0,
             stack,
             sample,
+            count: 1,
         }
     }
 }
@@ -584,10 +590,19 @@ pub struct Model {
     pub counter_events: Vec<CounterEntry>,
     /// Traced MPI calls and completions, in order of their experiments.
     pub mpi: Vec<MpiEntry>,
+    /// Where a function starts in the other builds of its object (the
+    /// function's own `address` is its first build's), by (that build's
+    /// object, function): an instruction is named by its offset in the
+    /// function as that build laid it out.
+    pub starts_in_other_builds: std::collections::HashMap<(ObjectId, FunctionId), u64>,
     /// Problems met while loading (shown once, never fatal).
     pub warnings: Vec<String>,
     /// CLOCK_MONOTONIC of the earliest experiment start (time 0 of filters).
     pub origin_ns: u64,
+    /// Clock events of one experiment, thread, CPU, sample and stack were
+    /// merged into one entry (see `EventEntry::count`): exact for every
+    /// selection but a filter on time, which needs each event's.
+    pub events_merged: bool,
 }
 
 impl ExperimentEntry {
@@ -632,6 +647,20 @@ impl Model {
     pub fn has_cycles_and_instructions(&self) -> bool {
         self.counter_with(CounterRole::Cycles).is_some()
             && self.counter_with(CounterRole::Instructions).is_some()
+    }
+
+    /// Where function `id` starts in the build `object` (its own
+    /// `address` in its first build).
+    pub fn function_start(&self, id: FunctionId, object: Option<ObjectId>) -> u64 {
+        let f = self.function(id);
+        match object {
+            Some(o) if Some(o) != f.object => self
+                .starts_in_other_builds
+                .get(&(o, id))
+                .copied()
+                .unwrap_or(f.address),
+            _ => f.address,
+        }
     }
 
     /// The kernel thread id of `event`'s thread.

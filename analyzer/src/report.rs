@@ -213,11 +213,12 @@ impl Context<'_> {
     pub fn pc_name(&self, id: PcId) -> String {
         let pc = self.model.pc(id);
         let function = self.model.function(pc.function);
-        if function.kind == FunctionKind::Normal && pc.offset >= function.address {
+        let start = self.model.function_start(pc.function, pc.object);
+        if function.kind == FunctionKind::Normal && pc.offset >= start {
             format!(
                 "{} + 0x{:x}",
                 self.function_name(pc.function),
-                pc.offset - function.address
+                pc.offset - start
             )
         } else {
             format!("{} @ 0x{:x}", self.function_name(pc.function), pc.address)
@@ -237,7 +238,7 @@ struct Row {
     json: Json,
 }
 
-fn kind_label(kind: MetricKind) -> &'static str {
+pub(crate) fn kind_label(kind: MetricKind) -> &'static str {
     match kind {
         MetricKind::Exclusive => "Excl.",
         MetricKind::Inclusive => "Incl.",
@@ -245,7 +246,7 @@ fn kind_label(kind: MetricKind) -> &'static str {
     }
 }
 
-fn pick(value: &ExclInclValue, kind: MetricKind) -> Value {
+pub(crate) fn pick(value: &ExclInclValue, kind: MetricKind) -> Value {
     match kind {
         MetricKind::Exclusive => value.exclusive,
         MetricKind::Inclusive | MetricKind::Attributed => value.inclusive,
@@ -278,7 +279,7 @@ pub(crate) fn traced_json(ctx: &Context, kinds: &[(&str, Value)]) -> serde_json:
 
 /// A metric's number in JSON: seconds for a time, the ratio for CPI and
 /// IPC (null when undefined), else the count or bytes.
-fn metric_json(metric: MetricName, value: Value) -> Json {
+pub(crate) fn metric_json(metric: MetricName, value: Value) -> Json {
     match metric {
         m if m.is_time() => json!(value.get(m) as f64 / 1e9),
         m if m.is_ratio() => json!(value.ratio(m)),
@@ -300,7 +301,7 @@ const HEAP_METRICS: [MetricName; 4] = [
 ];
 
 /// Sub-headings of a metric's value and percent columns.
-fn value_heading(metric: MetricName) -> &'static str {
+pub(crate) fn value_heading(metric: MetricName) -> &'static str {
     match metric {
         m if m.is_time() => "sec.",
         m if m.is_ratio() => "ratio",
@@ -346,7 +347,7 @@ fn write_metric_percent(out: &mut String, metric: MetricName, value: Value, tota
     }
 }
 
-fn metric_percent(metric: MetricName, value: Value, total: Value) -> String {
+pub(crate) fn metric_percent(metric: MetricName, value: Value, total: Value) -> String {
     let mut out = String::new();
     write_metric_percent(&mut out, metric, value, total);
     out
@@ -354,7 +355,7 @@ fn metric_percent(metric: MetricName, value: Value, total: Value) -> String {
 
 /// The metrics a listing without per-column choice shows (callers-callees,
 /// calltree): those of the metric spec, in order, each once.
-fn shown_metrics(ctx: &Context) -> Vec<MetricName> {
+pub(crate) fn shown_metrics(ctx: &Context) -> Vec<MetricName> {
     let mut metrics = Vec::new();
     for column in ctx.metric_columns() {
         if let MetricColumn::Metric { metric, .. } = *column {
@@ -478,7 +479,7 @@ fn sort_rows(ctx: &Context, rows: &mut [Row]) {
     }
 }
 
-fn sort_description(ctx: &Context) -> String {
+pub(crate) fn sort_description(ctx: &Context) -> String {
     match ctx.settings.sort {
         SortKey::Name => "Name".to_string(),
         SortKey::Size => "Size".to_string(),
@@ -490,7 +491,7 @@ fn sort_description(ctx: &Context) -> String {
     }
 }
 
-fn sort_spec(ctx: &Context) -> String {
+pub(crate) fn sort_spec(ctx: &Context) -> String {
     match ctx.settings.sort {
         SortKey::Name => "name".into(),
         SortKey::Size => "size".into(),
@@ -529,7 +530,7 @@ fn listing(ctx: &Context, what: &str, total: Option<Row>, mut rows: Vec<Row>) ->
     Report { text, json }
 }
 
-fn capitalize(s: &str) -> String {
+pub(crate) fn capitalize(s: &str) -> String {
     let mut chars = s.chars();
     match chars.next() {
         Some(c) => c.to_uppercase().chain(chars).collect(),
@@ -558,7 +559,7 @@ fn row_json(ctx: &Context, name: &str, value: &ExclInclValue, extra: Json) -> Js
     object
 }
 
-fn function_json(ctx: &Context, id: FunctionId) -> Json {
+pub(crate) fn function_json(ctx: &Context, id: FunctionId) -> Json {
     let f = ctx.model.function(id);
     json!({
         "function_id": id,
@@ -631,7 +632,7 @@ pub fn objects(ctx: &Context) -> Report {
 /// The function each of the lines `wanted` belongs to, for naming it: the
 /// function of the first frame at that line in stack order. The walk stops
 /// once every wanted line has its owner (usually within the first stacks).
-fn line_owners(ctx: &Context, wanted: &[LineKey]) -> HashMap<LineKey, FunctionId> {
+pub(crate) fn line_owners(ctx: &Context, wanted: &[LineKey]) -> HashMap<LineKey, FunctionId> {
     // Only lines need an owner: `<Function: f, ...>` names its own.
     let index: HashMap<LineKey, usize> = wanted
         .iter()

@@ -3,15 +3,18 @@
 //! objects, output format) and the execution of each command. The REPL and
 //! `rdbx analyze -c` only read lines and print what this returns.
 
+use crate::compare::{self, Comparison};
 use crate::data_views::{DataSources, DataView, NO_DATA_ADDRESSES};
+use crate::groups::ExperimentGroups;
 use crate::info;
+use crate::load::{load_with, EventDetail};
 use crate::metrics::{View, ViewSettings, Weights};
 use crate::model::*;
 use crate::report::{self, Context, MetricColumn, Report, ReportSettings, SortKey};
-use crate::{export, load, Result};
+use crate::{export, Result};
 use commands::{
-    AnalysisCommand, FilterExpr, FilterField, FilterSetting, FunctionRef, ListSelection,
-    MetricName, MetricSpec, ObjectSelection, OutputFormat, SortSpec,
+    AnalysisCommand, CompareMode, ExperimentSelection, FilterExpr, FilterField, FilterSetting,
+    FunctionRef, ListSelection, MetricName, MetricSpec, ObjectSelection, OutputFormat, SortSpec,
 };
 use std::path::{Path, PathBuf};
 
@@ -43,9 +46,17 @@ enum Produced {
 
 /// Everything a session remembers between commands.
 pub struct Analysis {
-    paths: Vec<PathBuf>,
+    /// As given: experiments and group files, each an experiment group.
+    arguments: Vec<PathBuf>,
     descendants: bool,
     model: Model,
+    /// Which experiments of the model each argument stands for.
+    groups: ExperimentGroups,
+    experiments: ExperimentSelection,
+    compare: CompareMode,
+    /// Keep each clock event (a filter on time needs them), even when
+    /// there are enough to be merged.
+    each_event: bool,
     metrics: MetricSpec,
     sort: SortSpec,
     /// The user chose the metrics or the sort: a reload keeps them (else
@@ -66,15 +77,20 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    /// Opens `paths` (with their descendants).
+    /// Opens `paths` (experiments, with their descendants, and experiment
+    /// group files).
     pub fn open(paths: &[PathBuf]) -> Result<Analysis> {
-        let model = load(paths, true)?;
+        let (model, groups) = load_groups(paths, true, EventDetail::Auto)?;
         let metrics = default_metrics(&model);
         let sort = metrics.default_sort();
         let mut analysis = Analysis {
-            paths: paths.to_vec(),
+            arguments: paths.to_vec(),
             descendants: true,
             model,
+            groups,
+            experiments: ExperimentSelection::Numbers(ListSelection::All),
+            compare: CompareMode::Off,
+            each_event: false,
             settings: ReportSettings {
                 text_only: true,
                 ..ReportSettings::default()
@@ -106,7 +122,11 @@ impl Analysis {
             .iter()
             .map(|&o| self.model.object(o).path.clone())
             .collect();
-        self.model = load(&self.paths, self.descendants)?;
+        let detail = match self.each_event {
+            true => EventDetail::Each,
+            false => EventDetail::Auto,
+        };
+        (self.model, self.groups) = load_groups(&self.arguments, self.descendants, detail)?;
         self.view_settings.hidden_objects = hidden
             .iter()
             .filter_map(|p| self.model.objects.iter().position(|o| &o.path == p))
@@ -190,12 +210,14 @@ impl Analysis {
         let shown = match command {
             C::Nothing => return Ok(Produced::Outcome(Outcome::Output(String::new()))),
             C::Quit => return Ok(Produced::Outcome(Outcome::Quit)),
-            C::Functions => self.report(report::functions),
-            C::Objects => self.report(report::objects),
-            C::Lines => self.report(report::lines),
-            C::Pcs => self.report(report::pcs),
+            C::Functions => self.listing(report::functions, compare::functions),
+            C::Objects => self.listing(report::objects, compare::objects),
+            C::Lines => self.listing(report::lines, compare::lines),
+            C::Pcs => self.listing(report::pcs, compare::pcs),
             C::FSummary => self.report(report::fsummary),
-            C::CallersCallees => self.report(report::callers_callees_all),
+            C::CallersCallees => {
+                self.listing(report::callers_callees_all, compare::callers_callees_all)
+            }
             C::CallTree if streaming && self.format == OutputFormat::Text => {
                 Shown::Stream(self.with_context(false, report::calltree_stream))
             }
@@ -211,7 +233,12 @@ impl Analysis {
                 Err(choices) => Shown::Message(choices),
             },
             C::CSingle(f) => match self.pick_function(f)? {
-                Ok(id) => self.report(|ctx| report::callers_callees_of(ctx, id)),
+                Ok(id) => match self.group_weights() {
+                    None => self.report(|ctx| report::callers_callees_of(ctx, id)),
+                    Some(weights) => self.compared(weights, |ctx, cmp| {
+                        compare::callers_callees_of(ctx, cmp, id)
+                    }),
+                },
                 Err(choices) => Shown::Message(choices),
             },
             C::Source(f) => self.annotate(f, false)?,
@@ -257,10 +284,14 @@ impl Analysis {
             C::DataLayout => self.data_view(DataView::Layout)?,
             C::Statistics => {
                 let samples = self.samples.clone();
-                self.report(|ctx| info::statistics(ctx, &samples))
+                let kept = self.kept_experiments();
+                self.report(|ctx| info::statistics(ctx, &samples, &kept))
             }
             C::Header => self.report(info::header),
-            C::ExperimentList => self.report(info::experiment_list),
+            C::ExperimentList => {
+                let (groups, kept) = (self.groups.clone(), self.kept_experiments());
+                self.report_all(|ctx| info::experiment_list(ctx, &groups, &kept))
+            }
             C::SampleList => {
                 let selected = self.samples.clone();
                 self.report_all(|ctx| info::sample_list(ctx, &selected))
@@ -331,6 +362,20 @@ impl Analysis {
                 self.cpus = list.clone();
                 format!("cpus selected: {list}\n")
             }
+            C::ExperimentSelect(selection) => self.select_experiments(selection)?,
+            C::Compare(None) => format!("compare: {}\n", self.compare),
+            C::Compare(Some(mode)) => {
+                if *mode != CompareMode::Off && self.groups.len() < 2 {
+                    return Err(format!(
+                        "compare needs two or more experiment groups (each argument of rdbx \
+                         analyze is one: an experiment with its descendants, or a .erg file); \
+                         {} loaded",
+                        self.groups.len()
+                    ));
+                }
+                self.compare = *mode;
+                format!("compare: {mode}\n")
+            }
             C::Filters(None) => match &self.filter {
                 Some(f) => format!("filter: {f}\n"),
                 None => "no filter\n".to_string(),
@@ -340,6 +385,11 @@ impl Analysis {
                 "filter cleared\n".to_string()
             }
             C::Filters(Some(FilterSetting::Expr(expr))) => {
+                if self.model.events_merged && mentions_time(expr) {
+                    // Merged events keep no time of their own: read each.
+                    self.each_event = true;
+                    self.reload().map_err(|e| e.to_string())?;
+                }
                 self.filter = Some(expr.clone());
                 format!("filter: {expr}\n")
             }
@@ -495,6 +545,89 @@ impl Analysis {
         };
     }
 
+    /// Keeps only the experiments `selection` names; refused when it
+    /// names none of those loaded.
+    fn select_experiments(
+        &mut self,
+        selection: &ExperimentSelection,
+    ) -> std::result::Result<String, String> {
+        let kept = crate::groups::kept_experiments(&self.model, selection);
+        let count = kept.iter().filter(|&&k| k).count();
+        if count == 0 {
+            return Err(format!(
+                "experiment_select {selection}: no such experiment among the {} loaded (see \
+                 experiment_list)",
+                kept.len()
+            ));
+        }
+        self.experiments = selection.clone();
+        Ok(format!(
+            "experiments selected: {selection} ({count} of {})\n",
+            kept.len()
+        ))
+    }
+
+    /// Per experiment of the model: whether `experiment_select` keeps it.
+    fn kept_experiments(&self) -> Vec<bool> {
+        crate::groups::kept_experiments(&self.model, &self.experiments)
+    }
+
+    /// Whether listings show each group side by side.
+    fn comparing(&self) -> bool {
+        self.compare != CompareMode::Off && self.groups.len() >= 2
+    }
+
+    /// In compare mode, each group's selected events summed per stack.
+    fn group_weights(&self) -> Option<Vec<Weights>> {
+        if !self.comparing() {
+            return None;
+        }
+        let groups = &self.groups;
+        let keep = self.selection();
+        let weights = (0..groups.len())
+            .map(|g| {
+                let in_group = |e: &EventEntry| groups.group_of(e.experiment) == g;
+                match &keep {
+                    None => Weights::new(&self.model, in_group),
+                    Some(keep) => Weights::new(&self.model, |e| in_group(e) && keep(e)),
+                }
+            })
+            .collect();
+        Some(weights)
+    }
+
+    /// A listing, or in compare mode its form with each group side by side.
+    fn listing(
+        &mut self,
+        plain: fn(&Context) -> Report,
+        compared: fn(&Context, &Comparison) -> Report,
+    ) -> Shown {
+        match self.group_weights() {
+            None => self.report(plain),
+            Some(weights) => self.compared(weights, compared),
+        }
+    }
+
+    /// A compare-mode report of the groups whose sums are `weights`.
+    fn compared(
+        &mut self,
+        weights: Vec<Weights>,
+        make: impl FnOnce(&Context, &Comparison) -> Report,
+    ) -> Shown {
+        let groups = self.groups.groups.clone();
+        let mode = self.compare;
+        self.report(|ctx| {
+            make(
+                ctx,
+                &Comparison {
+                    mode,
+                    groups: &groups,
+                    weights: &weights,
+                },
+            )
+        })
+    }
+
     /// The events the selections and the filter keep.
     fn weights(&self) -> Weights {
         match self.selection() {
@@ -510,9 +643,10 @@ impl Analysis {
         let everything = [&self.samples, &self.threads, &self.cpus]
             .iter()
             .all(|list| matches!(list, ListSelection::All));
-        if everything && self.filter.is_none() {
+        if everything && self.experiments.is_all() && self.filter.is_none() {
             return None;
         }
+        let kept = self.kept_experiments();
         // `time` counts from each event's own experiment's start (a
         // descendant starts later than its founder).
         let starts: Vec<u64> = model
@@ -527,7 +661,10 @@ impl Analysis {
                     .copied()
                     .unwrap_or(0),
             );
-            self.samples.contains(u64::from(event.sample))
+            kept.get(usize::from(event.experiment))
+                .copied()
+                .unwrap_or(false)
+                && self.samples.contains(u64::from(event.sample))
                 && self.threads.contains(u64::from(event.thread))
                 && self.cpus.contains(u64::from(event.cpu))
                 && self.filter.as_ref().is_none_or(|f| {
@@ -748,12 +885,64 @@ impl Analysis {
 
     fn export(&mut self, file: &str, svg: bool) -> std::result::Result<String, String> {
         let path = PathBuf::from(file);
+        if let Some(weights) = self.group_weights() {
+            return self.export_difference(&path, svg, weights);
+        }
         let written = self.with_context(false, |ctx| match svg {
             true => export::flamegraph(ctx, &path),
             false => export::collapsed(ctx, &path),
         })?;
         Ok(format!("wrote {} ({written} stacks)\n", path.display()))
     }
+
+    /// In compare mode: the difference of the second group from the
+    /// baseline, as a flame graph or collapsed stacks with both values.
+    fn export_difference(
+        &mut self,
+        path: &Path,
+        svg: bool,
+        weights: Vec<Weights>,
+    ) -> std::result::Result<String, String> {
+        let groups = self.groups.groups.clone();
+        let mode = self.compare;
+        let written = self.with_context(false, |ctx| {
+            let cmp = Comparison {
+                mode,
+                groups: &groups,
+                weights: &weights,
+            };
+            match svg {
+                true => export::difference_flamegraph(ctx, &cmp, path),
+                false => export::difference_collapsed(ctx, &cmp, path),
+            }
+        })?;
+        let mut text = format!(
+            "wrote {} ({written} stacks): {} against the baseline {}\n",
+            path.display(),
+            groups[1].name,
+            groups[0].name
+        );
+        if groups.len() > 2 {
+            text.push_str("(the groups after the second are not drawn)\n");
+        }
+        Ok(text)
+    }
+}
+
+/// The model of the experiments `arguments` name (a group file's
+/// experiments read again: a job may have added some), and which of its
+/// experiments each argument stands for.
+fn load_groups(
+    arguments: &[PathBuf],
+    descendants: bool,
+    detail: EventDetail,
+) -> Result<(Model, ExperimentGroups)> {
+    let (specs, warnings) = crate::groups::read_arguments(arguments)?;
+    let founders: Vec<PathBuf> = specs.iter().flat_map(|g| g.founders.clone()).collect();
+    let mut model = load_with(&founders, descendants, detail)?;
+    let groups = ExperimentGroups::of(&model, &specs);
+    model.warnings.splice(0..0, warnings);
+    Ok((model, groups))
 }
 
 /// The metrics shown until the user chooses: those of the data loaded.
@@ -819,6 +1008,16 @@ fn kind_letters_hint(model: &Model, name: &str) -> String {
     }
 }
 
+/// Whether `expr` asks an event's time (`time`, `TSTAMP`).
+fn mentions_time(expr: &FilterExpr) -> bool {
+    match expr {
+        FilterExpr::Number(_) => false,
+        FilterExpr::Field(field) => matches!(field, FilterField::Time | FilterField::Tstamp),
+        FilterExpr::Unary { operand, .. } => mentions_time(operand),
+        FilterExpr::Binary { left, right, .. } => mentions_time(left) || mentions_time(right),
+    }
+}
+
 fn looks_like_file(name: &str) -> bool {
     name.contains('/') || name.contains('.')
 }
@@ -842,7 +1041,7 @@ fn help(topic: Option<&str>) -> std::result::Result<String, String> {
 impl std::fmt::Debug for Analysis {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Analysis")
-            .field("paths", &self.paths)
+            .field("arguments", &self.arguments)
             .field("events", &self.model.events.len())
             .finish()
     }

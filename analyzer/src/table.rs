@@ -30,6 +30,9 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
     /// Labels over runs of columns: (first column, number of columns, label).
     pub groups: Vec<(usize, usize, String)>,
+    /// A second row of labels above `groups` (compare mode: which
+    /// experiment group each column shows).
+    pub upper_groups: Vec<(usize, usize, String)>,
 }
 
 impl Table {
@@ -38,12 +41,19 @@ impl Table {
             columns,
             rows: Vec::new(),
             groups: Vec::new(),
+            upper_groups: Vec::new(),
         }
     }
 
     /// Puts `label` above `count` columns starting at `first`.
     pub fn group(&mut self, first: usize, count: usize, label: &str) {
         self.groups.push((first, count, label.to_string()));
+    }
+
+    /// Puts `label` above the [`Table::group`] labels of `count` columns
+    /// starting at `first`.
+    pub fn upper_group(&mut self, first: usize, count: usize, label: &str) {
+        self.upper_groups.push((first, count, label.to_string()));
     }
 
     pub fn push(&mut self, row: Vec<String>) {
@@ -117,8 +127,15 @@ impl Table {
             }
         });
         let mut piece = String::new();
-        if !self.groups.is_empty() {
-            piece.push_str(&self.group_line(&mut widths));
+        // Widths first (a label wider than its columns widens them), then
+        // the lines.
+        for labels in [&self.upper_groups, &self.groups] {
+            group_line(labels, &mut widths);
+        }
+        for labels in [&self.upper_groups, &self.groups] {
+            if !labels.is_empty() {
+                piece.push_str(&group_line(labels, &mut widths));
+            }
         }
         let header_rows = if self.columns.iter().any(|c| !c.header[1].is_empty()) {
             2
@@ -149,32 +166,6 @@ impl Table {
         }
     }
 
-    /// The group labels, each left-aligned over its columns; a label wider
-    /// than its columns widens the first of them.
-    fn group_line(&self, widths: &mut [usize]) -> String {
-        let mut line = String::new();
-        let mut column = 0;
-        let start_of =
-            |widths: &[usize], c: usize| widths[..c].iter().map(|w| w + 2).sum::<usize>();
-        for (first, count, label) in &self.groups {
-            let (first, count) = (*first, (*count).max(1));
-            if first + count > widths.len() || first < column {
-                continue;
-            }
-            let span = widths[first..first + count].iter().sum::<usize>() + 2 * (count - 1);
-            let needed = label.chars().count();
-            if needed > span {
-                widths[first] += needed - span;
-            }
-            let start = start_of(widths, first);
-            line.push_str(&" ".repeat(start.saturating_sub(line.chars().count())));
-            line.push_str(label);
-            column = first + count;
-        }
-        line.push('\n');
-        line
-    }
-
     fn line_into(&self, cells: &[&str], widths: &[usize], out: &mut String) {
         let start = out.len();
         let last = self.columns.len().saturating_sub(1);
@@ -198,6 +189,31 @@ impl Table {
         out.truncate(start + kept);
         out.push('\n');
     }
+}
+
+/// The group labels, each left-aligned over its columns; a label wider
+/// than its columns widens the first of them.
+fn group_line(labels: &[(usize, usize, String)], widths: &mut [usize]) -> String {
+    let mut line = String::new();
+    let mut column = 0;
+    let start_of = |widths: &[usize], c: usize| widths[..c].iter().map(|w| w + 2).sum::<usize>();
+    for (first, count, label) in labels {
+        let (first, count) = (*first, (*count).max(1));
+        if first + count > widths.len() || first < column {
+            continue;
+        }
+        let span = widths[first..first + count].iter().sum::<usize>() + 2 * (count - 1);
+        let needed = label.chars().count();
+        if needed > span {
+            widths[first] += needed - span;
+        }
+        let start = start_of(widths, first);
+        line.push_str(&" ".repeat(start.saturating_sub(line.chars().count())));
+        line.push_str(label);
+        column = first + count;
+    }
+    line.push('\n');
+    line
 }
 
 fn push_spaces(out: &mut String, mut count: usize) {

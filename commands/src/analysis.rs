@@ -83,6 +83,12 @@ pub enum AnalysisCommand {
     /// `cpu_select LIST`: CPU numbers as the kernel counts them, from 0.
     CpuSelect(ListSelection),
     ExperimentList,
+    /// `experiment_select LIST | rank LIST | host NAME[,NAME...]`: keep
+    /// only the events of those experiments.
+    ExperimentSelect(ExperimentSelection),
+    /// `compare [on | off | delta | ratio]`: each experiment group's
+    /// metrics side by side (er_print's compare mode).
+    Compare(Option<CompareMode>),
     /// `filters [EXPR | none]`. Error columns count from the start of EXPR.
     Filters(Option<FilterSetting>),
     Name(Option<NameStyle>),
@@ -153,6 +159,8 @@ impl AnalysisCommand {
             A::CpuList => "cpu_list",
             A::CpuSelect(_) => "cpu_select",
             A::ExperimentList => "experiment_list",
+            A::ExperimentSelect(_) => "experiment_select",
+            A::Compare(_) => "compare",
             A::Filters(_) => "filters",
             A::Name(_) => "name",
             A::ObjectHide(_) => "object_hide",
@@ -278,6 +286,94 @@ impl FromStr for NameStyle {
 }
 
 impl fmt::Display for NameStyle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which experiments `experiment_select` keeps: by number (from 1, as
+/// `experiment_list` shows them), by MPI rank (from 0), or by host name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExperimentSelection {
+    Numbers(ListSelection),
+    Ranks(ListSelection),
+    Hosts(Vec<String>),
+}
+
+impl ExperimentSelection {
+    /// Parses `LIST`, `rank LIST` or `host NAME[,NAME...]`.
+    pub fn parse(text: &str) -> std::result::Result<ExperimentSelection, String> {
+        let text = text.trim();
+        let (word, rest) = text.split_at(text.find(char::is_whitespace).unwrap_or(text.len()));
+        match word {
+            "rank" | "ranks" => ListSelection::parse_from(rest, 0).map(ExperimentSelection::Ranks),
+            "host" | "hosts" => {
+                let hosts: Vec<String> = rest
+                    .split(',')
+                    .map(|h| h.trim().to_string())
+                    .filter(|h| !h.is_empty())
+                    .collect();
+                match hosts.is_empty() {
+                    true => Err("missing host name".to_string()),
+                    false => Ok(ExperimentSelection::Hosts(hosts)),
+                }
+            }
+            _ => ListSelection::parse(text).map(ExperimentSelection::Numbers),
+        }
+    }
+
+    /// Everything: no experiment left out.
+    pub fn is_all(&self) -> bool {
+        matches!(self, ExperimentSelection::Numbers(ListSelection::All))
+    }
+}
+
+impl fmt::Display for ExperimentSelection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExperimentSelection::Numbers(list) => write!(f, "{list}"),
+            ExperimentSelection::Ranks(list) => write!(f, "rank {list}"),
+            ExperimentSelection::Hosts(hosts) => write!(f, "host {}", hosts.join(",")),
+        }
+    }
+}
+
+/// er_print's compare modes: off (the experiments summed), on (each
+/// group's values side by side), delta (the others as differences from
+/// the first group's), ratio (as ratios to it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CompareMode {
+    Off,
+    On,
+    Delta,
+    Ratio,
+}
+
+impl CompareMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CompareMode::Off => "off",
+            CompareMode::On => "on",
+            CompareMode::Delta => "delta",
+            CompareMode::Ratio => "ratio",
+        }
+    }
+}
+
+impl FromStr for CompareMode {
+    type Err = String;
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "off" => Ok(CompareMode::Off),
+            "on" => Ok(CompareMode::On),
+            "delta" => Ok(CompareMode::Delta),
+            "ratio" => Ok(CompareMode::Ratio),
+            _ => Err(format!("expected on, off, delta or ratio, got \"{text}\"")),
+        }
+    }
+}
+
+impl fmt::Display for CompareMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
@@ -1955,6 +2051,10 @@ impl Args<'_> {
                 .required(|text| ListSelection::parse_from(text, 0))
                 .map(A::CpuSelect),
             "experiment_list" => self.none(A::ExperimentList),
+            "experiment_select" => self
+                .required(ExperimentSelection::parse)
+                .map(A::ExperimentSelect),
+            "compare" => self.optional_word_as(str::parse).map(A::Compare),
             "filters" => self.optional(parse_filter_setting).map(A::Filters),
             "name" => self.optional_word_as(str::parse).map(A::Name),
             "object_hide" => self.object_hide(),
@@ -2326,6 +2426,36 @@ mod tests {
             assert!(problem.contains("missing data object name"), "{problem}");
             assert!(problem.contains("data_single NAME"), "{problem}");
         }
+    }
+
+    #[test]
+    fn experiment_selections_and_compare_modes() {
+        use ExperimentSelection as E;
+        assert_eq!(
+            ok("experiment_select 1,3-4"),
+            A::ExperimentSelect(E::Numbers(ListSelection::Items(vec![(1, 1), (3, 4)])))
+        );
+        assert!(ok("experiment_select all") == A::ExperimentSelect(E::Numbers(ListSelection::All)));
+        assert_eq!(
+            ok("experiment_select rank 0-1"),
+            A::ExperimentSelect(E::Ranks(ListSelection::Items(vec![(0, 1)])))
+        );
+        assert_eq!(
+            ok("experiment_select host a, b"),
+            A::ExperimentSelect(E::Hosts(vec!["a".into(), "b".into()]))
+        );
+        assert_eq!(
+            E::Hosts(vec!["a".into(), "b".into()]).to_string(),
+            "host a,b"
+        );
+        assert!(err("experiment_select 0").contains("numbers count from 1, got 0"));
+        assert!(err("experiment_select host").contains("missing host name"));
+        assert!(err("experiment_select").contains("missing list"));
+        assert_eq!(ok("exp_list"), A::ExperimentList);
+        assert_eq!(ok("compare"), A::Compare(None));
+        assert_eq!(ok("compare delta"), A::Compare(Some(CompareMode::Delta)));
+        assert_eq!(ok("compare off"), A::Compare(Some(CompareMode::Off)));
+        assert!(err("compare twice").contains("expected on, off, delta or ratio"));
     }
 
     #[test]

@@ -432,11 +432,44 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
     ),
     entry(
         "experiment_list",
-        &[],
+        &["exp_list"],
         "experiment_list",
         "list the experiments",
-        "List the loaded experiments with their numbers.",
+        "List the loaded experiments, numbered from 1 (a founder's descendants follow it): \
+         whether selected, process id, host and MPI rank (when the experiment records them), \
+         the experiment group (each argument of rdbx analyze: an experiment with its \
+         descendants, or a .erg file), when it started, how long it ran, how it ended (exit \
+         status; killed by a signal; or no end record: killed with its launcher, or still \
+         running), its events and CPU time, its path and command.",
         "experiment_list",
+    ),
+    entry(
+        "experiment_select",
+        &[],
+        "experiment_select LIST | rank LIST | host NAME[,NAME...]",
+        "keep only events of some experiments",
+        "Keep only the events of the experiments in LIST: all, or numbers and ranges like \
+         1-3,5 as experiment_list numbers them; or of the MPI ranks in LIST (from 0); or of \
+         the experiments recorded on the hosts named. Every view, and each group in compare \
+         mode, then counts only those experiments.",
+        "experiment_select 2,4-6",
+    ),
+    entry(
+        "compare",
+        &[],
+        "compare [on | off | delta | ratio]",
+        "show or choose compare mode",
+        "With two or more experiment groups loaded (each argument of rdbx analyze is one: an \
+         experiment with its descendants, or a .erg file), show each group's metrics side by \
+         side in functions, lines, pcs, objects, csingle and callers-callees: on shows each \
+         group's values; delta shows the first group's (the baseline) and the others' \
+         differences from it; ratio the baseline's and the others' ratios to it (x 1.000 when \
+         both are 0, >99.999 when only the baseline is). Percentages are of each group's own \
+         total. Rows are sorted by the baseline's sort metric, then by the others'. In compare \
+         mode flamegraph draws the difference between the baseline and the second group \
+         (red: grew, blue: shrank) and collapsed writes both values per stack. off sums \
+         every experiment again; no argument shows the mode.",
+        "compare ratio",
     ),
     entry(
         "filters",
@@ -539,7 +572,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "write a flame graph",
         "Write an SVG flame graph of the selected events' stacks to FILE.svg, of the sort \
          metric (CPU time, or a heap metric: sort i.heapleakbytes first for a flame graph of \
-         the bytes leaked; a counter's events: sort e.cycles; not a ratio, cpi or ipc).",
+         the bytes leaked; a counter's events: sort e.cycles; not a ratio, cpi or ipc). In \
+         compare mode, the difference of the second group from the baseline: frames as wide \
+         as the second group's values, red where their own value grew, blue where it shrank.",
         "flamegraph out.svg",
     ),
     entry(
@@ -549,7 +584,9 @@ static ANALYSIS_COMMANDS: &[CommandHelp] = &[
         "write collapsed stacks",
         "Write the selected events' stacks in the collapsed format (one line per stack: \
          frames joined by ';', then a space and the sort metric's value: microseconds of CPU \
-         time, or a heap metric's count or bytes, or a counter's events) to FILE.",
+         time, or a heap metric's count or bytes, or a counter's events) to FILE. In compare \
+         mode each line has the baseline's value, then the second group's (the differential \
+         format of flamegraph.pl and inferno).",
         "collapsed out.folded",
     ),
     entry(

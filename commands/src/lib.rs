@@ -18,10 +18,10 @@ mod signal;
 mod words;
 
 pub use analysis::{
-    parse_analysis, AnalysisCommand, BinaryOp, Counter, FilterExpr, FilterField, FilterSetting,
-    FunctionRef, ListSelection, MetricItem, MetricKind, MetricKinds, MetricName, MetricSpec,
-    NameStyle, ObjectSelection, OutputFormat, PathMapping, RecordedData, SortSpec, UnaryOp,
-    FILTER_MAX_DEPTH, FILTER_MAX_NESTING,
+    parse_analysis, AnalysisCommand, BinaryOp, CompareMode, Counter, ExperimentSelection,
+    FilterExpr, FilterField, FilterSetting, FunctionRef, ListSelection, MetricItem, MetricKind,
+    MetricKinds, MetricName, MetricSpec, NameStyle, ObjectSelection, OutputFormat, PathMapping,
+    RecordedData, SortSpec, UnaryOp, FILTER_MAX_DEPTH, FILTER_MAX_NESTING,
 };
 pub use analysis_help::{
     analysis_command_names, analysis_help, analysis_help_for, analysis_help_summary,

@@ -3,7 +3,8 @@
 //! `metrics::Value` of the event), a column per metric named by its key in
 //! `rdbx analyze --json`.
 
-use crate::experiments::Placement;
+use crate::experiments::rank_column;
+use analyzer::groups::Placement;
 use crate::partition::{Partitions, TableFile, BATCH_ROWS};
 use crate::Result;
 use analyzer::metrics::Value;
@@ -280,7 +281,7 @@ impl<'a> EventTable<'a> {
         let host = self.placement.host.as_deref();
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from(vec![host; rows])),
-            Arc::new(Int32Array::from(vec![self.placement.rank; rows])),
+            Arc::new(Int32Array::from(vec![rank_column(self.placement); rows])),
             Arc::new(Int32Array::from(vec![self.pid; rows])),
             Arc::new(Int32Array::from(std::mem::take(&mut self.thread))),
             Arc::new(Int32Array::from(std::mem::take(&mut self.tid))),

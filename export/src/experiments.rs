@@ -1,8 +1,9 @@
-//! The `experiments` table (one row per experiment), the experiment ids
-//! that name the partitions, and where a process ran (host, MPI rank).
+//! The `experiments` table (one row per experiment) and the experiment ids
+//! that name the partitions.
 
 use crate::partition::{Partitions, TableFile};
 use crate::Result;
+use analyzer::groups::Placement;
 use analyzer::model::{ExperimentEntry, Model};
 use arrow_array::{
     ArrayRef, BooleanArray, Int32Array, Int64Array, StringArray, TimestampMicrosecondArray,
@@ -10,23 +11,6 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use std::path::Path;
 use std::sync::Arc;
-
-/// Where an experiment's process ran.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Placement {
-    pub host: Option<String>,
-    pub rank: Option<i32>,
-}
-
-/// The host and MPI rank of `entry`'s process, for its rows of every
-/// table: null for experiments older than format 1.6 (which record
-/// neither) and for a process that was not an MPI rank.
-pub fn placement(entry: &ExperimentEntry) -> Placement {
-    Placement {
-        host: entry.host().map(str::to_string),
-        rank: entry.mpi_rank().and_then(|rank| i32::try_from(rank).ok()),
-    }
-}
 
 /// The experiment's id: its partition value (`experiment=ID`) in every
 /// table. The founder's directory name, and for a descendant the founder's
@@ -98,7 +82,7 @@ pub fn write(
         Arc::new(StringArray::from(vec![founder])),
         Arc::new(StringArray::from(vec![entry.path.display().to_string()])),
         Arc::new(StringArray::from(vec![placement.host.clone()])),
-        Arc::new(Int32Array::from(vec![placement.rank])),
+        Arc::new(Int32Array::from(vec![rank_column(placement)])),
         Arc::new(Int32Array::from(vec![start.map(|s| s.pid as i32)])),
         Arc::new(Int32Array::from(vec![start.map(|s| s.ppid as i32)])),
         Arc::new(StringArray::from(vec![start.map(|s| s.args.clone())])),
@@ -118,4 +102,10 @@ pub fn write(
     let mut file = TableFile::create(partitions, "experiments", schema(), &[])?;
     file.write(columns)?;
     file.finish()
+}
+
+/// The rank as the tables hold it (a rank beyond `i32` cannot be: MPI
+/// ranks are C ints).
+pub fn rank_column(placement: &Placement) -> Option<i32> {
+    placement.rank.and_then(|rank| i32::try_from(rank).ok())
 }

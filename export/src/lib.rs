@@ -70,8 +70,13 @@ pub fn export_parquet(
     paths: &[PathBuf],
     mut each: impl FnMut(Progress<'_>),
 ) -> Result<Vec<Exported>> {
+    let (groups, skipped) = analyzer::groups::read_arguments(paths)?;
+    for warning in &skipped {
+        each(Progress::Warning(warning));
+    }
+    let founders = groups.iter().flat_map(|group| &group.founders);
     let mut done = Vec::new();
-    for path in paths {
+    for path in founders {
         let model = analyzer::load(std::slice::from_ref(path), true)?;
         for warning in &model.warnings {
             each(Progress::Warning(warning));
@@ -100,7 +105,7 @@ fn export_experiment(dir: &Path, model: &Model, index: u16) -> Result<Exported> 
     let id = experiments::id(entry);
     let partitions = Partitions::create(dir, &id)?;
     let written = (|| {
-        let placement = experiments::placement(entry);
+        let placement = analyzer::groups::placement(entry);
         let events = events::write(&partitions, model, index, &placement)?;
         let stacks = stacks::write(&partitions, model, &events.stacks)?;
         let row = experiments::write(&partitions, model, index, &placement)?;

@@ -119,6 +119,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("offcpu_eintr", "O0", &["-O0", "-pthread"]),
         ("offcpu_traced", "O0", &["-O0", "-pthread"]),
         ("counters_known", "O0", &["-O0", "-pthread"]),
+        ("compare", "O1", &["-O1"]),
     ];
     let mut out = Vec::new();
     for (stem, variant, flags) in table {

@@ -39,6 +39,7 @@ fn model(functions: &[&str], stacks: &[(Vec<PcId>, StackStatus)], events: &[Stac
             weight_ns: 1_000_000,
             stack,
             sample: 1,
+            count: 1,
         })
         .collect();
     model
