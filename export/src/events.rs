@@ -4,9 +4,9 @@
 //! `rdbx analyze --json`.
 
 use crate::experiments::rank_column;
-use analyzer::groups::Placement;
 use crate::partition::{Partitions, TableFile, BATCH_ROWS};
 use crate::Result;
+use analyzer::groups::Placement;
 use analyzer::metrics::Value;
 use analyzer::model::{EventEntry, Model, StackId, NO_STACK};
 use analyzer::report::MetricName;
