@@ -69,8 +69,9 @@ pub struct CollectOptions {
     #[arg(short = 'M', value_name = "on|off")]
     mpitrace: Option<String>,
     /// Counter overflow profiling: NAME[,INTERVAL][,NAME2[,INTERVAL2]...] (up to 8
-    /// counters; INTERVAL on, hi, lo or a number of events), on (this machine's
-    /// default counters), off, or list (what this machine offers; also -h alone).
+    /// counters; INTERVAL on, hi, lo or a number of events; NAME? if the machine
+    /// can count it, else a warning), on (this machine's default counters), off,
+    /// or list (what this machine offers; also -h alone).
     #[arg(
         short = 'h',
         value_name = "NAME[,INTERVAL]...|on|off|list",
@@ -309,7 +310,11 @@ fn settings_from(options: &CollectOptions) -> Result<(Settings, Vec<String>)> {
             "on" => settings.hwprofile_on(),
             list => {
                 let requests = commands::parse_counter_list(list).map_err(|p| anyhow!("{p}"))?;
-                settings.choose_counters(&requests)
+                settings.choose_counters(&requests).map(|skipped| {
+                    for problem in skipped {
+                        eprintln!("rdbx collect: warning: -h: {problem}");
+                    }
+                })
             }
         }
         .map_err(|e| anyhow!("-h: {e}"))?;

@@ -90,15 +90,28 @@ impl Default for Settings {
 impl Settings {
     /// `hwprofile counter ...` and `collect -h`: checks the counters
     /// against this machine's and turns counter profiling on; an empty
-    /// list turns it off.
-    pub fn choose_counters(&mut self, requests: &[CounterRequest]) -> Result<()> {
-        let wanted: Vec<(String, Interval)> = requests
-            .iter()
-            .map(|r| (r.name.clone(), interval_of(r.interval)))
-            .collect();
-        self.counters = Catalog::probe().resolve_all(&wanted)?;
+    /// list turns it off. A counter asked for `if_available` that needs a
+    /// hardware PMU this machine lacks is left out: what is returned says
+    /// so (a misspelt name is still an error).
+    pub fn choose_counters(&mut self, requests: &[CounterRequest]) -> Result<Vec<String>> {
+        let catalog = Catalog::probe();
+        let mut skipped = Vec::new();
+        let mut wanted: Vec<(String, Interval)> = Vec::new();
+        for request in requests {
+            let interval = interval_of(request.interval);
+            match catalog.resolve(&request.name, interval) {
+                Err(e @ perfevents::Error::NoPmu { .. }) if request.if_available => {
+                    skipped.push(format!(
+                        "{e}; going on without it, as {}? asks",
+                        request.name
+                    ));
+                }
+                _ => wanted.push((request.name.clone(), interval)),
+            }
+        }
+        self.counters = catalog.resolve_all(&wanted)?;
         self.hwprofile = !self.counters.is_empty();
-        Ok(())
+        Ok(skipped)
     }
 
     /// `hwprofile on`: the counters chosen, or the machine's defaults.

@@ -548,6 +548,43 @@ fn context_switches_at_interval_1_are_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `NAME?` asks for a counter only where the machine can count it: on a
+/// machine without a hardware PMU `cycles?` is one warning and the run
+/// goes on with the other counters; where there is a PMU it counts.
+#[test]
+fn a_counter_asked_if_available() {
+    let dir = scratch_dir("counters-if-available");
+    let output = collect(&dir, &["-p", "off", "-h", "cycles?,page-faults"], &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert_eq!(text(&output.stdout), "counters_known done\n");
+    let expt = Experiment::open(dir.join("t.er")).expect("open t.er");
+    let names: Vec<String> = counter_lines(&expt).into_iter().map(|l| l.1).collect();
+    let pmu = Path::new("/sys/bus/event_source/devices/cpu").exists();
+    if pmu {
+        assert_eq!(names, ["cycles", "page-faults"], "{stderr}");
+    } else {
+        assert_eq!(names, ["page-faults"], "{stderr}");
+        let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning")).collect();
+        assert_eq!(warnings.len(), 1, "{stderr}");
+        assert!(
+            warnings[0].contains("\"cycles\" needs a hardware PMU")
+                && warnings[0].contains("going on without it"),
+            "{stderr}"
+        );
+    }
+    assert!(!records(&expt, None).is_empty());
+    // Without the `?` the same request is refused before the program runs.
+    if !pmu {
+        std::fs::remove_dir_all(dir.join("t.er")).expect("remove t.er");
+        let refused = collect(&dir, &["-p", "off", "-h", "cycles,page-faults"], &[]);
+        assert!(!refused.status.success());
+        assert_eq!(text(&refused.stdout), "", "the program did not run");
+        assert!(!dir.join("t.er").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A fork child counts in its own experiment from the fork on; the parent,
 /// which only waits, records none of the child's.
 #[test]

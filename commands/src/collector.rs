@@ -65,6 +65,9 @@ pub enum HwProfileSetting {
 pub struct CounterRequest {
     pub name: String,
     pub interval: CounterInterval,
+    /// Written `NAME?`: profile it if this machine can count it, else go
+    /// on without it (a warning), instead of refusing the whole request.
+    pub if_available: bool,
 }
 
 /// A counter's overflow interval: `on` (the default), `hi`, `lo` or a
@@ -131,6 +134,10 @@ fn counter_requests(
     let mut out = Vec::new();
     let mut items = items.iter().copied().peekable();
     while let Some(name) = items.next() {
+        let (name, if_available) = match name.strip_suffix('?') {
+            Some(bare) => (bare, true),
+            None => (name, false),
+        };
         if name.is_empty() || CounterInterval::parse(name).is_some() {
             return Err(format!("expected a counter name, got \"{name}\""));
         }
@@ -151,6 +158,7 @@ fn counter_requests(
         out.push(CounterRequest {
             name: name.to_string(),
             interval,
+            if_available,
         });
     }
     if out.is_empty() {
@@ -733,6 +741,7 @@ mod tests {
         CounterRequest {
             name: name.into(),
             interval,
+            if_available: false,
         }
     }
 
@@ -768,6 +777,22 @@ mod tests {
                 request("faults", Events(256)),
             ])))
         );
+        let optional = CounterRequest {
+            if_available: true,
+            ..request("cycles", Events(1000))
+        };
+        assert_eq!(
+            parse_text("hwprofile counter cycles? 1000 page-faults"),
+            Ok(C::HwProfile(HwProfileSetting::Counters(vec![
+                optional.clone(),
+                request("page-faults", On),
+            ])))
+        );
+        assert_eq!(
+            parse_counter_list("cycles?,1000,page-faults"),
+            Ok(vec![optional, request("page-faults", On)])
+        );
+        assert!(parse_counter_list("?").is_err());
     }
 
     #[test]

@@ -176,6 +176,11 @@ impl Session {
                     }
                     HwProfileSetting::Counters(requests) => settings
                         .choose_counters(&requests)
+                        .map(|skipped| {
+                            for problem in skipped {
+                                eprintln!("rdbx: warning: collector hwprofile counter: {problem}");
+                            }
+                        })
                         .map_err(|e| anyhow!("collector hwprofile counter: {e}")),
                     HwProfileSetting::List => Ok(()),
                 }
