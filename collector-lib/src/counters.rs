@@ -56,7 +56,7 @@ use experiment::counters::{
     MAX_COUNTERS,
 };
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering};
 
 /// si_perf_data of counter `i`'s events is `COUNTER_TAG | i` ("RDBXHWC"
 /// and the index); the clock's is `clock::PROFILE_TAG`, off-CPU's
@@ -87,6 +87,8 @@ struct Counter {
     address: AtomicBool,
     /// Counted in kernel mode too (else user mode only).
     kernel: AtomicBool,
+    /// Its `precise_ip` (see [`Counting`]).
+    precise: AtomicU8,
     /// Records written and the sum of their counts.
     records: AtomicU64,
     events: AtomicU64,
@@ -111,6 +113,7 @@ impl Counter {
             interval: AtomicU64::new(1),
             address: AtomicBool::new(false),
             kernel: AtomicBool::new(false),
+            precise: AtomicU8::new(0),
             records: AtomicU64::new(0),
             events: AtomicU64::new(0),
             scaled: AtomicU64::new(0),
@@ -120,14 +123,15 @@ impl Counter {
         }
     }
 
-    fn set(&self, spec: &CounterSpec, kernel: bool) {
+    fn set(&self, spec: &CounterSpec, how: Counting) {
         self.kind.store(spec.kind, Ordering::Relaxed);
         self.config.store(spec.config, Ordering::Relaxed);
         self.config1.store(spec.config1, Ordering::Relaxed);
         self.config2.store(spec.config2, Ordering::Relaxed);
         self.interval.store(spec.interval.max(1), Ordering::Relaxed);
         self.address.store(spec.data_address, Ordering::Relaxed);
-        self.kernel.store(kernel, Ordering::Relaxed);
+        self.kernel.store(how.kernel, Ordering::Relaxed);
+        self.precise.store(how.precise, Ordering::Relaxed);
         self.on.store(true, Ordering::Release);
     }
 
@@ -141,7 +145,10 @@ impl Counter {
 
     /// The perf event every thread opens for this counter (index `index`).
     fn event(&self, index: usize) -> PerfEvent {
-        let kernel = self.kernel.load(Ordering::Relaxed);
+        let how = Counting {
+            kernel: self.kernel.load(Ordering::Relaxed),
+            precise: self.precise.load(Ordering::Relaxed),
+        };
         event_of(
             self.kind.load(Ordering::Relaxed),
             [
@@ -151,11 +158,24 @@ impl Counter {
             ],
             self.interval(),
             self.address.load(Ordering::Relaxed),
-            kernel,
+            how,
             index,
         )
     }
 }
+
+/// How the kernel counts a counter for every thread: in kernel mode too,
+/// and with which `precise_ip` (0: the interrupted instruction may be a
+/// few past the one that caused the event; 1 to 3: the PMU's precise
+/// sampling, which is what gives a memory event its data address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counting {
+    pub kernel: bool,
+    pub precise: u8,
+}
+
+/// Where `precise_ip`'s two bits sit in perf_event_attr's flags.
+const ATTR_PRECISE_SHIFT: u32 = 15;
 
 static COUNTERS: [Counter; MAX_COUNTERS] = [const { Counter::new() }; MAX_COUNTERS];
 static WRITE_FAILURE_TOLD: AtomicBool = AtomicBool::new(false);
@@ -168,16 +188,17 @@ fn event_of(
     [config, config1, config2]: [u64; 3],
     interval: u64,
     address: bool,
-    kernel: bool,
+    how: Counting,
     index: usize,
 ) -> PerfEvent {
     // sigtrap needs remove_on_exec (the kernel insists). Opened disabled:
     // enabled once the descriptor is stored, so that no trap comes before
     // the handler can find it.
     let mut flags = ATTR_DISABLED | ATTR_EXCLUDE_HV | ATTR_SIGTRAP | ATTR_REMOVE_ON_EXEC;
-    if !kernel {
+    if !how.kernel {
         flags |= ATTR_EXCLUDE_KERNEL;
     }
+    flags |= u64::from(how.precise & 3) << ATTR_PRECISE_SHIFT;
     PerfEvent {
         kind,
         config,
@@ -200,7 +221,7 @@ pub fn wanted() -> bool {
 /// What became of one counter of the config at start.
 pub enum Opened {
     /// Opened; counted in kernel mode too when `kernel`.
-    On { kernel: bool },
+    On(Counting),
     /// Refused: why (the `error` line's message after `counter NAME is off: `).
     Off(String),
 }
@@ -226,12 +247,12 @@ pub fn prepare(specs: &[CounterSpec]) -> Vec<Opened> {
         .map(|(index, spec)| probe(index, spec))
         .collect();
     for ((spec, opened), counter) in specs.iter().zip(&opened).zip(&COUNTERS) {
-        if let Opened::On { kernel } = opened {
-            counter.set(spec, *kernel);
+        if let Opened::On(how) = opened {
+            counter.set(spec, *how);
         }
     }
     WANTED.store(
-        opened.iter().any(|o| matches!(o, Opened::On { .. })),
+        opened.iter().any(|o| matches!(o, Opened::On(_))),
         Ordering::Release,
     );
     opened
@@ -250,26 +271,55 @@ fn probe(index: usize, spec: &CounterSpec) -> Opened {
                 .into(),
         );
     }
-    let open = |kernel: bool| {
+    let open = |how: Counting| {
         let event = event_of(
             spec.kind,
             [spec.config, spec.config1, spec.config2],
             spec.interval,
             spec.data_address,
-            kernel,
+            how,
             index,
         );
-        clock::open_event(sys::gettid(), &event).map(sys::close_raw)
+        clock::open_event(sys::gettid(), &event)
+            .map(sys::close_raw)
+            .map(|_| how)
     };
-    let errno = match open(true) {
-        Ok(_) => return Opened::On { kernel: true },
+    let precise = precise_opened(spec, &open);
+    let errno = match open(Counting {
+        kernel: true,
+        precise,
+    }) {
+        Ok(how) => return Opened::On(how),
         Err(errno) => errno,
     };
     let privilege = errno == libc::EACCES || errno == libc::EPERM;
-    if privilege && !only_in_kernel(spec) && open(false).is_ok() {
-        return Opened::On { kernel: false };
+    let user_only = Counting {
+        kernel: false,
+        precise,
+    };
+    if privilege && !only_in_kernel(spec) && open(user_only).is_ok() {
+        return Opened::On(user_only);
     }
     Opened::Off(refusal(spec, errno))
+}
+
+/// The most precise `precise_ip` the PMU takes for a hardware event whose
+/// records should carry a data address (a memory event: its address
+/// comes only with precise sampling, as perf's `:ppp` tries the levels
+/// down), else 0. Software events (page faults) give their address
+/// without it, and a PMU refuses levels it lacks.
+fn precise_opened(spec: &CounterSpec, open: &impl Fn(Counting) -> Result<Counting, i32>) -> u8 {
+    if !spec.data_address || spec.kind == PERF_TYPE_SOFTWARE {
+        return 0;
+    }
+    (1..=3u8)
+        .rev()
+        .find(|&precise| {
+            [true, false]
+                .into_iter()
+                .any(|kernel| open(Counting { kernel, precise }).is_ok())
+        })
+        .unwrap_or(0)
 }
 
 /// Software events that happen only in kernel mode: counting user mode
@@ -323,7 +373,7 @@ fn refusal(spec: &CounterSpec, errno: i32) -> String {
 pub fn log_prepared(specs: &[CounterSpec], opened: &[Opened]) {
     for (index, (spec, opened)) in specs.iter().zip(opened).enumerate() {
         match opened {
-            Opened::On { kernel } => {
+            Opened::On(Counting { kernel, precise }) => {
                 log::write("counter", |line| {
                     line.u64("index", index as u64);
                     line.str("name", spec.name.as_bytes());
@@ -334,6 +384,9 @@ pub fn log_prepared(specs: &[CounterSpec], opened: &[Opened]) {
                     line.u64("interval", spec.interval);
                     line.u64("address", u64::from(spec.data_address));
                     line.u64("kernel", u64::from(*kernel));
+                    if *precise > 0 {
+                        line.u64("precise", u64::from(*precise));
+                    }
                 });
                 if !kernel {
                     log::warning(&format!(
@@ -769,6 +822,38 @@ mod tests {
         assert_eq!(counter_of_tag(COUNTER_TAG | 8), None);
         assert_eq!(counter_of_tag(clock::PROFILE_TAG as u64), None);
         assert_eq!(counter_of_tag(crate::offcpu::OFFCPU_TAG), None);
+    }
+
+    #[test]
+    fn precise_sampling_sets_precise_ip() {
+        let event = |precise| {
+            event_of(
+                4,
+                [0x1cd, 3, 0],
+                1000,
+                true,
+                Counting {
+                    kernel: false,
+                    precise,
+                },
+                0,
+            )
+        };
+        assert_eq!(event(0).flags >> ATTR_PRECISE_SHIFT & 3, 0);
+        assert_eq!(event(2).flags >> ATTR_PRECISE_SHIFT & 3, 2);
+        assert_eq!(event(3).sample_type, PERF_SAMPLE_ADDR);
+        assert_ne!(event(3).flags & ATTR_EXCLUDE_KERNEL, 0);
+        // Software events never ask for precision.
+        let faults = CounterSpec::parse("1:2:0:0:1:1:page-faults").unwrap();
+        assert_eq!(precise_opened(&faults, &|how| Ok(how)), 0);
+        let loads = CounterSpec::parse("4:461:3:0:1000:1:mem-loads").unwrap();
+        assert_eq!(precise_opened(&loads, &|how| Ok(how)), 3);
+        let two = |how: Counting| match how.precise <= 2 {
+            true => Ok(how),
+            false => Err(libc::EOPNOTSUPP),
+        };
+        assert_eq!(precise_opened(&loads, &two), 2);
+        assert_eq!(precise_opened(&loads, &|_| Err(libc::EINVAL)), 0);
     }
 
     #[test]

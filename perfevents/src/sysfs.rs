@@ -84,11 +84,19 @@ fn pmu_events(dir: &Path, pmu: &str, kind: u32) -> Vec<Event> {
                 config1: configs[1],
                 config2: configs[2],
                 intervals: Intervals::FREQUENT,
-                data_address: false,
+                data_address: is_cpu_pmu(pmu) && is_memory_event(&event),
                 description: format!("{pmu} event {terms}"),
             })
         })
         .collect()
+}
+
+/// The CPU's memory events (Intel's `mem-loads`, `mem-stores`): with
+/// precise sampling each record carries the address loaded or stored,
+/// which the data-object views attribute. (`mem-loads-aux` is a helper
+/// event of the group perf makes, with no address of its own.)
+fn is_memory_event(name: &str) -> bool {
+    matches!(name, "mem-loads" | "mem-stores")
 }
 
 /// config, config1 and config2 for terms such as `event=0x3c,umask=0x1,inv`

@@ -95,6 +95,15 @@ fn hardware_counters_need_a_pmu() {
     assert_eq!((named.kind, named.config), (4, 0x82d0));
     let qualified = catalog.resolve("cpu/mem-stores/", Interval::On).unwrap();
     assert_eq!(qualified.config, 0x82d0);
+    // A memory event's records carry the address stored to (precise
+    // sampling); cycles' do not.
+    assert!(named.data_address);
+    assert!(
+        !catalog
+            .resolve("cycles", Interval::On)
+            .unwrap()
+            .data_address
+    );
 }
 
 #[test]
