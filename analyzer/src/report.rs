@@ -287,6 +287,42 @@ pub(crate) fn metric_json(metric: MetricName, value: Value) -> Json {
     }
 }
 
+/// The metrics of a view over traced calls (`ioactivity`, `mpi_ranks`,
+/// ...): a column each, headed by its title over two lines (its last word
+/// under the rest) and `sec.` for a time.
+pub(crate) struct ViewMetrics(pub &'static [MetricName]);
+
+impl ViewMetrics {
+    pub fn columns(&self) -> Vec<Column> {
+        self.0
+            .iter()
+            .map(|m| match (m.is_time(), m.title().rsplit_once(' ')) {
+                (true, _) => Column::number(m.title(), "sec."),
+                (false, Some((top, bottom))) => Column::number(top, bottom),
+                (false, None) => Column::number(m.title(), ""),
+            })
+            .collect()
+    }
+
+    pub fn cells(&self, value: &Value) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|&m| match m.is_time() {
+                true => seconds(value.get(m)),
+                false => value.get(m).to_string(),
+            })
+            .collect()
+    }
+
+    /// The metrics of `value` under their JSON keys.
+    pub fn json(&self, value: &Value) -> serde_json::Map<String, Json> {
+        self.0
+            .iter()
+            .map(|&m| (m.json_key().to_string(), metric_json(m, *value)))
+            .collect()
+    }
+}
+
 const SYNC_METRICS: &[MetricName] = &[MetricName::SyncWaitTime, MetricName::SyncWaitCount];
 
 const OFFCPU_METRICS: &[MetricName] = &[MetricName::OffCpuTime, MetricName::WallTime];
