@@ -27,35 +27,20 @@
 #        COMMANDS="functions callers-callees calltree lines" bash bench/analyzer.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/lib.sh"
 events=${1:-10000000}
 runs=${RUNS:-5}
 stacks=${STACKS:-5000}
 max_depth=${MAX_DEPTH:-30}
 shape=${SHAPE:-independent}
 commands=${COMMANDS:-functions callers-callees lines}
-if [ -n "${WORK:-}" ]; then
-    work=$WORK
-    mkdir -p "$work"
-else
-    work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
-fi
+bench_work
 
-cargo build --release -q --manifest-path "$root/Cargo.toml" -p analyzer --example synth_experiment
-if [ -n "${RDBX:-}" ]; then
-    rdbx=$RDBX
-else
-    cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
-    rdbx="$root/target/release/rdbx"
-fi
-synth="$root/target/release/examples/synth_experiment"
+bench_build
 
-# 400 small functions calling one another: a symbol and line table to look
-# the synthetic stacks up in.
-python3 "$root/bench/programs/manyfuncs.py" "$work/manyfuncs.c"
+bench_manyfuncs "$work"
 synth_er="$work/synth-$events-$stacks-$max_depth-$shape.er"
 if [ ! -d "$synth_er" ]; then
-    gcc -O0 -g "$work/manyfuncs.c" -o "$work/manyfuncs"
     "$synth" --events "$events" --stacks "$stacks" --max-depth "$max_depth" --shape "$shape" \
         --threads 4 "$work/manyfuncs" "$synth_er"
 fi
@@ -71,32 +56,17 @@ if [ "${GPROFNG:-1}" = 1 ] && command -v gprofng >/dev/null; then
 fi
 
 python3 - "$work" "$rdbx" "$runs" "$have_gprofng" "$events" "$synth_er" "$commands" <<'PY'
-import os, statistics, subprocess, sys, time
+import os, sys
+from timing import median_of
 work, rdbx, runs, have_gprofng, events = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
 synth, commands = sys.argv[6], sys.argv[7].split()
 
-def measure(argv):
-    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one
-    run, its output discarded."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    err = proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{argv} failed: {err}")
-    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
-
-def median_of(argv):
-    results = [measure(argv) for _ in range(runs)]
-    return tuple(statistics.median(r[i] for r in results) for i in range(3))
-
 rows = []
 for command in commands:
-    wall, rss, cpu = median_of([rdbx, "analyze", "-c", command, synth])
+    wall, rss, cpu = median_of(runs, [rdbx, "analyze", "-c", command, synth])
     rows.append((f"rdbx analyze -c {command}", wall, rss, cpu))
 if have_gprofng:
-    wall, rss, cpu = median_of(["gprofng", "display", "text", "-functions", os.path.join(work, "heap.er")])
+    wall, rss, cpu = median_of(runs, ["gprofng", "display", "text", "-functions", os.path.join(work, "heap.er")])
     rows.append(("gprofng display text -functions (heap)", wall, rss, cpu))
 
 print(f"{os.path.basename(synth)}: {events} events, median of {runs} runs")

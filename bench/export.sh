@@ -16,52 +16,30 @@
 # median wall times.
 #
 # WORK=dir keeps the experiment there and reuses it (it takes a while to
-# write).
+# write); RDBX=path measures that rdbx binary instead of this tree's build.
 #
 # usage: bash bench/export.sh [EVENTS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/lib.sh"
 events=${1:-10000000}
 runs=${RUNS:-3}
 stacks=${STACKS:-5000}
 max_depth=${MAX_DEPTH:-30}
-if [ -n "${WORK:-}" ]; then
-    work=$WORK
-    mkdir -p "$work"
-else
-    work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
-fi
+bench_work
 
-cargo build --release -q --manifest-path "$root/Cargo.toml" -p analyzer --example synth_experiment
-cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
-rdbx="$root/target/release/rdbx"
-synth="$root/target/release/examples/synth_experiment"
-
-python3 "$root/bench/programs/manyfuncs.py" "$work/manyfuncs.c"
+bench_build
+bench_manyfuncs "$work"
 synth_er="$work/synth-$events-$stacks-$max_depth-independent.er"
 if [ ! -d "$synth_er" ]; then
-    gcc -O0 -g "$work/manyfuncs.c" -o "$work/manyfuncs"
     "$synth" --events "$events" --stacks "$stacks" --max-depth "$max_depth" \
         --threads 4 "$work/manyfuncs" "$synth_er"
 fi
 
 python3 - "$work" "$rdbx" "$runs" "$synth_er" "$root/docs/fleet.md" <<'PY'
-import os, re, shutil, statistics, subprocess, sys, time
+import os, re, shutil, statistics, sys, time
+from timing import measure, median, median_of
 work, rdbx, runs, synth, docs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-
-def measure(argv, cwd):
-    """Wall seconds, peak RSS (MiB) and CPU seconds of one run."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{argv} failed: {proc.stderr.read().decode()}")
-    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
-
-def median(results):
-    return tuple(statistics.median(r[i] for r in results) for i in range(3))
 
 def bytes_under(path):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
@@ -71,7 +49,7 @@ exports = []
 for _ in range(runs):
     shutil.rmtree(fleet, ignore_errors=True)
     exports.append(measure([rdbx, "analyze", "--export", "parquet", "fleet", synth], work))
-analyze = median([measure([rdbx, "analyze", "-c", "functions", synth], work) for _ in range(runs)])
+analyze = median_of(runs, [rdbx, "analyze", "-c", "functions", synth], cwd=work)
 
 print(f"{os.path.basename(synth)}: median of {runs} runs")
 print(f"{'command':<40} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9}")

@@ -20,33 +20,20 @@
 # usage: bash bench/groups.sh [COUNT [EVENTS]]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/lib.sh"
 count=${1:-64}
 events=${2:-1000000}
 runs=${RUNS:-3}
 stacks=${STACKS:-5000}
 commands=${COMMANDS:-functions callers-callees lines calltree experiment_list}
-if [ -n "${WORK:-}" ]; then
-    work=$WORK
-    mkdir -p "$work"
-else
-    work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
-fi
+bench_work
 
-cargo build --release -q --manifest-path "$root/Cargo.toml" -p analyzer --example synth_experiment
-if [ -n "${RDBX:-}" ]; then
-    rdbx=$RDBX
-else
-    cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
-    rdbx="$root/target/release/rdbx"
-fi
-synth="$root/target/release/examples/synth_experiment"
+bench_build
 
 job="$work/job-$count-$events-$stacks"
 if [ ! -f "$job/job.erg" ]; then
     mkdir -p "$job"
-    python3 "$root/bench/programs/manyfuncs.py" "$job/manyfuncs.c"
-    gcc -O0 -g "$job/manyfuncs.c" -o "$job/manyfuncs"
+    bench_manyfuncs "$job"
     echo "writing $count experiments of $events events..." >&2
     half=$((count / 2))
     for group in job first second; do
@@ -66,33 +53,18 @@ if [ ! -f "$job/job.erg" ]; then
 fi
 
 python3 - "$rdbx" "$runs" "$job" "$count" "$events" "$commands" <<'PY'
-import os, statistics, subprocess, sys, time
+import sys
+from timing import median_of
 rdbx, runs, job, count, events = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 commands = sys.argv[6].split()
 
-def measure(argv):
-    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one
-    run, its output discarded."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=job)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    err = proc.stderr.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{argv} failed: {err}")
-    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
-
-def median_of(argv):
-    results = [measure(argv) for _ in range(runs)]
-    return tuple(statistics.median(r[i] for r in results) for i in range(3))
-
 rows = []
 for command in commands:
-    wall, rss, cpu = median_of([rdbx, "analyze", "-c", command, "job.erg"])
+    wall, rss, cpu = median_of(runs, [rdbx, "analyze", "-c", command, "job.erg"], cwd=job)
     rows.append((f"-c {command} job.erg", wall, rss, cpu))
 compare = [rdbx, "analyze", "--compare=ratio", "first.erg", "second.erg"]
 for command in ["functions", "flamegraph diff.svg"]:
-    wall, rss, cpu = median_of(compare + ["-c", command])
+    wall, rss, cpu = median_of(runs, compare + ["-c", command], cwd=job)
     rows.append((f"--compare=ratio first second -c {command.split()[0]}", wall, rss, cpu))
 
 print(f"{count} experiments of {events} clock events, median of {runs} runs")

@@ -38,6 +38,7 @@
 #        STACKS=5000 MAX_DEPTH=30 SHAPE=independent bash bench/heap_analysis.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/bench/lib.sh"
 events=${1:-10000000}
 runs=${RUNS:-3}
 stacks=${STACKS:-1000000}
@@ -46,70 +47,35 @@ shape=${SHAPE:-nested}
 commands=${COMMANDS:-leaks allocs heap}
 json_commands=${JSON_COMMANDS:-leaks}
 limit=${LIMIT:-}
-if [ -n "${WORK:-}" ]; then
-    work=$WORK
-    mkdir -p "$work"
-else
-    work=$(mktemp -d)
-    trap 'rm -rf "$work"' EXIT
-fi
+bench_work
 
-target=${CARGO_TARGET_DIR:-$root/target}
-cargo build --release -q --manifest-path "$root/Cargo.toml" -p analyzer --example synth_experiment
-if [ -n "${RDBX:-}" ]; then
-    rdbx=$RDBX
-else
-    cargo build --release -q --manifest-path "$root/Cargo.toml" --bin rdbx
-    rdbx="$target/release/rdbx"
-fi
-synth="$target/release/examples/synth_experiment"
-
-# The 400-function program bench/analyzer.sh symbolizes with too.
-python3 "$root/bench/programs/manyfuncs.py" "$work/manyfuncs.c"
+bench_build
+bench_manyfuncs "$work"
 synth_er="$work/heap-$events-$stacks-$max_depth-$shape.er"
 if [ ! -d "$synth_er" ]; then
-    [ -x "$work/manyfuncs" ] || gcc -O0 -g "$work/manyfuncs.c" -o "$work/manyfuncs"
     "$synth" --heap --events "$events" --stacks "$stacks" --max-depth "$max_depth" \
         --shape "$shape" --threads 4 "$work/manyfuncs" "$synth_er.tmp"
     mv "$synth_er.tmp" "$synth_er"
 fi
 
 python3 - "$rdbx" "$runs" "$events" "$synth_er" "$commands" "$json_commands" "${OUTPUTS:-}" "$limit" <<'PY'
-import os, statistics, subprocess, sys, time
+import os, sys
+from timing import median_of
 rdbx, runs, events, synth = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 commands, json_commands, outputs = sys.argv[5].split(), sys.argv[6].split(), sys.argv[7]
 limit = ["-c", f"limit {sys.argv[8]}"] if sys.argv[8] else []
 shown_limit = f"-c 'limit {sys.argv[8]}' " if sys.argv[8] else ""
-
-def measure(argv, keep):
-    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one
-    run; its output kept in `keep` when given, else discarded."""
-    out = open(keep, "wb") if keep else subprocess.DEVNULL
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.monotonic() - start
-    err = proc.stderr.read().decode()
-    if keep:
-        out.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{argv} failed: {err}")
-    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
-
-def median_of(argv, keep):
-    results = [measure(argv, keep if i == 0 else None) for i in range(runs)]
-    return tuple(statistics.median(r[i] for r in results) for i in range(3))
 
 if outputs:
     os.makedirs(outputs, exist_ok=True)
 rows = []
 for command in commands:
     keep = os.path.join(outputs, f"{command}.txt") if outputs else None
-    wall, rss, cpu = median_of([rdbx, "analyze", *limit, "-c", command, synth], keep)
+    wall, rss, cpu = median_of(runs, [rdbx, "analyze", *limit, "-c", command, synth], keep=keep)
     rows.append((f"rdbx analyze {shown_limit}-c {command}", wall, rss, cpu))
 for command in json_commands:
     keep = os.path.join(outputs, f"{command}.json") if outputs else None
-    wall, rss, cpu = median_of([rdbx, "analyze", "--json", *limit, "-c", command, synth], keep)
+    wall, rss, cpu = median_of(runs, [rdbx, "analyze", "--json", *limit, "-c", command, synth], keep=keep)
     rows.append((f"rdbx analyze --json {shown_limit}-c {command}", wall, rss, cpu))
 
 print(f"{os.path.basename(synth)}: {events} heap events, median of {runs} runs")

@@ -14,41 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn collect(dir: &Path, name: &str, mode: &[&str]) -> (PathBuf, HashMap<String, f64>) {
-    let output = Command::new(rdbx_bin())
-        .args(["collect", "-o", name])
-        .arg(phases())
-        .args(mode)
-        .current_dir(dir)
-        .output()
-        .expect("run rdbx collect");
-    assert!(output.status.success(), "{}", text(&output));
+    let output = rdbx_collect(dir, name, &[], phases(), mode);
     (
         dir.join(name),
-        truth(&String::from_utf8_lossy(&output.stdout)),
+        measured_cpu(&String::from_utf8_lossy(&output.stdout)),
     )
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
-/// "cpu NAME SECONDS" lines of phases.c.
-fn truth(stdout: &str) -> HashMap<String, f64> {
-    stdout
-        .lines()
-        .filter_map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            match w.as_slice() {
-                ["cpu", name, s] => Some((name.to_string(), s.parse().ok()?)),
-                _ => None,
-            }
-        })
-        .collect()
 }
 
 fn analyze(args: &[&str]) -> Output {
@@ -57,18 +27,6 @@ fn analyze(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run rdbx analyze")
-}
-
-/// `--json`'s output: one JSON array holding each command's document, in
-/// order.
-fn json_documents(stdout: &[u8]) -> Vec<Value> {
-    match serde_json::from_slice(stdout) {
-        Ok(Value::Array(documents)) => documents,
-        other => panic!(
-            "stdout is not one JSON array: {other:?}\n{}",
-            String::from_utf8_lossy(stdout)
-        ),
-    }
 }
 
 /// Exclusive and inclusive seconds by function name from `functions` JSON.
@@ -111,7 +69,7 @@ fn functions_of_a_threaded_run_match_what_the_program_measured() {
         "csingle worker_b",
         expt.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let docs = json_documents(&out.stdout);
     let functions = function_seconds(&docs[0]);
     assert_eq!(docs[0]["rows"][0]["name"], "<Total>");
@@ -182,7 +140,7 @@ fn libc_stacks_reach_main_in_the_calltree_and_callers() {
         "-c",
         "calltree",
     ]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let docs = json_documents(&out.stdout);
     assert_close(
         "sort_work",
@@ -234,7 +192,7 @@ fn scripts_repl_text_tables_and_exports() {
         .current_dir(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("Functions sorted by metric: Incl. Total CPU Time"),
@@ -316,7 +274,7 @@ fn bad_experiments_get_one_line_errors() {
     std::fs::write(expt.join("profile"), "not a block file\n".repeat(5000)).unwrap();
     std::fs::remove_file(expt.join("log")).unwrap();
     let out = analyze(&[expt.to_str().unwrap(), "-c", "functions"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let warnings: Vec<&str> = stderr.lines().collect();
     assert_eq!(warnings.len(), 2, "{stderr}");
@@ -346,12 +304,12 @@ fn bad_experiments_get_one_line_errors() {
     let data = std::fs::read(&stacks).unwrap();
     std::fs::write(&stacks, &data[..data.len().min(200)]).unwrap();
     let out = analyze(&[expt.to_str().unwrap(), "-c", "functions"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("<Total>"));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("rdbx: warning:"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
 }
 
@@ -440,11 +398,11 @@ fn attribution_follows_time_not_call_counts() {
         .current_dir(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let truth = truth(&String::from_utf8_lossy(&out.stdout));
+    assert!(out.status.success(), "{}", output_text(&out));
+    let truth = measured_cpu(&String::from_utf8_lossy(&out.stdout));
     let expt = dir.join("f.er");
     let out = analyze(&[expt.to_str().unwrap(), "--json", "-c", "csingle work"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let doc = &json_documents(&out.stdout)[0];
     let from_expensive = attributed(&doc["callers"], "expensive_caller");
     let from_cheap = attributed(&doc["callers"], "cheap_caller");
@@ -472,7 +430,7 @@ fn deep_recursion_past_the_depth_limit() {
         .current_dir(&dir)
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     let expt = dir.join("d.er");
     let out = analyze(&[
         expt.to_str().unwrap(),
@@ -484,7 +442,7 @@ fn deep_recursion_past_the_depth_limit() {
         "-c",
         "csingle <Truncated-stack>",
     ]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let docs = json_documents(&out.stdout);
     let functions = function_seconds(&docs[0]);
     let total = functions["<Total>"].1;
@@ -523,7 +481,7 @@ fn a_rebuilt_or_deleted_binary_is_symbolized_from_the_archive() {
             .current_dir(&dir)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
+        assert!(out.status.success(), "{}", output_text(&out));
     }
     // "Rebuild" the program: another program at the same path.
     std::fs::remove_file(&exe).unwrap();
@@ -535,7 +493,7 @@ fn a_rebuilt_or_deleted_binary_is_symbolized_from_the_archive() {
             "-c",
             "functions",
         ]);
-        assert!(out.status.success(), "{}", text(&out));
+        assert!(out.status.success(), "{}", output_text(&out));
         (
             function_seconds(&json_documents(&out.stdout)[0]),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -611,8 +569,8 @@ fn gcc_clones_are_functions_of_their_own_in_every_view() {
         .current_dir(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let truth = truth(&String::from_utf8_lossy(&out.stdout));
+    assert!(out.status.success(), "{}", output_text(&out));
+    let truth = measured_cpu(&String::from_utf8_lossy(&out.stdout));
     let expt = dir.join("c.er");
     let folded = dir.join("c.folded");
     let svg = dir.join("c.svg");
@@ -636,7 +594,7 @@ fn gcc_clones_are_functions_of_their_own_in_every_view() {
         "disasm checked.cold",
         expt.to_str().unwrap(),
     ]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let docs = json_documents(&out.stdout);
     // Functions: each clone its own row, with the time of its phase.
     let functions = function_seconds(&docs[0]);
@@ -726,7 +684,7 @@ fn json_of_several_commands_is_one_document_for_python_and_jq() {
     let (expt, _) = collect(&dir, "j.er", &["two-phases", "0.2"]);
     let expt = expt.to_str().unwrap();
     let out = analyze(&["--json", "-c", "functions", "-c", "lines", expt]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let checked = Command::new("python3")
         .args([
             "-c",
@@ -737,7 +695,7 @@ fn json_of_several_commands_is_one_document_for_python_and_jq() {
         .stdin(std::fs::File::open(write_stdout(&dir, "out.json", &out)).unwrap())
         .output()
         .expect("python3 runs");
-    assert!(checked.status.success(), "{}", text(&checked));
+    assert!(checked.status.success(), "{}", output_text(&checked));
     assert_eq!(
         String::from_utf8_lossy(&checked.stdout),
         "2 functions lines\n"
@@ -748,7 +706,7 @@ fn json_of_several_commands_is_one_document_for_python_and_jq() {
         .output();
     // jq is optional on a test machine; python's verdict above is the test.
     if let Ok(jq) = jq {
-        assert!(jq.status.success(), "{}", text(&jq));
+        assert!(jq.status.success(), "{}", output_text(&jq));
         assert_eq!(String::from_utf8_lossy(&jq.stdout), "<Total>\n");
     }
     // A failing command and a setting are elements too: the output stays
@@ -763,7 +721,7 @@ fn json_of_several_commands_is_one_document_for_python_and_jq() {
         "functions",
         expt,
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
     let docs = json_documents(&out.stdout);
     assert_eq!(docs.len(), 3, "{docs:?}");
     assert_eq!(docs[0]["report"], "sort");

@@ -17,15 +17,6 @@ use std::process::{Command, Output, Stdio};
 /// A function as both sides name it: its name and its load object's path.
 type FunctionKey = (String, Option<String>);
 
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 /// Why DuckDB cannot be used here, if it cannot (.ci/run installs it).
 fn duckdb_missing() -> Option<String> {
     let output = Command::new("python3")
@@ -36,19 +27,6 @@ fn duckdb_missing() -> Option<String> {
         Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
         Err(e) => Some(format!("cannot run python3: {e}")),
     }
-}
-
-fn collect(dir: &Path, name: &str, options: &[&str], program: &Path, args: &[&str]) {
-    let output = Command::new(rdbx_bin())
-        .arg("collect")
-        .args(options)
-        .args(["-o", name])
-        .arg(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run rdbx collect");
-    assert!(output.status.success(), "{}", text(&output));
 }
 
 /// `rdbx analyze --export parquet fleet EXPERIMENTS` in `dir`.
@@ -109,7 +87,11 @@ json.dump(out, sys.stdout, default=str)
         .expect("run python3");
     serde_json::to_writer(child.stdin.take().unwrap(), &request).unwrap();
     let output = child.wait_with_output().expect("wait for python3");
-    assert!(output.status.success(), "DuckDB failed: {}", text(&output));
+    assert!(
+        output.status.success(),
+        "DuckDB failed: {}",
+        output_text(&output)
+    );
     serde_json::from_slice(&output.stdout).expect("DuckDB's answer is JSON")
 }
 
@@ -128,8 +110,8 @@ fn rdbx_listings(dir: &Path, experiments: &[&str]) -> (Value, Value) {
         .current_dir(dir)
         .output()
         .expect("run rdbx analyze");
-    assert!(output.status.success(), "{}", text(&output));
-    let documents: Vec<Value> = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert!(output.status.success(), "{}", output_text(&output));
+    let documents = json_documents(&output.stdout);
     (documents[0].clone(), documents[1].clone())
 }
 
@@ -307,22 +289,22 @@ fn duckdb_queries_of_the_export_give_the_numbers_of_rdbx_analyze() {
         return;
     }
     let dir = scratch_dir("fleet");
-    collect(&dir, "a.er", &[], phases(), &["threads", "0.3"]);
-    collect(&dir, "b.er", &[], phases(), &["fork", "0.2"]);
-    collect(&dir, "c.er", &["-H", "on"], &prog("heap_known-O0"), &[]);
+    rdbx_collect(&dir, "a.er", &[], phases(), &["threads", "0.3"]);
+    rdbx_collect(&dir, "b.er", &[], phases(), &["fork", "0.2"]);
+    rdbx_collect(&dir, "c.er", &["-H", "on"], &prog("heap_known-O0"), &[]);
 
     let out = export(&dir, &["a.er"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("exported a.er as experiment=a.er: "),
         "{}",
-        text(&out)
+        output_text(&out)
     );
     assert_queries_match_rdbx(&dir, &["a.er"]);
 
     let first = files(&dir.join("fleet"));
     let out = export(&dir, &["b.er", "c.er"]);
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("as experiment=b.er_f1: "), "{stdout}");
     let appended = files(&dir.join("fleet"));
@@ -344,11 +326,11 @@ fn duckdb_queries_of_the_export_give_the_numbers_of_rdbx_analyze() {
 
     // Exported again: refused, the tables as they were.
     let out = export(&dir, &["a.er"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("experiment a.er is in fleet already"),
         "{}",
-        text(&out)
+        output_text(&out)
     );
     assert_eq!(files(&dir.join("fleet")), appended);
     let _ = std::fs::remove_dir_all(&dir);

@@ -18,15 +18,6 @@ use std::time::{Duration, Instant};
 /// Work units of `steady` (about 0.3 s of CPU at -O1).
 const ROUNDS: &str = "2000";
 
-fn text(output: &Output) -> String {
-    format!(
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 /// `rdbx collect -p hi` of `program ARGS` into `dir/name`; the seconds the
 /// program measured per function ("cpu NAME SECONDS").
 fn collect(dir: &Path, name: &str, program: &Path, args: &[&str]) -> HashMap<String, f64> {
@@ -40,25 +31,9 @@ fn collect_with(
     args: &[&str],
     options: &[&str],
 ) -> HashMap<String, f64> {
-    let output = Command::new(rdbx_bin())
-        .args(["collect", "-p", "hi", "-o", name])
-        .args(options)
-        .arg(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run rdbx collect");
-    assert!(output.status.success(), "{}", text(&output));
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            match w.as_slice() {
-                ["cpu", name, s] => Some((name.to_string(), s.parse().ok()?)),
-                _ => None,
-            }
-        })
-        .collect()
+    let options = [&["-p", "hi"], options].concat();
+    let output = rdbx_collect(dir, name, &options, program, args);
+    measured_cpu(&String::from_utf8_lossy(&output.stdout))
 }
 
 fn analyze(dir: &Path, args: &[&str]) -> Output {
@@ -76,11 +51,8 @@ fn documents(dir: &Path, args: &[&str]) -> (Vec<Value>, String) {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let out = analyze(dir, &all);
-    assert!(out.status.success(), "{}", text(&out));
-    let docs = match serde_json::from_slice(&out.stdout) {
-        Ok(Value::Array(docs)) => docs,
-        other => panic!("not one JSON array: {other:?}\n{}", text(&out)),
-    };
+    assert!(out.status.success(), "{}", output_text(&out));
+    let docs = json_documents(&out.stdout);
     (docs, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -210,7 +182,7 @@ fn compare_shows_the_ratio_of_a_function_made_twice_as_slow() {
     );
     // One group cannot be compared.
     let out = analyze(&dir, &["--compare", "base.er", "-c", "functions"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("two or more"));
 }
 
@@ -248,7 +220,7 @@ fn a_difference_flame_graph_is_red_where_a_function_grew_and_blue_where_it_shran
             "collapsed grew.txt",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let svg = std::fs::read_to_string(dir.join("grew.svg")).expect("the SVG");
     let (r, g, b, title) = frame_fill(&svg, "scaled");
     assert!(
@@ -285,7 +257,7 @@ fn a_difference_flame_graph_is_red_where_a_function_grew_and_blue_where_it_shran
             "flamegraph shrank.svg",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.status.success(), "{}", output_text(&out));
     let svg = std::fs::read_to_string(dir.join("shrank.svg")).expect("the SVG");
     let (r, g, b, title) = frame_fill(&svg, "scaled");
     assert!(
@@ -392,7 +364,7 @@ fn experiment_groups_are_read_from_erg_files_as_a_job_writes_them() {
     // Not a group, not an experiment: refused.
     write_file(&dir.join("notes.erg"), "job.0.er\n");
     let out = analyze(&dir, &["notes.erg", "-c", "functions"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nor an experiment group"));
 }
 
@@ -677,11 +649,8 @@ fn documents_merged(dir: &Path, merged: bool, args: &[&str]) -> Vec<Value> {
         .current_dir(dir)
         .output()
         .expect("run rdbx analyze");
-    assert!(out.status.success(), "{}", text(&out));
-    match serde_json::from_slice(&out.stdout) {
-        Ok(Value::Array(docs)) => docs,
-        other => panic!("not one JSON array: {other:?}\n{}", text(&out)),
-    }
+    assert!(out.status.success(), "{}", output_text(&out));
+    json_documents(&out.stdout)
 }
 
 #[test]
@@ -697,7 +666,7 @@ fn merged_clock_events_give_the_numbers_each_event_gives() {
             .current_dir(&dir)
             .output()
             .expect("run rdbx collect");
-        assert!(output.status.success(), "{}", text(&output));
+        assert!(output.status.success(), "{}", output_text(&output));
     }
     let commands = [
         "functions",
@@ -750,11 +719,6 @@ fn merged_clock_events_give_the_numbers_each_event_gives() {
     assert_eq!(merged.last().unwrap()["clock_events_merged"], false);
 }
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
-}
-
 #[test]
 fn the_ranks_of_an_mpi_job_are_listed_and_selected_by_rank_and_host() {
     if !on_path("mpirun") || !on_path("mpicc") {
@@ -781,7 +745,7 @@ fn the_ranks_of_an_mpi_job_are_listed_and_selected_by_rank_and_host() {
         .stdin(Stdio::null())
         .output()
         .expect("run mpirun");
-    assert!(output.status.success(), "{}", text(&output));
+    assert!(output.status.success(), "{}", output_text(&output));
     let (docs, _) = documents(
         &dir,
         &[
@@ -840,5 +804,5 @@ fn the_ranks_of_an_mpi_job_are_listed_and_selected_by_rank_and_host() {
     );
     assert!(ranks_of(&docs[1]).iter().all(|(_, _, s)| *s));
     let out = analyze(&dir, &["job.erg", "-c", "experiment_select rank 7"]);
-    assert!(!out.status.success(), "{}", text(&out));
+    assert!(!out.status.success(), "{}", output_text(&out));
 }

@@ -65,11 +65,6 @@ fn mpi_built(stem: &str) -> Option<PathBuf> {
     Some(out)
 }
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
-}
-
 /// `mpirun` for 4 ranks on this machine (more ranks than cores, as root
 /// when the tests run as root), then `args`.
 fn mpirun(args: &[&str]) -> Command {

@@ -36,6 +36,14 @@ impl Comparison<'_> {
         self.weights.iter().map(|w| w.total).collect()
     }
 
+    /// What `metrics` gives each group, key by key side by side.
+    fn side_by_side<K: Hash + Eq + Copy>(
+        &self,
+        metrics: impl Fn(&Weights) -> HashMap<K, ExclInclValue>,
+    ) -> HashMap<K, Vec<ExclInclValue>> {
+        side_by_side(self.weights.iter().map(metrics).collect())
+    }
+
     /// What each group is, for the header line and JSON.
     fn describe(&self) -> (String, Json) {
         let text: Vec<String> = self
@@ -141,12 +149,7 @@ pub fn functions(ctx: &Context, cmp: &Comparison) -> Report {
 
 /// Every function on some compared group's selected stacks.
 fn function_rows(ctx: &Context, cmp: &Comparison) -> Vec<CompareRow> {
-    let per_group = cmp
-        .weights
-        .iter()
-        .map(|w| function_metrics(ctx.view, w))
-        .collect();
-    side_by_side(per_group)
+    cmp.side_by_side(|w| function_metrics(ctx.view, w))
         .into_iter()
         .filter(|(id, values)| *id != TOTAL && values.iter().any(|v| !v.inclusive.is_empty()))
         .map(|(id, values)| CompareRow {
@@ -160,12 +163,8 @@ fn function_rows(ctx: &Context, cmp: &Comparison) -> Vec<CompareRow> {
 
 /// `objects` in compare mode.
 pub fn objects(ctx: &Context, cmp: &Comparison) -> Report {
-    let per_group = cmp
-        .weights
-        .iter()
-        .map(|w| object_metrics(ctx.model, ctx.view, w))
-        .collect();
-    let rows = side_by_side(per_group)
+    let rows = cmp
+        .side_by_side(|w| object_metrics(ctx.model, ctx.view, w))
         .into_iter()
         .map(|(key, values)| {
             let path = match key {
@@ -185,32 +184,18 @@ pub fn objects(ctx: &Context, cmp: &Comparison) -> Report {
 
 /// `lines` in compare mode.
 pub fn lines(ctx: &Context, cmp: &Comparison) -> Report {
-    let per_group = cmp
-        .weights
-        .iter()
-        .map(|w| line_metrics(ctx.view, w))
-        .collect();
-    let all = side_by_side(per_group);
+    let all = cmp.side_by_side(|w| line_metrics(ctx.view, w));
     let keys: Vec<LineKey> = all.keys().copied().collect();
     let owner = r::line_owners(ctx, &keys);
     let rows = all
         .into_iter()
         .map(|(key, values)| {
             let function = owner.get(&key).copied();
-            let extra = match key {
-                LineKey::Line(id) => {
-                    let l = ctx.model.line(id);
-                    json!({"file": l.file.display().to_string(), "line": l.line,
-                           "function": function.map(|f| ctx.function_name(f))})
-                }
-                LineKey::NoLine(f) => json!({"file": null, "line": null,
-                                             "function": ctx.function_name(f)}),
-            };
             CompareRow {
                 name: ctx.line_name(key, function),
                 values,
                 function: None,
-                extra,
+                extra: r::line_json(ctx, key, function),
             }
         })
         .collect();
@@ -219,12 +204,8 @@ pub fn lines(ctx: &Context, cmp: &Comparison) -> Report {
 
 /// `pcs` in compare mode.
 pub fn pcs(ctx: &Context, cmp: &Comparison) -> Report {
-    let per_group = cmp
-        .weights
-        .iter()
-        .map(|w| pc_metrics(ctx.view, w))
-        .collect();
-    let rows = side_by_side(per_group)
+    let rows = cmp
+        .side_by_side(|w| pc_metrics(ctx.view, w))
         .into_iter()
         .map(|(id, values)| {
             let pc = ctx.model.pc(id);
@@ -262,18 +243,7 @@ fn listing(ctx: &Context, cmp: &Comparison, what: &str, rows: Vec<CompareRow>) -
         table.render()
     );
     let totals = cmp.totals();
-    let total: Vec<Json> = totals
-        .iter()
-        .map(|&t| {
-            let mut value = r::value_json(t, t);
-            if let Json::Object(map) = &mut value {
-                for metric in ctx.traced_metrics() {
-                    map.insert(metric.json_key().into(), r::metric_json(metric, t));
-                }
-            }
-            value
-        })
-        .collect();
+    let total: Vec<Json> = totals.iter().map(|&t| r::total_json(ctx, t)).collect();
     let json = ctx.with_notes(json!({
         "report": what,
         "compare": cmp.mode.name(),
@@ -387,10 +357,7 @@ fn table(ctx: &Context, cmp: &Comparison, rows: &[CompareRow]) -> Table {
                     labels.push((first, columns.len() - first, g, label));
                 }
             }
-            MetricColumn::Metric { .. } => {}
-            MetricColumn::Size => columns.push(Column::number("Size", "")),
-            MetricColumn::Address => columns.push(Column::number("PC Addr.", "")),
-            MetricColumn::Name => columns.push(Column::text("Name")),
+            other => columns.extend(r::property_column(&other)),
         }
     }
     let mut table = Table::new(columns);
@@ -439,18 +406,7 @@ fn cells(ctx: &Context, cmp: &Comparison, totals: &[Value], row: &CompareRow) ->
                     }
                 }
             }
-            MetricColumn::Metric { .. } => {}
-            MetricColumn::Size => cells.push(
-                row.function
-                    .map(|f| ctx.model.function(f).size.to_string())
-                    .unwrap_or_default(),
-            ),
-            MetricColumn::Address => cells.push(
-                row.function
-                    .map(|f| format!("0x{:x}", ctx.model.function(f).address))
-                    .unwrap_or_default(),
-            ),
-            MetricColumn::Name => cells.push(row.name.clone()),
+            other => cells.extend(r::property_cell(ctx, &other, row.function, &row.name)),
         }
     }
     cells
@@ -461,22 +417,7 @@ fn row_json(ctx: &Context, totals: &[Value], row: &CompareRow) -> Json {
         .values
         .iter()
         .zip(totals)
-        .map(|(value, &total)| {
-            let mut object = json!({
-                "exclusive": r::value_json(value.exclusive, total),
-                "inclusive": r::value_json(value.inclusive, total),
-            });
-            if let Some(map) = object.as_object_mut() {
-                map.extend(r::traced_json(
-                    ctx,
-                    &[
-                        ("exclusive", value.exclusive),
-                        ("inclusive", value.inclusive),
-                    ],
-                ));
-            }
-            object
-        })
+        .map(|(value, &total)| Json::Object(r::values_json(ctx, value, total)))
         .collect();
     let metrics = r::shown_metrics(ctx);
     let against_baseline = |each: &dyn Fn(MetricName, Value, Value) -> Json| -> Vec<Json> {

@@ -728,7 +728,7 @@ pub fn header(ctx: &Context) -> Report {
             };
             text.push_str(&format!("  Samples:          {period}\n"));
         }
-        if let Some((rank, size)) = mpi_rank_and_size(expt) {
+        if let Some((rank, size)) = experiment::log::mpi_place(&expt.log) {
             text.push_str(&format!("  MPI rank:         {rank} of {size}\n"));
         }
         if !expt.counters.is_empty() {
@@ -775,15 +775,6 @@ pub fn header(ctx: &Context) -> Report {
         json: json!({"report": "header", "notes": notes, "experiments": list,
                      "warnings": ctx.model.warnings}),
     }
-}
-
-/// The process's rank in MPI_COMM_WORLD and the number of ranks, when its
-/// log says (MPI tracing).
-fn mpi_rank_and_size(expt: &ExperimentEntry) -> Option<(u32, u32)> {
-    expt.log.iter().find_map(|e| match e.event {
-        Event::Mpi { rank, size } => Some((rank, size)),
-        _ => None,
-    })
 }
 
 /// A counter in `header`: its name and interval, and what else was asked.

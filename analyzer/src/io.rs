@@ -5,7 +5,7 @@
 
 use crate::metrics::Value;
 use crate::model::*;
-use crate::report::{Context, Keep, Report};
+use crate::report::{Context, Keep, Report, ViewMetrics};
 use crate::table::{seconds, Column, Table};
 use commands::MetricName;
 use experiment::io::IoOp;
@@ -162,42 +162,8 @@ fn sums_of_parts<K: std::hash::Hash + Ord + Copy>(
     (list, total)
 }
 
-/// A column per I/O metric, headed by its title over two lines (its
-/// last word under the rest) and `sec.` for a time.
-fn columns() -> Vec<Column> {
-    IO_METRICS
-        .iter()
-        .map(|m| match (m.is_time(), m.title().rsplit_once(' ')) {
-            (true, _) => Column::number(m.title(), "sec."),
-            (false, Some((top, bottom))) => Column::number(top, bottom),
-            (false, None) => Column::number(m.title(), ""),
-        })
-        .collect()
-}
-
-fn cells(value: &Value) -> Vec<String> {
-    IO_METRICS
-        .iter()
-        .map(|&m| match m.is_time() {
-            true => seconds(value.get(m)),
-            false => value.get(m).to_string(),
-        })
-        .collect()
-}
-
-/// The I/O metrics of `value` under their JSON keys.
-fn metrics_json(value: &Value) -> serde_json::Map<String, Json> {
-    IO_METRICS
-        .iter()
-        .map(|&m| {
-            let number = match m.is_time() {
-                true => json!(value.get(m) as f64 / 1e9),
-                false => json!(value.get(m)),
-            };
-            (m.json_key().to_string(), number)
-        })
-        .collect()
-}
+/// The columns, cells and JSON of the I/O views.
+const VIEW: ViewMetrics = ViewMetrics(&IO_METRICS);
 
 fn no_io(ctx: &Context, report: &str) -> Option<Report> {
     ctx.model.io.is_empty().then(|| Report {
@@ -223,15 +189,15 @@ pub fn activity(ctx: &Context, keep: Keep) -> Report {
     let mut list: Vec<(&str, Value)> = by_name.into_iter().collect();
     list.sort_by_key(|&(name, v)| (std::cmp::Reverse((v.io_ns, v.io_calls())), name));
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
-    let mut columns = columns();
+    let mut columns = VIEW.columns();
     columns.push(Column::text("Name"));
     let mut table = Table::new(columns);
     let mut rows = Vec::new();
     let mut row = |name: &str, value: &Value| {
-        let mut cells = cells(value);
+        let mut cells = VIEW.cells(value);
         cells.push(name.to_string());
         table.push(cells);
-        let mut json = metrics_json(value);
+        let mut json = VIEW.json(value);
         json.insert("name".into(), json!(name));
         Json::Object(json)
     };
@@ -252,12 +218,12 @@ pub fn detail(ctx: &Context, keep: Keep) -> Report {
     }
     let (list, total) = sums_by_file(ctx.model, keep);
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
-    let mut columns = columns();
+    let mut columns = VIEW.columns();
     columns.push(Column::number("Opened", "sec."));
     columns.push(Column::number("Closed", "sec."));
     columns.push(Column::text("Name"));
     let mut table = Table::new(columns);
-    let mut total_cells = cells(&total);
+    let mut total_cells = VIEW.cells(&total);
     total_cells.extend([String::new(), String::new(), TOTAL_NAME.to_string()]);
     table.push(total_cells);
     let mut rows = Vec::new();
@@ -265,7 +231,7 @@ pub fn detail(ctx: &Context, keep: Keep) -> Report {
         let entry = &ctx.model.io_files[*file as usize];
         let since = |ns: u64| ns.saturating_sub(experiment_start(ctx.model, entry.experiment));
         let name = format!("{} (IOVFD={}, FD={})", entry.name, file, entry.fd);
-        let mut row = cells(value);
+        let mut row = VIEW.cells(value);
         row.push(seconds(since(entry.opened_ns)));
         row.push(
             entry
@@ -275,7 +241,7 @@ pub fn detail(ctx: &Context, keep: Keep) -> Report {
         );
         row.push(name);
         table.push(row);
-        let mut json = metrics_json(value);
+        let mut json = VIEW.json(value);
         json.insert("name".into(), json!(entry.name));
         json.insert("vfd".into(), json!(file));
         json.insert("fd".into(), json!(entry.fd));
@@ -290,7 +256,7 @@ pub fn detail(ctx: &Context, keep: Keep) -> Report {
         text: table.render(),
         json: json!({
             "report": "iodetail",
-            "total": Json::Object(metrics_json(&total)),
+            "total": Json::Object(VIEW.json(&total)),
             "files": rows,
         }),
     }
@@ -337,7 +303,7 @@ pub fn callstacks(ctx: &Context, keep: Keep) -> Report {
         for frame in &frames {
             text.push_str(&format!("  {frame}\n"));
         }
-        let mut json = metrics_json(value);
+        let mut json = VIEW.json(value);
         json.insert("frames".into(), json!(frames));
         rows.push(Json::Object(json));
     }
@@ -345,7 +311,7 @@ pub fn callstacks(ctx: &Context, keep: Keep) -> Report {
         text,
         json: json!({
             "report": "iocallstack",
-            "total": Json::Object(metrics_json(&total)),
+            "total": Json::Object(VIEW.json(&total)),
             "stacks": rows,
         }),
     }

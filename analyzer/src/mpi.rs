@@ -5,7 +5,7 @@
 
 use crate::metrics::Value;
 use crate::model::*;
-use crate::report::{Context, Keep, Report};
+use crate::report::{Context, Keep, Report, ViewMetrics};
 use crate::table::{seconds, Column, Table};
 use commands::MetricName;
 use experiment::log::TerminatedHow;
@@ -16,41 +16,8 @@ use std::collections::BTreeMap;
 /// The MPI metrics every MPI view shows, in column order.
 pub const MPI_METRICS: [MetricName; 6] = MetricName::MPI;
 
-fn columns() -> Vec<Column> {
-    vec![
-        Column::number("MPI Time", "sec."),
-        Column::number("MPI", "Sends"),
-        Column::number("MPI Bytes", "Sent"),
-        Column::number("MPI", "Receives"),
-        Column::number("MPI Bytes", "Received"),
-        Column::number("Other MPI", "Calls"),
-    ]
-}
-
-fn cells(value: &Value) -> Vec<String> {
-    vec![
-        seconds(value.mpi_ns),
-        value.mpi_sends.to_string(),
-        value.mpi_bytes_sent.to_string(),
-        value.mpi_receives.to_string(),
-        value.mpi_bytes_received.to_string(),
-        value.mpi_other.to_string(),
-    ]
-}
-
-/// The MPI metrics of `value` under their JSON keys.
-fn metrics_json(value: &Value) -> serde_json::Map<String, Json> {
-    MPI_METRICS
-        .iter()
-        .map(|&m| {
-            let number = match m.is_time() {
-                true => json!(value.get(m) as f64 / 1e9),
-                false => json!(value.get(m)),
-            };
-            (m.json_key().to_string(), number)
-        })
-        .collect()
-}
+/// The columns, cells and JSON of the MPI views.
+const VIEW: ViewMetrics = ViewMetrics(&MPI_METRICS);
 
 fn no_mpi(ctx: &Context, report: &str) -> Option<Report> {
     ctx.model.mpi.is_empty().then(|| Report {
@@ -87,15 +54,15 @@ pub fn functions(ctx: &Context, keep: Keep) -> Report {
     list.sort_by_key(|&(op, v)| (std::cmp::Reverse((v.mpi_ns, v.mpi_calls)), op.name()));
     let limit = ctx.settings.limit.unwrap_or(usize::MAX);
     let mut columns = vec![Column::number("Calls", "")];
-    columns.extend(self::columns());
+    columns.extend(VIEW.columns());
     columns.push(Column::text("Name"));
     let mut table = Table::new(columns);
     let mut row = |name: &str, value: &Value| {
         let mut row = vec![value.mpi_calls.to_string()];
-        row.extend(cells(value));
+        row.extend(VIEW.cells(value));
         row.push(name.to_string());
         table.push(row);
-        let mut json = metrics_json(value);
+        let mut json = VIEW.json(value);
         json.insert("name".into(), json!(name));
         json.insert("calls".into(), json!(value.mpi_calls));
         Json::Object(json)
@@ -211,12 +178,12 @@ pub fn ranks(ctx: &Context, keep: Keep) -> Report {
 }
 
 fn render_ranks(rows: Vec<RankRow>, total: Value) -> Report {
-    let mut columns = columns();
+    let mut columns = VIEW.columns();
     for name in ["Rank", "Host", "Ended", "Experiment"] {
         columns.push(Column::text(name));
     }
     let mut table = Table::new(columns);
-    let mut total_cells = cells(&total);
+    let mut total_cells = VIEW.cells(&total);
     total_cells.extend([
         TOTAL_NAME.to_string(),
         String::new(),
@@ -229,7 +196,7 @@ fn render_ranks(rows: Vec<RankRow>, total: Value) -> Report {
     let mut early_ranks = Vec::new();
     for row in &rows {
         for (entry, ending) in row.experiments.iter().zip(&row.endings) {
-            let mut cells = cells(&row.value);
+            let mut cells = VIEW.cells(&row.value);
             let host = entry.host().unwrap_or("").to_string();
             let shown = entry.path.display().to_string();
             cells.extend([
@@ -243,7 +210,7 @@ fn render_ranks(rows: Vec<RankRow>, total: Value) -> Report {
                 early_ranks.push(row.rank);
                 notes.push((ending.at_ns, early_note(row, ending)));
             }
-            let mut json = metrics_json(&row.value);
+            let mut json = VIEW.json(&row.value);
             json.insert("rank".into(), json!(row.rank));
             json.insert("host".into(), json!(host));
             json.insert("experiment".into(), json!(shown));
@@ -273,7 +240,7 @@ fn render_ranks(rows: Vec<RankRow>, total: Value) -> Report {
         text,
         json: json!({
             "report": "mpi_ranks",
-            "total": Json::Object(metrics_json(&total)),
+            "total": Json::Object(VIEW.json(&total)),
             "ranks": json_rows,
             "early": early_ranks,
         }),

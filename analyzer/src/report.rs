@@ -287,6 +287,42 @@ pub(crate) fn metric_json(metric: MetricName, value: Value) -> Json {
     }
 }
 
+/// The metrics of a view over traced calls (`ioactivity`, `mpi_ranks`,
+/// ...): a column each, headed by its title over two lines (its last word
+/// under the rest) and `sec.` for a time.
+pub(crate) struct ViewMetrics(pub &'static [MetricName]);
+
+impl ViewMetrics {
+    pub fn columns(&self) -> Vec<Column> {
+        self.0
+            .iter()
+            .map(|m| match (m.is_time(), m.title().rsplit_once(' ')) {
+                (true, _) => Column::number(m.title(), "sec."),
+                (false, Some((top, bottom))) => Column::number(top, bottom),
+                (false, None) => Column::number(m.title(), ""),
+            })
+            .collect()
+    }
+
+    pub fn cells(&self, value: &Value) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|&m| match m.is_time() {
+                true => seconds(value.get(m)),
+                false => value.get(m).to_string(),
+            })
+            .collect()
+    }
+
+    /// The metrics of `value` under their JSON keys.
+    pub fn json(&self, value: &Value) -> serde_json::Map<String, Json> {
+        self.0
+            .iter()
+            .map(|&m| (m.json_key().to_string(), metric_json(m, *value)))
+            .collect()
+    }
+}
+
 const SYNC_METRICS: &[MetricName] = &[MetricName::SyncWaitTime, MetricName::SyncWaitCount];
 
 const OFFCPU_METRICS: &[MetricName] = &[MetricName::OffCpuTime, MetricName::WallTime];
@@ -400,9 +436,7 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                 let label = format!("{} {}", kind_label(kind), metric.title());
                 groups.push((first, columns.len() - first, label));
             }
-            MetricColumn::Size => columns.push(Column::number("Size", "")),
-            MetricColumn::Address => columns.push(Column::number("PC Addr.", "")),
-            MetricColumn::Name => columns.push(Column::text("Name")),
+            other => columns.extend(property_column(&other)),
         }
     }
     let mut table = Table::new(columns);
@@ -439,22 +473,44 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                         cells.push(v.count(metric).to_string());
                     }
                 }
-                MetricColumn::Size => cells.push(
-                    row.function
-                        .map(|f| ctx.model.function(f).size.to_string())
-                        .unwrap_or_default(),
-                ),
-                MetricColumn::Address => cells.push(
-                    row.function
-                        .map(|f| format!("0x{:x}", ctx.model.function(f).address))
-                        .unwrap_or_default(),
-                ),
-                MetricColumn::Name => cells.push(row.name.clone()),
+                other => cells.extend(property_cell(ctx, &other, row.function, &row.name)),
             }
         }
         table.push(cells);
     }
     table
+}
+
+/// The column of a function's property (size, address) or of the row's
+/// name; None for a metric's.
+pub(crate) fn property_column(column: &MetricColumn) -> Option<Column> {
+    match column {
+        MetricColumn::Metric { .. } => None,
+        MetricColumn::Size => Some(Column::number("Size", "")),
+        MetricColumn::Address => Some(Column::number("PC Addr.", "")),
+        MetricColumn::Name => Some(Column::text("Name")),
+    }
+}
+
+/// The cell of [`property_column`] in the row named `name` (of `function`,
+/// if it is one's).
+pub(crate) fn property_cell(
+    ctx: &Context,
+    column: &MetricColumn,
+    function: Option<FunctionId>,
+    name: &str,
+) -> Option<String> {
+    let function = function.map(|f| ctx.model.function(f));
+    match column {
+        MetricColumn::Metric { .. } => None,
+        MetricColumn::Size => Some(function.map(|f| f.size.to_string()).unwrap_or_default()),
+        MetricColumn::Address => Some(
+            function
+                .map(|f| format!("0x{:x}", f.address))
+                .unwrap_or_default(),
+        ),
+        MetricColumn::Name => Some(name.to_string()),
+    }
 }
 
 fn sort_rows(ctx: &Context, rows: &mut [Row]) {
@@ -515,16 +571,10 @@ fn listing(ctx: &Context, what: &str, total: Option<Row>, mut rows: Vec<Row>) ->
         ctx.notes_text(),
         table.render()
     );
-    let mut total = value_json(ctx.total(), ctx.total());
-    if let Json::Object(map) = &mut total {
-        for metric in ctx.traced_metrics() {
-            map.insert(metric.json_key().into(), metric_json(metric, ctx.total()));
-        }
-    }
     let json = ctx.with_notes(json!({
         "report": what,
         "sort": sort_spec(ctx),
-        "total": total,
+        "total": total_json(ctx, ctx.total()),
         "rows": rows.iter().map(|r| r.json.clone()).collect::<Vec<_>>(),
     }));
     Report { text, json }
@@ -538,25 +588,44 @@ pub(crate) fn capitalize(s: &str) -> String {
     }
 }
 
-fn row_json(ctx: &Context, name: &str, value: &ExclInclValue, extra: Json) -> Json {
-    let mut object = json!({
-        "name": name,
-        "exclusive": value_json(value.exclusive, ctx.total()),
-        "inclusive": value_json(value.inclusive, ctx.total()),
-    });
-    if let Some(map) = object.as_object_mut() {
-        map.extend(traced_json(
-            ctx,
-            &[
-                ("exclusive", value.exclusive),
-                ("inclusive", value.inclusive),
-            ],
-        ));
+/// `<Total>`'s values in JSON: as a row's, with the traced metrics.
+pub(crate) fn total_json(ctx: &Context, total: Value) -> Json {
+    let mut json = value_json(total, total);
+    if let Json::Object(map) = &mut json {
+        for metric in ctx.traced_metrics() {
+            map.insert(metric.json_key().into(), metric_json(metric, total));
+        }
     }
-    if let (Some(map), Json::Object(extra)) = (object.as_object_mut(), extra) {
-        map.extend(extra);
-    }
+    json
+}
+
+/// A row's exclusive and inclusive values in JSON, with the traced
+/// metrics; percentages of `total`.
+pub(crate) fn values_json(
+    ctx: &Context,
+    value: &ExclInclValue,
+    total: Value,
+) -> serde_json::Map<String, Json> {
+    let mut object = serde_json::Map::new();
+    object.insert("exclusive".into(), value_json(value.exclusive, total));
+    object.insert("inclusive".into(), value_json(value.inclusive, total));
+    object.extend(traced_json(
+        ctx,
+        &[
+            ("exclusive", value.exclusive),
+            ("inclusive", value.inclusive),
+        ],
+    ));
     object
+}
+
+fn row_json(ctx: &Context, name: &str, value: &ExclInclValue, extra: Json) -> Json {
+    let mut object = values_json(ctx, value, ctx.total());
+    object.insert("name".into(), json!(name));
+    if let Json::Object(extra) = extra {
+        object.extend(extra);
+    }
+    Json::Object(object)
 }
 
 pub(crate) fn function_json(ctx: &Context, id: FunctionId) -> Json {
@@ -675,6 +744,20 @@ fn line_key(frame: &Frame) -> LineKey {
     }
 }
 
+/// A line's own JSON fields: its file, line and function (`function`, the
+/// owner found for it, or the function of a frame without a line).
+pub(crate) fn line_json(ctx: &Context, key: LineKey, function: Option<FunctionId>) -> Json {
+    match key {
+        LineKey::Line(id) => {
+            let l = ctx.model.line(id);
+            json!({"file": l.file.display().to_string(), "line": l.line,
+                   "function": function.map(|f| ctx.function_name(f))})
+        }
+        LineKey::NoLine(f) => json!({"file": null, "line": null,
+                                     "function": ctx.function_name(f)}),
+    }
+}
+
 /// `lines`
 pub fn lines(ctx: &Context) -> Report {
     let metrics = line_metrics(ctx.view, ctx.weights);
@@ -684,17 +767,8 @@ pub fn lines(ctx: &Context) -> Report {
         .map(|(key, value)| {
             let function = owner.get(&key).copied();
             let name = ctx.line_name(key, function);
-            let extra = match key {
-                LineKey::Line(id) => {
-                    let l = ctx.model.line(id);
-                    json!({"file": l.file.display().to_string(), "line": l.line,
-                           "function": function.map(|f| ctx.function_name(f))})
-                }
-                LineKey::NoLine(f) => json!({"file": null, "line": null,
-                                             "function": ctx.function_name(f)}),
-            };
             Row {
-                json: row_json(ctx, &name, &value, extra),
+                json: row_json(ctx, &name, &value, line_json(ctx, key, function)),
                 name,
                 value,
                 function: None,

@@ -11,7 +11,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 const UNIT: u64 = 10_000_000;
-const START: u64 = 1_000_000_000;
 
 struct Built {
     dir: PathBuf,
@@ -22,10 +21,7 @@ struct Built {
 /// thread 701: 10 events of `C B main`. One profile and one stacks block
 /// per thread, thread 700's first.
 fn build(tmp: &Path, name: &str) -> Built {
-    let (exe, syms) = compile("seed", tmp, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(tmp, name, &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(tmp, name);
     let mut ts = START + 1000;
     let plan: [(u32, &[&str], u32); 4] = [
         (700, &["A", "main"], 10),

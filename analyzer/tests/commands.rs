@@ -11,8 +11,6 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 const UNIT: u64 = 10_000_000;
-/// Where the synthetic experiments start (CLOCK_MONOTONIC).
-const START: u64 = 1_000_000_000;
 const SECOND: u64 = 1_000_000_000;
 
 fn total_units(analysis: &mut Analysis) -> u64 {
@@ -43,10 +41,7 @@ fn units_by_name(analysis: &mut Analysis) -> HashMap<String, (u64, u64)> {
 ///
 /// Samples 1 and 2 are logged at exactly 1.0 s and 2.0 s.
 fn selection_experiment(tmp: &Path) -> PathBuf {
-    let (exe, syms) = compile("seed", tmp, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(tmp, "sel.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(tmp, "sel.er");
     expt.thread(START + 2, 701);
     expt.sample(START + SECOND, 1, "periodic", "", 400_000_000);
     expt.sample(START + 2 * SECOND, 2, "manual", "phase two", 900_000_000);
@@ -593,10 +588,7 @@ fn every_listing_parses_as_json() {
 #[test]
 fn thread_numbers_come_from_the_log_not_from_the_order_of_lines() {
     let tmp = TempDir::new("numbers");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "n.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(&tmp.0, "n.er");
     let numbered = |expt: &mut Synthetic, ts: u64, event: &str, tid: u64, number: u64| {
         expt.line(|w| {
             w.event(ts, event).u64("tid", tid).u64("number", number);
@@ -663,10 +655,7 @@ fn thread_numbers_come_from_the_log_not_from_the_order_of_lines() {
 fn sync_waits_are_metrics_of_every_view() {
     use experiment::sync::{SyncEvent, SyncOp};
     let tmp = TempDir::new("sync-views");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "sync.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (exe, syms, mut expt) = seed_synthetic(&tmp.0, "sync.er");
     expt.event(tick(
         START + 1_000_000,
         700,
@@ -701,12 +690,7 @@ fn sync_waits_are_metrics_of_every_view() {
     run(&mut analysis, "metrics ei.sync:ei.syncn:name");
     let doc = run_json(&mut analysis, "functions");
     let row = |name: &str| -> (f64, f64, u64, u64) {
-        let r = doc["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {doc}"));
+        let r = named(&doc, "rows", name);
         (
             r["sync_wait_time"]["exclusive"].as_f64().unwrap(),
             r["sync_wait_time"]["inclusive"].as_f64().unwrap(),
@@ -784,10 +768,7 @@ fn sync_waits_are_metrics_of_every_view() {
 fn a_join_is_named_by_the_thread_it_waited_for() {
     use experiment::sync::{SyncEvent, SyncOp};
     let tmp = TempDir::new("sync-joins");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "joins.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(&tmp.0, "joins.er");
     let ms = |n: u64| START + n * 1_000_000;
     // Threads 2 and 3 have pthread_t 0x7000 one after the other; 4 has
     // 0x8000 and starts 1 ms after the join of it began.
@@ -871,10 +852,7 @@ fn io_calls_are_metrics_and_views() {
     use common::IoCall;
     use experiment::io::IoOp;
     let tmp = TempDir::new("io-views");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "io.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(&tmp.0, "io.er");
     expt.event(tick(
         START + 1_000_000,
         700,
@@ -927,13 +905,7 @@ fn io_calls_are_metrics_and_views() {
     );
     let doc = run_json(&mut analysis, "functions");
     let row = |name: &str| {
-        let r = doc["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {doc}"))
-            .clone();
+        let r = named(&doc, "rows", name).clone();
         (
             r["io_time"]["inclusive"].as_f64().unwrap(),
             r["write_bytes"]["exclusive"].as_u64().unwrap(),
@@ -951,15 +923,7 @@ fn io_calls_are_metrics_and_views() {
     assert!(text.contains("Excl. I/O Time"), "{text}");
 
     let activity = run_json(&mut analysis, "ioactivity");
-    let file = |name: &str| {
-        activity["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {activity}"))
-            .clone()
-    };
+    let file = |name: &str| named(&activity, "files", name).clone();
     let a = file("/tmp/a");
     assert_eq!(
         (
@@ -1035,10 +999,7 @@ fn io_times_per_class_and_errors() {
     use common::IoCall;
     use experiment::io::IoOp;
     let tmp = TempDir::new("io-classes");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "io.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(&tmp.0, "io.er");
     let call = |op, failed, fd, at_ms: u64, time_us: u64, bytes| IoCall {
         op,
         failed,
@@ -1086,13 +1047,7 @@ fn io_times_per_class_and_errors() {
     let doc = run_json(&mut analysis, "functions");
     let micros = |v: &serde_json::Value| (v.as_f64().unwrap() * 1e6).round() as u64;
     let row = |name: &str| {
-        let r = doc["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {doc}"))
-            .clone();
+        let r = named(&doc, "rows", name).clone();
         (
             [
                 micros(&r["read_time"]["exclusive"]),
@@ -1130,15 +1085,7 @@ fn io_times_per_class_and_errors() {
     assert!(doc.to_string().contains("\"io_error_time\""), "{doc}");
 
     let activity = run_json(&mut analysis, "ioactivity");
-    let file = |name: &str| {
-        activity["files"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {activity}"))
-            .clone()
-    };
+    let file = |name: &str| named(&activity, "files", name).clone();
     let times = |f: &serde_json::Value| {
         [
             micros(&f["read_time"]),
@@ -1191,10 +1138,7 @@ fn io_times_per_class_and_errors() {
 fn off_cpu_time_and_wall_time() {
     use experiment::offcpu::OffCpuEvent;
     let tmp = TempDir::new("offcpu-views");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "offcpu.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(&tmp.0, "offcpu.er");
     // 3 units of CPU in A (tick() weighs UNIT each).
     for i in 0..3 {
         expt.event(tick(
@@ -1219,13 +1163,7 @@ fn off_cpu_time_and_wall_time() {
     );
     let doc = run_json(&mut analysis, "functions");
     let row = |name: &str| {
-        let r = doc["rows"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {doc}"))
-            .clone();
+        let r = named(&doc, "rows", name).clone();
         (
             r["off_cpu_time"]["inclusive"].as_f64().unwrap(),
             r["wall_time"]["inclusive"].as_f64().unwrap(),

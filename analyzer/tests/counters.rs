@@ -13,8 +13,6 @@ use experiment::counters::{CounterEvent, CounterSpec, FLAG_SCALED};
 use serde_json::{json, Value as Json};
 use std::path::{Path, PathBuf};
 
-const START: u64 = 1_000_000_000;
-
 /// perf's generic hardware events, as the launcher resolves `cycles` and
 /// `insts`.
 fn hardware(name: &str, config: u64) -> CounterSpec {
@@ -52,10 +50,7 @@ fn record(ms: u64, counter: u16, count: u64) -> CounterEvent {
 /// main 1000/11000; insts: C 6000/6000, A 4000/5000, B 0/5000, main
 /// 0/10000.
 fn two_counters(tmp: &Path) -> PathBuf {
-    let (exe, syms) = compile("seed", tmp, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(tmp, "hwc.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(tmp, "hwc.er");
     expt.thread(START + 2, 701);
     expt.counter(START + 3, 0, &hardware("cycles", 0));
     expt.counter(START + 4, 1, &hardware("insts", 1));
@@ -81,12 +76,7 @@ fn two_counters(tmp: &Path) -> PathBuf {
 }
 
 fn row<'a>(doc: &'a Json, name: &str) -> &'a Json {
-    doc["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|r| r["name"] == name)
-        .unwrap_or_else(|| panic!("{name} in {doc}"))
+    named(doc, "rows", name)
 }
 
 /// (exclusive, inclusive) of metric `key` in a JSON row.
@@ -204,15 +194,8 @@ fn counters_show_in_every_view() {
 
     // Callers-callees: attributed along the call edges.
     let cc = run_json(&mut analysis, "csingle C");
-    let attributed = |list: &str, name: &str| {
-        cc[list]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("{name} in {cc}"))["cycles"]["attributed"]
-            .clone()
-    };
+    let attributed =
+        |list: &str, name: &str| named(&cc, list, name)["cycles"]["attributed"].clone();
     assert_eq!(
         (attributed("callers", "A"), attributed("callers", "B")),
         (json!(3000), json!(5000))
@@ -225,15 +208,7 @@ fn counters_show_in_every_view() {
 
     // The call tree: main > A > C holds C's cycles under A.
     let tree = run_json(&mut analysis, "calltree");
-    let child = |node: &Json, name: &str| -> Json {
-        node["children"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == name)
-            .unwrap_or_else(|| panic!("{name} under {node}"))
-            .clone()
-    };
+    let child = |node: &Json, name: &str| -> Json { named(node, "children", name).clone() };
     let main = child(&tree["root"], "main");
     assert_eq!(pair(&main, "cycles"), (json!(1000), json!(11000)));
     let a = child(&main, "A");
@@ -351,10 +326,7 @@ fn header_and_overview_list_the_counters() {
 #[test]
 fn scaled_counts_are_noted_once() {
     let tmp = TempDir::new("counters-scaled");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "scaled.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(&tmp.0, "scaled.er");
     let faults = CounterSpec {
         name: "page-faults".to_string(),
         kind: 1,
@@ -471,10 +443,7 @@ fn an_unknown_counter_is_a_one_line_error_naming_the_counters() {
 #[test]
 fn a_counter_named_like_a_built_in_metric_is_chosen_with_its_prefix() {
     let tmp = TempDir::new("counters-clash");
-    let (exe, syms) = compile("seed", &tmp.0, &["-O0", "-g"]);
-    let mut expt = Synthetic::new(&tmp.0, "clash.er", &exe, 700);
-    let (lo, hi) = load_span(&exe);
-    expt.object(START + 1, &exe, 0, lo, hi);
+    let (_, syms, mut expt) = seed_synthetic(&tmp.0, "clash.er");
     let software = |name: &str, config| CounterSpec {
         kind: 1,
         ..hardware(name, config)

@@ -674,14 +674,7 @@ pub(crate) fn record_io(
     end: Marked<tsc::Stamp>,
     write: impl FnOnce(&mut Cursor, i32, u64, (u64, u64)) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
-    let when = |anchor: &mut tsc::Anchor| {
-        let (start_ns, wall_ns) = anchor.span(start.at, end.at);
-        let end_ns = start_ns.saturating_add(wall_ns);
-        // The call's time is the program's: less the time rdbx held the
-        // process stopped during it (hold.rs).
-        let held_ns = hold::held_between(start.mark, start_ns, end.mark, end_ns);
-        (end_ns, (start_ns, wall_ns.saturating_sub(held_ns)))
-    };
+    let when = |anchor: &mut tsc::Anchor| timed_call(anchor, start, end);
     let recorded = record_hooked(Hooked::Io, when, write);
     if recorded == Ok(false) {
         IO_UNRECORDED.fetch_add(1, Ordering::Relaxed);
@@ -697,13 +690,23 @@ pub(crate) fn record_mpi(
     end: Marked<tsc::Stamp>,
     write: impl FnOnce(&mut Cursor, i32, u64, (u64, u64)) -> Result<(), WriteError>,
 ) -> Result<bool, WriteError> {
-    let when = |anchor: &mut tsc::Anchor| {
-        let (start_ns, wall_ns) = anchor.span(start.at, end.at);
-        let end_ns = start_ns.saturating_add(wall_ns);
-        let held_ns = hold::held_between(start.mark, start_ns, end.mark, end_ns);
-        (end_ns, (start_ns, wall_ns.saturating_sub(held_ns)))
-    };
+    let when = |anchor: &mut tsc::Anchor| timed_call(anchor, start, end);
     record_hooked(Hooked::Mpi, when, write)
+}
+
+/// A traced call from `start` to `end` in ns (converted with the thread's
+/// `anchor`): its end, and its start and duration. The duration is the
+/// program's: less the time rdbx held the process stopped during the call
+/// (hold.rs).
+fn timed_call(
+    anchor: &mut tsc::Anchor,
+    start: Marked<tsc::Stamp>,
+    end: Marked<tsc::Stamp>,
+) -> (u64, (u64, u64)) {
+    let (start_ns, wall_ns) = anchor.span(start.at, end.at);
+    let end_ns = start_ns.saturating_add(wall_ns);
+    let held_ns = hold::held_between(start.mark, start_ns, end.mark, end_ns);
+    (end_ns, (start_ns, wall_ns.saturating_sub(held_ns)))
 }
 
 /// I/O calls recorded (every thread's, gone ones too) and calls seen but

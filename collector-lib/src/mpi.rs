@@ -47,6 +47,7 @@ use experiment::mpi::{
     MpiEvent, MpiOp, MPI_RECORD_SIZE, NO_COMM, NO_RANK, NO_TAG, PROC_NULL_RANK, UNKNOWN_RANK,
 };
 use std::ffi::{c_char, c_int, c_void};
+use std::ptr::null_mut;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 /// An MPI handle (MPI_Comm, MPI_Datatype, MPI_Request, MPI_Op, MPI_Win,
@@ -821,9 +822,65 @@ fn received(event: &mut MpiEvent, status: *const Status, comm: Handle) {
     event.bytes_received = received_bytes(status);
 }
 
-/// How the manual counts a collective on `comm`: `sends` messages of
-/// `bytes_sent` bytes in all, `receives` of `bytes_received`; a rooted
-/// one's root in `dest` and `source`.
+/// The status to give the library: the program's, or one of ours when it
+/// ignores it and the call is recorded (the bytes and source are in it).
+fn status_for(program: *mut Status, own: &mut Status) -> *mut Status {
+    if program.is_null() && lifecycle::recording_mpi() {
+        own
+    } else {
+        program
+    }
+}
+
+/// A probe for a message from `source` with `tag` on `comm`.
+fn probed(event: &mut MpiEvent, source: c_int, tag: c_int, comm: Handle) {
+    event.source = world_rank(comm, source);
+    event.tag = tag;
+    event.comm = comm_number(comm);
+}
+
+/// A posted nonblocking receive: its message counts now, and its request
+/// goes into the table of pending receives until a wait or test
+/// completes it.
+///
+/// # Safety
+/// The call succeeded: the library wrote `request`.
+unsafe fn posted(
+    event: &mut MpiEvent,
+    source: c_int,
+    tag: c_int,
+    comm: Handle,
+    request: *const Handle,
+) {
+    event.receives = 1;
+    event.source = world_rank(comm, source);
+    event.tag = tag;
+    event.comm = comm_number(comm);
+    let group = match comm as usize == world() {
+        true => Some(0),
+        false => peer_group(comm),
+    };
+    let handle = *request as usize;
+    if let Some(group) = group {
+        if !remember(handle, group, event.comm) && group != 0 {
+            free_group(group);
+        }
+    }
+}
+
+/// A request handle the library gave out (or is given back) is no pending
+/// receive any more.
+///
+/// # Safety
+/// `request` is NULL or points to a request handle.
+unsafe fn given_out(request: *const Handle) {
+    if !request.is_null() {
+        forget(*request as usize);
+    }
+}
+
+/// How the manual counts a collective: `sends` messages of `bytes_sent`
+/// bytes in all, `receives` of `bytes_received`.
 struct Collective {
     sends: u32,
     bytes_sent: u64,
@@ -831,7 +888,55 @@ struct Collective {
     bytes_received: u64,
 }
 
-fn collective(event: &mut MpiEvent, comm: Handle, root: Option<c_int>, counted: Collective) {
+impl Collective {
+    /// Every rank sends a message to every rank and receives one from
+    /// every rank (itself included).
+    fn every_pair(size: u32, bytes_sent: u64, bytes_received: u64) -> Collective {
+        Collective {
+            sends: size,
+            bytes_sent,
+            receives: size,
+            bytes_received,
+        }
+    }
+
+    /// Every rank sends one message of `sent` bytes to the root, which
+    /// receives one from every rank, `at_root` bytes in all (None at the
+    /// other ranks).
+    fn to_root(size: u32, sent: u64, at_root: Option<u64>) -> Collective {
+        Collective {
+            sends: 1,
+            bytes_sent: sent,
+            receives: if at_root.is_some() { size } else { 0 },
+            bytes_received: at_root.unwrap_or(0),
+        }
+    }
+
+    /// The same messages the other way: MPI_Bcast is MPI_Reduce's,
+    /// MPI_Scatter MPI_Gather's.
+    fn reversed(self) -> Collective {
+        Collective {
+            sends: self.receives,
+            bytes_sent: self.bytes_received,
+            receives: self.sends,
+            bytes_received: self.bytes_sent,
+        }
+    }
+}
+
+/// Fills a collective's record on `comm` with what `count` makes of this
+/// rank's rank and the number of ranks; a rooted one's root in `dest` and
+/// `source`. Collectives on intercommunicators are timed only.
+fn collective(
+    event: &mut MpiEvent,
+    comm: Handle,
+    root: Option<c_int>,
+    count: impl FnOnce((c_int, u32)) -> Collective,
+) {
+    let Some(place) = place_in(comm) else {
+        return;
+    };
+    let counted = count(place);
     event.comm = comm_number(comm);
     if let Some(root) = root {
         let root = world_rank(comm, root);
@@ -845,7 +950,7 @@ fn collective(event: &mut MpiEvent, comm: Handle, root: Option<c_int>, counted: 
 }
 
 /// This rank's rank in `comm` and the number of ranks, for an
-/// intracommunicator (collectives on intercommunicators are timed only).
+/// intracommunicator.
 fn place_in(comm: Handle) -> Option<(c_int, u32)> {
     let size = intra_size(comm)?;
     Some((comm_int(&PMPI_COMM_RANK, comm)?, size))
@@ -853,6 +958,136 @@ fn place_in(comm: Handle) -> Option<(c_int, u32)> {
 
 fn in_place(buffer: Buffer) -> bool {
     buffer as usize == MPI_IN_PLACE
+}
+
+/// Element counts of a collective's buffer: the same for every rank, or
+/// one per rank (the arrays of the `v` variants).
+#[derive(Clone, Copy)]
+enum Counts {
+    Each(c_int),
+    PerRank(*const c_int),
+}
+
+/// What a collective's send or receive buffer holds for the ranks.
+#[derive(Clone, Copy)]
+struct Pieces {
+    counts: Counts,
+    datatype: Handle,
+}
+
+impl Pieces {
+    fn each(count: c_int, datatype: Handle) -> Pieces {
+        Pieces {
+            counts: Counts::Each(count),
+            datatype,
+        }
+    }
+
+    fn per_rank(counts: *const c_int, datatype: Handle) -> Pieces {
+        Pieces {
+            counts: Counts::PerRank(counts),
+            datatype,
+        }
+    }
+
+    /// Rank `rank`'s piece, in bytes.
+    ///
+    /// # Safety
+    /// Counts per rank hold one for every rank of the communicator.
+    unsafe fn of_rank(self, rank: c_int) -> u64 {
+        match self.counts {
+            Counts::Each(count) => bytes_of(count, self.datatype),
+            Counts::PerRank(counts) => bytes_of(*counts.add(rank as usize), self.datatype),
+        }
+    }
+
+    /// The pieces of all `size` ranks, in bytes.
+    ///
+    /// # Safety
+    /// Counts per rank hold `size` numbers (or are NULL).
+    unsafe fn total(self, size: u32) -> u64 {
+        match self.counts {
+            Counts::Each(count) => bytes_of(count, self.datatype) * u64::from(size),
+            Counts::PerRank(counts) => bytes_of_counts(counts, size, self.datatype),
+        }
+    }
+}
+
+/// This rank's own piece: `own`'s, or at MPI_IN_PLACE (`placed`) the one
+/// `all` holds for the rank.
+///
+/// # Safety
+/// As [`Pieces::of_rank`].
+unsafe fn own_piece(rank: c_int, placed: bool, own: Pieces, all: Pieces) -> u64 {
+    match placed {
+        true => all.of_rank(rank),
+        false => own.of_rank(rank),
+    }
+}
+
+/// MPI_Gather and MPI_Gatherv (MPI_Scatter and MPI_Scatterv reversed):
+/// every rank sends its own piece (`own` in `buffer`) to the root, which
+/// receives `all`.
+///
+/// # Safety
+/// `all` is read at the root only, where it holds a piece for every rank.
+unsafe fn gathered(
+    (rank, size): (c_int, u32),
+    root: c_int,
+    buffer: Buffer,
+    own: Pieces,
+    all: Pieces,
+) -> Collective {
+    let at_root = rank == root;
+    let piece = own_piece(rank, in_place(buffer) && at_root, own, all);
+    Collective::to_root(size, piece, at_root.then(|| all.total(size)))
+}
+
+/// MPI_Allgather and MPI_Allgatherv: every rank sends its own piece to
+/// every rank and receives `all`.
+///
+/// # Safety
+/// `all` holds a piece for every rank.
+unsafe fn gathered_everywhere(
+    (rank, size): (c_int, u32),
+    sendbuf: Buffer,
+    own: Pieces,
+    all: Pieces,
+) -> Collective {
+    let piece = own_piece(rank, in_place(sendbuf), own, all);
+    Collective::every_pair(size, piece * u64::from(size), all.total(size))
+}
+
+/// MPI_Alltoall and MPI_Alltoallv: every rank sends a piece of `send` (at
+/// MPI_IN_PLACE, of `recv`) to every rank and receives `recv`.
+///
+/// # Safety
+/// Both hold a piece for every rank.
+unsafe fn exchanged(size: u32, sendbuf: Buffer, send: Pieces, recv: Pieces) -> Collective {
+    let received = recv.total(size);
+    let sent = match in_place(sendbuf) {
+        true => received,
+        false => send.total(size),
+    };
+    Collective::every_pair(size, sent, received)
+}
+
+/// MPI_Reduce_scatter and MPI_Reduce_scatter_block: every rank sends
+/// every rank its piece of the whole vector (`recv`, the pieces of all)
+/// and receives one piece of its own from every rank.
+///
+/// # Safety
+/// `recv` holds a piece for every rank.
+unsafe fn reduce_scattered((rank, size): (c_int, u32), recv: Pieces) -> Collective {
+    let whole = recv.total(size);
+    let mine = recv.of_rank(rank);
+    Collective::every_pair(size, whole, mine * u64::from(size))
+}
+
+/// MPI_Allreduce, MPI_Scan and MPI_Exscan: every rank sends `n` bytes to
+/// every rank and receives `n` from every rank.
+fn reduced_everywhere(size: u32, n: u64) -> Collective {
+    Collective::every_pair(size, n * u64::from(size), n * u64::from(size))
 }
 
 // ---- starting and stopping -----------------------------------------------------
@@ -953,46 +1188,10 @@ fn log_rank() {
     });
 }
 
-// ---- the real functions ------------------------------------------------------
+// ---- the real functions the hooks call by hand --------------------------------
+// (The traced hooks call theirs by the signature of their entry.)
 
-type InitFn = unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -> c_int;
-type InitThreadFn =
-    unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int;
 type NoArgFn = unsafe extern "C" fn() -> c_int;
-type SendFn = unsafe extern "C" fn(Buffer, c_int, Handle, c_int, c_int, Handle) -> c_int;
-type IsendFn =
-    unsafe extern "C" fn(Buffer, c_int, Handle, c_int, c_int, Handle, *mut Handle) -> c_int;
-type RecvFn =
-    unsafe extern "C" fn(*mut c_void, c_int, Handle, c_int, c_int, Handle, *mut Status) -> c_int;
-type IrecvFn =
-    unsafe extern "C" fn(*mut c_void, c_int, Handle, c_int, c_int, Handle, *mut Handle) -> c_int;
-type SendrecvFn = unsafe extern "C" fn(
-    Buffer,
-    c_int,
-    Handle,
-    c_int,
-    c_int,
-    *mut c_void,
-    c_int,
-    Handle,
-    c_int,
-    c_int,
-    Handle,
-    *mut Status,
-) -> c_int;
-type SendrecvReplaceFn = unsafe extern "C" fn(
-    *mut c_void,
-    c_int,
-    Handle,
-    c_int,
-    c_int,
-    c_int,
-    c_int,
-    Handle,
-    *mut Status,
-) -> c_int;
-type ProbeFn = unsafe extern "C" fn(c_int, c_int, Handle, *mut Status) -> c_int;
-type IprobeFn = unsafe extern "C" fn(c_int, c_int, Handle, *mut c_int, *mut Status) -> c_int;
 type WaitFn = unsafe extern "C" fn(*mut Handle, *mut Status) -> c_int;
 type WaitallFn = unsafe extern "C" fn(c_int, *mut Handle, *mut Status) -> c_int;
 type WaitanyFn = unsafe extern "C" fn(c_int, *mut Handle, *mut c_int, *mut Status) -> c_int;
@@ -1003,564 +1202,46 @@ type TestallFn = unsafe extern "C" fn(c_int, *mut Handle, *mut c_int, *mut Statu
 type TestanyFn =
     unsafe extern "C" fn(c_int, *mut Handle, *mut c_int, *mut c_int, *mut Status) -> c_int;
 type RequestFreeFn = unsafe extern "C" fn(*mut Handle) -> c_int;
-type CommFn = unsafe extern "C" fn(Handle) -> c_int;
-type BcastFn = unsafe extern "C" fn(*mut c_void, c_int, Handle, c_int, Handle) -> c_int;
-type ReduceFn =
-    unsafe extern "C" fn(Buffer, *mut c_void, c_int, Handle, Handle, c_int, Handle) -> c_int;
-type AllreduceFn =
-    unsafe extern "C" fn(Buffer, *mut c_void, c_int, Handle, Handle, Handle) -> c_int;
-type GatherFn =
-    unsafe extern "C" fn(Buffer, c_int, Handle, *mut c_void, c_int, Handle, c_int, Handle) -> c_int;
-type GathervFn = unsafe extern "C" fn(
-    Buffer,
-    c_int,
-    Handle,
-    *mut c_void,
-    *const c_int,
-    *const c_int,
-    Handle,
-    c_int,
-    Handle,
-) -> c_int;
-type ScattervFn = unsafe extern "C" fn(
-    Buffer,
-    *const c_int,
-    *const c_int,
-    Handle,
-    *mut c_void,
-    c_int,
-    Handle,
-    c_int,
-    Handle,
-) -> c_int;
-type AllgatherFn =
-    unsafe extern "C" fn(Buffer, c_int, Handle, *mut c_void, c_int, Handle, Handle) -> c_int;
-type AllgathervFn = unsafe extern "C" fn(
-    Buffer,
-    c_int,
-    Handle,
-    *mut c_void,
-    *const c_int,
-    *const c_int,
-    Handle,
-    Handle,
-) -> c_int;
-type AlltoallvFn = unsafe extern "C" fn(
-    Buffer,
-    *const c_int,
-    *const c_int,
-    Handle,
-    *mut c_void,
-    *const c_int,
-    *const c_int,
-    Handle,
-    Handle,
-) -> c_int;
-type ReduceScatterFn =
-    unsafe extern "C" fn(Buffer, *mut c_void, *const c_int, Handle, Handle, Handle) -> c_int;
-type WinFenceFn = unsafe extern "C" fn(c_int, Handle) -> c_int;
-type WinLockFn = unsafe extern "C" fn(c_int, c_int, c_int, Handle) -> c_int;
 
-// ---- the hooks: start and end ------------------------------------------------
+// ---- the wait and test families ----------------------------------------------
 
+/// A call of the wait and test families finished with its requests: a
+/// wait always (its `flag` NULL), a test when its flag says so.
+///
 /// # Safety
-/// MPI's MPI_Init contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
-    let rc = traced(
-        MpiOp::Init,
-        || call_real!(PMPI_INIT, InitFn, MPI_ERR_INTERN; argc, argv),
-        |_| {},
-    );
-    if rc == MPI_SUCCESS {
-        initialized();
-    }
-    rc
+/// `flag` is NULL or the flag the library wrote.
+unsafe fn finished(flag: *const c_int) -> bool {
+    flag.is_null() || *flag != 0
 }
 
+/// MPI_Waitall and MPI_Testall (`flag` NULL for the wait), and MPI_Wait
+/// and MPI_Test as these on one request; `call` is the library's, given
+/// the statuses to pass.
+///
 /// # Safety
-/// MPI's MPI_Init_thread contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_init_thread(
-    argc: *mut c_int,
-    argv: *mut *mut *mut c_char,
-    required: c_int,
-    provided: *mut c_int,
-) -> c_int {
-    let rc = traced(
-        MpiOp::InitThread,
-        || call_real!(PMPI_INIT_THREAD, InitThreadFn, MPI_ERR_INTERN; argc, argv, required, provided),
-        |_| {},
-    );
-    if rc == MPI_SUCCESS {
-        initialized();
-    }
-    rc
-}
-
-/// # Safety
-/// MPI's MPI_Finalize contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_finalize() -> c_int {
-    FINALIZING.store(true, Ordering::Release);
-    traced(
-        MpiOp::Finalize,
-        || call_real!(PMPI_FINALIZE, NoArgFn, MPI_ERR_INTERN;),
-        |_| {},
-    )
-}
-
-// ---- the hooks: point to point -------------------------------------------------
-
-/// A blocking send of the Send family.
+/// MPI's contract of these functions.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn blocking_send(
+unsafe fn completing_all(
     op: MpiOp,
-    real: &Real,
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    traced(
-        op,
-        || call_real!(real, SendFn, MPI_ERR_INTERN; buf, count, datatype, dest, tag, comm),
-        |e| sent(e, count, datatype, dest, tag, comm),
-    )
-}
-
-/// A nonblocking send of the Isend family: a request handle given out
-/// again is no pending receive any more.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn nonblocking_send(
-    op: MpiOp,
-    real: &Real,
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    let rc = traced(
-        op,
-        || call_real!(real, IsendFn, MPI_ERR_INTERN; buf, count, datatype, dest, tag, comm, request),
-        |e| sent(e, count, datatype, dest, tag, comm),
-    );
-    if rc == MPI_SUCCESS && !request.is_null() {
-        forget(*request as usize);
-    }
-    rc
-}
-
-/// # Safety
-/// MPI's MPI_Send contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_send(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    blocking_send(
-        MpiOp::Send,
-        &PMPI_SEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Bsend contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_bsend(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    blocking_send(
-        MpiOp::Bsend,
-        &PMPI_BSEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Ssend contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_ssend(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    blocking_send(
-        MpiOp::Ssend,
-        &PMPI_SSEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Rsend contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_rsend(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-) -> c_int {
-    blocking_send(
-        MpiOp::Rsend,
-        &PMPI_RSEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Isend contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_isend(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    nonblocking_send(
-        MpiOp::Isend,
-        &PMPI_ISEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-        request,
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Ibsend contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_ibsend(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    nonblocking_send(
-        MpiOp::Ibsend,
-        &PMPI_IBSEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-        request,
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Issend contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_issend(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    nonblocking_send(
-        MpiOp::Issend,
-        &PMPI_ISSEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-        request,
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Irsend contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_irsend(
-    buf: Buffer,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    nonblocking_send(
-        MpiOp::Irsend,
-        &PMPI_IRSEND,
-        buf,
-        count,
-        datatype,
-        dest,
-        tag,
-        comm,
-        request,
-    )
-}
-
-/// The status to give the library: the program's, or one of ours when it
-/// ignores it and the call is recorded (the bytes and source are in it).
-fn status_for(program: *mut Status, own: &mut Status) -> *mut Status {
-    if program.is_null() && lifecycle::recording_mpi() {
-        own
-    } else {
-        program
-    }
-}
-
-/// # Safety
-/// MPI's MPI_Recv contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_recv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    source: c_int,
-    tag: c_int,
-    comm: Handle,
-    status: *mut Status,
-) -> c_int {
-    let mut own = Status::EMPTY;
-    let status = status_for(status, &mut own);
-    traced(
-        MpiOp::Recv,
-        || call_real!(PMPI_RECV, RecvFn, MPI_ERR_INTERN; buf, count, datatype, source, tag, comm, status),
-        |e| received(e, status, comm),
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Irecv contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_irecv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    source: c_int,
-    tag: c_int,
-    comm: Handle,
-    request: *mut Handle,
-) -> c_int {
-    traced(
-        MpiOp::Irecv,
-        || call_real!(PMPI_IRECV, IrecvFn, MPI_ERR_INTERN; buf, count, datatype, source, tag, comm, request),
-        |e| {
-            e.receives = 1;
-            e.source = world_rank(comm, source);
-            e.tag = tag;
-            e.comm = comm_number(comm);
-            let group = match comm as usize == world() {
-                true => Some(0),
-                false => peer_group(comm),
-            };
-            // SAFETY: the call succeeded: the library wrote the request.
-            let handle = unsafe { *request } as usize;
-            if let Some(group) = group {
-                if !remember(handle, group, e.comm) && group != 0 {
-                    free_group(group);
-                }
-            }
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Sendrecv contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_sendrecv(
-    sendbuf: Buffer,
-    sendcount: c_int,
-    sendtype: Handle,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    source: c_int,
-    recvtag: c_int,
-    comm: Handle,
-    status: *mut Status,
-) -> c_int {
-    let mut own = Status::EMPTY;
-    let status = status_for(status, &mut own);
-    traced(
-        MpiOp::Sendrecv,
-        || {
-            call_real!(PMPI_SENDRECV, SendrecvFn, MPI_ERR_INTERN;
-                sendbuf, sendcount, sendtype, dest, sendtag,
-                recvbuf, recvcount, recvtype, source, recvtag, comm, status)
-        },
-        |e| {
-            received(e, status, comm);
-            sent(e, sendcount, sendtype, dest, sendtag, comm);
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Sendrecv_replace contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: Handle,
-    status: *mut Status,
-) -> c_int {
-    let mut own = Status::EMPTY;
-    let status = status_for(status, &mut own);
-    traced(
-        MpiOp::SendrecvReplace,
-        || {
-            call_real!(PMPI_SENDRECV_REPLACE, SendrecvReplaceFn, MPI_ERR_INTERN;
-                buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
-        },
-        |e| {
-            received(e, status, comm);
-            sent(e, count, datatype, dest, sendtag, comm);
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Probe contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_probe(
-    source: c_int,
-    tag: c_int,
-    comm: Handle,
-    status: *mut Status,
-) -> c_int {
-    traced(
-        MpiOp::Probe,
-        || call_real!(PMPI_PROBE, ProbeFn, MPI_ERR_INTERN; source, tag, comm, status),
-        |e| {
-            e.source = world_rank(comm, source);
-            e.tag = tag;
-            e.comm = comm_number(comm);
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Iprobe contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_iprobe(
-    source: c_int,
-    tag: c_int,
-    comm: Handle,
-    flag: *mut c_int,
-    status: *mut Status,
-) -> c_int {
-    traced(
-        MpiOp::Iprobe,
-        || call_real!(PMPI_IPROBE, IprobeFn, MPI_ERR_INTERN; source, tag, comm, flag, status),
-        |e| {
-            e.source = world_rank(comm, source);
-            e.tag = tag;
-            e.comm = comm_number(comm);
-        },
-    )
-}
-
-// ---- the hooks: completing requests ------------------------------------------
-
-/// # Safety
-/// MPI's MPI_Wait contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_wait(request: *mut Handle, status: *mut Status) -> c_int {
-    completing(
-        MpiOp::Wait,
-        1,
-        request,
-        |scratch, any| {
-            let passed = scratch.statuses_for(status, any);
-            call_real!(PMPI_WAIT, WaitFn, MPI_ERR_INTERN; request, passed)
-        },
-        |_, scratch| {
-            let passed = scratch.statuses_for(status, true);
-            scratch.complete(0, passed);
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Waitall contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_waitall(
     count: c_int,
     requests: *mut Handle,
+    flag: *mut c_int,
     statuses: *mut Status,
+    call: impl FnOnce(*mut Status) -> c_int,
 ) -> c_int {
     let n = usize::try_from(count).unwrap_or(0);
     completing(
-        MpiOp::Waitall,
+        op,
         n,
         requests,
-        |scratch, any| {
-            let passed = scratch.statuses_for(statuses, any);
-            call_real!(PMPI_WAITALL, WaitallFn, MPI_ERR_INTERN; count, requests, passed)
-        },
+        |scratch, any| call(scratch.statuses_for(statuses, any)),
         |_, scratch| {
-            let passed = scratch.statuses_for(statuses, true);
-            for i in 0..count {
-                scratch.complete(i, status_at(passed, i));
+            // SAFETY: the call succeeded: the library wrote the flag.
+            if unsafe { finished(flag) } {
+                let passed = scratch.statuses_for(statuses, true);
+                for i in 0..count {
+                    scratch.complete(i, status_at(passed, i));
+                }
             }
         },
     )
@@ -1576,173 +1257,49 @@ fn one_status(program: *mut Status, own: *mut Status, any: bool) -> *mut Status 
     }
 }
 
-/// # Safety
-/// MPI's MPI_Waitany contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_waitany(
-    count: c_int,
-    requests: *mut Handle,
-    index: *mut c_int,
-    status: *mut Status,
-) -> c_int {
-    let n = usize::try_from(count).unwrap_or(0);
-    let mut own = Status::EMPTY;
-    let own: *mut Status = &mut own;
-    completing(
-        MpiOp::Waitany,
-        n,
-        requests,
-        |_, any| {
-            let passed = one_status(status, own, any);
-            call_real!(PMPI_WAITANY, WaitanyFn, MPI_ERR_INTERN; count, requests, index, passed)
-        },
-        |_, scratch| {
-            let passed = one_status(status, own, true);
-            // SAFETY: the call succeeded: the library wrote the index.
-            let completed = unsafe { *index };
-            if completed != MPI_UNDEFINED {
-                scratch.complete(completed, passed);
-            }
-        },
-    )
-}
-
-/// The completed requests of MPI_Waitsome and MPI_Testsome.
+/// MPI_Waitany and MPI_Testany (`flag` NULL for the wait); `call` is the
+/// library's, given the status to pass.
 ///
 /// # Safety
-/// On success the library wrote `outcount` and that many `indices`.
-unsafe fn complete_some(
-    scratch: &mut Scratch<'_>,
-    outcount: *const c_int,
-    indices: *const c_int,
-    statuses: *mut Status,
-) {
-    let finished = *outcount;
-    if finished == MPI_UNDEFINED || indices.is_null() {
-        return;
-    }
-    let passed = scratch.statuses_for(statuses, true);
-    for k in 0..finished.max(0) {
-        scratch.complete(*indices.add(k as usize), status_at(passed, k));
-    }
-}
-
-/// # Safety
-/// MPI's MPI_Waitsome contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_waitsome(
-    incount: c_int,
-    requests: *mut Handle,
-    outcount: *mut c_int,
-    indices: *mut c_int,
-    statuses: *mut Status,
-) -> c_int {
-    let n = usize::try_from(incount).unwrap_or(0);
-    completing(
-        MpiOp::Waitsome,
-        n,
-        requests,
-        |scratch, any| {
-            let passed = scratch.statuses_for(statuses, any);
-            call_real!(PMPI_WAITSOME, WaitsomeFn, MPI_ERR_INTERN; incount, requests, outcount, indices, passed)
-        },
-        // SAFETY: the call succeeded.
-        |_, scratch| unsafe { complete_some(scratch, outcount, indices, statuses) },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Test contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_test(
-    request: *mut Handle,
-    flag: *mut c_int,
-    status: *mut Status,
-) -> c_int {
-    completing(
-        MpiOp::Test,
-        1,
-        request,
-        |scratch, any| {
-            let passed = scratch.statuses_for(status, any);
-            call_real!(PMPI_TEST, TestFn, MPI_ERR_INTERN; request, flag, passed)
-        },
-        |_, scratch| {
-            // SAFETY: the call succeeded: the library wrote the flag.
-            if unsafe { *flag } != 0 {
-                let passed = scratch.statuses_for(status, true);
-                scratch.complete(0, passed);
-            }
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Testall contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_testall(
-    count: c_int,
-    requests: *mut Handle,
-    flag: *mut c_int,
-    statuses: *mut Status,
-) -> c_int {
-    let n = usize::try_from(count).unwrap_or(0);
-    completing(
-        MpiOp::Testall,
-        n,
-        requests,
-        |scratch, any| {
-            let passed = scratch.statuses_for(statuses, any);
-            call_real!(PMPI_TESTALL, TestallFn, MPI_ERR_INTERN; count, requests, flag, passed)
-        },
-        |_, scratch| {
-            // SAFETY: the call succeeded: the library wrote the flag.
-            if unsafe { *flag } != 0 {
-                let passed = scratch.statuses_for(statuses, true);
-                for i in 0..count {
-                    scratch.complete(i, status_at(passed, i));
-                }
-            }
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Testany contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_testany(
+/// MPI's contract of these functions.
+#[inline(always)]
+unsafe fn completing_any(
+    op: MpiOp,
     count: c_int,
     requests: *mut Handle,
     index: *mut c_int,
     flag: *mut c_int,
     status: *mut Status,
+    call: impl FnOnce(*mut Status) -> c_int,
 ) -> c_int {
     let n = usize::try_from(count).unwrap_or(0);
     let mut own = Status::EMPTY;
     let own: *mut Status = &mut own;
     completing(
-        MpiOp::Testany,
+        op,
         n,
         requests,
-        |_, any| {
-            let passed = one_status(status, own, any);
-            call_real!(PMPI_TESTANY, TestanyFn, MPI_ERR_INTERN; count, requests, index, flag, passed)
-        },
+        |_, any| call(one_status(status, own, any)),
         |_, scratch| {
-            let passed = one_status(status, own, true);
             // SAFETY: the call succeeded: the library wrote flag and index.
-            let (done, completed) = unsafe { (*flag, *index) };
-            if done != 0 && completed != MPI_UNDEFINED {
-                scratch.complete(completed, passed);
+            let (done, completed) = unsafe { (finished(flag), *index) };
+            if done && completed != MPI_UNDEFINED {
+                scratch.complete(completed, one_status(status, own, true));
             }
         },
     )
 }
 
+/// MPI_Waitsome and MPI_Testsome: the requests the call completed are
+/// the first `outcount` of `indices`.
+///
 /// # Safety
-/// MPI's MPI_Testsome contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_testsome(
+/// MPI's contract of these functions.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn completing_some(
+    op: MpiOp,
+    real: &Real,
     incount: c_int,
     requests: *mut Handle,
     outcount: *mut c_int,
@@ -1751,648 +1308,27 @@ pub(crate) unsafe extern "C" fn hook_testsome(
 ) -> c_int {
     let n = usize::try_from(incount).unwrap_or(0);
     completing(
-        MpiOp::Testsome,
+        op,
         n,
         requests,
         |scratch, any| {
             let passed = scratch.statuses_for(statuses, any);
-            call_real!(PMPI_TESTSOME, WaitsomeFn, MPI_ERR_INTERN; incount, requests, outcount, indices, passed)
+            call_real!(real, WaitsomeFn, MPI_ERR_INTERN; incount, requests, outcount, indices, passed)
         },
-        // SAFETY: the call succeeded.
-        |_, scratch| unsafe { complete_some(scratch, outcount, indices, statuses) },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Request_free contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_request_free(request: *mut Handle) -> c_int {
-    if !request.is_null() {
-        forget(*request as usize);
-    }
-    traced(
-        MpiOp::RequestFree,
-        || call_real!(PMPI_REQUEST_FREE, RequestFreeFn, MPI_ERR_INTERN; request),
-        |_| {},
-    )
-}
-
-// ---- the hooks: collectives ----------------------------------------------------
-
-/// # Safety
-/// MPI's MPI_Barrier contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_barrier(comm: Handle) -> c_int {
-    traced(
-        MpiOp::Barrier,
-        || call_real!(PMPI_BARRIER, CommFn, MPI_ERR_INTERN; comm),
-        |e| e.comm = comm_number(comm),
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Bcast contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_bcast(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Bcast,
-        || call_real!(PMPI_BCAST, BcastFn, MPI_ERR_INTERN; buf, count, datatype, root, comm),
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
+        |_, scratch| {
+            // SAFETY: the call succeeded: the library wrote `outcount`
+            // and that many indices.
+            let finished = unsafe { *outcount };
+            if finished == MPI_UNDEFINED || indices.is_null() {
                 return;
-            };
-            let n = bytes_of(count, datatype);
-            let sends = if rank == root { size } else { 0 };
-            collective(
-                e,
-                comm,
-                Some(root),
-                Collective {
-                    sends,
-                    bytes_sent: n * u64::from(sends),
-                    receives: 1,
-                    bytes_received: n,
-                },
-            );
+            }
+            let passed = scratch.statuses_for(statuses, true);
+            for k in 0..finished.max(0) {
+                // SAFETY: as above.
+                let index = unsafe { *indices.add(k as usize) };
+                scratch.complete(index, status_at(passed, k));
+            }
         },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Reduce contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_reduce(
-    sendbuf: Buffer,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    op: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Reduce,
-        || call_real!(PMPI_REDUCE, ReduceFn, MPI_ERR_INTERN; sendbuf, recvbuf, count, datatype, op, root, comm),
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
-                return;
-            };
-            let n = bytes_of(count, datatype);
-            let receives = if rank == root { size } else { 0 };
-            collective(
-                e,
-                comm,
-                Some(root),
-                Collective {
-                    sends: 1,
-                    bytes_sent: n,
-                    receives,
-                    bytes_received: n * u64::from(receives),
-                },
-            );
-        },
-    )
-}
-
-/// Every rank sends G messages of `n` bytes and receives G of `n`
-/// (MPI_Allreduce, MPI_Scan, MPI_Exscan).
-fn all_to_all_of(e: &mut MpiEvent, comm: Handle, n: u64) {
-    let Some((_, size)) = place_in(comm) else {
-        return;
-    };
-    collective(
-        e,
-        comm,
-        None,
-        Collective {
-            sends: size,
-            bytes_sent: n * u64::from(size),
-            receives: size,
-            bytes_received: n * u64::from(size),
-        },
-    );
-}
-
-/// # Safety
-/// MPI's MPI_Allreduce contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_allreduce(
-    sendbuf: Buffer,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Allreduce,
-        || call_real!(PMPI_ALLREDUCE, AllreduceFn, MPI_ERR_INTERN; sendbuf, recvbuf, count, datatype, op, comm),
-        |e| all_to_all_of(e, comm, bytes_of(count, datatype)),
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Scan contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_scan(
-    sendbuf: Buffer,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Scan,
-        || call_real!(PMPI_SCAN, AllreduceFn, MPI_ERR_INTERN; sendbuf, recvbuf, count, datatype, op, comm),
-        |e| all_to_all_of(e, comm, bytes_of(count, datatype)),
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Exscan contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_exscan(
-    sendbuf: Buffer,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Exscan,
-        || call_real!(PMPI_EXSCAN, AllreduceFn, MPI_ERR_INTERN; sendbuf, recvbuf, count, datatype, op, comm),
-        |e| all_to_all_of(e, comm, bytes_of(count, datatype)),
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Gather contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_gather(
-    sendbuf: Buffer,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Gather,
-        || {
-            call_real!(PMPI_GATHER, GatherFn, MPI_ERR_INTERN;
-                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
-        },
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
-                return;
-            };
-            let at_root = rank == root;
-            let piece = match in_place(sendbuf) && at_root {
-                true => bytes_of(recvcount, recvtype),
-                false => bytes_of(sendcount, sendtype),
-            };
-            let receives = if at_root { size } else { 0 };
-            let each = if at_root {
-                bytes_of(recvcount, recvtype)
-            } else {
-                0
-            };
-            collective(
-                e,
-                comm,
-                Some(root),
-                Collective {
-                    sends: 1,
-                    bytes_sent: piece,
-                    receives,
-                    bytes_received: each * u64::from(receives),
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Gatherv contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_gatherv(
-    sendbuf: Buffer,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Gatherv,
-        || {
-            call_real!(PMPI_GATHERV, GathervFn, MPI_ERR_INTERN;
-                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm)
-        },
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
-                return;
-            };
-            let at_root = rank == root;
-            let piece = match in_place(sendbuf) && at_root {
-                // SAFETY: the root's counts, one per rank.
-                true => bytes_of(unsafe { *recvcounts.add(rank as usize) }, recvtype),
-                false => bytes_of(sendcount, sendtype),
-            };
-            let (receives, bytes_received) = match at_root {
-                // SAFETY: the root's counts, one per rank.
-                true => (size, unsafe { bytes_of_counts(recvcounts, size, recvtype) }),
-                false => (0, 0),
-            };
-            collective(
-                e,
-                comm,
-                Some(root),
-                Collective {
-                    sends: 1,
-                    bytes_sent: piece,
-                    receives,
-                    bytes_received,
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Scatter contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_scatter(
-    sendbuf: Buffer,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Scatter,
-        || {
-            call_real!(PMPI_SCATTER, GatherFn, MPI_ERR_INTERN;
-                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
-        },
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
-                return;
-            };
-            let at_root = rank == root;
-            let sends = if at_root { size } else { 0 };
-            let each = if at_root {
-                bytes_of(sendcount, sendtype)
-            } else {
-                0
-            };
-            let piece = match in_place(recvbuf) && at_root {
-                true => bytes_of(sendcount, sendtype),
-                false => bytes_of(recvcount, recvtype),
-            };
-            collective(
-                e,
-                comm,
-                Some(root),
-                Collective {
-                    sends,
-                    bytes_sent: each * u64::from(sends),
-                    receives: 1,
-                    bytes_received: piece,
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Scatterv contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_scatterv(
-    sendbuf: Buffer,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    root: c_int,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Scatterv,
-        || {
-            call_real!(PMPI_SCATTERV, ScattervFn, MPI_ERR_INTERN;
-                sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm)
-        },
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
-                return;
-            };
-            let at_root = rank == root;
-            let (sends, bytes_sent) = match at_root {
-                // SAFETY: the root's counts, one per rank.
-                true => (size, unsafe { bytes_of_counts(sendcounts, size, sendtype) }),
-                false => (0, 0),
-            };
-            let piece = match in_place(recvbuf) && at_root {
-                // SAFETY: the root's counts, one per rank.
-                true => bytes_of(unsafe { *sendcounts.add(rank as usize) }, sendtype),
-                false => bytes_of(recvcount, recvtype),
-            };
-            collective(
-                e,
-                comm,
-                Some(root),
-                Collective {
-                    sends,
-                    bytes_sent,
-                    receives: 1,
-                    bytes_received: piece,
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Allgather contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_allgather(
-    sendbuf: Buffer,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Allgather,
-        || {
-            call_real!(PMPI_ALLGATHER, AllgatherFn, MPI_ERR_INTERN;
-                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-        },
-        |e| {
-            let Some((_, size)) = place_in(comm) else {
-                return;
-            };
-            let piece = match in_place(sendbuf) {
-                true => bytes_of(recvcount, recvtype),
-                false => bytes_of(sendcount, sendtype),
-            };
-            let g = u64::from(size);
-            collective(
-                e,
-                comm,
-                None,
-                Collective {
-                    sends: size,
-                    bytes_sent: piece * g,
-                    receives: size,
-                    bytes_received: bytes_of(recvcount, recvtype) * g,
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Allgatherv contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_allgatherv(
-    sendbuf: Buffer,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Allgatherv,
-        || {
-            call_real!(PMPI_ALLGATHERV, AllgathervFn, MPI_ERR_INTERN;
-                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
-        },
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
-                return;
-            };
-            let piece = match in_place(sendbuf) {
-                // SAFETY: counts, one per rank.
-                true => bytes_of(unsafe { *recvcounts.add(rank as usize) }, recvtype),
-                false => bytes_of(sendcount, sendtype),
-            };
-            collective(
-                e,
-                comm,
-                None,
-                Collective {
-                    sends: size,
-                    bytes_sent: piece * u64::from(size),
-                    receives: size,
-                    // SAFETY: counts, one per rank.
-                    bytes_received: unsafe { bytes_of_counts(recvcounts, size, recvtype) },
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Alltoall contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_alltoall(
-    sendbuf: Buffer,
-    sendcount: c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Alltoall,
-        || {
-            call_real!(PMPI_ALLTOALL, AllgatherFn, MPI_ERR_INTERN;
-                sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
-        },
-        |e| {
-            let Some((_, size)) = place_in(comm) else {
-                return;
-            };
-            let piece = match in_place(sendbuf) {
-                true => bytes_of(recvcount, recvtype),
-                false => bytes_of(sendcount, sendtype),
-            };
-            let g = u64::from(size);
-            collective(
-                e,
-                comm,
-                None,
-                Collective {
-                    sends: size,
-                    bytes_sent: piece * g,
-                    receives: size,
-                    bytes_received: bytes_of(recvcount, recvtype) * g,
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Alltoallv contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_alltoallv(
-    sendbuf: Buffer,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: Handle,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::Alltoallv,
-        || {
-            call_real!(PMPI_ALLTOALLV, AlltoallvFn, MPI_ERR_INTERN;
-                sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm)
-        },
-        |e| {
-            let Some((_, size)) = place_in(comm) else {
-                return;
-            };
-            // SAFETY: counts, one per rank.
-            let received = unsafe { bytes_of_counts(recvcounts, size, recvtype) };
-            let sent = match in_place(sendbuf) {
-                true => received,
-                // SAFETY: counts, one per rank.
-                false => unsafe { bytes_of_counts(sendcounts, size, sendtype) },
-            };
-            collective(
-                e,
-                comm,
-                None,
-                Collective {
-                    sends: size,
-                    bytes_sent: sent,
-                    receives: size,
-                    bytes_received: received,
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Reduce_scatter contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_reduce_scatter(
-    sendbuf: Buffer,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::ReduceScatter,
-        || {
-            call_real!(PMPI_REDUCE_SCATTER, ReduceScatterFn, MPI_ERR_INTERN;
-                sendbuf, recvbuf, recvcounts, datatype, op, comm)
-        },
-        |e| {
-            let Some((rank, size)) = place_in(comm) else {
-                return;
-            };
-            // SAFETY: counts, one per rank.
-            let (whole, mine) = unsafe {
-                (
-                    bytes_of_counts(recvcounts, size, datatype),
-                    bytes_of(*recvcounts.add(rank as usize), datatype),
-                )
-            };
-            collective(
-                e,
-                comm,
-                None,
-                Collective {
-                    sends: size,
-                    bytes_sent: whole,
-                    receives: size,
-                    bytes_received: mine * u64::from(size),
-                },
-            );
-        },
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Reduce_scatter_block contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_reduce_scatter_block(
-    sendbuf: Buffer,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    datatype: Handle,
-    op: Handle,
-    comm: Handle,
-) -> c_int {
-    traced(
-        MpiOp::ReduceScatterBlock,
-        || {
-            call_real!(PMPI_REDUCE_SCATTER_BLOCK, AllreduceFn, MPI_ERR_INTERN;
-                sendbuf, recvbuf, recvcount, datatype, op, comm)
-        },
-        |e| all_to_all_of(e, comm, bytes_of(recvcount, datatype)),
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Win_fence contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_win_fence(assert: c_int, win: Handle) -> c_int {
-    traced(
-        MpiOp::WinFence,
-        || call_real!(PMPI_WIN_FENCE, WinFenceFn, MPI_ERR_INTERN; assert, win),
-        |_| {},
-    )
-}
-
-/// # Safety
-/// MPI's MPI_Win_lock contract.
-#[inline(never)]
-pub(crate) unsafe extern "C" fn hook_win_lock(
-    lock_type: c_int,
-    rank: c_int,
-    assert: c_int,
-    win: Handle,
-) -> c_int {
-    traced(
-        MpiOp::WinLock,
-        || call_real!(PMPI_WIN_LOCK, WinLockFn, MPI_ERR_INTERN; lock_type, rank, assert, win),
-        |_| {},
     )
 }
 
@@ -2401,102 +1337,288 @@ pub(crate) unsafe extern "C" fn hook_win_lock(
 // attached collector patches GOT entries with the hooks instead). The
 // real functions are the library's PMPI_ entries, not the next definition
 // of these names: no `Real` for got.rs to resolve.
+//
+// An entry `MPI_X(arguments) = hook_x { body }` defines the hook `hook_x`
+// with that body. One `MPI_X(arguments) = hook_x: Op by PMPI_X, describe`
+// defines it as the call of PMPI_X with the same arguments, `traced` as
+// `Op` with `describe`;
+// `with status` passes the library a status of the hook's own when the
+// program ignores it and the call is recorded (the bytes and source are
+// in it); `then after` runs `after` when the call succeeded, recorded or
+// not.
 
-interposed! {
-    MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int = hook_init, None;
+macro_rules! mpi_hooks {
+    ($(
+        $name:ident($($arg:ident: $ty:ty),* $(,)?) = $hook:ident $($body:block)?
+            $(: $op:ident by $real:ident $(with $status:ident)?, $describe:expr
+                $(, then $after:expr)?)?;
+    )*) => {
+        $(hook! {
+            $name $hook ($($arg: $ty),*)
+            $(traced $op $real [$($status)?] ($describe) $(($after))?)?
+            $(written $body)?
+        })*
+        interposed! {
+            $( $name($($arg: $ty),*) -> c_int = $hook, None; )*
+        }
+    };
+}
+
+macro_rules! hook {
+    ($name:ident $hook:ident ($($arg:ident: $ty:ty),*) written $body:block) => {
+        /// # Safety
+        #[doc = concat!("MPI's ", stringify!($name), " contract.")]
+        #[inline(never)]
+        pub(crate) unsafe extern "C" fn $hook($($arg: $ty),*) -> c_int $body
+    };
+    ($name:ident $hook:ident ($($arg:ident: $ty:ty),*)
+        traced $op:ident $real:ident [$($status:ident)?] ($describe:expr) $(($after:expr))?) => {
+        /// # Safety
+        #[doc = concat!("MPI's ", stringify!($name), " contract.")]
+        #[inline(never)]
+        pub(crate) unsafe extern "C" fn $hook($($arg: $ty),*) -> c_int {
+            $(
+                let mut own = Status::EMPTY;
+                let $status = status_for($status, &mut own);
+            )?
+            let rc = traced(
+                MpiOp::$op,
+                || call_real!($real, unsafe extern "C" fn($($ty),*) -> c_int, MPI_ERR_INTERN;
+                    $($arg),*),
+                $describe,
+            );
+            $(if rc == MPI_SUCCESS {
+                $after;
+            })?
+            rc
+        }
+    };
+}
+
+mpi_hooks! {
+    MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) = hook_init:
+        Init by PMPI_INIT, |_| {}, then initialized();
     MPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int,
-                    provided: *mut c_int) -> c_int = hook_init_thread, None;
-    MPI_Finalize() -> c_int = hook_finalize, None;
+                    provided: *mut c_int) = hook_init_thread:
+        InitThread by PMPI_INIT_THREAD, |_| {}, then initialized();
+    MPI_Finalize() = hook_finalize {
+        FINALIZING.store(true, Ordering::Release);
+        traced(
+            MpiOp::Finalize,
+            || call_real!(PMPI_FINALIZE, NoArgFn, MPI_ERR_INTERN;),
+            |_| {},
+        )
+    };
+
+    // Point to point.
     MPI_Send(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-             comm: Handle) -> c_int = hook_send, None;
+             comm: Handle) = hook_send:
+        Send by PMPI_SEND, |e| sent(e, count, datatype, dest, tag, comm);
     MPI_Bsend(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-              comm: Handle) -> c_int = hook_bsend, None;
+              comm: Handle) = hook_bsend:
+        Bsend by PMPI_BSEND, |e| sent(e, count, datatype, dest, tag, comm);
     MPI_Ssend(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-              comm: Handle) -> c_int = hook_ssend, None;
+              comm: Handle) = hook_ssend:
+        Ssend by PMPI_SSEND, |e| sent(e, count, datatype, dest, tag, comm);
     MPI_Rsend(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-              comm: Handle) -> c_int = hook_rsend, None;
+              comm: Handle) = hook_rsend:
+        Rsend by PMPI_RSEND, |e| sent(e, count, datatype, dest, tag, comm);
     MPI_Isend(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-              comm: Handle, request: *mut Handle) -> c_int = hook_isend, None;
+              comm: Handle, request: *mut Handle) = hook_isend:
+        Isend by PMPI_ISEND, |e| sent(e, count, datatype, dest, tag, comm),
+        then given_out(request);
     MPI_Ibsend(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-               comm: Handle, request: *mut Handle) -> c_int = hook_ibsend, None;
+               comm: Handle, request: *mut Handle) = hook_ibsend:
+        Ibsend by PMPI_IBSEND, |e| sent(e, count, datatype, dest, tag, comm),
+        then given_out(request);
     MPI_Issend(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-               comm: Handle, request: *mut Handle) -> c_int = hook_issend, None;
+               comm: Handle, request: *mut Handle) = hook_issend:
+        Issend by PMPI_ISSEND, |e| sent(e, count, datatype, dest, tag, comm),
+        then given_out(request);
     MPI_Irsend(buf: Buffer, count: c_int, datatype: Handle, dest: c_int, tag: c_int,
-               comm: Handle, request: *mut Handle) -> c_int = hook_irsend, None;
+               comm: Handle, request: *mut Handle) = hook_irsend:
+        Irsend by PMPI_IRSEND, |e| sent(e, count, datatype, dest, tag, comm),
+        then given_out(request);
     MPI_Recv(buf: *mut c_void, count: c_int, datatype: Handle, source: c_int, tag: c_int,
-             comm: Handle, status: *mut Status) -> c_int = hook_recv, None;
+             comm: Handle, status: *mut Status) = hook_recv:
+        Recv by PMPI_RECV with status, |e| received(e, status, comm);
     MPI_Irecv(buf: *mut c_void, count: c_int, datatype: Handle, source: c_int, tag: c_int,
-              comm: Handle, request: *mut Handle) -> c_int = hook_irecv, None;
+              comm: Handle, request: *mut Handle) = hook_irecv:
+        // SAFETY: the call succeeded: the library wrote the request.
+        Irecv by PMPI_IRECV, |e| unsafe { posted(e, source, tag, comm, request) };
     MPI_Sendrecv(sendbuf: Buffer, sendcount: c_int, sendtype: Handle, dest: c_int,
                  sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
-                 source: c_int, recvtag: c_int, comm: Handle, status: *mut Status) -> c_int =
-        hook_sendrecv, None;
+                 source: c_int, recvtag: c_int, comm: Handle, status: *mut Status) =
+        hook_sendrecv:
+        Sendrecv by PMPI_SENDRECV with status, |e| {
+            received(e, status, comm);
+            sent(e, sendcount, sendtype, dest, sendtag, comm);
+        };
     MPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: Handle, dest: c_int,
                          sendtag: c_int, source: c_int, recvtag: c_int, comm: Handle,
-                         status: *mut Status) -> c_int = hook_sendrecv_replace, None;
-    MPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut Status) -> c_int =
-        hook_probe, None;
+                         status: *mut Status) = hook_sendrecv_replace:
+        SendrecvReplace by PMPI_SENDRECV_REPLACE with status, |e| {
+            received(e, status, comm);
+            sent(e, count, datatype, dest, sendtag, comm);
+        };
+    MPI_Probe(source: c_int, tag: c_int, comm: Handle, status: *mut Status) = hook_probe:
+        Probe by PMPI_PROBE, |e| probed(e, source, tag, comm);
     MPI_Iprobe(source: c_int, tag: c_int, comm: Handle, flag: *mut c_int,
-               status: *mut Status) -> c_int = hook_iprobe, None;
-    MPI_Wait(request: *mut Handle, status: *mut Status) -> c_int = hook_wait, None;
-    MPI_Waitall(count: c_int, requests: *mut Handle, statuses: *mut Status) -> c_int =
-        hook_waitall, None;
+               status: *mut Status) = hook_iprobe:
+        Iprobe by PMPI_IPROBE, |e| probed(e, source, tag, comm);
+
+    // Completing requests.
+    MPI_Wait(request: *mut Handle, status: *mut Status) = hook_wait {
+        completing_all(MpiOp::Wait, 1, request, null_mut(), status, |passed| {
+            call_real!(PMPI_WAIT, WaitFn, MPI_ERR_INTERN; request, passed)
+        })
+    };
+    MPI_Waitall(count: c_int, requests: *mut Handle, statuses: *mut Status) = hook_waitall {
+        completing_all(MpiOp::Waitall, count, requests, null_mut(), statuses, |passed| {
+            call_real!(PMPI_WAITALL, WaitallFn, MPI_ERR_INTERN; count, requests, passed)
+        })
+    };
     MPI_Waitany(count: c_int, requests: *mut Handle, index: *mut c_int,
-                status: *mut Status) -> c_int = hook_waitany, None;
+                status: *mut Status) = hook_waitany {
+        completing_any(MpiOp::Waitany, count, requests, index, null_mut(), status, |passed| {
+            call_real!(PMPI_WAITANY, WaitanyFn, MPI_ERR_INTERN; count, requests, index, passed)
+        })
+    };
     MPI_Waitsome(incount: c_int, requests: *mut Handle, outcount: *mut c_int,
-                 indices: *mut c_int, statuses: *mut Status) -> c_int = hook_waitsome, None;
-    MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut Status) -> c_int =
-        hook_test, None;
+                 indices: *mut c_int, statuses: *mut Status) = hook_waitsome {
+        let real = &PMPI_WAITSOME;
+        completing_some(MpiOp::Waitsome, real, incount, requests, outcount, indices, statuses)
+    };
+    MPI_Test(request: *mut Handle, flag: *mut c_int, status: *mut Status) = hook_test {
+        completing_all(MpiOp::Test, 1, request, flag, status, |passed| {
+            call_real!(PMPI_TEST, TestFn, MPI_ERR_INTERN; request, flag, passed)
+        })
+    };
     MPI_Testall(count: c_int, requests: *mut Handle, flag: *mut c_int,
-                statuses: *mut Status) -> c_int = hook_testall, None;
+                statuses: *mut Status) = hook_testall {
+        completing_all(MpiOp::Testall, count, requests, flag, statuses, |passed| {
+            call_real!(PMPI_TESTALL, TestallFn, MPI_ERR_INTERN; count, requests, flag, passed)
+        })
+    };
     MPI_Testany(count: c_int, requests: *mut Handle, index: *mut c_int, flag: *mut c_int,
-                status: *mut Status) -> c_int = hook_testany, None;
+                status: *mut Status) = hook_testany {
+        completing_any(MpiOp::Testany, count, requests, index, flag, status, |passed| {
+            call_real!(PMPI_TESTANY, TestanyFn, MPI_ERR_INTERN;
+                count, requests, index, flag, passed)
+        })
+    };
     MPI_Testsome(incount: c_int, requests: *mut Handle, outcount: *mut c_int,
-                 indices: *mut c_int, statuses: *mut Status) -> c_int = hook_testsome, None;
-    MPI_Request_free(request: *mut Handle) -> c_int = hook_request_free, None;
-    MPI_Barrier(comm: Handle) -> c_int = hook_barrier, None;
+                 indices: *mut c_int, statuses: *mut Status) = hook_testsome {
+        let real = &PMPI_TESTSOME;
+        completing_some(MpiOp::Testsome, real, incount, requests, outcount, indices, statuses)
+    };
+    MPI_Request_free(request: *mut Handle) = hook_request_free {
+        given_out(request);
+        traced(
+            MpiOp::RequestFree,
+            || call_real!(PMPI_REQUEST_FREE, RequestFreeFn, MPI_ERR_INTERN; request),
+            |_| {},
+        )
+    };
+
+    // Collectives. Counts, datatypes and buffers significant at the root
+    // only are read there only.
+    MPI_Barrier(comm: Handle) = hook_barrier:
+        Barrier by PMPI_BARRIER, |e| e.comm = comm_number(comm);
     MPI_Bcast(buf: *mut c_void, count: c_int, datatype: Handle, root: c_int,
-              comm: Handle) -> c_int = hook_bcast, None;
+              comm: Handle) = hook_bcast:
+        Bcast by PMPI_BCAST, |e| collective(e, comm, Some(root), |(rank, size)| {
+            let n = bytes_of(count, datatype);
+            Collective::to_root(size, n, (rank == root).then(|| n * u64::from(size))).reversed()
+        });
     MPI_Reduce(sendbuf: Buffer, recvbuf: *mut c_void, count: c_int, datatype: Handle,
-               op: Handle, root: c_int, comm: Handle) -> c_int = hook_reduce, None;
+               op: Handle, root: c_int, comm: Handle) = hook_reduce:
+        Reduce by PMPI_REDUCE, |e| collective(e, comm, Some(root), |(rank, size)| {
+            let n = bytes_of(count, datatype);
+            Collective::to_root(size, n, (rank == root).then(|| n * u64::from(size)))
+        });
     MPI_Allreduce(sendbuf: Buffer, recvbuf: *mut c_void, count: c_int, datatype: Handle,
-                  op: Handle, comm: Handle) -> c_int = hook_allreduce, None;
+                  op: Handle, comm: Handle) = hook_allreduce:
+        Allreduce by PMPI_ALLREDUCE, |e| collective(e, comm, None, |(_, size)| {
+            reduced_everywhere(size, bytes_of(count, datatype))
+        });
     MPI_Scan(sendbuf: Buffer, recvbuf: *mut c_void, count: c_int, datatype: Handle,
-             op: Handle, comm: Handle) -> c_int = hook_scan, None;
+             op: Handle, comm: Handle) = hook_scan:
+        Scan by PMPI_SCAN, |e| collective(e, comm, None, |(_, size)| {
+            reduced_everywhere(size, bytes_of(count, datatype))
+        });
     MPI_Exscan(sendbuf: Buffer, recvbuf: *mut c_void, count: c_int, datatype: Handle,
-               op: Handle, comm: Handle) -> c_int = hook_exscan, None;
+               op: Handle, comm: Handle) = hook_exscan:
+        Exscan by PMPI_EXSCAN, |e| collective(e, comm, None, |(_, size)| {
+            reduced_everywhere(size, bytes_of(count, datatype))
+        });
     MPI_Gather(sendbuf: Buffer, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
-               recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int =
-        hook_gather, None;
+               recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) = hook_gather:
+        Gather by PMPI_GATHER, |e| collective(e, comm, Some(root), |place| {
+            let own = Pieces::each(sendcount, sendtype);
+            gathered(place, root, sendbuf, own, Pieces::each(recvcount, recvtype))
+        });
     MPI_Gatherv(sendbuf: Buffer, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
                 recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, root: c_int,
-                comm: Handle) -> c_int = hook_gatherv, None;
+                comm: Handle) = hook_gatherv:
+        Gatherv by PMPI_GATHERV, |e| collective(e, comm, Some(root), |place| {
+            let own = Pieces::each(sendcount, sendtype);
+            gathered(place, root, sendbuf, own, Pieces::per_rank(recvcounts, recvtype))
+        });
     MPI_Scatter(sendbuf: Buffer, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
-                recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) -> c_int =
-        hook_scatter, None;
+                recvcount: c_int, recvtype: Handle, root: c_int, comm: Handle) = hook_scatter:
+        Scatter by PMPI_SCATTER, |e| collective(e, comm, Some(root), |place| {
+            let own = Pieces::each(recvcount, recvtype);
+            gathered(place, root, recvbuf, own, Pieces::each(sendcount, sendtype)).reversed()
+        });
     MPI_Scatterv(sendbuf: Buffer, sendcounts: *const c_int, displs: *const c_int,
                  sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle,
-                 root: c_int, comm: Handle) -> c_int = hook_scatterv, None;
+                 root: c_int, comm: Handle) = hook_scatterv:
+        Scatterv by PMPI_SCATTERV, |e| collective(e, comm, Some(root), |place| {
+            let own = Pieces::each(recvcount, recvtype);
+            gathered(place, root, recvbuf, own, Pieces::per_rank(sendcounts, sendtype)).reversed()
+        });
     MPI_Allgather(sendbuf: Buffer, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
-                  recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int =
-        hook_allgather, None;
+                  recvcount: c_int, recvtype: Handle, comm: Handle) = hook_allgather:
+        Allgather by PMPI_ALLGATHER, |e| collective(e, comm, None, |place| {
+            let own = Pieces::each(sendcount, sendtype);
+            gathered_everywhere(place, sendbuf, own, Pieces::each(recvcount, recvtype))
+        });
     MPI_Allgatherv(sendbuf: Buffer, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
                    recvcounts: *const c_int, displs: *const c_int, recvtype: Handle,
-                   comm: Handle) -> c_int = hook_allgatherv, None;
+                   comm: Handle) = hook_allgatherv:
+        Allgatherv by PMPI_ALLGATHERV, |e| collective(e, comm, None, |place| {
+            let own = Pieces::each(sendcount, sendtype);
+            gathered_everywhere(place, sendbuf, own, Pieces::per_rank(recvcounts, recvtype))
+        });
     MPI_Alltoall(sendbuf: Buffer, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void,
-                 recvcount: c_int, recvtype: Handle, comm: Handle) -> c_int =
-        hook_alltoall, None;
+                 recvcount: c_int, recvtype: Handle, comm: Handle) = hook_alltoall:
+        Alltoall by PMPI_ALLTOALL, |e| collective(e, comm, None, |(_, size)| {
+            let send = Pieces::each(sendcount, sendtype);
+            exchanged(size, sendbuf, send, Pieces::each(recvcount, recvtype))
+        });
     MPI_Alltoallv(sendbuf: Buffer, sendcounts: *const c_int, sdispls: *const c_int,
                   sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int,
-                  rdispls: *const c_int, recvtype: Handle, comm: Handle) -> c_int =
-        hook_alltoallv, None;
+                  rdispls: *const c_int, recvtype: Handle, comm: Handle) = hook_alltoallv:
+        Alltoallv by PMPI_ALLTOALLV, |e| collective(e, comm, None, |(_, size)| {
+            let send = Pieces::per_rank(sendcounts, sendtype);
+            exchanged(size, sendbuf, send, Pieces::per_rank(recvcounts, recvtype))
+        });
     MPI_Reduce_scatter(sendbuf: Buffer, recvbuf: *mut c_void, recvcounts: *const c_int,
-                       datatype: Handle, op: Handle, comm: Handle) -> c_int =
-        hook_reduce_scatter, None;
+                       datatype: Handle, op: Handle, comm: Handle) = hook_reduce_scatter:
+        ReduceScatter by PMPI_REDUCE_SCATTER, |e| collective(e, comm, None, |place| {
+            reduce_scattered(place, Pieces::per_rank(recvcounts, datatype))
+        });
     MPI_Reduce_scatter_block(sendbuf: Buffer, recvbuf: *mut c_void, recvcount: c_int,
-                             datatype: Handle, op: Handle, comm: Handle) -> c_int =
-        hook_reduce_scatter_block, None;
-    MPI_Win_fence(assert: c_int, win: Handle) -> c_int = hook_win_fence, None;
-    MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: Handle) -> c_int =
-        hook_win_lock, None;
+                             datatype: Handle, op: Handle, comm: Handle) =
+        hook_reduce_scatter_block:
+        ReduceScatterBlock by PMPI_REDUCE_SCATTER_BLOCK, |e| collective(e, comm, None, |place| {
+            reduce_scattered(place, Pieces::each(recvcount, datatype))
+        });
+
+    // One-sided synchronization (the transfers themselves are not traced).
+    MPI_Win_fence(assert: c_int, win: Handle) = hook_win_fence:
+        WinFence by PMPI_WIN_FENCE, |_| {};
+    MPI_Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: Handle) = hook_win_lock:
+        WinLock by PMPI_WIN_LOCK, |_| {};
 }

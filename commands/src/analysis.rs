@@ -21,6 +21,44 @@ use crate::words::Scanner;
 
 type Result<T> = std::result::Result<T, ParseError>;
 
+/// An enum of keywords: `name` gives a variant's word, which `FromStr`
+/// reads (the error says the words `expected`) and `Display` writes.
+macro_rules! keywords {
+    ($(#[$meta:meta])* $enum:ident: $expected:literal {
+        $($(#[$variant_meta:meta])* $variant:ident = $word:literal,)*
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $enum {
+            $($(#[$variant_meta])* $variant,)*
+        }
+
+        impl $enum {
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($enum::$variant => $word,)*
+                }
+            }
+        }
+
+        impl FromStr for $enum {
+            type Err = String;
+            fn from_str(text: &str) -> std::result::Result<Self, String> {
+                match text {
+                    $($word => Ok($enum::$variant),)*
+                    _ => Err(format!(concat!("expected ", $expected, ", got \"{}\""), text)),
+                }
+            }
+        }
+
+        impl fmt::Display for $enum {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
 /// One parsed analysis command line.
 ///
 /// An `Option` argument is `None` when it was left out: the command then
@@ -252,42 +290,15 @@ pub struct PathMapping {
     pub to: String,
 }
 
-/// How function names are shown (`name long|short|mangled`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NameStyle {
-    /// Demangled, with argument lists.
-    Long,
-    /// Demangled, without argument lists.
-    Short,
-    /// As in the symbol table.
-    Mangled,
-}
-
-impl NameStyle {
-    pub fn name(self) -> &'static str {
-        match self {
-            NameStyle::Long => "long",
-            NameStyle::Short => "short",
-            NameStyle::Mangled => "mangled",
-        }
-    }
-}
-
-impl FromStr for NameStyle {
-    type Err = String;
-    fn from_str(text: &str) -> std::result::Result<Self, String> {
-        match text {
-            "long" => Ok(NameStyle::Long),
-            "short" => Ok(NameStyle::Short),
-            "mangled" => Ok(NameStyle::Mangled),
-            _ => Err(format!("expected long, short or mangled, got \"{text}\"")),
-        }
-    }
-}
-
-impl fmt::Display for NameStyle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+keywords! {
+    /// How function names are shown (`name long|short|mangled`).
+    NameStyle: "long, short or mangled" {
+        /// Demangled, with argument lists.
+        Long = "long",
+        /// Demangled, without argument lists.
+        Short = "short",
+        /// As in the symbol table.
+        Mangled = "mangled",
     }
 }
 
@@ -338,77 +349,23 @@ impl fmt::Display for ExperimentSelection {
     }
 }
 
-/// er_print's compare modes: off (the experiments summed), on (each
-/// group's values side by side), delta (the others as differences from
-/// the first group's), ratio (as ratios to it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompareMode {
-    Off,
-    On,
-    Delta,
-    Ratio,
-}
-
-impl CompareMode {
-    pub fn name(self) -> &'static str {
-        match self {
-            CompareMode::Off => "off",
-            CompareMode::On => "on",
-            CompareMode::Delta => "delta",
-            CompareMode::Ratio => "ratio",
-        }
+keywords! {
+    /// er_print's compare modes: off (the experiments summed), on (each
+    /// group's values side by side), delta (the others as differences from
+    /// the first group's), ratio (as ratios to it).
+    CompareMode: "on, off, delta or ratio" {
+        Off = "off",
+        On = "on",
+        Delta = "delta",
+        Ratio = "ratio",
     }
 }
 
-impl FromStr for CompareMode {
-    type Err = String;
-    fn from_str(text: &str) -> std::result::Result<Self, String> {
-        match text {
-            "off" => Ok(CompareMode::Off),
-            "on" => Ok(CompareMode::On),
-            "delta" => Ok(CompareMode::Delta),
-            "ratio" => Ok(CompareMode::Ratio),
-            _ => Err(format!("expected on, off, delta or ratio, got \"{text}\"")),
-        }
-    }
-}
-
-impl fmt::Display for CompareMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// How reports are printed (`format text|json`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OutputFormat {
-    Text,
-    Json,
-}
-
-impl OutputFormat {
-    pub fn name(self) -> &'static str {
-        match self {
-            OutputFormat::Text => "text",
-            OutputFormat::Json => "json",
-        }
-    }
-}
-
-impl FromStr for OutputFormat {
-    type Err = String;
-    fn from_str(text: &str) -> std::result::Result<Self, String> {
-        match text {
-            "text" => Ok(OutputFormat::Text),
-            "json" => Ok(OutputFormat::Json),
-            _ => Err(format!("expected text or json, got \"{text}\"")),
-        }
-    }
-}
-
-impl fmt::Display for OutputFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+keywords! {
+    /// How reports are printed (`format text|json`).
+    OutputFormat: "text or json" {
+        Text = "text",
+        Json = "json",
     }
 }
 
@@ -558,6 +515,25 @@ const KNOWN_METRICS: &str = "totalcpu (or cpu), heapalloccnt, heapallocbytes, he
      mpitime, mpisend, mpibytessent, mpireceive, mpibytesrecv, mpiother, cpi, ipc, name, size, \
      address";
 
+/// The lists of metrics `parts` one after the other (they must hold `N`
+/// in all).
+const fn concatenated<const N: usize>(parts: &[&[MetricName]]) -> [MetricName; N] {
+    let mut all = [MetricName::Name; N];
+    let mut filled = 0;
+    let mut part = 0;
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            all[filled] = parts[part][i];
+            filled += 1;
+            i += 1;
+        }
+        part += 1;
+    }
+    assert!(filled == N, "the parts do not hold N metrics");
+    all
+}
+
 impl MetricName {
     pub fn name(self) -> &'static str {
         match self {
@@ -630,34 +606,23 @@ impl MetricName {
 
     /// The built-in metrics computed from events, in the order er_print
     /// lists them (the counters come after them, then CPI and IPC).
-    pub const DYNAMIC: [MetricName; 26] = [
-        MetricName::TotalCpu,
-        MetricName::OffCpuTime,
-        MetricName::WallTime,
-        MetricName::SyncWaitTime,
-        MetricName::SyncWaitCount,
-        MetricName::IoTime,
-        MetricName::ReadTime,
-        MetricName::WriteTime,
-        MetricName::OtherIoTime,
-        MetricName::IoErrorTime,
-        MetricName::ReadBytes,
-        MetricName::WriteBytes,
-        MetricName::ReadCount,
-        MetricName::WriteCount,
-        MetricName::OtherIoCount,
-        MetricName::IoErrorCount,
-        MetricName::Allocations,
-        MetricName::BytesAllocated,
-        MetricName::Leaks,
-        MetricName::BytesLeaked,
-        MetricName::MpiTime,
-        MetricName::MpiSends,
-        MetricName::MpiBytesSent,
-        MetricName::MpiReceives,
-        MetricName::MpiBytesReceived,
-        MetricName::MpiOtherCalls,
-    ];
+    pub const DYNAMIC: [MetricName; 26] = concatenated(&[
+        &[
+            MetricName::TotalCpu,
+            MetricName::OffCpuTime,
+            MetricName::WallTime,
+            MetricName::SyncWaitTime,
+            MetricName::SyncWaitCount,
+        ],
+        &MetricName::IO,
+        &[
+            MetricName::Allocations,
+            MetricName::BytesAllocated,
+            MetricName::Leaks,
+            MetricName::BytesLeaked,
+        ],
+        &MetricName::MPI,
+    ]);
 
     /// The MPI tracing metrics, in the order the views show them.
     pub const MPI: [MetricName; 6] = [

@@ -429,6 +429,15 @@ fn typed_event(timestamp_ns: u64, name: &str, f: &Fields<'_>) -> Result<Event, S
     })
 }
 
+/// The process's rank in MPI_COMM_WORLD and the number of ranks, from a
+/// log's `mpi` line (format 1.6, with MPI tracing); None when it has none.
+pub fn mpi_place(log: &[LogEvent]) -> Option<(u32, u32)> {
+    log.iter().find_map(|e| match e.event {
+        Event::Mpi { rank, size } => Some((rank, size)),
+        _ => None,
+    })
+}
+
 /// Parses a whole log. Only lines ending in '\n' count: a last line without one is being
 /// written (or the writer died in the middle of it) and is ignored.
 pub fn parse_log(bytes: &[u8]) -> Vec<LogEvent> {

@@ -803,10 +803,7 @@ impl Experiment {
     /// The process's rank in MPI_COMM_WORLD (the `mpi` line written when MPI_Init
     /// completed, with MPI tracing; format 1.6); None when there is none.
     pub fn mpi_rank(&self) -> Result<Option<u32>> {
-        Ok(self.log()?.into_iter().find_map(|e| match e.event {
-            Event::Mpi { rank, .. } => Some(rank),
-            _ => None,
-        }))
+        Ok(crate::log::mpi_place(&self.log()?).map(|(rank, _)| rank))
     }
 
     /// Calls `each` with every committed off-CPU event of the `offcpu` file, block by block

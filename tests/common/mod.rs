@@ -1688,3 +1688,72 @@ impl Callers {
             .unwrap_or_default()
     }
 }
+
+// ---------------------------------------------------------------------------
+// Runs of rdbx collect and rdbx analyze
+// ---------------------------------------------------------------------------
+
+/// A finished command's status, stdout and stderr, for an assertion message.
+pub fn output_text(output: &std::process::Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// `rdbx collect OPTIONS -o NAME PROGRAM ARGS` in `dir`, which must succeed.
+pub fn rdbx_collect(
+    dir: &Path,
+    name: &str,
+    options: &[&str],
+    program: &Path,
+    args: &[&str],
+) -> std::process::Output {
+    let output = Command::new(rdbx_bin())
+        .arg("collect")
+        .args(options)
+        .args(["-o", name])
+        .arg(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run rdbx collect");
+    assert!(output.status.success(), "{}", output_text(&output));
+    output
+}
+
+/// The thread CPU time a test program measured per function: its
+/// "cpu NAME SECONDS" lines (phases.c, compare.c).
+pub fn measured_cpu(stdout: &str) -> std::collections::HashMap<String, f64> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            match w.as_slice() {
+                ["cpu", name, s] => Some((name.to_string(), s.parse().ok()?)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// `rdbx analyze --json`'s output: one JSON array holding each command's
+/// document, in order.
+pub fn json_documents(stdout: &[u8]) -> Vec<serde_json::Value> {
+    match serde_json::from_slice(stdout) {
+        Ok(serde_json::Value::Array(documents)) => documents,
+        other => panic!(
+            "stdout is not one JSON array: {other:?}\n{}",
+            String::from_utf8_lossy(stdout)
+        ),
+    }
+}
+
+/// Whether `tool` is an executable file on PATH (the MPI tests need
+/// mpirun and mpicc).
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+}

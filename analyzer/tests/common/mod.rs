@@ -483,6 +483,31 @@ pub fn stripped_copy(lib: &Path, dir: &Path, new_name: &str) -> PathBuf {
     out
 }
 
+/// The entry of the list `doc[list]` (a document's rows, files,
+/// children, ...) whose name is `name`.
+pub fn named<'a>(doc: &'a serde_json::Value, list: &str, name: &str) -> &'a serde_json::Value {
+    doc[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("no list {list} in {doc}"))
+        .iter()
+        .find(|entry| entry["name"] == name)
+        .unwrap_or_else(|| panic!("{name} in {doc}"))
+}
+
+/// Where the synthetic experiments start (CLOCK_MONOTONIC).
+pub const START: u64 = 1_000_000_000;
+
+/// An experiment `dir/name` of the `seed` program (compiled into `dir`,
+/// run as pid 700) with the executable mapped at START + 1: the
+/// executable, its symbols and the experiment to fill.
+pub fn seed_synthetic(dir: &Path, name: &str) -> (PathBuf, HashMap<String, (u64, u64)>, Synthetic) {
+    let (exe, syms) = compile("seed", dir, &["-O0", "-g"]);
+    let mut expt = Synthetic::new(dir, name, &exe, 700);
+    let (lo, hi) = load_span(&exe);
+    expt.object(START + 1, &exe, 0, lo, hi);
+    (exe, syms, expt)
+}
+
 /// The span of an ELF file's loadable segments: (lowest, end of highest),
 /// page-rounded, in link-time addresses.
 pub fn load_span(path: &Path) -> (u64, u64) {
