@@ -122,10 +122,24 @@ fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
 #[derive(Default)]
 struct HeapLoad {
     entries: Vec<HeapEntry>,
-    /// The entry of each block in use, by address.
-    live: FxHashMap<u64, u32>,
+    /// The blocks in use, by address.
+    live: FxHashMap<u64, LiveBlock>,
+    /// Bytes of the blocks in use.
+    in_use: u64,
+    replay: HeapReplay,
     tally: Tally,
 }
+
+/// A block in use during the replay: its entry, and its size when that
+/// fits (`BYTES_IN_ENTRY`: read the entry), so that a map slot stays 16
+/// bytes and a free need not fetch the entry.
+#[derive(Clone, Copy)]
+struct LiveBlock {
+    entry: u32,
+    bytes: u32,
+}
+
+const BYTES_IN_ENTRY: u32 = u32::MAX;
 
 /// What loading an experiment's events found beside the events: those
 /// skipped for an impossible time, those whose stack was lost, and the
@@ -178,12 +192,58 @@ impl Tally {
 }
 
 impl HeapLoad {
-    /// The entries, those whose block was never freed marked leaked.
-    fn finish(mut self) -> Vec<HeapEntry> {
-        for entry in self.live.into_values() {
-            self.entries[entry as usize].leaked = true;
+    fn new(experiment: u16) -> HeapLoad {
+        HeapLoad {
+            replay: HeapReplay {
+                experiment,
+                ..HeapReplay::default()
+            },
+            ..HeapLoad::default()
         }
-        self.entries
+    }
+
+    /// A free of the block at `address` (not null).
+    fn free(&mut self, address: u64) {
+        self.replay.frees += 1;
+        match self.live.remove(&address) {
+            Some(block) => self.in_use -= self.bytes_of(block),
+            None => self.replay.unknown_frees += 1,
+        }
+    }
+
+    /// A block of the malloc family made at `address` (not null) at `at`:
+    /// one still in use there is replaced, as the allocator's reuse of an
+    /// address says it was freed unseen.
+    fn allocate(&mut self, entry: HeapEntry, address: u64, at: u64) {
+        let block = LiveBlock {
+            entry: self.entries.len() as u32,
+            bytes: u32::try_from(entry.bytes).unwrap_or(BYTES_IN_ENTRY),
+        };
+        self.entries.push(entry);
+        if let Some(old) = self.live.insert(address, block) {
+            self.in_use -= self.bytes_of(old);
+        }
+        self.in_use += entry.bytes;
+        if self.in_use > self.replay.peak_bytes {
+            self.replay.peak_bytes = self.in_use;
+            self.replay.peak_at_ns = at;
+        }
+    }
+
+    fn bytes_of(&self, block: LiveBlock) -> u64 {
+        match block.bytes {
+            BYTES_IN_ENTRY => self.entries[block.entry as usize].bytes,
+            bytes => u64::from(bytes),
+        }
+    }
+
+    /// The entries, those whose block was never freed marked leaked, and
+    /// what the replay found.
+    fn finish(mut self) -> (Vec<HeapEntry>, HeapReplay) {
+        for block in self.live.into_values() {
+            self.entries[block.entry as usize].leaked = true;
+        }
+        (self.entries, self.replay)
     }
 }
 
@@ -656,38 +716,40 @@ impl Builder {
         }
         if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
             // In order across threads: a free meets the block it frees.
-            let (heap, heap_stats) =
-                expt.heap_events_in_order(HeapLoad::default, |heap, record| {
-                    let e = record.event;
-                    let at = e.timestamp_ns;
-                    if !heap.tally.admit(&plausible, at, at, at) {
-                        return;
-                    }
-                    if e.op == HeapOp::Free && e.address != 0 {
-                        heap.live.remove(&e.address);
-                        return;
-                    }
-                    if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
-                        return;
-                    }
-                    let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                    let stack = heap.tally.stack(stack);
-                    heap.live.insert(e.address, heap.entries.len() as u32);
-                    heap.entries.push(HeapEntry {
-                        experiment: index,
-                        leaked: false,
-                        thread: threads.number(record.tid),
-                        time_ns: e.timestamp_ns,
-                        bytes: e.size,
-                        stack,
-                        sample: sample_of(&entry.samples, e.timestamp_ns),
-                    });
-                })?;
+            let new_load = || HeapLoad::new(index);
+            let (heap, heap_stats) = expt.heap_events_in_order(new_load, |heap, record| {
+                let e = record.event;
+                let at = e.timestamp_ns;
+                if !heap.tally.admit(&plausible, at, at, at) {
+                    return;
+                }
+                if e.op == HeapOp::Free && e.address != 0 {
+                    heap.free(e.address);
+                    return;
+                }
+                if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
+                    return;
+                }
+                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
+                let stack = heap.tally.stack(stack);
+                let allocation = HeapEntry {
+                    experiment: index,
+                    leaked: false,
+                    thread: threads.number(record.tid),
+                    time_ns: e.timestamp_ns,
+                    bytes: e.size,
+                    stack,
+                    sample: sample_of(&entry.samples, e.timestamp_ns),
+                };
+                heap.allocate(allocation, e.address, at);
+            })?;
             if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
                 self.warn(warning);
             }
             tally.add(&heap.tally);
-            self.model.heap.extend(heap.finish());
+            let (entries, replay) = heap.finish();
+            self.model.heap.extend(entries);
+            self.model.heap_replays.push(replay);
         }
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);

@@ -269,6 +269,25 @@ pub struct HeapEntry {
 
 const _: () = assert!(std::mem::size_of::<HeapEntry>() == 32);
 
+/// What replaying one experiment's heap events in order found beside its
+/// allocations (`HeapEntry`): the frees and the most bytes in use at once,
+/// for the `heap` command's totals. One per experiment that traced the
+/// heap, even one with no event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeapReplay {
+    pub experiment: u16,
+    /// Frees of a block (free(NULL) is none).
+    pub frees: u64,
+    /// Frees of blocks no traced allocation made (allocated before tracing
+    /// started, or by a call that was not recorded).
+    pub unknown_frees: u64,
+    /// The most bytes of the malloc family in use at once.
+    pub peak_bytes: u64,
+    /// When that was first reached: CLOCK_MONOTONIC, as recorded (not
+    /// relative to the model's origin).
+    pub peak_at_ns: u64,
+}
+
 /// One traced synchronization wait (the manual's "Synchronization Wait
 /// Tracing Data": Sync Wait Time, Sync Wait Count).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -525,6 +544,9 @@ pub struct Model {
     /// Heap-tracing allocations, in order of their experiments and then
     /// of their order numbers.
     pub heap: Vec<HeapEntry>,
+    /// The frees and peaks of the experiments that traced the heap, in
+    /// order of their experiments.
+    pub heap_replays: Vec<HeapReplay>,
     /// Traced synchronization waits, in order of their experiments.
     pub sync: Vec<SyncEntry>,
     /// The names symbols give the waits' objects, by experiment and address.
