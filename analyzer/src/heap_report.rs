@@ -11,7 +11,7 @@
 //! yet. Groups are by the call stack as shown (function and line of each
 //! frame), so the same path in several processes is one group.
 
-use crate::model::{FunctionKind, HeapReplay, Model, ObjectId, PcId, NO_STACK};
+use crate::model::{FunctionKind, HeapReplay, Model, ObjectId, PathWalk, PcId, NO_STACK};
 use crate::resolve::{symbolize, PcSymbol};
 use debugger::symbols::ObjectFile;
 use rustc_hash::FxHashMap;
@@ -454,10 +454,10 @@ impl ShownStacks {
     /// stack shares with the one walked before are not looked at again.
     fn of_model(&mut self, model: &Model, sums: &StackSums, mut each: impl FnMut(u32, Sums)) {
         let mut frames = ModelFrames::new(model);
-        // The stack walked last, and the node after each of its frames
-        // from the root.
-        let mut previous: &[PcId] = &[];
-        let mut path: Vec<u32> = Vec::new();
+        let mut walk = PathWalk::new(&model.stacks);
+        // Per frame of the path walked last, from the outermost: its PC
+        // and the node after it shown as a caller.
+        let mut path: Vec<(PcId, u32)> = Vec::new();
         let mut lost_placed = 0;
         let mut place_lost =
             |shown: &mut ShownStacks, until: usize, each: &mut dyn FnMut(u32, Sums)| {
@@ -468,25 +468,47 @@ impl ShownStacks {
                 }
                 lost_placed = lost_placed.max(until);
             };
-        for id in model.stacks.ids_in_arena_order() {
+        for id in model.stacks.ids_in_walk_order() {
             let stack_sums = sums.by_stack[id as usize];
-            let Some(stack) = model.stacks.get(id).filter(|_| stack_sums.count > 0) else {
+            if stack_sums.count == 0 {
+                continue;
+            }
+            place_lost(self, usize::from(sums.experiment[id as usize]), &mut each);
+            let Some(step) = walk.step(id) else {
                 continue;
             };
-            place_lost(self, usize::from(sums.experiment[id as usize]), &mut each);
-            let pcs = stack.pcs;
-            let shared = frames.shared_outer(pcs, previous);
-            path.truncate(shared);
-            let mut node = path.last().copied().unwrap_or(ROOT);
-            for depth in (0..pcs.len() - shared).rev() {
-                let frame = frames.frame(self, pcs, depth);
-                node = self.step(node, frame);
-                path.push(node);
+            path.truncate(step.kept);
+            for &pc in step.added {
+                let above = self.node_above(&mut frames, &path, pc);
+                let frame = frames.caller(self, pc);
+                let node = self.step(above, frame);
+                path.push((pc, node));
             }
+            let node = match path.split_last() {
+                Some((&(pc, _), outer)) => {
+                    let above = self.node_above(&mut frames, outer, pc);
+                    let frame = frames.leaf(self, pc);
+                    self.step(above, frame)
+                }
+                None => ROOT,
+            };
             each(node, stack_sums);
-            previous = pcs;
         }
         place_lost(self, sums.lost.len(), &mut each);
+    }
+
+    /// The node of the frames above a frame of PC `pc` whose callers are
+    /// `outer` (from the outermost): their caller's node, but below a
+    /// signal trampoline, the interrupted frame shows as a leaf.
+    fn node_above(&mut self, frames: &mut ModelFrames, outer: &[(PcId, u32)], pc: PcId) -> u32 {
+        let node_of = |level: Option<&(PcId, u32)>| level.map_or(ROOT, |&(_, node)| node);
+        match outer.split_last() {
+            Some((&(interrupted, _), further)) if frames.is_trampoline(pc) => {
+                let frame = frames.leaf(self, interrupted);
+                self.step(node_of(further.last()), frame)
+            }
+            _ => node_of(outer.last()),
+        }
     }
 
     /// Length of `node`'s frames' text.
@@ -552,25 +574,17 @@ impl<'a> ModelFrames<'a> {
         self.trampoline.get(pc as usize).copied().unwrap_or(false)
     }
 
-    /// How many outer frames (from the root) `pcs` shows as `previous`
-    /// does: neither leaf, nor a frame above a signal trampoline in one
-    /// of them (it is looked up as a leaf there).
-    fn shared_outer(&self, pcs: &[PcId], previous: &[PcId]) -> usize {
-        let most = pcs.len().min(previous.len()).saturating_sub(1);
-        let run = pcs.iter().rev().zip(previous.iter().rev()).take(most);
-        let shared = run.take_while(|(a, b)| a == b).count();
-        let below = |stack: &[PcId]| stack[stack.len() - shared - 1];
-        match shared > 0 && (self.is_trampoline(below(pcs)) || self.is_trampoline(below(previous)))
-        {
-            true => shared - 1,
-            false => shared,
-        }
+    /// The frame PC `pc` shows as a caller.
+    fn caller(&mut self, shown: &mut ShownStacks, pc: PcId) -> u32 {
+        self.frame(shown, pc, false)
     }
 
-    /// The frame `pcs[depth]` shows as in the stack `pcs` (leaf first).
-    fn frame(&mut self, shown: &mut ShownStacks, pcs: &[PcId], depth: usize) -> u32 {
-        let pc = pcs[depth];
-        let as_leaf = depth == 0 || self.is_trampoline(pcs[depth - 1]);
+    /// The frame PC `pc` shows as the leaf (or below a signal trampoline).
+    fn leaf(&mut self, shown: &mut ShownStacks, pc: PcId) -> u32 {
+        self.frame(shown, pc, true)
+    }
+
+    fn frame(&mut self, shown: &mut ShownStacks, pc: PcId, as_leaf: bool) -> u32 {
         let known = match as_leaf {
             true => self.leaf.get(pc as usize),
             false => self.caller.get(pc as usize),

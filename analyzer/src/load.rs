@@ -53,67 +53,69 @@ pub fn load(paths: &[PathBuf], descendants: bool) -> Result<Model> {
 /// Events whose stacks are looked up together.
 const EVENT_BATCH: usize = 32;
 
-/// One experiment's stack records, read before its events. Their PCs go
-/// into the model's arena as slots (one per distinct recorded PC, not yet
-/// symbolized); a record becomes a model stack, in place, when an event
-/// first uses it, so that stacks, PCs and functions are numbered in the
-/// order the events use them and a record no event uses is never
-/// symbolized.
+/// One experiment's stack records, read before its events. Each goes
+/// into the model's calling-context tree (`StackTable`) as the frames it
+/// does not share with the record before it, as slots (one per distinct
+/// recorded PC, not yet symbolized); a record's frames become model PCs,
+/// in place, when an event first uses it, so that stacks, PCs and
+/// functions are numbered in the order the events use them and a record
+/// no event uses is never symbolized.
 #[derive(Default)]
 struct RecordedStacks {
     by_id: crate::stack_ids::StackIds,
-    records: Vec<RecordSpan>,
+    records: Vec<Record>,
     slots: Slots,
+    /// The record added last: its PCs from the outermost, and the
+    /// position of each in the tree.
+    previous_pcs: Vec<u64>,
+    previous_path: Vec<u32>,
+    /// A record's own frames, leaf first (reused).
+    own: Vec<u64>,
+}
+
+/// Where a recorded stack's innermost frame is in the tree.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    position: u32,
+    status: StackStatus,
 }
 
 impl RecordedStacks {
-    /// Adds a record (the first of its id) at the end of `arena`; its span
-    /// if added. `previous` is the record before it in the same block, with
-    /// its span, if that one was added: the outer frames the two share
-    /// (most of them, in recording order) take its slots without a hash.
-    fn add(
-        &mut self,
-        record: StackRecordRef<'_>,
-        previous: Option<(StackRecordRef<'_>, RecordSpan)>,
-        arena: &mut Vec<PcId>,
-    ) -> Option<RecordSpan> {
-        let status = record.status()?;
-        let index = u32::try_from(self.records.len()).ok()?;
+    /// Adds a record (the first of its id) to `table`: the outer frames
+    /// it shares with the record added before it (most of them, in
+    /// recording order) are that one's, the others a new run of slots.
+    fn add(&mut self, record: StackRecordRef<'_>, table: &mut StackTable) {
+        let Some(status) = record.status() else {
+            return;
+        };
+        let Ok(index) = u32::try_from(self.records.len()) else {
+            return;
+        };
         if !self.by_id.insert(record.header.stack_id, index) {
-            return None;
+            return;
         }
         let depth = usize::from(record.header.depth);
-        let shared = previous.map_or(0, |(before, span)| {
-            // Neither leaf is shared: a leaf's slot is not a caller's.
-            let most = depth.min(span.len).saturating_sub(1);
-            shared_outer_frames(record, before).min(most)
-        });
-        let start = arena.len();
-        let own = record.pcs().take(depth - shared).enumerate();
-        arena.extend(own.map(|(depth, pc)| self.slots.slot(pc, depth == 0)));
-        if let Some((_, span)) = previous {
-            let end = span.start + span.len;
-            arena.extend_from_within(end - shared..end);
+        // Neither leaf is shared: a leaf's slot is not a caller's.
+        let most = depth.min(self.previous_pcs.len()).saturating_sub(1);
+        let shared = record
+            .pcs()
+            .rev()
+            .zip(&self.previous_pcs)
+            .take(most)
+            .take_while(|(pc, before)| pc == *before)
+            .count();
+        self.previous_pcs.truncate(shared);
+        self.previous_path.truncate(shared);
+        let mut position = self.previous_path.last().copied().unwrap_or(ROOT_POSITION);
+        self.own.clear();
+        self.own.extend(record.pcs().take(depth - shared));
+        for (i, &pc) in self.own.iter().enumerate().rev() {
+            position = table.push_frame(position, self.slots.slot(pc, i == 0));
+            self.previous_pcs.push(pc);
+            self.previous_path.push(position);
         }
-        let span = RecordSpan {
-            start,
-            len: arena.len() - start,
-            status,
-        };
-        self.records.push(span);
-        Some(span)
+        self.records.push(Record { position, status });
     }
-}
-
-/// How many outermost PCs (from the root) two records have in common.
-fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
-    let (a_depth, b_depth) = (usize::from(a.header.depth), usize::from(b.header.depth));
-    // Aligned at the root end: the run of equal pairs that ends there.
-    let a_pcs = a.pcs().skip(a_depth.saturating_sub(b_depth));
-    let b_pcs = b.pcs().skip(b_depth.saturating_sub(a_depth));
-    a_pcs
-        .zip(b_pcs)
-        .fold(0, |run, (x, y)| if x == y { run + 1 } else { 0 })
 }
 
 /// One experiment's allocations while its heap events are replayed in
@@ -247,14 +249,6 @@ impl HeapLoad {
     }
 }
 
-/// Where a recorded stack's slots are in the arena.
-#[derive(Debug, Clone, Copy)]
-struct RecordSpan {
-    start: usize,
-    len: usize,
-    status: StackStatus,
-}
-
 /// The distinct (recorded PC, is the leaf) pairs of one experiment: most
 /// frames of a million stacks are a few thousand PCs, and a slot is found
 /// with one cheap hash, symbolized later once.
@@ -307,15 +301,6 @@ impl Slots {
         }
     }
 
-    /// Whether every slot of `slots` has a plain pc.
-    fn all_plain(&self, slots: &[PcId]) -> bool {
-        slots.iter().all(|&slot| {
-            self.plain
-                .get(slot as usize)
-                .is_some_and(|&pc| pc != NOT_PLAIN)
-        })
-    }
-
     fn remember(&mut self, slot: PcId, pc: PcId, plain: bool) {
         if self.model_pcs.len() <= slot as usize {
             self.model_pcs.resize(slot as usize + 1, None);
@@ -353,6 +338,8 @@ struct Builder {
     files: HashMap<ObjectId, Option<ObjectFile>>,
     /// The model's stacks while they are being read (see `RecordedStacks`).
     stacks: StackTable,
+    /// Positions of frames being made model PCs (reused).
+    fresh: Vec<u32>,
     function_ids: HashMap<FunctionKey, FunctionId>,
     line_ids: HashMap<LineEntry, LineId>,
     /// (experiment, looked-up address) -> pc.
@@ -486,24 +473,21 @@ impl Builder {
         let log = expt.log()?;
         let mut stacks = RecordedStacks::default();
         // Sized from the files up front: no copy of hundreds of megabytes
-        // when a vector doubles.
-        reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
+        // when a vector doubles. The tree takes a cell per frame a record
+        // does not share with the one before (few, when stacks share their
+        // outer frames as a program's do): its room is only reserved.
+        reserve(self.stacks.cells_mut(), stored_bytes(expt, "stacks") / 8);
         reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
-        // Neither vector grows past what was reserved (the files hold no
-        // more), so they stay put until the join below.
-        let spares = vec![
-            crate::memory::spare(self.stacks.arena_mut()),
-            crate::memory::spare(&self.model.events),
-        ];
+        // The events do not grow past what was reserved (the file holds
+        // no more), so they stay put until the join below.
+        let spares = vec![crate::memory::spare(&self.model.events)];
         let populating = crate::memory::populate_in_background(spares);
         let stack_stats = crate::stack_file::for_each_stack_block(expt, |records| {
             for record in records {
                 stacks.by_id.prefetch(record.header.stack_id);
             }
-            let mut previous = None;
             for &record in records {
-                let added = stacks.add(record, previous, self.stacks.arena_mut());
-                previous = added.map(|span| (record, span));
+                stacks.add(record, &mut self.stacks);
             }
         })?;
         let shown = expt.path().display().to_string();
@@ -539,8 +523,8 @@ impl Builder {
             for record in batch.iter() {
                 stacks.by_id.prefetch(record.stack_id);
             }
-            // The records first used here are rewritten below: fetch them
-            // (their place, then their slots) before the walk needs them.
+            // The records first used here are made model stacks below:
+            // fetch them (their place, then their innermost frame).
             firsts.clear();
             for record in batch.iter() {
                 if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
@@ -552,10 +536,11 @@ impl Builder {
                 }
             }
             for &r in &firsts {
-                if let Some(span) = stacks.records.get(r as usize) {
-                    let arena = self.stacks.arena_mut();
-                    let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
-                    crate::memory::prefetch(slots);
+                if let Some(record) = stacks.records.get(r as usize) {
+                    let cells = self.stacks.cells();
+                    cells
+                        .get(record.position as usize)
+                        .map(crate::memory::prefetch_one);
                 }
             }
             for record in batch.drain(..) {
@@ -853,8 +838,10 @@ impl Builder {
         match stacks.by_id.get(stack_id) {
             Lookup::Stack(id) => id,
             Lookup::Record(r) => {
-                let span = stacks.records[r as usize];
-                let id = self.intern_stack(experiment, &mut stacks.slots, span, mappings);
+                let record = stacks.records[r as usize];
+                let at = record.position;
+                let position = self.model_position(experiment, &mut stacks.slots, at, mappings);
+                let id = self.stacks.push_stack(position, record.status);
                 stacks.by_id.set_stack(stack_id, id);
                 id
             }
@@ -862,35 +849,93 @@ impl Builder {
         }
     }
 
-    /// Makes the recorded stack at `span` (its slots in the arena) a
-    /// stack of the model, symbolizing its PCs not seen before, in place.
-    /// Called once per distinct recorded stack, when an event first uses
-    /// it.
-    fn intern_stack(
+    /// The position in the tree of the model stack made of the recorded
+    /// frames at `position`, symbolizing their PCs not seen before. Called
+    /// once per distinct recorded stack, when an event first uses it.
+    /// Frames are model PCs in place when they show as recorded (the
+    /// common case: made once for every stack through them); a stack with
+    /// a frame that does not (a PLT stub's leaf, the collector's frames,
+    /// a signal trampoline) gets a run of its own for its model frames.
+    fn model_position(
         &mut self,
         experiment: u16,
         slots: &mut Slots,
-        span: RecordSpan,
+        position: u32,
         mappings: &[Mapping],
-    ) -> StackId {
-        if self.translate_plain(slots, span) {
-            return self.stacks.push_span(span.start, span.len, span.status);
+    ) -> u32 {
+        // The frames not made model PCs yet, innermost first: those above
+        // them are (a stack through a frame made them).
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        let mut at = position;
+        while at != ROOT_POSITION && self.stacks.cells()[at as usize] & TRANSLATED == 0 {
+            fresh.push(at);
+            at = self.stacks.parent(at);
         }
-        let mut write = span.start;
+        // Symbolized innermost first, as a walk of the whole stack would.
+        let mut plain = true;
+        for &at in &fresh {
+            let slot = self.stacks.cells()[at as usize];
+            self.slot_pc(experiment, slots, slot, mappings);
+            if slots.plain_pc(slot).is_none() {
+                plain = false;
+                break;
+            }
+        }
+        if plain {
+            let cells = self.stacks.cells_mut();
+            for &at in &fresh {
+                let slot = cells[at as usize];
+                cells[at as usize] = TRANSLATED | slots.plain_pc(slot).unwrap_or(slot);
+            }
+            self.fresh = fresh;
+            return position;
+        }
+        self.fresh = fresh;
+        self.own_model_run(experiment, slots, position, mappings)
+    }
+
+    /// The model frames of the recorded frames at `position` that do not
+    /// all show as recorded, as a run of their own below the outer frames
+    /// that do; the position of its innermost frame.
+    fn own_model_run(
+        &mut self,
+        experiment: u16,
+        slots: &mut Slots,
+        position: u32,
+        mappings: &[Mapping],
+    ) -> u32 {
+        let has_callers = self.stacks.parent(position) != ROOT_POSITION;
+        let mut frames: Vec<PcId> = Vec::new();
         let mut after_signal_frame = false;
-        for depth in 0..span.len {
-            let slot = self.stacks.arena_mut()[span.start + depth];
-            let id = match after_signal_frame {
-                false => self.slot_pc(experiment, slots, slot, mappings),
+        let mut at = position;
+        let mut depth = 0;
+        let joins = loop {
+            if at == ROOT_POSITION {
+                break ROOT_POSITION;
+            }
+            let cell = self.stacks.cells()[at as usize];
+            let made = cell & TRANSLATED != 0;
+            let id = match (made, after_signal_frame) {
+                // Model PCs from here up, taken as they are.
+                (true, false) => break at,
+                (false, false) => self.slot_pc(experiment, slots, cell, mappings),
                 // The PC a signal interrupted is exact.
-                true => self.intern_pc(experiment, slots.pc(slot).0, mappings),
+                (false, true) => self.intern_pc(experiment, slots.pc(cell).0, mappings),
+                // A caller's model PC is its return address minus one.
+                (true, true) => {
+                    let address = self.model.pc(cell & !TRANSLATED).address;
+                    self.intern_pc(experiment, address.wrapping_add(1), mappings)
+                }
             };
             let traits = self.pc_traits[id as usize];
             after_signal_frame = traits.signal_trampoline;
+            at = self.stacks.parent(at);
+            depth += 1;
             // The manual ("Function Calls Between Shared Objects"): a leaf
             // PC in a PLT stub is dropped and its time goes to the call
             // instruction that entered the stub.
-            if depth == 0 && traits.plt && span.len > 1 {
+            if depth == 1 && traits.plt && has_callers {
                 continue;
             }
             // The collector's wrappers (pthread_create's thread start,
@@ -898,34 +943,16 @@ impl Builder {
             // straight to what the wrapper called, as in the manual's
             // "Explicit Multithreading" where created threads start at
             // `<Total>`.
-            if depth > 0 && traits.collector {
+            if depth > 1 && traits.collector {
                 continue;
             }
-            self.stacks.arena_mut()[write] = id;
-            write += 1;
-        }
-        self.stacks
-            .push_span(span.start, write - span.start, span.status)
-    }
-
-    /// Rewrites the slots at `span` to their pcs if every one is known and
-    /// plain (the common case, a table read per frame); false, changing
-    /// nothing, if some frame needs [`Builder::intern_stack`]'s walk.
-    fn translate_plain(&mut self, slots: &Slots, span: RecordSpan) -> bool {
-        let Some(frames) = self
-            .stacks
-            .arena_mut()
-            .get_mut(span.start..span.start + span.len)
-        else {
-            return false;
+            frames.push(id);
         };
-        if !slots.all_plain(frames) {
-            return false;
+        let mut position = joins;
+        for &pc in frames.iter().rev() {
+            position = self.stacks.push_frame(position, TRANSLATED | pc);
         }
-        for frame in frames {
-            *frame = slots.plain_pc(*frame).unwrap_or(*frame);
-        }
-        true
+        position
     }
 
     /// The pc of `slot` looked up as an interrupted PC if it is the leaf,
@@ -1447,40 +1474,49 @@ mod tests {
     #[test]
     fn records_share_outer_frames_with_the_one_before() {
         let mut bytes = Vec::new();
-        let at = [
-            record(&[0x10, 0x20, 0x30, 0x40], &mut bytes),
-            record(&[0x11, 0x30, 0x40], &mut bytes),
+        let stacks_pcs: [&[u64]; 5] = [
+            &[0x10, 0x20, 0x30, 0x40],
+            &[0x11, 0x30, 0x40],
             // Its leaf is the first record's caller: a slot of its own.
-            record(&[0x30, 0x40], &mut bytes),
-            record(&[0x50], &mut bytes),
+            &[0x30, 0x40],
+            &[0x50],
+            &[0x12, 0x20, 0x30, 0x40],
         ];
+        let at: Vec<usize> = stacks_pcs
+            .iter()
+            .map(|pcs| record(pcs, &mut bytes))
+            .collect();
         let parse = |i: usize| StackRecordRef::parse(&bytes[at[i]..]).expect("a record");
-        assert_eq!(shared_outer_frames(parse(1), parse(0)), 2);
-        assert_eq!(shared_outer_frames(parse(3), parse(2)), 0);
         let mut stacks = RecordedStacks::default();
-        let mut arena = Vec::new();
-        let mut previous = None;
+        let mut table = StackTable::default();
         for i in 0..at.len() {
-            let added = stacks.add(parse(i), previous, &mut arena);
-            previous = added.map(|span| (parse(i), span));
+            stacks.add(parse(i), &mut table);
         }
-        let slots: Vec<(u64, bool)> = arena.iter().map(|&s| stacks.slots.pc(s)).collect();
-        let caller = |pc| (pc, false);
-        let leaf = |pc| (pc, true);
-        assert_eq!(
-            slots,
-            vec![
-                leaf(0x10),
-                caller(0x20),
-                caller(0x30),
-                caller(0x40),
-                leaf(0x11),
-                caller(0x30),
-                caller(0x40),
-                leaf(0x30),
-                caller(0x40),
-                leaf(0x50),
-            ]
-        );
+        let frames = |table: &StackTable, position: u32| {
+            let mut out = Vec::new();
+            let mut at = position;
+            while at != ROOT_POSITION {
+                out.push(stacks.slots.pc(table.cells()[at as usize]));
+                at = table.parent(at);
+            }
+            out
+        };
+        for (i, pcs) in stacks_pcs.iter().enumerate() {
+            let shown = frames(&table, stacks.records[i].position);
+            let recorded: Vec<(u64, bool)> = pcs
+                .iter()
+                .enumerate()
+                .map(|(d, &pc)| (pc, d == 0))
+                .collect();
+            assert_eq!(shown, recorded, "record {i}");
+        }
+        // The second record shares 0x30 and 0x40 with the first, the
+        // third 0x40 with the second; the last shares nothing with the one
+        // before it (only records side by side are compared).
+        let frame_cells = table.cells().iter().filter(|&&c| c & LINK == 0).count();
+        assert_eq!(frame_cells, 4 + 1 + 1 + 1 + 4);
+        assert_eq!(table.parent(stacks.records[1].position), {
+            table.parent(table.parent(stacks.records[0].position))
+        });
     }
 }

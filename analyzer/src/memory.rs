@@ -24,18 +24,6 @@ pub(crate) fn advise_huge_pages<T>(data: &Vec<T>) {
     }
 }
 
-/// Starts fetching the cache lines of `data` (at most the first 16): many
-/// fetches started together take the time of one, where reads one after
-/// another wait for each.
-pub(crate) fn prefetch<T>(data: &[T]) {
-    const LINE: usize = 64;
-    let bytes = std::mem::size_of_val(data).min(16 * LINE);
-    let start = data.as_ptr().cast::<i8>();
-    for offset in (0..bytes).step_by(LINE) {
-        prefetch_line(start.wrapping_add(offset));
-    }
-}
-
 /// Starts fetching the cache line of `value`.
 pub(crate) fn prefetch_one<T>(value: &T) {
     prefetch_line((value as *const T).cast::<i8>());

@@ -283,7 +283,7 @@ pub struct View {
     /// shown, no object hidden): a stack's frames are its PCs.
     one_frame_per_pc: bool,
     /// Stack ids in the order aggregation walks them (see
-    /// [`StackTable::ids_in_arena_order`]).
+    /// [`StackTable::ids_in_walk_order`]).
     walk_order: Vec<StackId>,
     unknown: FrameId,
     truncated: FrameId,
@@ -335,7 +335,7 @@ impl View {
             pc_frames,
             folds,
             one_frame_per_pc,
-            walk_order: model.stacks.ids_in_arena_order(),
+            walk_order: model.stacks.ids_in_walk_order(),
             unknown,
             truncated,
         }
@@ -356,26 +356,15 @@ impl View {
     /// The frames of `stack`, leaf first, into `out` (cleared first). A
     /// lost stack (`NO_STACK`) is `<Unknown>`.
     pub fn stack_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
-        let mut buffer = Vec::new();
-        let frames = self.frames_of(stack, &mut buffer);
-        out.clear();
-        out.extend_from_slice(frames);
+        self.make_frames(stack, out);
     }
 
-    /// The frames of `stack`, leaf first: its PCs themselves when they
-    /// are its frames (no copy), else made in `buffer`.
+    /// The frames of `stack`, leaf first, made in `buffer` (found by
+    /// walking up the stack's path: to go over many stacks,
+    /// [`View::for_each_stack`] makes each path's frames once).
     pub fn frames_of<'a>(&'a self, stack: StackId, buffer: &'a mut Vec<FrameId>) -> &'a [FrameId] {
-        let complete = self
-            .stacks
-            .get(stack)
-            .filter(|s| s.status == experiment::layout::StackStatus::Complete);
-        match complete {
-            Some(s) if self.one_frame_per_pc && !s.pcs.is_empty() => s.pcs,
-            _ => {
-                self.make_frames(stack, buffer);
-                buffer
-            }
-        }
+        self.make_frames(stack, buffer);
+        buffer
     }
 
     fn make_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
@@ -385,9 +374,10 @@ impl View {
             return;
         };
         if self.one_frame_per_pc {
-            out.extend_from_slice(stack.pcs);
+            out.extend(stack.pcs());
         } else {
-            self.expand_pcs(stack.pcs, out);
+            let pcs: Vec<PcId> = stack.pcs().collect();
+            self.expand_pcs(&pcs, out);
         }
         if stack.status != experiment::layout::StackStatus::Complete {
             out.push(self.truncated);
@@ -400,28 +390,39 @@ impl View {
     /// The frames of `pcs`, a hidden object's consecutive frames folded.
     fn expand_pcs(&self, pcs: &[PcId], out: &mut Vec<FrameId>) {
         for &pc in pcs {
-            let (start, end) = match self.pc_frames.get(pc as usize..pc as usize + 2) {
-                Some(&[start, end]) => (start, end),
-                _ => (self.unknown, self.unknown + 1),
-            };
-            let folds = self.folds.get(pc as usize).copied().unwrap_or(false);
-            if folds
-                && out.last().is_some_and(|&last| {
-                    self.frames[last as usize].function == self.frames[start as usize].function
-                })
-            {
+            let (start, end) = self.pc_frame_range(pc);
+            if self.folds_into(pc, start, out.last().copied()) {
                 continue;
             }
             out.extend(start..end);
         }
     }
 
+    /// The frames PC `pc` shows, leaf first.
+    fn pc_frame_range(&self, pc: PcId) -> (FrameId, FrameId) {
+        match self.pc_frames.get(pc as usize..pc as usize + 2) {
+            Some(&[start, end]) => (start, end),
+            _ => (self.unknown, self.unknown + 1),
+        }
+    }
+
+    /// Whether `pc` (whose first frame is `start`) folds into its
+    /// neighbour frame `next`: both in one hidden object, one call of it.
+    fn folds_into(&self, pc: PcId, start: FrameId, next: Option<FrameId>) -> bool {
+        self.folds.get(pc as usize).copied().unwrap_or(false)
+            && next.is_some_and(|next| {
+                self.frames[next as usize].function == self.frames[start as usize].function
+            })
+    }
+
     /// Calls `each` with every distinct stack's frames (not the lost
-    /// stack's), in stack id order.
+    /// stack's), in walk order.
     pub fn for_each_stack(&self, mut each: impl FnMut(StackId, &[FrameId])) {
-        let mut buffer = Vec::new();
-        for id in 0..self.stacks.len() as StackId {
-            each(id, self.frames_of(id, &mut buffer));
+        let mut path = FramePath::new(self);
+        for &id in &self.walk_order {
+            if let Some(frames) = path.step(self, id) {
+                each(id, frames);
+            }
         }
     }
 
@@ -434,6 +435,96 @@ impl View {
             .unwrap_or(0)
             .max(TOTAL as usize + 1)
     }
+}
+
+/// The frames of the path a [`PathWalk`] is on, leaf first, kept as the
+/// walk goes: a stack's frames are made only for the frames it does not
+/// share with the stack walked before. They fill `frames` from the end
+/// (the outermost frame last), and the cell after them holds
+/// `<Truncated-stack>`, which an incomplete stack shows below its
+/// outermost frame.
+struct FramePath<'v> {
+    walk: PathWalk<'v>,
+    frames: Vec<FrameId>,
+    /// Where the leaf frame is in `frames`.
+    top: usize,
+    /// Per PC of the path: the frames it added, and the frame it replaced
+    /// (a hidden object's call folded into its caller's frame).
+    levels: Vec<(u32, Option<FrameId>)>,
+}
+
+impl<'v> FramePath<'v> {
+    fn new(view: &'v View) -> FramePath<'v> {
+        let room = 256;
+        let mut frames = vec![view.unknown; room + 1];
+        frames[room] = view.truncated;
+        FramePath {
+            walk: PathWalk::new(&view.stacks),
+            frames,
+            top: room,
+            levels: Vec::new(),
+        }
+    }
+
+    /// The frames of stack `id`, leaf first; None for an id that is no stack.
+    fn step<'s>(&'s mut self, view: &'s View, id: StackId) -> Option<&'s [FrameId]> {
+        let FramePath {
+            walk,
+            frames,
+            top,
+            levels,
+        } = self;
+        let step = walk.step(id)?;
+        while levels.len() > step.kept {
+            let Some((added, replaced)) = levels.pop() else {
+                break;
+            };
+            *top += added as usize;
+            if let Some(frame) = replaced {
+                frames[*top] = frame;
+            }
+        }
+        for &pc in step.added {
+            let (start, end) = match view.one_frame_per_pc {
+                true => (pc, pc + 1),
+                false => view.pc_frame_range(pc),
+            };
+            // The leaf-most frame of a run of one hidden object's PCs
+            // stands for the run (as `View::expand_pcs` keeps it).
+            let leaf = (*top < frames.len() - 1).then(|| frames[*top]);
+            if !view.one_frame_per_pc && view.folds_into(pc, start, leaf) {
+                levels.push((0, leaf));
+                frames[*top] = start;
+                continue;
+            }
+            let count = (end - start) as usize;
+            if *top < count {
+                make_room(frames, top, count);
+            }
+            *top -= count;
+            for (slot, frame) in frames[*top..].iter_mut().zip(start..end) {
+                *slot = frame;
+            }
+            levels.push((count as u32, None));
+        }
+        let end = frames.len() - 1;
+        let complete = step.status == experiment::layout::StackStatus::Complete;
+        Some(match (complete, *top == end) {
+            (true, false) => &frames[*top..end],
+            (false, _) => &frames[*top..end + 1],
+            // An empty complete stack shows as <Unknown>.
+            (true, true) => std::slice::from_ref(&view.unknown),
+        })
+    }
+}
+
+/// Grows `frames` at the front to hold `more` frames before `top`.
+fn make_room(frames: &mut Vec<FrameId>, top: &mut usize, more: usize) {
+    let grow = more.max(frames.len());
+    let mut grown = vec![0; grow];
+    grown.extend_from_slice(frames);
+    *frames = grown;
+    *top += grow;
 }
 
 /// Selected events summed per stack.
@@ -517,32 +608,24 @@ impl Weights {
     /// and their sum, packed (see [`Weights::value`]), in the view's walk
     /// order (neighbours alike), the lost stack last.
     pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], &[u64])) {
-        let mut buffer = Vec::new();
         let stacks = self.sums.len();
-        for (i, &stack) in view.walk_order.iter().enumerate() {
-            // Walk order is not id order: fetch a later stack's sum and
-            // span while this one is walked.
-            if let Some(&ahead) = view.walk_order.get(i + PREFETCH_AHEAD) {
-                if (ahead as usize) < stacks {
-                    crate::memory::prefetch_one(&self.sums.get(ahead as usize)[0]);
-                }
-                view.stacks.prefetch(ahead);
-            }
+        let mut path = FramePath::new(view);
+        for &stack in &view.walk_order {
             let stack_id = stack as usize;
-            if stack_id < stacks && !self.sums.is_zero(stack_id) {
-                each(view.frames_of(stack, &mut buffer), self.sums.get(stack_id));
+            if stack_id >= stacks || self.sums.is_zero(stack_id) {
+                continue;
+            }
+            if let Some(frames) = path.step(view, stack) {
+                each(frames, self.sums.get(stack_id));
             }
         }
         let lost = stacks.saturating_sub(1);
         if stacks > 0 && !self.sums.is_zero(lost) {
+            let mut buffer = Vec::new();
             each(view.frames_of(NO_STACK, &mut buffer), self.sums.get(lost));
         }
     }
 }
-
-/// How many stacks ahead of the one walked their sums and spans are
-/// fetched.
-const PREFETCH_AHEAD: usize = 16;
 
 /// Marks which items a stack has counted already, so that an item met many
 /// times in one stack (recursion) counts once: the stamp of item i is the
