@@ -13,6 +13,7 @@ pub mod dataspace;
 pub mod export;
 pub mod info;
 pub mod io;
+mod live_blocks;
 pub mod load;
 mod memory;
 pub mod metrics;

@@ -5,6 +5,7 @@
 //! `Model::warnings`, never a failure, so a cut or corrupted experiment still
 //! shows what it holds.
 
+use crate::live_blocks::{LiveBlock, LiveBlocks};
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
 use crate::stack_ids::Lookup;
@@ -71,6 +72,8 @@ struct RecordedStacks {
     previous_path: Vec<u32>,
     /// A record's own frames, leaf first (reused).
     own: Vec<u64>,
+    /// Records a batch of events uses first (reused).
+    firsts: Vec<u32>,
 }
 
 /// Where a recorded stack's innermost frame is in the tree.
@@ -116,6 +119,32 @@ impl RecordedStacks {
         }
         self.records.push(Record { position, status });
     }
+
+    /// Starts fetching what looking up the recorded stacks `ids` soon
+    /// needs: their table entries, and for those no event used yet, their
+    /// records and innermost frames in `cells` (fetched together, not one
+    /// cache miss after another).
+    fn prefetch(&mut self, ids: impl Iterator<Item = u64> + Clone, cells: &[u32]) {
+        for id in ids.clone() {
+            self.by_id.prefetch(id);
+        }
+        self.firsts.clear();
+        for id in ids {
+            if let Lookup::Record(r) = self.by_id.get(id) {
+                self.firsts.push(r);
+                self.records
+                    .get(r as usize)
+                    .map(crate::memory::prefetch_one);
+            }
+        }
+        for &r in &self.firsts {
+            if let Some(record) = self.records.get(r as usize) {
+                cells
+                    .get(record.position as usize)
+                    .map(crate::memory::prefetch_one);
+            }
+        }
+    }
 }
 
 /// One experiment's allocations while its heap events are replayed in
@@ -125,22 +154,37 @@ impl RecordedStacks {
 struct HeapLoad {
     entries: Vec<HeapEntry>,
     /// The blocks in use, by address.
-    live: FxHashMap<u64, LiveBlock>,
+    live: LiveBlocks,
+    /// Events whose blocks' slots are being fetched, oldest first.
+    pending: std::collections::VecDeque<Pending>,
     /// Bytes of the blocks in use.
     in_use: u64,
     replay: HeapReplay,
     tally: Tally,
+    /// Entries whose stack is looked up with the next batch, and the
+    /// recorded stack's id.
+    unresolved: Vec<(u32, u64)>,
 }
 
-/// A block in use during the replay: its entry, and its size when that
-/// fits (`BYTES_IN_ENTRY`: read the entry), so that a map slot stays 16
-/// bytes and a free need not fetch the entry.
+/// A heap event waiting for the slot of its block.
 #[derive(Clone, Copy)]
-struct LiveBlock {
-    entry: u32,
-    bytes: u32,
+enum Pending {
+    /// A free of the block at this address (not null).
+    Free(u64),
+    /// A block of the malloc family made (not null), with the recorded id
+    /// of its stack.
+    Allocation {
+        address: u64,
+        entry: HeapEntry,
+        stack_id: u64,
+    },
 }
 
+/// How many events after one its block's slot is fetched while the
+/// events before it are applied.
+const REPLAY_AHEAD: usize = 16;
+
+/// `LiveBlock::bytes` of a block too large for it: its entry says.
 const BYTES_IN_ENTRY: u32 = u32::MAX;
 
 /// What loading an experiment's events found beside the events: those
@@ -194,29 +238,68 @@ impl Tally {
 }
 
 impl HeapLoad {
-    fn new(experiment: u16) -> HeapLoad {
-        HeapLoad {
+    fn new(experiment: u16, room: usize) -> HeapLoad {
+        let mut load = HeapLoad {
             replay: HeapReplay {
                 experiment,
                 ..HeapReplay::default()
             },
             ..HeapLoad::default()
+        };
+        reserve(&mut load.entries, room);
+        load
+    }
+
+    /// Applies `event` after the events given before it: its block's slot
+    /// is fetched now and the event applied a few events later (the
+    /// events in between are applied meanwhile).
+    fn replay(&mut self, event: Pending) {
+        let address = match event {
+            Pending::Free(address) => address,
+            Pending::Allocation { address, .. } => address,
+        };
+        self.live.prefetch(address);
+        self.pending.push_back(event);
+        if self.pending.len() > REPLAY_AHEAD {
+            self.apply_oldest();
+        }
+    }
+
+    /// Applies the events still waiting.
+    fn flush(&mut self) {
+        while !self.pending.is_empty() {
+            self.apply_oldest();
+        }
+    }
+
+    fn apply_oldest(&mut self) {
+        match self.pending.pop_front() {
+            Some(Pending::Free(address)) => self.free(address),
+            Some(Pending::Allocation {
+                address,
+                entry,
+                stack_id,
+            }) => {
+                self.unresolved.push((self.entries.len() as u32, stack_id));
+                self.allocate(entry, address);
+            }
+            None => {}
         }
     }
 
     /// A free of the block at `address` (not null).
     fn free(&mut self, address: u64) {
         self.replay.frees += 1;
-        match self.live.remove(&address) {
+        match self.live.remove(address) {
             Some(block) => self.in_use -= self.bytes_of(block),
             None => self.replay.unknown_frees += 1,
         }
     }
 
-    /// A block of the malloc family made at `address` (not null) at `at`:
-    /// one still in use there is replaced, as the allocator's reuse of an
+    /// A block of the malloc family made at `address` (not null): one
+    /// still in use there is replaced, as the allocator's reuse of an
     /// address says it was freed unseen.
-    fn allocate(&mut self, entry: HeapEntry, address: u64, at: u64) {
+    fn allocate(&mut self, entry: HeapEntry, address: u64) {
         let block = LiveBlock {
             entry: self.entries.len() as u32,
             bytes: u32::try_from(entry.bytes).unwrap_or(BYTES_IN_ENTRY),
@@ -228,7 +311,7 @@ impl HeapLoad {
         self.in_use += entry.bytes;
         if self.in_use > self.replay.peak_bytes {
             self.replay.peak_bytes = self.in_use;
-            self.replay.peak_at_ns = at;
+            self.replay.peak_at_ns = entry.time_ns;
         }
     }
 
@@ -242,7 +325,7 @@ impl HeapLoad {
     /// The entries, those whose block was never freed marked leaked, and
     /// what the replay found.
     fn finish(mut self) -> (Vec<HeapEntry>, HeapReplay) {
-        for block in self.live.into_values() {
+        for block in self.live.blocks() {
             self.entries[block.entry as usize].leaked = true;
         }
         (self.entries, self.replay)
@@ -518,31 +601,9 @@ impl Builder {
         // Events go in batches: the table entries of a batch's stacks are
         // fetched from memory together, not one cache miss after another.
         let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
-        let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
         let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
-            for record in batch.iter() {
-                stacks.by_id.prefetch(record.stack_id);
-            }
-            // The records first used here are made model stacks below:
-            // fetch them (their place, then their innermost frame).
-            firsts.clear();
-            for record in batch.iter() {
-                if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
-                    firsts.push(r);
-                    stacks
-                        .records
-                        .get(r as usize)
-                        .map(crate::memory::prefetch_one);
-                }
-            }
-            for &r in &firsts {
-                if let Some(record) = stacks.records.get(r as usize) {
-                    let cells = self.stacks.cells();
-                    cells
-                        .get(record.position as usize)
-                        .map(crate::memory::prefetch_one);
-                }
-            }
+            let ids = batch.iter().map(|record| record.stack_id);
+            stacks.prefetch(ids, self.stacks.cells());
             for record in batch.drain(..) {
                 let at = record.timestamp_ns;
                 if !tally.admit(&plausible, at, at, at) {
@@ -701,39 +762,55 @@ impl Builder {
         }
         if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
             // In order across threads: a free meets the block it frees.
-            let new_load = || HeapLoad::new(index);
-            let (heap, heap_stats) = expt.heap_events_in_order(new_load, |heap, record| {
+            // A heap event takes about 13 bytes in the file: room for an
+            // allocation per 8 bytes is more than enough, reserved (not
+            // touched) so that the entries are never copied as they grow.
+            let room = stored_bytes(expt, "heap") / 8;
+            let new_load = || HeapLoad::new(index, room);
+            let (mut heap, heap_stats) = expt.heap_events_in_order(new_load, |heap, record| {
                 let e = record.event;
                 let at = e.timestamp_ns;
                 if !heap.tally.admit(&plausible, at, at, at) {
                     return;
                 }
                 if e.op == HeapOp::Free && e.address != 0 {
-                    heap.free(e.address);
+                    heap.replay(Pending::Free(e.address));
                     return;
                 }
                 if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
                     return;
                 }
-                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                let stack = heap.tally.stack(stack);
-                let allocation = HeapEntry {
+                let entry = HeapEntry {
                     experiment: index,
                     leaked: false,
                     thread: threads.number(record.tid),
                     time_ns: e.timestamp_ns,
                     bytes: e.size,
-                    stack,
+                    stack: NO_STACK,
                     sample: sample_of(&entry.samples, e.timestamp_ns),
                 };
-                heap.allocate(allocation, e.address, at);
+                // Its stack is looked up with a batch of later ones.
+                stacks.by_id.prefetch(e.stack_id);
+                heap.replay(Pending::Allocation {
+                    address: e.address,
+                    entry,
+                    stack_id: e.stack_id,
+                });
+                if heap.unresolved.len() == EVENT_BATCH {
+                    self.resolve_heap_stacks(index, &mut stacks, heap, &mappings);
+                }
             })?;
+            heap.flush();
+            self.resolve_heap_stacks(index, &mut stacks, &mut heap, &mappings);
             if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
                 self.warn(warning);
             }
             tally.add(&heap.tally);
             let (entries, replay) = heap.finish();
-            self.model.heap.extend(entries);
+            match self.model.heap.is_empty() {
+                true => self.model.heap = entries,
+                false => self.model.heap.extend(entries),
+            }
             self.model.heap_replays.push(replay);
         }
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
@@ -824,6 +901,29 @@ impl Builder {
         let id = self.model.functions.len() as FunctionId;
         self.model.functions.push(entry);
         id
+    }
+
+    /// Gives the allocations of `heap` waiting for their stacks their model
+    /// stacks, looked up as a batch.
+    fn resolve_heap_stacks(
+        &mut self,
+        experiment: u16,
+        stacks: &mut RecordedStacks,
+        heap: &mut HeapLoad,
+        mappings: &[Mapping],
+    ) {
+        let ids = heap.unresolved.iter().map(|&(_, id)| id);
+        stacks.prefetch(ids, self.stacks.cells());
+        let HeapLoad {
+            unresolved,
+            entries,
+            tally,
+            ..
+        } = heap;
+        for (entry, id) in unresolved.drain(..) {
+            let stack = self.model_stack(experiment, stacks, id, mappings);
+            entries[entry as usize].stack = tally.stack(stack);
+        }
     }
 
     /// The model stack of the recorded stack `stack_id`, made (symbolized)

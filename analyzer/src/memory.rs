@@ -24,6 +24,16 @@ pub(crate) fn advise_huge_pages<T>(data: &Vec<T>) {
     }
 }
 
+/// A vector of `len` copies of `value`, in huge pages where the kernel
+/// allows: advised before its pages are first touched (`vec!` of a
+/// struct writes every element, faulting in small pages first).
+pub(crate) fn huge_vec<T: Clone>(value: T, len: usize) -> Vec<T> {
+    let mut data = Vec::with_capacity(len);
+    advise_huge_pages(&data);
+    data.resize(len, value);
+    data
+}
+
 /// Starts fetching the cache line of `value`.
 pub(crate) fn prefetch_one<T>(value: &T) {
     prefetch_line((value as *const T).cast::<i8>());
