@@ -15,7 +15,7 @@ use experiment::archive::ArchivedObject;
 use experiment::counters::{CounterSpec, MAX_COUNTERS};
 use experiment::heap::HeapOp;
 use experiment::layout::{StackRecordRef, StackStatus};
-use experiment::log::Event;
+use experiment::log::{Event, Sample};
 use experiment::Experiment;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -161,9 +161,9 @@ struct HeapLoad {
     in_use: u64,
     replay: HeapReplay,
     tally: Tally,
-    /// Entries whose stack is looked up with the next batch, and the
-    /// recorded stack's id.
-    unresolved: Vec<(u32, u64)>,
+    /// Per entry: its recorded stack's id (its model stack is looked up
+    /// once the stacks are read).
+    stack_ids: Vec<u64>,
 }
 
 /// A heap event waiting for the slot of its block.
@@ -247,6 +247,7 @@ impl HeapLoad {
             ..HeapLoad::default()
         };
         reserve(&mut load.entries, room);
+        reserve(&mut load.stack_ids, room);
         load
     }
 
@@ -280,7 +281,7 @@ impl HeapLoad {
                 entry,
                 stack_id,
             }) => {
-                self.unresolved.push((self.entries.len() as u32, stack_id));
+                self.stack_ids.push(stack_id);
                 self.allocate(entry, address);
             }
             None => {}
@@ -323,7 +324,8 @@ impl HeapLoad {
     }
 
     /// The entries, those whose block was never freed marked leaked, and
-    /// what the replay found.
+    /// what the replay found (the entries' threads and stacks made the
+    /// model's already: [`Builder::resolve_heap`]).
     fn finish(mut self) -> (Vec<HeapEntry>, HeapReplay) {
         for block in self.live.blocks() {
             self.entries[block.entry as usize].leaked = true;
@@ -554,6 +556,18 @@ impl Builder {
         self.archives_dir = archives_dir.to_path_buf();
         let index = u16::try_from(self.model.experiments.len()).map_err(|_| Error::TooMany)?;
         let log = expt.log()?;
+        let plausible = PlausibleTimes::of(&log);
+        // The heap events are replayed on a thread of their own while the
+        // stacks are read; their stacks are looked up after.
+        let heap_replay = match expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
+            true => {
+                let (expt, samples) = (expt.clone(), sorted_samples(&log));
+                Some(std::thread::spawn(move || {
+                    replay_heap(&expt, index, &plausible, &samples)
+                }))
+            }
+            false => None,
+        };
         let mut stacks = RecordedStacks::default();
         // Sized from the files up front: no copy of hundreds of megabytes
         // when a vector doubles. The tree takes a cell per frame a record
@@ -595,7 +609,6 @@ impl Builder {
             entry.founder = founder.to_path_buf();
         }
         entry.counters = self.experiment_counters(&shown, &entry.log);
-        let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
         let mut tally = Tally::default();
         // Events go in batches: the table entries of a batch's stacks are
@@ -760,48 +773,12 @@ impl Builder {
                 }
             }
         }
-        if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
-            // In order across threads: a free meets the block it frees.
-            // A heap event takes about 13 bytes in the file: room for an
-            // allocation per 8 bytes is more than enough, reserved (not
-            // touched) so that the entries are never copied as they grow.
-            let room = stored_bytes(expt, "heap") / 8;
-            let new_load = || HeapLoad::new(index, room);
-            let (mut heap, heap_stats) = expt.heap_events_in_order(new_load, |heap, record| {
-                let e = record.event;
-                let at = e.timestamp_ns;
-                if !heap.tally.admit(&plausible, at, at, at) {
-                    return;
-                }
-                if e.op == HeapOp::Free && e.address != 0 {
-                    heap.replay(Pending::Free(e.address));
-                    return;
-                }
-                if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
-                    return;
-                }
-                let entry = HeapEntry {
-                    experiment: index,
-                    leaked: false,
-                    thread: threads.number(record.tid),
-                    time_ns: e.timestamp_ns,
-                    bytes: e.size,
-                    stack: NO_STACK,
-                    sample: sample_of(&entry.samples, e.timestamp_ns),
-                };
-                // Its stack is looked up with a batch of later ones.
-                stacks.by_id.prefetch(e.stack_id);
-                heap.replay(Pending::Allocation {
-                    address: e.address,
-                    entry,
-                    stack_id: e.stack_id,
-                });
-                if heap.unresolved.len() == EVENT_BATCH {
-                    self.resolve_heap_stacks(index, &mut stacks, heap, &mappings);
-                }
-            })?;
-            heap.flush();
-            self.resolve_heap_stacks(index, &mut stacks, &mut heap, &mappings);
+        if let Some(replaying) = heap_replay {
+            let (mut heap, heap_stats) = match replaying.join() {
+                Ok(replayed) => replayed?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            self.resolve_heap(index, &mut heap, &mut stacks, &mut threads, &mappings);
             if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
                 self.warn(warning);
             }
@@ -903,27 +880,41 @@ impl Builder {
         id
     }
 
-    /// Gives the allocations of `heap` waiting for their stacks their model
-    /// stacks, looked up as a batch.
-    fn resolve_heap_stacks(
+    /// Gives the allocations of `heap`, replayed while the stacks were
+    /// read, their thread numbers and model stacks (in the order they were
+    /// made, as for the other events), the stacks looked up in batches
+    /// whose table entries are fetched while the batch before is worked on.
+    fn resolve_heap(
         &mut self,
         experiment: u16,
-        stacks: &mut RecordedStacks,
         heap: &mut HeapLoad,
+        stacks: &mut RecordedStacks,
+        threads: &mut ThreadNumbers,
         mappings: &[Mapping],
     ) {
-        let ids = heap.unresolved.iter().map(|&(_, id)| id);
-        stacks.prefetch(ids, self.stacks.cells());
         let HeapLoad {
-            unresolved,
             entries,
+            stack_ids,
             tally,
             ..
         } = heap;
-        for (entry, id) in unresolved.drain(..) {
-            let stack = self.model_stack(experiment, stacks, id, mappings);
-            entries[entry as usize].stack = tally.stack(stack);
+        for id in stack_ids.iter().take(EVENT_BATCH) {
+            stacks.by_id.prefetch(*id);
         }
+        for start in (0..entries.len()).step_by(EVENT_BATCH) {
+            let end = (start + EVENT_BATCH).min(entries.len());
+            for id in stack_ids.get(end..).unwrap_or(&[]).iter().take(EVENT_BATCH) {
+                stacks.by_id.prefetch(*id);
+            }
+            let ids = &stack_ids[start..end];
+            stacks.prefetch(ids.iter().copied(), self.stacks.cells());
+            for (entry, &id) in entries[start..end].iter_mut().zip(ids) {
+                entry.thread = threads.number(entry.thread);
+                let stack = self.model_stack(experiment, stacks, id, mappings);
+                entry.stack = tally.stack(stack);
+            }
+        }
+        *stack_ids = Vec::new();
     }
 
     /// The model stack of the recorded stack `stack_id`, made (symbolized)
@@ -1376,6 +1367,67 @@ fn basename(path: &Path) -> String {
         .unwrap_or_else(|| path.to_string_lossy().into_owned())
 }
 
+/// Replays `expt`'s heap events in order (on a thread of its own while
+/// the stacks are read): its allocations, each with the recorded thread
+/// id for its thread and the recorded stack's id beside it, the blocks
+/// never freed, the frees and the peak in use.
+fn replay_heap(
+    expt: &Experiment,
+    index: u16,
+    plausible: &PlausibleTimes,
+    samples: &[Sample],
+) -> Result<(HeapLoad, experiment::BlockStats)> {
+    // A heap event takes about 13 bytes in the file: room for an
+    // allocation per 8 bytes is more than enough, reserved (not touched)
+    // so that the entries are never copied as they grow.
+    let room = stored_bytes(expt, "heap") / 8;
+    let new_load = || HeapLoad::new(index, room);
+    let (mut heap, stats) = expt.heap_events_in_order(new_load, |heap, record| {
+        let e = record.event;
+        let at = e.timestamp_ns;
+        if !heap.tally.admit(plausible, at, at, at) {
+            return;
+        }
+        if e.op == HeapOp::Free && e.address != 0 {
+            heap.replay(Pending::Free(e.address));
+            return;
+        }
+        if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
+            return;
+        }
+        let entry = HeapEntry {
+            experiment: index,
+            leaked: false,
+            // The thread's number is given with the stack.
+            thread: record.tid,
+            time_ns: e.timestamp_ns,
+            bytes: e.size,
+            stack: NO_STACK,
+            sample: sample_of(samples, e.timestamp_ns),
+        };
+        heap.replay(Pending::Allocation {
+            address: e.address,
+            entry,
+            stack_id: e.stack_id,
+        });
+    })?;
+    heap.flush();
+    Ok((heap, stats))
+}
+
+/// The samples of a log, by time.
+fn sorted_samples(log: &[experiment::LogEvent]) -> Vec<Sample> {
+    let mut samples: Vec<Sample> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Sample(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    samples.sort_by_key(|s| (s.timestamp_ns, s.number));
+    samples
+}
+
 fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> ExperimentEntry {
     let start = log.iter().find_map(|e| match &e.event {
         Event::Start(info) => Some((e.timestamp_ns, info.clone())),
@@ -1386,14 +1438,7 @@ fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> Experi
     // caller fills it in).
     let start_ns = start.as_ref().map(|(t, _)| *t).or(first_log).unwrap_or(0);
     let last_log = log.iter().map(|e| e.timestamp_ns).max().unwrap_or(0);
-    let mut samples: Vec<_> = log
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Sample(s) => Some(s.clone()),
-            _ => None,
-        })
-        .collect();
-    samples.sort_by_key(|s| (s.timestamp_ns, s.number));
+    let samples = sorted_samples(&log);
     let ended = log.iter().any(|e| matches!(e.event, Event::End));
     let manifest = expt.manifest();
     ExperimentEntry {
@@ -1513,6 +1558,7 @@ impl ThreadNumbers {
 /// The timestamps a collector could have written: from shortly before the
 /// experiment started to shortly after it ended. Anything else is garbage
 /// in a block that still looks committed.
+#[derive(Clone, Copy)]
 struct PlausibleTimes {
     range: Option<(u64, u64)>,
 }
