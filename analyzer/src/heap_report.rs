@@ -13,8 +13,8 @@
 
 use crate::model::{FunctionKind, HeapReplay, Model, ObjectId, PathWalk, PcId, NO_STACK};
 use crate::resolve::{symbolize, PcSymbol};
+use crate::u64_table::U64Table;
 use debugger::symbols::ObjectFile;
-use rustc_hash::FxHashMap;
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -155,6 +155,9 @@ pub fn listing_stream(
     }))
 }
 
+/// A node that is no group's (yet).
+const NO_GROUP: u32 = u32::MAX;
+
 /// Leaks or allocations grouped by their stack as shown, largest first.
 struct Grouped {
     what: HeapListing,
@@ -172,13 +175,20 @@ impl Grouped {
         let sums = StackSums::of(model, what);
         let mut shown = ShownStacks::default();
         // Groups by their shown stack's node, in order of first use.
-        let mut group_of: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut group_of: Vec<u32> = Vec::new();
         let mut groups: Vec<(u32, Sums)> = Vec::new();
         shown.of_model(model, &sums, |node, sums| {
-            let group = *group_of.entry(node).or_insert_with(|| {
-                groups.push((node, Sums::default()));
-                groups.len() - 1
-            });
+            if group_of.len() <= node as usize {
+                group_of.resize(node as usize + 1, NO_GROUP);
+            }
+            let group = match group_of[node as usize] {
+                NO_GROUP => {
+                    group_of[node as usize] = groups.len() as u32;
+                    groups.push((node, Sums::default()));
+                    groups.len() - 1
+                }
+                group => group as usize,
+            };
             groups[group].1.count += sums.count;
             groups[group].1.bytes += sums.bytes;
         });
@@ -376,7 +386,14 @@ struct ShownStacks {
     frame: Vec<u32>,
     /// Per node: the length of its frames' text.
     text_len: Vec<usize>,
-    children: FxHashMap<(u32, u32), u32>,
+    /// Nodes by parent and frame (`child_key`).
+    children: U64Table<u32>,
+}
+
+/// The key of a node by its parent and frame: never 0 (the table's empty
+/// key), as no node has frame `HIDDEN`.
+fn child_key(parent: u32, frame: u32) -> u64 {
+    (u64::from(parent) << 32 | u64::from(frame)).wrapping_add(1)
 }
 
 /// The empty stack: the tree's root.
@@ -394,7 +411,7 @@ impl Default for ShownStacks {
             parent: vec![ROOT],
             frame: vec![HIDDEN],
             text_len: vec![0],
-            children: FxHashMap::default(),
+            children: U64Table::default(),
         }
     }
 }
@@ -414,7 +431,8 @@ impl ShownStacks {
     }
 
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        if let Some(&node) = self.children.get(&(parent, frame)) {
+        let key = child_key(parent, frame);
+        if let Some(node) = self.children.get(key) {
             return node;
         }
         let node = self.parent.len() as u32;
@@ -422,7 +440,7 @@ impl ShownStacks {
         self.frame.push(frame);
         let len = self.text_len[parent as usize] + self.frame_lines[frame as usize].len();
         self.text_len.push(len);
-        self.children.insert((parent, frame), node);
+        self.children.insert(key, node);
         node
     }
 
@@ -468,7 +486,15 @@ impl ShownStacks {
                 }
                 lost_placed = lost_placed.max(until);
             };
-        for id in model.stacks.ids_in_walk_order() {
+        let order = model.stacks.ids_in_walk_order();
+        for (i, &id) in order.iter().enumerate() {
+            // Walk order is not id order: a later stack's sums are fetched
+            // while this one is walked.
+            if let Some(&ahead) = order.get(i + 16) {
+                sums.by_stack
+                    .get(ahead as usize)
+                    .map(crate::memory::prefetch_one);
+            }
             let stack_sums = sums.by_stack[id as usize];
             if stack_sums.count == 0 {
                 continue;

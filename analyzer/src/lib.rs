@@ -13,7 +13,6 @@ pub mod dataspace;
 pub mod export;
 pub mod info;
 pub mod io;
-mod live_blocks;
 pub mod load;
 mod memory;
 pub mod metrics;
@@ -26,6 +25,7 @@ mod stack_file;
 mod stack_ids;
 pub mod sync_objects;
 pub mod table;
+mod u64_table;
 
 // Per-function totals of one experiment, for the collector's tests and tools.
 pub mod functions;

@@ -5,10 +5,10 @@
 //! `Model::warnings`, never a failure, so a cut or corrupted experiment still
 //! shows what it holds.
 
-use crate::live_blocks::{LiveBlock, LiveBlocks};
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
 use crate::stack_ids::Lookup;
+use crate::u64_table::U64Table;
 use crate::{Error, Result};
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
@@ -154,7 +154,7 @@ impl RecordedStacks {
 struct HeapLoad {
     entries: Vec<HeapEntry>,
     /// The blocks in use, by address.
-    live: LiveBlocks,
+    live: U64Table<LiveBlock>,
     /// Events whose blocks' slots are being fetched, oldest first.
     pending: std::collections::VecDeque<Pending>,
     /// Bytes of the blocks in use.
@@ -183,6 +183,15 @@ enum Pending {
 /// How many events after one its block's slot is fetched while the
 /// events before it are applied.
 const REPLAY_AHEAD: usize = 16;
+
+/// A block in use during the replay: its entry, and its size when that
+/// fits (`BYTES_IN_ENTRY`: read the entry), so that a slot of the table is
+/// 16 bytes and a free need not fetch the entry.
+#[derive(Debug, Clone, Copy, Default)]
+struct LiveBlock {
+    entry: u32,
+    bytes: u32,
+}
 
 /// `LiveBlock::bytes` of a block too large for it: its entry says.
 const BYTES_IN_ENTRY: u32 = u32::MAX;
@@ -327,7 +336,7 @@ impl HeapLoad {
     /// what the replay found (the entries' threads and stacks made the
     /// model's already: [`Builder::resolve_heap`]).
     fn finish(mut self) -> (Vec<HeapEntry>, HeapReplay) {
-        for block in self.live.blocks() {
+        for block in self.live.values() {
             self.entries[block.entry as usize].leaked = true;
         }
         (self.entries, self.replay)

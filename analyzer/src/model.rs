@@ -220,6 +220,13 @@ impl StackTable {
         })
     }
 
+    /// Starts fetching stack `id`'s entry (for a `get` soon).
+    pub(crate) fn prefetch(&self, id: StackId) {
+        if let Some(entry) = self.stacks.get(id as usize) {
+            crate::memory::prefetch_one(entry);
+        }
+    }
+
     /// Every stack, in id order.
     pub fn iter(&self) -> impl Iterator<Item = StackRef<'_>> + '_ {
         (0..self.stacks.len() as StackId).filter_map(|id| self.get(id))

@@ -19,6 +19,10 @@ pub const WORDS: usize = 16 + MAX_COUNTERS + 2;
 pub const NS_WORD: usize = 0;
 pub const EVENTS_WORD: usize = 1;
 
+/// The words of an allocation: the allocation and its bytes, and the same
+/// again when it leaked.
+pub const HEAP_WORDS: [usize; 4] = [4, 5, 6, 7];
+
 /// Where the counters' words start, then `cycles` and `instructions`.
 const COUNTER_WORDS: usize = 16;
 const CYCLES_WORD: usize = COUNTER_WORDS + MAX_COUNTERS;
@@ -191,6 +195,13 @@ impl Sums {
     pub fn get(&self, i: usize) -> &[u64] {
         let start = i * self.width;
         &self.words[start..start + self.width]
+    }
+
+    /// Starts fetching value `i` (for an access soon).
+    pub fn prefetch(&self, i: usize) {
+        if let Some(word) = self.words.get(i * self.width) {
+            crate::memory::prefetch_one(word);
+        }
     }
 
     /// Whether value `i` is all zeros (nothing was added, or only nothing).

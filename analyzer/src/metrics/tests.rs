@@ -370,5 +370,69 @@ fn walked_frames_are_each_stacks_frames() {
         let mut walked = 0;
         weights.for_each_stack(&view, |_, value| walked += weights.value(value).events);
         assert_eq!(walked, stacks.len() as u64);
+        sums_agree_with_each_stacks_frames(&view, &weights);
     }
+}
+
+/// Exclusive and inclusive values by function, line and PC, every
+/// callers-callees picture and the call tree, as made along the walk, are
+/// what each stack's whole frames give.
+fn sums_agree_with_each_stacks_frames(view: &View, weights: &Weights) {
+    type Keyed = fn(&Frame) -> Option<u64>;
+    let keys: [Keyed; 3] = [
+        |f| Some(u64::from(f.function)),
+        |f| Some(f.line.map_or(1 << 40 | u64::from(f.function), u64::from)),
+        |f| f.pc.map(u64::from),
+    ];
+    for key in keys {
+        let mut expected: HashMap<u64, ExclInclValue> = HashMap::new();
+        weights.for_each_stack(view, |frames, packed| {
+            let value = weights.value(packed);
+            let shown: Vec<Option<u64>> = frames.iter().map(|&f| key(&view.frame(f))).collect();
+            if let Some(Some(leaf)) = shown.first() {
+                expected.entry(*leaf).or_default().exclusive.add(value);
+            }
+            let mut seen = Vec::new();
+            for k in shown.into_iter().flatten() {
+                if !seen.contains(&k) {
+                    seen.push(k);
+                    expected.entry(k).or_default().inclusive.add(value);
+                }
+            }
+        });
+        assert_eq!(exclusive_inclusive(view, weights, key), expected);
+    }
+    let all = all_callers_callees(view, weights);
+    for (&center, picture) in &all {
+        assert_eq!(*picture, callers_callees(view, weights, center), "{center}");
+    }
+    // Each stack's path of functions from <Total>, with its value.
+    let mut paths: HashMap<Vec<FunctionId>, Value> = HashMap::new();
+    weights.for_each_stack(view, |frames, packed| {
+        let path = frames
+            .iter()
+            .rev()
+            .map(|&f| view.frame(f).function)
+            .collect();
+        paths.entry(path).or_default().add(weights.value(packed));
+    });
+    let tree = call_tree(view, weights);
+    let mut from_tree: HashMap<Vec<FunctionId>, Value> = HashMap::new();
+    let mut work = vec![(CallTree::ROOT, Vec::new())];
+    while let Some((node, path)) = work.pop() {
+        let value = tree.value(node);
+        assert!(!value.inclusive.is_empty(), "a node with nothing below it");
+        if !value.exclusive.is_empty() {
+            from_tree.insert(path.clone(), value.exclusive);
+        }
+        let mut inclusive = value.exclusive;
+        for &child in tree.children(node) {
+            inclusive.add(tree.value(child).inclusive);
+            let mut below = path.clone();
+            below.push(tree.function(child));
+            work.push((child, below));
+        }
+        assert_eq!(inclusive, value.inclusive);
+    }
+    assert_eq!(from_tree, paths);
 }
