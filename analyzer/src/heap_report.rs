@@ -11,9 +11,11 @@
 //! yet. Groups are by the call stack as shown (function and line of each
 //! frame), so the same path in several processes is one group.
 
-use crate::model::{FunctionKind, HeapReplay, Model, ObjectId, PathWalk, PcId, NO_STACK};
+use crate::model::{
+    FunctionKind, HeapEntry, HeapReplay, Model, ObjectId, PathWalk, PcId, NO_STACK,
+};
 use crate::resolve::{symbolize, PcSymbol};
-use crate::u64_table::U64Table;
+use crate::u64_table::Children;
 use debugger::symbols::ObjectFile;
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
@@ -84,11 +86,17 @@ impl StackSums {
             experiment: vec![0; model.stacks.len()],
             lost: vec![Sums::default(); model.experiments.len()],
         };
-        let counted = model
-            .heap
-            .iter()
-            .filter(|e| what == HeapListing::Allocations || e.leaked);
-        for entry in counted {
+        let counted = |e: &HeapEntry| what == HeapListing::Allocations || e.leaked;
+        for (i, entry) in model.heap.iter().enumerate() {
+            // A later allocation's stack is fetched while one is added.
+            if let Some(ahead) = model.heap.get(i + 16) {
+                sums.by_stack
+                    .get(ahead.stack as usize)
+                    .map(crate::memory::prefetch_one);
+            }
+            if !counted(entry) {
+                continue;
+            }
             let slot = match entry.stack {
                 NO_STACK => sums.lost.get_mut(usize::from(entry.experiment)),
                 stack => {
@@ -386,14 +394,8 @@ struct ShownStacks {
     frame: Vec<u32>,
     /// Per node: the length of its frames' text.
     text_len: Vec<usize>,
-    /// Nodes by parent and frame (`child_key`).
-    children: U64Table<u32>,
-}
-
-/// The key of a node by its parent and frame: never 0 (the table's empty
-/// key), as no node has frame `HIDDEN`.
-fn child_key(parent: u32, frame: u32) -> u64 {
-    (u64::from(parent) << 32 | u64::from(frame)).wrapping_add(1)
+    /// Nodes by parent and frame.
+    children: Children,
 }
 
 /// The empty stack: the tree's root.
@@ -411,7 +413,7 @@ impl Default for ShownStacks {
             parent: vec![ROOT],
             frame: vec![HIDDEN],
             text_len: vec![0],
-            children: U64Table::default(),
+            children: Children::default(),
         }
     }
 }
@@ -431,8 +433,8 @@ impl ShownStacks {
     }
 
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        let key = child_key(parent, frame);
-        if let Some(node) = self.children.get(key) {
+        let frames = &self.frame;
+        if let Some(node) = self.children.get(parent, frame, |n| frames[n as usize]) {
             return node;
         }
         let node = self.parent.len() as u32;
@@ -440,7 +442,7 @@ impl ShownStacks {
         self.frame.push(frame);
         let len = self.text_len[parent as usize] + self.frame_lines[frame as usize].len();
         self.text_len.push(len);
-        self.children.insert(key, node);
+        self.children.insert(parent, frame, node);
         node
     }
 
@@ -492,6 +494,9 @@ impl ShownStacks {
             // while this one is walked.
             if let Some(&ahead) = order.get(i + 16) {
                 sums.by_stack
+                    .get(ahead as usize)
+                    .map(crate::memory::prefetch_one);
+                sums.experiment
                     .get(ahead as usize)
                     .map(crate::memory::prefetch_one);
             }

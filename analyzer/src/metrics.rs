@@ -8,6 +8,7 @@
 
 use crate::model::*;
 use crate::packed::{Layout, Sums};
+use crate::u64_table::Children;
 use commands::MetricName;
 use experiment::counters::MAX_COUNTERS;
 use rustc_hash::FxHashMap;
@@ -1185,15 +1186,14 @@ impl PathVisitor for PairWalk<'_> {
         let depth = self.levels.len();
         let outer = std::mem::replace(&mut self.innermost[function as usize], depth as u32);
         self.levels.push((function, outer));
-        let before = match depth {
-            0 => None,
-            _ => Some(self.covered.at(depth - 1).to_vec()),
-        };
         self.sums.push();
         self.covered.push();
         self.covered_before.push();
-        if let Some(before) = before {
-            self.covered_before.add(&before);
+        if depth > 0 {
+            let mut before = [0u64; crate::packed::WORDS];
+            let width = self.covered.width;
+            before[..width].copy_from_slice(self.covered.at(depth - 1));
+            self.covered_before.add(&before[..width]);
         }
     }
 
@@ -1202,35 +1202,39 @@ impl PathVisitor for PairWalk<'_> {
             return;
         };
         let depth = self.levels.len();
-        let below = self.sums.innermost().to_vec();
+        let width = self.sums.width;
+        let (mut below, mut own) = ([0u64; crate::packed::WORDS], [0u64; crate::packed::WORDS]);
+        let (below, own) = (&mut below[..width], &mut own[..width]);
+        below.copy_from_slice(self.sums.innermost());
         // The deeper frames of this function covered theirs already.
-        let own: Vec<u64> = below
-            .iter()
-            .zip(self.covered.innermost())
-            .map(|(b, c)| b - c)
-            .collect();
-        self.inclusive.add(function as usize, &own);
+        for ((own, b), c) in own.iter_mut().zip(&*below).zip(self.covered.innermost()) {
+            *own = b - c;
+        }
+        let (below, own) = (&*below, &*own);
+        self.inclusive.add(function as usize, own);
         let caller = match depth {
             0 => TOTAL,
             _ => self.levels[depth - 1].0,
         };
-        self.callers.add(function, caller, &own);
+        self.callers.add(function, caller, own);
         if outer != NO_LEVEL {
-            self.covered.add_at(outer as usize, &below);
+            self.covered.add_at(outer as usize, below);
         }
         match depth {
-            0 => self.callees.add(TOTAL, function, &below),
+            0 => self.callees.add(TOTAL, function, below),
             _ => {
                 // What ended below this frame is its caller's callee
                 // share, but for what the caller's function's deeper
                 // frames here covered.
-                let share: Vec<u64> = below
+                let mut share = [0u64; crate::packed::WORDS];
+                let parts = below
                     .iter()
                     .zip(self.covered.at(depth - 1))
-                    .zip(self.covered_before.innermost())
-                    .map(|((b, now), before)| b - (now - before))
-                    .collect();
-                self.callees.add(caller, function, &share);
+                    .zip(self.covered_before.innermost());
+                for (slot, ((b, now), before)) in share.iter_mut().zip(parts) {
+                    *slot = b - (now - before);
+                }
+                self.callees.add(caller, function, &share[..width]);
             }
         }
         self.innermost[function as usize] = outer;
@@ -1483,7 +1487,7 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
         function: vec![TOTAL],
         parent_of: vec![0],
         exclusive: Sums::new(width, 1),
-        children: FxHashMap::default(),
+        children: Children::default(),
         path: vec![0],
     };
     weights.walk(view, &mut tree);
@@ -1523,8 +1527,8 @@ struct TreeWalk {
     function: Vec<FunctionId>,
     parent_of: Vec<u32>,
     exclusive: Sums,
-    /// (parent, function) -> child: one hash per frame entered.
-    children: FxHashMap<(u32, FunctionId), u32>,
+    /// Children by parent and function: one lookup per frame entered.
+    children: Children,
     /// The nodes of the path's frames, `<Total>` first.
     path: Vec<u32>,
 }
@@ -1537,13 +1541,17 @@ impl PathVisitor for TreeWalk {
             .copied()
             .unwrap_or(UNKNOWN);
         let parent = self.path[self.path.len() - 1];
-        let (function, parent_of, exclusive) =
-            (&mut self.function, &mut self.parent_of, &mut self.exclusive);
-        let node = *self.children.entry((parent, f)).or_insert_with(|| {
-            function.push(f);
-            parent_of.push(parent);
-            exclusive.push_zero() as u32
-        });
+        let function = &self.function;
+        let node = match self.children.get(parent, f, |n| function[n as usize]) {
+            Some(node) => node,
+            None => {
+                self.function.push(f);
+                self.parent_of.push(parent);
+                let node = self.exclusive.push_zero() as u32;
+                self.children.insert(parent, f, node);
+                node
+            }
+        };
         self.path.push(node);
     }
 
