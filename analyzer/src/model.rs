@@ -333,12 +333,19 @@ impl<'a> PathWalk<'a> {
         let stack = self.table.stacks.get(id as usize)?;
         self.added.clear();
         let mut at = stack.position;
+        // Up from the stack's frame until a frame of the path: positions
+        // fall on the way up and rise along the path, so one scan down
+        // the path meets it.
+        let mut level = self.path.len();
         let kept = loop {
             if at == ROOT_POSITION {
                 break 0;
             }
-            if let Ok(level) = self.path.binary_search(&at) {
-                break level + 1;
+            while level > 0 && self.path[level - 1] > at {
+                level -= 1;
+            }
+            if level > 0 && self.path[level - 1] == at {
+                break level;
             }
             self.added.push(at);
             at = self.table.parent(at);
