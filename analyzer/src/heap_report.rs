@@ -509,11 +509,11 @@ impl ShownStacks {
                 continue;
             };
             path.truncate(step.kept);
+            // A frame's node as a caller is made once a frame is below it:
+            // a stack's innermost frame shows as a leaf instead.
             for &pc in step.added {
-                let above = self.node_above(&mut frames, &path, pc);
-                let frame = frames.caller(self, pc);
-                let node = self.step(above, frame);
-                path.push((pc, node));
+                self.settle(&mut frames, &mut path);
+                path.push((pc, UNSET));
             }
             let node = match path.split_last() {
                 Some((&(pc, _), outer)) => {
@@ -526,6 +526,19 @@ impl ShownStacks {
             each(node, stack_sums);
         }
         place_lost(self, sums.lost.len(), &mut each);
+    }
+
+    /// Makes the node of the innermost frame of `path` as a caller, if it
+    /// is not made yet.
+    fn settle(&mut self, frames: &mut ModelFrames, path: &mut [(PcId, u32)]) {
+        let Some((&mut (pc, ref mut node), outer)) = path.split_last_mut() else {
+            return;
+        };
+        if *node == UNSET {
+            let above = self.node_above(frames, outer, pc);
+            let frame = frames.caller(self, pc);
+            *node = self.step(above, frame);
+        }
     }
 
     /// The node of the frames above a frame of PC `pc` whose callers are
