@@ -109,14 +109,19 @@ impl RecordedStacks {
             .count();
         self.previous_pcs.truncate(shared);
         self.previous_path.truncate(shared);
-        let mut position = self.previous_path.last().copied().unwrap_or(ROOT_POSITION);
+        let parent = self.previous_path.last().copied().unwrap_or(ROOT_POSITION);
         self.own.clear();
         self.own.extend(record.pcs().take(depth - shared));
-        for (i, &pc) in self.own.iter().enumerate().rev() {
-            position = table.push_frame(position, self.slots.slot(pc, i == 0));
-            self.previous_pcs.push(pc);
-            self.previous_path.push(position);
-        }
+        let slots = &mut self.slots;
+        let own = self.own.iter().enumerate().rev();
+        let first = table.push_run(parent, own.map(|(i, &pc)| slots.slot(pc, i == 0)));
+        let end = first + self.own.len() as u32;
+        self.previous_pcs.extend(self.own.iter().rev());
+        self.previous_path.extend(first..end);
+        let position = match self.own.is_empty() {
+            true => parent,
+            false => end - 1,
+        };
         self.records.push(Record { position, status });
     }
 
@@ -968,18 +973,29 @@ impl Builder {
         let mut fresh = std::mem::take(&mut self.fresh);
         fresh.clear();
         let mut at = position;
-        while at != ROOT_POSITION && self.stacks.cells()[at as usize] & TRANSLATED == 0 {
+        // Whether every one is known and taken as it is (the common case:
+        // a table read per frame).
+        let mut plain = true;
+        while at != ROOT_POSITION {
+            let cell = self.stacks.cells()[at as usize];
+            if cell & TRANSLATED != 0 {
+                break;
+            }
+            plain &= slots.plain_pc(cell).is_some();
             fresh.push(at);
             at = self.stacks.parent(at);
         }
-        // Symbolized innermost first, as a walk of the whole stack would.
-        let mut plain = true;
-        for &at in &fresh {
-            let slot = self.stacks.cells()[at as usize];
-            self.slot_pc(experiment, slots, slot, mappings);
-            if slots.plain_pc(slot).is_none() {
-                plain = false;
-                break;
+        if !plain {
+            // Symbolized innermost first, as a walk of the whole stack
+            // would.
+            plain = true;
+            for &at in &fresh {
+                let slot = self.stacks.cells()[at as usize];
+                self.slot_pc(experiment, slots, slot, mappings);
+                if slots.plain_pc(slot).is_none() {
+                    plain = false;
+                    break;
+                }
             }
         }
         if plain {

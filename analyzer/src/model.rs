@@ -273,6 +273,25 @@ impl StackTable {
         self.cells.len() as u32 - 1
     }
 
+    /// Appends frame cells, each the parent of the next, the first under
+    /// `parent`; the position of the first (where it would be, if none).
+    pub(crate) fn push_run(&mut self, parent: u32, cells: impl Iterator<Item = u32>) -> u32 {
+        let next = self.cells.len() as u32;
+        let mut cells = cells.peekable();
+        if cells.peek().is_none() {
+            return next;
+        }
+        let first = match self.parent(next) == parent {
+            true => next,
+            false => {
+                self.cells.push(LINK | parent);
+                next + 1
+            }
+        };
+        self.cells.extend(cells);
+        first
+    }
+
     /// The cells, for the loader to write recorded frames in and make
     /// them model PCs in place.
     pub(crate) fn cells_mut(&mut self) -> &mut Vec<u32> {
