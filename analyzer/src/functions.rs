@@ -49,13 +49,11 @@ pub fn clock_profile(expt: &Experiment) -> Result<ClockProfile> {
         ..ClockProfile::default()
     };
     // Once per distinct stack, not per event.
-    let mut reaches_main: Vec<bool> = Vec::with_capacity(model.stacks.len());
-    view.for_each_stack(|_, frames| {
-        reaches_main.push(
-            frames
-                .iter()
-                .any(|&f| model.function(view.frame(f).function).name == "main"),
-        )
+    let mut reaches_main: Vec<bool> = vec![false; model.stacks.len()];
+    view.for_each_stack(|id, frames| {
+        reaches_main[id as usize] = frames
+            .iter()
+            .any(|&f| model.function(view.frame(f).function).name == "main");
     });
     for event in &model.events {
         let count = u64::from(event.count);

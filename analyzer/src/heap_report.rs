@@ -1,26 +1,25 @@
 //! er_print's heap-tracing listings: `leaks` (blocks never freed, grouped
 //! by allocation stack, largest first), `allocs` (allocations grouped the
 //! same way) and `heap` (totals, the peak in use and when, sizes), from
-//! the `heap` files of the loaded experiments (the manual's "Heap Tracing
-//! Data": Allocations, Bytes Allocated, Leaks, Bytes Leaked).
+//! the heap data the loader put in the model (the manual's "Heap Tracing
+//! Data": Allocations, Bytes Allocated, Leaks, Bytes Leaked): its
+//! allocations with their leak flags and stacks, and what its replay of
+//! the frees found. No file is read again.
 //!
 //! A leak is a block not freed when the program ended; in an experiment
 //! still being written (at a stop of a live program), a block not freed
 //! yet. Groups are by the call stack as shown (function and line of each
 //! frame), so the same path in several processes is one group.
 
-use crate::model::Model;
+use crate::model::{
+    FunctionKind, HeapEntry, HeapReplay, Model, ObjectId, PathWalk, PcId, NO_STACK,
+};
 use crate::resolve::{symbolize, PcSymbol};
+use crate::u64_table::Children;
 use debugger::symbols::ObjectFile;
-use experiment::heap::{HeapEvent, HeapOp};
-use experiment::layout::StackRecordRef;
-use experiment::log::Event;
-use experiment::Experiment;
-use rustc_hash::FxHashMap;
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
 
 /// Which grouping a listing shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,145 +55,63 @@ struct Sums {
     bytes: u64,
 }
 
-/// What one pass over an experiment's heap events found.
-#[derive(Default)]
-struct Replayed {
-    allocations: u64,
-    bytes_allocated: u64,
-    frees: u64,
-    unknown_frees: u64,
-    leaks: u64,
-    bytes_leaked: u64,
-    /// The most bytes of the malloc family in use at once, and when.
-    peak_bytes: u64,
-    peak_ns: u64,
-    /// Allocations by power-of-two size bucket.
-    histogram: Vec<u64>,
-    /// The listing's sums by recorded stack id.
-    by_stack: FxHashMap<u64, Sums>,
-}
-
-/// What a pass over the heap events is for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Pass {
-    /// Blocks not freed, by stack.
-    Leaks,
-    /// Allocations by stack: no replay needed, the events come as read.
-    Allocations,
-    /// The `heap` totals.
-    Statistics,
-}
-
-/// The blocks in use during a replay, by address: (size, stack id).
-type Live = FxHashMap<u64, (u64, u64)>;
-
-/// A replay under way: what it found so far, the blocks in use and their
-/// bytes.
-#[derive(Default)]
-struct Replaying {
-    found: Replayed,
-    live: Live,
-    in_use: u64,
-}
-
-impl Replaying {
-    fn new() -> Replaying {
-        Replaying {
-            found: Replayed {
-                histogram: vec![0; 65],
-                ..Replayed::default()
-            },
-            ..Replaying::default()
-        }
-    }
-
-    fn apply(&mut self, e: HeapEvent) {
-        let r = &mut self.found;
-        match e.op {
-            // Mappings are not heap blocks; free(NULL) frees nothing.
-            HeapOp::Mmap | HeapOp::Munmap => {}
-            HeapOp::Free if e.address == 0 => {}
-            HeapOp::Free => {
-                r.frees += 1;
-                match self.live.remove(&e.address) {
-                    Some((size, _)) => self.in_use -= size,
-                    None => r.unknown_frees += 1,
-                }
-            }
-            _ if e.address == 0 => {}
-            _ => {
-                r.allocations += 1;
-                r.bytes_allocated += e.size;
-                let bucket = (64 - e.size.leading_zeros()) as usize;
-                if let Some(slot) = r.histogram.get_mut(bucket) {
-                    *slot += 1;
-                }
-                // A block made where one is still in use replaces it.
-                if let Some((old, _)) = self.live.insert(e.address, (e.size, e.stack_id)) {
-                    self.in_use -= old;
-                }
-                self.in_use += e.size;
-                if self.in_use > r.peak_bytes {
-                    r.peak_bytes = self.in_use;
-                    r.peak_ns = e.timestamp_ns;
-                }
-            }
-        }
+impl Sums {
+    fn add(&mut self, bytes: u64) {
+        self.count += 1;
+        self.bytes += bytes;
     }
 }
 
-/// One pass over `expt`'s heap events (in order when the pass replays
-/// them), holding no event: the blocks in use are all it keeps.
-fn replay(expt: &Experiment, pass: Pass) -> Result<Replayed, String> {
-    let mut r = Replayed {
-        histogram: vec![0; 65],
-        ..Replayed::default()
-    };
-    if pass == Pass::Allocations {
-        expt.for_each_heap_event(|record| {
-            let e = record.event;
-            if e.op.allocates() && e.op != HeapOp::Mmap && e.address != 0 {
-                let sums = r.by_stack.entry(e.stack_id).or_default();
-                sums.count += 1;
-                sums.bytes += e.size;
-            }
-        })
-        .map_err(|e| e.to_string())?;
-        return Ok(r);
-    }
-    let (replaying, _) = expt
-        .heap_events_in_order(Replaying::new, |replaying, record| {
-            replaying.apply(record.event)
-        })
-        .map_err(|e| e.to_string())?;
-    let Replaying {
-        found: mut r, live, ..
-    } = replaying;
-    r.leaks = live.len() as u64;
-    r.bytes_leaked = live.values().map(|&(size, _)| size).sum();
-    if pass == Pass::Leaks {
-        for (size, stack_id) in live.into_values() {
-            let sums = r.by_stack.entry(stack_id).or_default();
-            sums.count += 1;
-            sums.bytes += size;
-        }
-    }
-    Ok(r)
-}
-
-/// The heap-tracing experiments of the model, opened.
-fn heap_experiments(model: &Model) -> Result<Vec<(Experiment, usize)>, String> {
-    let mut experiments = Vec::new();
-    for (index, entry) in model.experiments.iter().enumerate() {
-        let expt = Experiment::open(&entry.path).map_err(|e| e.to_string())?;
-        if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
-            experiments.push((expt, index));
-        }
-    }
-    if experiments.is_empty() {
+/// The replays of the experiments that traced the heap.
+fn heap_replays(model: &Model) -> Result<&[HeapReplay], String> {
+    if model.heap_replays.is_empty() {
         return Err("no heap-tracing data (collect with -H on, or collector heaptrace on)".into());
     }
-    Ok(experiments)
+    Ok(&model.heap_replays)
+}
+
+/// What a listing counts, summed by model stack, and by experiment for the
+/// allocations whose stack record was lost.
+struct StackSums {
+    by_stack: Vec<Sums>,
+    /// Per model stack counted: its experiment.
+    experiment: Vec<u16>,
+    lost: Vec<Sums>,
+}
+
+impl StackSums {
+    fn of(model: &Model, what: HeapListing) -> StackSums {
+        let mut sums = StackSums {
+            by_stack: vec![Sums::default(); model.stacks.len()],
+            experiment: vec![0; model.stacks.len()],
+            lost: vec![Sums::default(); model.experiments.len()],
+        };
+        let counted = |e: &HeapEntry| what == HeapListing::Allocations || e.leaked;
+        for (i, entry) in model.heap.iter().enumerate() {
+            // A later allocation's stack is fetched while one is added.
+            if let Some(ahead) = model.heap.get(i + 16) {
+                sums.by_stack
+                    .get(ahead.stack as usize)
+                    .map(crate::memory::prefetch_one);
+            }
+            if !counted(entry) {
+                continue;
+            }
+            let slot = match entry.stack {
+                NO_STACK => sums.lost.get_mut(usize::from(entry.experiment)),
+                stack => {
+                    if let Some(experiment) = sums.experiment.get_mut(stack as usize) {
+                        *experiment = entry.experiment;
+                    }
+                    sums.by_stack.get_mut(stack as usize)
+                }
+            };
+            if let Some(slot) = slot {
+                slot.add(entry.bytes);
+            }
+        }
+        sums
+    }
 }
 
 /// `leaks` or `allocs`: (text, JSON).
@@ -246,6 +163,9 @@ pub fn listing_stream(
     }))
 }
 
+/// A node that is no group's (yet).
+const NO_GROUP: u32 = u32::MAX;
+
 /// Leaks or allocations grouped by their stack as shown, largest first.
 struct Grouped {
     what: HeapListing,
@@ -259,31 +179,27 @@ struct Grouped {
 
 impl Grouped {
     fn of(model: &Model, what: HeapListing, limit: Option<usize>) -> Result<Grouped, String> {
-        let pass = match what {
-            HeapListing::Leaks => Pass::Leaks,
-            HeapListing::Allocations => Pass::Allocations,
-        };
+        heap_replays(model)?;
+        let sums = StackSums::of(model, what);
         let mut shown = ShownStacks::default();
         // Groups by their shown stack's node, in order of first use.
-        let mut group_of: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut group_of: Vec<u32> = Vec::new();
         let mut groups: Vec<(u32, Sums)> = Vec::new();
-        for (expt, index) in heap_experiments(model)? {
-            let replayed = replay(&expt, pass)?;
-            let symbols = Symbolizer::new(model, &model.experiments[index].log);
-            let nodes = shown.of_experiment(&expt, &symbols, &replayed.by_stack)?;
-            for (stack_id, sums) in &replayed.by_stack {
-                let node = nodes
-                    .get(stack_id)
-                    .copied()
-                    .unwrap_or_else(|| shown.unknown());
-                let group = *group_of.entry(node).or_insert_with(|| {
+        shown.of_model(model, &sums, |node, sums| {
+            if group_of.len() <= node as usize {
+                group_of.resize(node as usize + 1, NO_GROUP);
+            }
+            let group = match group_of[node as usize] {
+                NO_GROUP => {
+                    group_of[node as usize] = groups.len() as u32;
                     groups.push((node, Sums::default()));
                     groups.len() - 1
-                });
-                groups[group].1.count += sums.count;
-                groups[group].1.bytes += sums.bytes;
-            }
-        }
+                }
+                group => group as usize,
+            };
+            groups[group].1.count += sums.count;
+            groups[group].1.bytes += sums.bytes;
+        });
         // Largest first; equal ones in the order of their stacks in the files.
         groups.sort_unstable_by(|(a_node, a), (b_node, b)| {
             b.bytes
@@ -383,21 +299,22 @@ impl Grouped {
 pub fn statistics(model: &Model) -> Result<(String, Json), String> {
     let mut totals = Totals::default();
     let mut histogram: Vec<u64> = vec![0; 65];
-    for (expt, index) in heap_experiments(model)? {
-        let r = replay(&expt, Pass::Statistics)?;
-        totals.allocations += r.allocations;
-        totals.bytes_allocated += r.bytes_allocated;
-        totals.frees += r.frees;
-        totals.unknown_frees += r.unknown_frees;
-        totals.leaks += r.leaks;
-        totals.bytes_leaked += r.bytes_leaked;
-        if r.peak_bytes > totals.peak_bytes {
-            totals.peak_bytes = r.peak_bytes;
-            let start_ns = model.experiments[index].start_ns;
-            totals.peak_seconds = r.peak_ns.saturating_sub(start_ns) as f64 / 1e9;
+    for entry in &model.heap {
+        totals.allocations += 1;
+        totals.bytes_allocated += entry.bytes;
+        if entry.leaked {
+            totals.leaks += 1;
+            totals.bytes_leaked += entry.bytes;
         }
-        for (sum, count) in histogram.iter_mut().zip(&r.histogram) {
-            *sum += count;
+        histogram[(64 - entry.bytes.leading_zeros()) as usize] += 1;
+    }
+    for replay in heap_replays(model)? {
+        totals.frees += replay.frees;
+        totals.unknown_frees += replay.unknown_frees;
+        if replay.peak_bytes > totals.peak_bytes {
+            totals.peak_bytes = replay.peak_bytes;
+            let start_ns = model.experiments[usize::from(replay.experiment)].start_ns;
+            totals.peak_seconds = replay.peak_at_ns.saturating_sub(start_ns) as f64 / 1e9;
         }
     }
     let mut text = String::new();
@@ -477,7 +394,8 @@ struct ShownStacks {
     frame: Vec<u32>,
     /// Per node: the length of its frames' text.
     text_len: Vec<usize>,
-    children: FxHashMap<(u32, u32), u32>,
+    /// Nodes by parent and frame.
+    children: Children,
 }
 
 /// The empty stack: the tree's root.
@@ -495,7 +413,7 @@ impl Default for ShownStacks {
             parent: vec![ROOT],
             frame: vec![HIDDEN],
             text_len: vec![0],
-            children: FxHashMap::default(),
+            children: Children::default(),
         }
     }
 }
@@ -515,7 +433,8 @@ impl ShownStacks {
     }
 
     fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        if let Some(&node) = self.children.get(&(parent, frame)) {
+        let frames = &self.frame;
+        if let Some(node) = self.children.get(parent, frame, |n| frames[n as usize]) {
             return node;
         }
         let node = self.parent.len() as u32;
@@ -523,7 +442,7 @@ impl ShownStacks {
         self.frame.push(frame);
         let len = self.text_len[parent as usize] + self.frame_lines[frame as usize].len();
         self.text_len.push(len);
-        self.children.insert((parent, frame), node);
+        self.children.insert(parent, frame, node);
         node
     }
 
@@ -547,62 +466,93 @@ impl ShownStacks {
         self.child(ROOT, frame)
     }
 
-    /// The nodes of the stacks of `expt` named in `wanted`, read from its
-    /// `stacks` file record by record (the first record of an id counts).
-    fn of_experiment(
-        &mut self,
-        expt: &Experiment,
-        symbols: &Symbolizer,
-        wanted: &FxHashMap<u64, Sums>,
-    ) -> Result<FxHashMap<u64, u32>, String> {
-        let mut nodes: FxHashMap<u64, u32> = FxHashMap::default();
-        nodes.reserve(wanted.len());
-        // Each recorded PC's frame, looked up once.
-        let mut frame_of: FxHashMap<u64, u32> = FxHashMap::default();
-        // The record walked last: its PCs leaf first, and the node after
-        // each of them from the root.
-        let mut previous: Vec<u64> = Vec::new();
-        let mut path: Vec<u32> = Vec::new();
-        let mut pcs: Vec<u64> = Vec::new();
-        crate::stack_file::for_each_stack_block(expt, |records: &[StackRecordRef<'_>]| {
-            for record in records {
-                let id = record.header.stack_id;
-                if !wanted.contains_key(&id) || nodes.contains_key(&id) {
-                    continue;
+    /// Calls `each` with the node and the sums of every model stack
+    /// `sums` counts something for, walking the stacks in the order of
+    /// their records in the `stacks` files, experiment by experiment, an
+    /// experiment's lost stacks after its others: nodes are numbered in
+    /// that order, which breaks ties between groups. The outer frames a
+    /// stack shares with the one walked before are not looked at again.
+    fn of_model(&mut self, model: &Model, sums: &StackSums, mut each: impl FnMut(u32, Sums)) {
+        let mut frames = ModelFrames::new(model);
+        let mut walk = PathWalk::new(&model.stacks);
+        // Per frame of the path walked last, from the outermost: its PC
+        // and the node after it shown as a caller.
+        let mut path: Vec<(PcId, u32)> = Vec::new();
+        let mut lost_placed = 0;
+        let mut place_lost =
+            |shown: &mut ShownStacks, until: usize, each: &mut dyn FnMut(u32, Sums)| {
+                for lost in sums.lost.get(lost_placed..until).unwrap_or(&[]) {
+                    if lost.count > 0 {
+                        each(shown.unknown(), *lost);
+                    }
                 }
-                pcs.clear();
-                pcs.extend(record.pcs());
-                let shared = pcs
-                    .iter()
-                    .rev()
-                    .zip(previous.iter().rev())
-                    .take_while(|(a, b)| a == b)
-                    .count();
-                path.truncate(shared);
-                let mut node = path.last().copied().unwrap_or(ROOT);
-                for &pc in pcs[..pcs.len() - shared].iter().rev() {
-                    let frame = *frame_of
-                        .entry(pc)
-                        .or_insert_with(|| self.frame_of_pc(symbols, pc));
-                    node = self.step(node, frame);
-                    path.push(node);
-                }
-                nodes.insert(id, node);
-                std::mem::swap(&mut pcs, &mut previous);
+                lost_placed = lost_placed.max(until);
+            };
+        let order = model.stacks.ids_in_walk_order();
+        for (i, &id) in order.iter().enumerate() {
+            // Walk order is not id order: a later stack's sums are fetched
+            // while this one is walked.
+            if let Some(&ahead) = order.get(i + 16) {
+                sums.by_stack
+                    .get(ahead as usize)
+                    .map(crate::memory::prefetch_one);
+                sums.experiment
+                    .get(ahead as usize)
+                    .map(crate::memory::prefetch_one);
             }
-        })
-        .map_err(|e| e.to_string())?;
-        Ok(nodes)
+            let stack_sums = sums.by_stack[id as usize];
+            if stack_sums.count == 0 {
+                continue;
+            }
+            place_lost(self, usize::from(sums.experiment[id as usize]), &mut each);
+            let Some(step) = walk.step(id) else {
+                continue;
+            };
+            path.truncate(step.kept);
+            // A frame's node as a caller is made once a frame is below it:
+            // a stack's innermost frame shows as a leaf instead.
+            for &pc in step.added {
+                self.settle(&mut frames, &mut path);
+                path.push((pc, UNSET));
+            }
+            let node = match path.split_last() {
+                Some((&(pc, _), outer)) => {
+                    let above = self.node_above(&mut frames, outer, pc);
+                    let frame = frames.leaf(self, pc);
+                    self.step(above, frame)
+                }
+                None => ROOT,
+            };
+            each(node, stack_sums);
+        }
+        place_lost(self, sums.lost.len(), &mut each);
     }
 
-    /// The frame a recorded PC shows as (a return address looked up at its
-    /// call), or HIDDEN for the collector's own frames (its
-    /// pthread_create, which a thread's stack passes through).
-    fn frame_of_pc(&mut self, symbols: &Symbolizer, pc: u64) -> u32 {
-        if symbols.is_collector(pc) {
-            return HIDDEN;
+    /// Makes the node of the innermost frame of `path` as a caller, if it
+    /// is not made yet.
+    fn settle(&mut self, frames: &mut ModelFrames, path: &mut [(PcId, u32)]) {
+        let Some((&mut (pc, ref mut node), outer)) = path.split_last_mut() else {
+            return;
+        };
+        if *node == UNSET {
+            let above = self.node_above(frames, outer, pc);
+            let frame = frames.caller(self, pc);
+            *node = self.step(above, frame);
         }
-        self.frame_id(symbols.look_up(pc.saturating_sub(1)))
+    }
+
+    /// The node of the frames above a frame of PC `pc` whose callers are
+    /// `outer` (from the outermost): their caller's node, but below a
+    /// signal trampoline, the interrupted frame shows as a leaf.
+    fn node_above(&mut self, frames: &mut ModelFrames, outer: &[(PcId, u32)], pc: PcId) -> u32 {
+        let node_of = |level: Option<&(PcId, u32)>| level.map_or(ROOT, |&(_, node)| node);
+        match outer.split_last() {
+            Some((&(interrupted, _), further)) if frames.is_trampoline(pc) => {
+                let frame = frames.leaf(self, interrupted);
+                self.step(node_of(further.last()), frame)
+            }
+            _ => node_of(outer.last()),
+        }
     }
 
     /// Length of `node`'s frames' text.
@@ -628,89 +578,136 @@ impl ShownStacks {
     }
 }
 
-/// PCs of one experiment to functions and lines, through its objects.
-struct Symbolizer {
-    /// (lo, hi, base, file to read) per object of the log.
-    mappings: Vec<(u64, u64, u64, Option<PathBuf>, bool)>,
-    /// Where libcollector.so is.
-    collector: Vec<(u64, u64)>,
-    files: std::cell::RefCell<HashMap<PathBuf, Option<ObjectFile>>>,
+/// The frames the model's PCs show as, each worked out once. A caller's
+/// PC is shown as the loader symbolized it (a return address, looked up
+/// at its call); a leaf's PC, the return address into the code that
+/// called the allocator, which the loader looked up as it is (as an
+/// interrupted PC), is looked up again at its call; so is the PC below a
+/// signal trampoline, which the loader looked up as it is too.
+struct ModelFrames<'a> {
+    model: &'a Model,
+    /// Per PC: its frame as a caller, as a leaf (or `UNSET`).
+    caller: Vec<u32>,
+    leaf: Vec<u32>,
+    /// Per PC: in `__restore_rt`.
+    trampoline: Vec<bool>,
+    /// Opened symbol files, by object (None: unreadable).
+    files: HashMap<ObjectId, Option<ObjectFile>>,
 }
 
-impl Symbolizer {
-    fn new(model: &Model, log: &[experiment::LogEvent]) -> Symbolizer {
-        let symbols_from = |path: &Path| {
-            model
-                .objects
-                .iter()
-                .find(|o| o.path == path)
-                .and_then(|o| o.symbols_from.clone())
-                .or_else(|| path.is_file().then(|| path.to_path_buf()))
-        };
-        let mappings = log
+/// A frame not worked out yet.
+const UNSET: u32 = u32::MAX - 1;
+
+impl<'a> ModelFrames<'a> {
+    fn new(model: &'a Model) -> ModelFrames<'a> {
+        let trampoline = model
+            .pcs
             .iter()
-            .filter_map(|e| match &e.event {
-                Event::Object { path, base, lo, hi } => Some((
-                    *lo,
-                    *hi,
-                    *base,
-                    symbols_from(path),
-                    path.as_os_str() == "[vdso]",
-                )),
-                _ => None,
-            })
+            .map(|pc| model.function(pc.function).name == "__restore_rt")
             .collect();
-        let collector = log
-            .iter()
-            .filter_map(|e| match &e.event {
-                Event::Object { path, lo, hi, .. }
-                    if path.to_string_lossy().contains("libcollector") =>
-                {
-                    Some((*lo, *hi))
-                }
-                _ => None,
-            })
-            .collect();
-        Symbolizer {
-            mappings,
-            collector,
-            files: Default::default(),
+        ModelFrames {
+            model,
+            caller: vec![UNSET; model.pcs.len()],
+            leaf: vec![UNSET; model.pcs.len()],
+            trampoline,
+            files: HashMap::new(),
         }
     }
 
-    fn is_collector(&self, pc: u64) -> bool {
-        self.collector
-            .iter()
-            .any(|(lo, hi)| (*lo..=*hi).contains(&pc))
+    fn is_trampoline(&self, pc: PcId) -> bool {
+        self.trampoline.get(pc as usize).copied().unwrap_or(false)
     }
 
-    fn look_up(&self, pc: u64) -> ShownFrame {
-        let unknown = || ShownFrame {
-            function: format!("0x{pc:x}"),
-            file: None,
-            line: None,
+    /// The frame PC `pc` shows as a caller.
+    fn caller(&mut self, shown: &mut ShownStacks, pc: PcId) -> u32 {
+        self.frame(shown, pc, false)
+    }
+
+    /// The frame PC `pc` shows as the leaf (or below a signal trampoline).
+    fn leaf(&mut self, shown: &mut ShownStacks, pc: PcId) -> u32 {
+        self.frame(shown, pc, true)
+    }
+
+    fn frame(&mut self, shown: &mut ShownStacks, pc: PcId, as_leaf: bool) -> u32 {
+        let known = match as_leaf {
+            true => self.leaf.get(pc as usize),
+            false => self.caller.get(pc as usize),
         };
-        let Some(&(_, _, base, ref path, vdso)) = self
-            .mappings
-            .iter()
-            .find(|(lo, hi, ..)| (*lo..=*hi).contains(&pc))
-        else {
-            return unknown();
+        if let Some(&frame) = known.filter(|&&f| f != UNSET) {
+            return frame;
+        }
+        let frame = self.work_out(shown, pc, as_leaf);
+        let memo = match as_leaf {
+            true => &mut self.leaf,
+            false => &mut self.caller,
         };
-        let Some(path) = path else { return unknown() };
-        let mut files = self.files.borrow_mut();
-        let file = files
-            .entry(path.clone())
-            .or_insert_with(|| ObjectFile::open(path).ok());
-        let Some(file) = file else { return unknown() };
-        match symbolize(file, pc.wrapping_sub(base), vdso) {
-            PcSymbol::Function { name, line, .. } => ShownFrame {
+        if let Some(slot) = memo.get_mut(pc as usize) {
+            *slot = frame;
+        }
+        frame
+    }
+
+    /// The frame of `pc`, or HIDDEN for the collector's own frames (its
+    /// pthread_create, which a thread's stack passes through).
+    fn work_out(&mut self, shown: &mut ShownStacks, pc: PcId, as_leaf: bool) -> u32 {
+        let model = self.model;
+        let entry = model.pc(pc);
+        let object = entry.object.map(|o| model.object(o));
+        if object.is_some_and(|o| o.path.to_string_lossy().contains("libcollector")) {
+            return HIDDEN;
+        }
+        let frame = match (as_leaf, entry.object) {
+            (true, Some(object)) => self.look_up(object, entry.address, entry.offset),
+            (true, None) => unknown_frame(entry.address.saturating_sub(1)),
+            (false, _) => {
+                let function = model.function(entry.function);
+                let line = entry.line.map(|l| model.line(l));
+                match function.kind {
+                    FunctionKind::Normal => ShownFrame {
+                        function: function.name.clone(),
+                        file: line.map(|l| l.file.display().to_string()),
+                        line: line.map(|l| l.line),
+                    },
+                    _ => unknown_frame(entry.address),
+                }
+            }
+        };
+        shown.frame_id(frame)
+    }
+
+    /// The frame of the call before return address `address` (at `offset`
+    /// in `object`).
+    fn look_up(&mut self, object: ObjectId, address: u64, offset: u64) -> ShownFrame {
+        let model = self.model;
+        let entry = model.object(object);
+        let file = self.files.entry(object).or_insert_with(|| {
+            let path = entry
+                .symbols_from
+                .clone()
+                .or_else(|| entry.path.is_file().then(|| entry.path.clone()))?;
+            ObjectFile::open(&path).ok()
+        });
+        let vdso = entry.path.as_os_str() == "[vdso]";
+        match file
+            .as_ref()
+            .map(|f| symbolize(f, offset.wrapping_sub(1), vdso))
+        {
+            Some(PcSymbol::Function { name, line, .. }) => ShownFrame {
                 function: name,
                 file: line.as_ref().map(|l| l.file.display().to_string()),
                 line: line.map(|l| l.line),
             },
-            _ => unknown(),
+            _ => unknown_frame(address.saturating_sub(1)),
         }
+    }
+}
+
+/// A frame no function is known for: its address.
+fn unknown_frame(address: u64) -> ShownFrame {
+    ShownFrame {
+        function: format!("0x{address:x}"),
+        file: None,
+        line: None,
     }
 }
 

@@ -29,6 +29,7 @@ mod stack_file;
 mod stack_ids;
 pub mod sync_objects;
 pub mod table;
+mod u64_table;
 
 // Per-function totals of one experiment, for the collector's tests and tools.
 pub mod functions;

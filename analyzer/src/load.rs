@@ -9,13 +9,14 @@ use crate::matching::{FunctionMatches, ObjectVersions};
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
 use crate::stack_ids::Lookup;
+use crate::u64_table::U64Table;
 use crate::{Error, Result};
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
 use experiment::counters::{CounterSpec, MAX_COUNTERS};
 use experiment::heap::HeapOp;
 use experiment::layout::{StackRecordRef, StackStatus};
-use experiment::log::Event;
+use experiment::log::{Event, Sample};
 use experiment::Experiment;
 use rustc_hash::FxHashMap;
 use std::collections::HashMap;
@@ -147,67 +148,102 @@ fn collect_clock_events(expt: &Experiment) -> Result<CollectedEvents> {
 /// Events whose stacks are looked up together.
 const EVENT_BATCH: usize = 32;
 
-/// One experiment's stack records, read before its events. Their PCs go
-/// into the model's arena as slots (one per distinct recorded PC, not yet
-/// symbolized); a record becomes a model stack, in place, when an event
-/// first uses it, so that stacks, PCs and functions are numbered in the
-/// order the events use them and a record no event uses is never
-/// symbolized.
+/// One experiment's stack records, read before its events. Each goes
+/// into the model's calling-context tree (`StackTable`) as the frames it
+/// does not share with the record before it, as slots (one per distinct
+/// recorded PC, not yet symbolized); a record's frames become model PCs,
+/// in place, when an event first uses it, so that stacks, PCs and
+/// functions are numbered in the order the events use them and a record
+/// no event uses is never symbolized.
 #[derive(Default)]
 struct RecordedStacks {
     by_id: crate::stack_ids::StackIds,
-    records: Vec<RecordSpan>,
+    records: Vec<Record>,
     slots: Slots,
+    /// The record added last: its PCs from the outermost, and the
+    /// position of each in the tree.
+    previous_pcs: Vec<u64>,
+    previous_path: Vec<u32>,
+    /// A record's own frames, leaf first (reused).
+    own: Vec<u64>,
+    /// Records a batch of events uses first (reused).
+    firsts: Vec<u32>,
+}
+
+/// Where a recorded stack's innermost frame is in the tree.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    position: u32,
+    status: StackStatus,
 }
 
 impl RecordedStacks {
-    /// Adds a record (the first of its id) at the end of `arena`; its span
-    /// if added. `previous` is the record before it in the same block, with
-    /// its span, if that one was added: the outer frames the two share
-    /// (most of them, in recording order) take its slots without a hash.
-    fn add(
-        &mut self,
-        record: StackRecordRef<'_>,
-        previous: Option<(StackRecordRef<'_>, RecordSpan)>,
-        arena: &mut Vec<PcId>,
-    ) -> Option<RecordSpan> {
-        let status = record.status()?;
-        let index = u32::try_from(self.records.len()).ok()?;
+    /// Adds a record (the first of its id) to `table`: the outer frames
+    /// it shares with the record added before it (most of them, in
+    /// recording order) are that one's, the others a new run of slots.
+    fn add(&mut self, record: StackRecordRef<'_>, table: &mut StackTable) {
+        let Some(status) = record.status() else {
+            return;
+        };
+        let Ok(index) = u32::try_from(self.records.len()) else {
+            return;
+        };
         if !self.by_id.insert(record.header.stack_id, index) {
-            return None;
+            return;
         }
         let depth = usize::from(record.header.depth);
-        let shared = previous.map_or(0, |(before, span)| {
-            // Neither leaf is shared: a leaf's slot is not a caller's.
-            let most = depth.min(span.len).saturating_sub(1);
-            shared_outer_frames(record, before).min(most)
-        });
-        let start = arena.len();
-        let own = record.pcs().take(depth - shared).enumerate();
-        arena.extend(own.map(|(depth, pc)| self.slots.slot(pc, depth == 0)));
-        if let Some((_, span)) = previous {
-            let end = span.start + span.len;
-            arena.extend_from_within(end - shared..end);
-        }
-        let span = RecordSpan {
-            start,
-            len: arena.len() - start,
-            status,
+        // Neither leaf is shared: a leaf's slot is not a caller's.
+        let most = depth.min(self.previous_pcs.len()).saturating_sub(1);
+        let shared = record
+            .pcs()
+            .rev()
+            .zip(&self.previous_pcs)
+            .take(most)
+            .take_while(|(pc, before)| pc == *before)
+            .count();
+        self.previous_pcs.truncate(shared);
+        self.previous_path.truncate(shared);
+        let parent = self.previous_path.last().copied().unwrap_or(ROOT_POSITION);
+        self.own.clear();
+        self.own.extend(record.pcs().take(depth - shared));
+        let slots = &mut self.slots;
+        let own = self.own.iter().enumerate().rev();
+        let first = table.push_run(parent, own.map(|(i, &pc)| slots.slot(pc, i == 0)));
+        let end = first + self.own.len() as u32;
+        self.previous_pcs.extend(self.own.iter().rev());
+        self.previous_path.extend(first..end);
+        let position = match self.own.is_empty() {
+            true => parent,
+            false => end - 1,
         };
-        self.records.push(span);
-        Some(span)
+        self.records.push(Record { position, status });
     }
-}
 
-/// How many outermost PCs (from the root) two records have in common.
-fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
-    let (a_depth, b_depth) = (usize::from(a.header.depth), usize::from(b.header.depth));
-    // Aligned at the root end: the run of equal pairs that ends there.
-    let a_pcs = a.pcs().skip(a_depth.saturating_sub(b_depth));
-    let b_pcs = b.pcs().skip(b_depth.saturating_sub(a_depth));
-    a_pcs
-        .zip(b_pcs)
-        .fold(0, |run, (x, y)| if x == y { run + 1 } else { 0 })
+    /// Starts fetching what looking up the recorded stacks `ids` soon
+    /// needs: their table entries, and for those no event used yet, their
+    /// records and innermost frames in `cells` (fetched together, not one
+    /// cache miss after another).
+    fn prefetch(&mut self, ids: impl Iterator<Item = u64> + Clone, cells: &[u32]) {
+        for id in ids.clone() {
+            self.by_id.prefetch(id);
+        }
+        self.firsts.clear();
+        for id in ids {
+            if let Lookup::Record(r) = self.by_id.get(id) {
+                self.firsts.push(r);
+                self.records
+                    .get(r as usize)
+                    .map(crate::memory::prefetch_one);
+            }
+        }
+        for &r in &self.firsts {
+            if let Some(record) = self.records.get(r as usize) {
+                cells
+                    .get(record.position as usize)
+                    .map(crate::memory::prefetch_one);
+            }
+        }
+    }
 }
 
 /// One experiment's allocations while its heap events are replayed in
@@ -216,10 +252,48 @@ fn shared_outer_frames(a: StackRecordRef<'_>, b: StackRecordRef<'_>) -> usize {
 #[derive(Default)]
 struct HeapLoad {
     entries: Vec<HeapEntry>,
-    /// The entry of each block in use, by address.
-    live: FxHashMap<u64, u32>,
+    /// The blocks in use, by address.
+    live: U64Table<LiveBlock>,
+    /// Events whose blocks' slots are being fetched, oldest first.
+    pending: std::collections::VecDeque<Pending>,
+    /// Bytes of the blocks in use.
+    in_use: u64,
+    replay: HeapReplay,
     tally: Tally,
+    /// Per entry: its recorded stack's id (its model stack is looked up
+    /// once the stacks are read).
+    stack_ids: Vec<u64>,
 }
+
+/// A heap event waiting for the slot of its block.
+#[derive(Clone, Copy)]
+enum Pending {
+    /// A free of the block at this address (not null).
+    Free(u64),
+    /// A block of the malloc family made (not null), with the recorded id
+    /// of its stack.
+    Allocation {
+        address: u64,
+        entry: HeapEntry,
+        stack_id: u64,
+    },
+}
+
+/// How many events after one its block's slot is fetched while the
+/// events before it are applied.
+const REPLAY_AHEAD: usize = 16;
+
+/// A block in use during the replay: its entry, and its size when that
+/// fits (`BYTES_IN_ENTRY`: read the entry), so that a slot of the table is
+/// 16 bytes and a free need not fetch the entry.
+#[derive(Debug, Clone, Copy, Default)]
+struct LiveBlock {
+    entry: u32,
+    bytes: u32,
+}
+
+/// `LiveBlock::bytes` of a block too large for it: its entry says.
+const BYTES_IN_ENTRY: u32 = u32::MAX;
 
 /// What loading an experiment's events found beside the events: those
 /// skipped for an impossible time, those whose stack was lost, and the
@@ -272,21 +346,100 @@ impl Tally {
 }
 
 impl HeapLoad {
-    /// The entries, those whose block was never freed marked leaked.
-    fn finish(mut self) -> Vec<HeapEntry> {
-        for entry in self.live.into_values() {
-            self.entries[entry as usize].leaked = true;
-        }
-        self.entries
+    fn new(experiment: u16, room: usize) -> HeapLoad {
+        let mut load = HeapLoad {
+            replay: HeapReplay {
+                experiment,
+                ..HeapReplay::default()
+            },
+            ..HeapLoad::default()
+        };
+        reserve(&mut load.entries, room);
+        reserve(&mut load.stack_ids, room);
+        load
     }
-}
 
-/// Where a recorded stack's slots are in the arena.
-#[derive(Debug, Clone, Copy)]
-struct RecordSpan {
-    start: usize,
-    len: usize,
-    status: StackStatus,
+    /// Applies `event` after the events given before it: its block's slot
+    /// is fetched now and the event applied a few events later (the
+    /// events in between are applied meanwhile).
+    fn replay(&mut self, event: Pending) {
+        let address = match event {
+            Pending::Free(address) => address,
+            Pending::Allocation { address, .. } => address,
+        };
+        self.live.prefetch(address);
+        self.pending.push_back(event);
+        if self.pending.len() > REPLAY_AHEAD {
+            self.apply_oldest();
+        }
+    }
+
+    /// Applies the events still waiting.
+    fn flush(&mut self) {
+        while !self.pending.is_empty() {
+            self.apply_oldest();
+        }
+    }
+
+    fn apply_oldest(&mut self) {
+        match self.pending.pop_front() {
+            Some(Pending::Free(address)) => self.free(address),
+            Some(Pending::Allocation {
+                address,
+                entry,
+                stack_id,
+            }) => {
+                self.stack_ids.push(stack_id);
+                self.allocate(entry, address);
+            }
+            None => {}
+        }
+    }
+
+    /// A free of the block at `address` (not null).
+    fn free(&mut self, address: u64) {
+        self.replay.frees += 1;
+        match self.live.remove(address) {
+            Some(block) => self.in_use -= self.bytes_of(block),
+            None => self.replay.unknown_frees += 1,
+        }
+    }
+
+    /// A block of the malloc family made at `address` (not null): one
+    /// still in use there is replaced, as the allocator's reuse of an
+    /// address says it was freed unseen.
+    fn allocate(&mut self, entry: HeapEntry, address: u64) {
+        let block = LiveBlock {
+            entry: self.entries.len() as u32,
+            bytes: u32::try_from(entry.bytes).unwrap_or(BYTES_IN_ENTRY),
+        };
+        self.entries.push(entry);
+        if let Some(old) = self.live.insert(address, block) {
+            self.in_use -= self.bytes_of(old);
+        }
+        self.in_use += entry.bytes;
+        if self.in_use > self.replay.peak_bytes {
+            self.replay.peak_bytes = self.in_use;
+            self.replay.peak_at_ns = entry.time_ns;
+        }
+    }
+
+    fn bytes_of(&self, block: LiveBlock) -> u64 {
+        match block.bytes {
+            BYTES_IN_ENTRY => self.entries[block.entry as usize].bytes,
+            bytes => u64::from(bytes),
+        }
+    }
+
+    /// The entries, those whose block was never freed marked leaked, and
+    /// what the replay found (the entries' threads and stacks made the
+    /// model's already: [`Builder::resolve_heap`]).
+    fn finish(mut self) -> (Vec<HeapEntry>, HeapReplay) {
+        for block in self.live.values() {
+            self.entries[block.entry as usize].leaked = true;
+        }
+        (self.entries, self.replay)
+    }
 }
 
 /// The distinct (recorded PC, is the leaf) pairs of one experiment: most
@@ -341,15 +494,6 @@ impl Slots {
         }
     }
 
-    /// Whether every slot of `slots` has a plain pc.
-    fn all_plain(&self, slots: &[PcId]) -> bool {
-        slots.iter().all(|&slot| {
-            self.plain
-                .get(slot as usize)
-                .is_some_and(|&pc| pc != NOT_PLAIN)
-        })
-    }
-
     fn remember(&mut self, slot: PcId, pc: PcId, plain: bool) {
         if self.model_pcs.len() <= slot as usize {
             self.model_pcs.resize(slot as usize + 1, None);
@@ -390,6 +534,8 @@ struct Builder {
     files: HashMap<ObjectId, Option<ObjectFile>>,
     /// The model's stacks while they are being read (see `RecordedStacks`).
     stacks: StackTable,
+    /// Positions of frames being made model PCs (reused).
+    fresh: Vec<u32>,
     function_ids: HashMap<FunctionKey, FunctionId>,
     line_ids: HashMap<LineEntry, LineId>,
     /// (experiment, looked-up address) -> pc.
@@ -540,29 +686,38 @@ impl Builder {
         self.archives_dir = archives_dir.to_path_buf();
         let index = u16::try_from(self.model.experiments.len()).map_err(|_| Error::TooMany)?;
         let log = expt.log()?;
+        let plausible = PlausibleTimes::of(&log);
+        // The heap events are replayed on a thread of their own while the
+        // stacks are read; their stacks are looked up after.
+        let heap_replay = match expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
+            true => {
+                let (expt, samples) = (expt.clone(), sorted_samples(&log));
+                Some(std::thread::spawn(move || {
+                    replay_heap(&expt, index, &plausible, &samples)
+                }))
+            }
+            false => None,
+        };
         let mut stacks = RecordedStacks::default();
         // Sized from the files up front: no copy of hundreds of megabytes
-        // when a vector doubles.
-        reserve(self.stacks.arena_mut(), stored_bytes(expt, "stacks") / 8);
+        // when a vector doubles. The tree takes a cell per frame a record
+        // does not share with the one before (few, when stacks share their
+        // outer frames as a program's do): its room is only reserved.
+        reserve(self.stacks.cells_mut(), stored_bytes(expt, "stacks") / 8);
         // Merged events take a fraction of that, found as they come.
         if !self.merge_events {
             reserve(&mut self.model.events, stored_bytes(expt, "profile") / 24);
         }
-        // Neither vector grows past what was reserved (the files hold no
-        // more), so they stay put until the join below.
-        let spares = vec![
-            crate::memory::spare(self.stacks.arena_mut()),
-            crate::memory::spare(&self.model.events),
-        ];
+        // The events do not grow past what was reserved (the file holds
+        // no more), so they stay put until the join below.
+        let spares = vec![crate::memory::spare(&self.model.events)];
         let populating = crate::memory::populate_in_background(spares);
         let stack_stats = crate::stack_file::for_each_stack_block(expt, |records| {
             for record in records {
                 stacks.by_id.prefetch(record.header.stack_id);
             }
-            let mut previous = None;
             for &record in records {
-                let added = stacks.add(record, previous, self.stacks.arena_mut());
-                previous = added.map(|span| (record, span));
+                stacks.add(record, &mut self.stacks);
             }
         })?;
         let shown = expt.path().display().to_string();
@@ -587,7 +742,6 @@ impl Builder {
             entry.founder = founder.to_path_buf();
         }
         entry.counters = self.experiment_counters(&shown, &entry.log);
-        let plausible = PlausibleTimes::of(&entry.log);
         let mut threads = ThreadNumbers::new(&entry);
         let mut tally = Tally::default();
         let event_stats = match self.merge_events {
@@ -605,30 +759,9 @@ impl Builder {
                 // Events go in batches: the table entries of a batch's stacks are
                 // fetched from memory together, not one cache miss after another.
                 let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
-                let mut firsts: Vec<u32> = Vec::with_capacity(EVENT_BATCH);
                 let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
-                    for record in batch.iter() {
-                        stacks.by_id.prefetch(record.stack_id);
-                    }
-                    // The records first used here are rewritten below: fetch them
-                    // (their place, then their slots) before the walk needs them.
-                    firsts.clear();
-                    for record in batch.iter() {
-                        if let Lookup::Record(r) = stacks.by_id.get(record.stack_id) {
-                            firsts.push(r);
-                            stacks
-                                .records
-                                .get(r as usize)
-                                .map(crate::memory::prefetch_one);
-                        }
-                    }
-                    for &r in &firsts {
-                        if let Some(span) = stacks.records.get(r as usize) {
-                            let arena = self.stacks.arena_mut();
-                            let slots = arena.get(span.start..span.start + span.len).unwrap_or(&[]);
-                            crate::memory::prefetch(slots);
-                        }
-                    }
+                    let ids = batch.iter().map(|record| record.stack_id);
+                    stacks.prefetch(ids, self.stacks.cells());
                     for record in batch.drain(..) {
                         let at = record.timestamp_ns;
                         if !tally.admit(&plausible, at, at, at) {
@@ -820,40 +953,22 @@ impl Builder {
                 }
             }
         }
-        if expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
-            // In order across threads: a free meets the block it frees.
-            let (heap, heap_stats) =
-                expt.heap_events_in_order(HeapLoad::default, |heap, record| {
-                    let e = record.event;
-                    let at = e.timestamp_ns;
-                    if !heap.tally.admit(&plausible, at, at, at) {
-                        return;
-                    }
-                    if e.op == HeapOp::Free && e.address != 0 {
-                        heap.live.remove(&e.address);
-                        return;
-                    }
-                    if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
-                        return;
-                    }
-                    let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                    let stack = heap.tally.stack(stack);
-                    heap.live.insert(e.address, heap.entries.len() as u32);
-                    heap.entries.push(HeapEntry {
-                        experiment: index,
-                        leaked: false,
-                        thread: threads.number(record.tid),
-                        time_ns: e.timestamp_ns,
-                        bytes: e.size,
-                        stack,
-                        sample: sample_of(&entry.samples, e.timestamp_ns),
-                    });
-                })?;
+        if let Some(replaying) = heap_replay {
+            let (mut heap, heap_stats) = match replaying.join() {
+                Ok(replayed) => replayed?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            self.resolve_heap(index, &mut heap, &mut stacks, &mut threads, &mappings);
             if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
                 self.warn(warning);
             }
             tally.add(&heap.tally);
-            self.model.heap.extend(heap.finish());
+            let (entries, replay) = heap.finish();
+            match self.model.heap.is_empty() {
+                true => self.model.heap = entries,
+                false => self.model.heap.extend(entries),
+            }
+            self.model.heap_replays.push(replay);
         }
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);
@@ -982,6 +1097,43 @@ impl Builder {
         id
     }
 
+    /// Gives the allocations of `heap`, replayed while the stacks were
+    /// read, their thread numbers and model stacks (in the order they were
+    /// made, as for the other events), the stacks looked up in batches
+    /// whose table entries are fetched while the batch before is worked on.
+    fn resolve_heap(
+        &mut self,
+        experiment: u16,
+        heap: &mut HeapLoad,
+        stacks: &mut RecordedStacks,
+        threads: &mut ThreadNumbers,
+        mappings: &[Mapping],
+    ) {
+        let HeapLoad {
+            entries,
+            stack_ids,
+            tally,
+            ..
+        } = heap;
+        for id in stack_ids.iter().take(EVENT_BATCH) {
+            stacks.by_id.prefetch(*id);
+        }
+        for start in (0..entries.len()).step_by(EVENT_BATCH) {
+            let end = (start + EVENT_BATCH).min(entries.len());
+            for id in stack_ids.get(end..).unwrap_or(&[]).iter().take(EVENT_BATCH) {
+                stacks.by_id.prefetch(*id);
+            }
+            let ids = &stack_ids[start..end];
+            stacks.prefetch(ids.iter().copied(), self.stacks.cells());
+            for (entry, &id) in entries[start..end].iter_mut().zip(ids) {
+                entry.thread = threads.number(entry.thread);
+                let stack = self.model_stack(experiment, stacks, id, mappings);
+                entry.stack = tally.stack(stack);
+            }
+        }
+        *stack_ids = Vec::new();
+    }
+
     /// The model stack of the recorded stack `stack_id`, made (symbolized)
     /// the first time an event uses it; `NO_STACK` when it was not written.
     fn model_stack(
@@ -994,8 +1146,10 @@ impl Builder {
         match stacks.by_id.get(stack_id) {
             Lookup::Stack(id) => id,
             Lookup::Record(r) => {
-                let span = stacks.records[r as usize];
-                let id = self.intern_stack(experiment, &mut stacks.slots, span, mappings);
+                let record = stacks.records[r as usize];
+                let at = record.position;
+                let position = self.model_position(experiment, &mut stacks.slots, at, mappings);
+                let id = self.stacks.push_stack(position, record.status);
                 stacks.by_id.set_stack(stack_id, id);
                 id
             }
@@ -1003,35 +1157,104 @@ impl Builder {
         }
     }
 
-    /// Makes the recorded stack at `span` (its slots in the arena) a
-    /// stack of the model, symbolizing its PCs not seen before, in place.
-    /// Called once per distinct recorded stack, when an event first uses
-    /// it.
-    fn intern_stack(
+    /// The position in the tree of the model stack made of the recorded
+    /// frames at `position`, symbolizing their PCs not seen before. Called
+    /// once per distinct recorded stack, when an event first uses it.
+    /// Frames are model PCs in place when they show as recorded (the
+    /// common case: made once for every stack through them); a stack with
+    /// a frame that does not (a PLT stub's leaf, the collector's frames,
+    /// a signal trampoline) gets a run of its own for its model frames.
+    fn model_position(
         &mut self,
         experiment: u16,
         slots: &mut Slots,
-        span: RecordSpan,
+        position: u32,
         mappings: &[Mapping],
-    ) -> StackId {
-        if self.translate_plain(slots, span) {
-            return self.stacks.push_span(span.start, span.len, span.status);
+    ) -> u32 {
+        // The frames not made model PCs yet, innermost first: those above
+        // them are (a stack through a frame made them).
+        let mut fresh = std::mem::take(&mut self.fresh);
+        fresh.clear();
+        let mut at = position;
+        // Whether every one is known and taken as it is (the common case:
+        // a table read per frame).
+        let mut plain = true;
+        while at != ROOT_POSITION {
+            let cell = self.stacks.cells()[at as usize];
+            if cell & TRANSLATED != 0 {
+                break;
+            }
+            plain &= slots.plain_pc(cell).is_some();
+            fresh.push(at);
+            at = self.stacks.parent(at);
         }
-        let mut write = span.start;
+        if !plain {
+            // Symbolized innermost first, as a walk of the whole stack
+            // would.
+            plain = true;
+            for &at in &fresh {
+                let slot = self.stacks.cells()[at as usize];
+                self.slot_pc(experiment, slots, slot, mappings);
+                if slots.plain_pc(slot).is_none() {
+                    plain = false;
+                    break;
+                }
+            }
+        }
+        if plain {
+            let cells = self.stacks.cells_mut();
+            for &at in &fresh {
+                let slot = cells[at as usize];
+                cells[at as usize] = TRANSLATED | slots.plain_pc(slot).unwrap_or(slot);
+            }
+            self.fresh = fresh;
+            return position;
+        }
+        self.fresh = fresh;
+        self.own_model_run(experiment, slots, position, mappings)
+    }
+
+    /// The model frames of the recorded frames at `position` that do not
+    /// all show as recorded, as a run of their own below the outer frames
+    /// that do; the position of its innermost frame.
+    fn own_model_run(
+        &mut self,
+        experiment: u16,
+        slots: &mut Slots,
+        position: u32,
+        mappings: &[Mapping],
+    ) -> u32 {
+        let has_callers = self.stacks.parent(position) != ROOT_POSITION;
+        let mut frames: Vec<PcId> = Vec::new();
         let mut after_signal_frame = false;
-        for depth in 0..span.len {
-            let slot = self.stacks.arena_mut()[span.start + depth];
-            let id = match after_signal_frame {
-                false => self.slot_pc(experiment, slots, slot, mappings),
+        let mut at = position;
+        let mut depth = 0;
+        let joins = loop {
+            if at == ROOT_POSITION {
+                break ROOT_POSITION;
+            }
+            let cell = self.stacks.cells()[at as usize];
+            let made = cell & TRANSLATED != 0;
+            let id = match (made, after_signal_frame) {
+                // Model PCs from here up, taken as they are.
+                (true, false) => break at,
+                (false, false) => self.slot_pc(experiment, slots, cell, mappings),
                 // The PC a signal interrupted is exact.
-                true => self.intern_pc(experiment, slots.pc(slot).0, mappings),
+                (false, true) => self.intern_pc(experiment, slots.pc(cell).0, mappings),
+                // A caller's model PC is its return address minus one.
+                (true, true) => {
+                    let address = self.model.pc(cell & !TRANSLATED).address;
+                    self.intern_pc(experiment, address.wrapping_add(1), mappings)
+                }
             };
             let traits = self.pc_traits[id as usize];
             after_signal_frame = traits.signal_trampoline;
+            at = self.stacks.parent(at);
+            depth += 1;
             // The manual ("Function Calls Between Shared Objects"): a leaf
             // PC in a PLT stub is dropped and its time goes to the call
             // instruction that entered the stub.
-            if depth == 0 && traits.plt && span.len > 1 {
+            if depth == 1 && traits.plt && has_callers {
                 continue;
             }
             // The collector's wrappers (pthread_create's thread start,
@@ -1039,34 +1262,16 @@ impl Builder {
             // straight to what the wrapper called, as in the manual's
             // "Explicit Multithreading" where created threads start at
             // `<Total>`.
-            if depth > 0 && traits.collector {
+            if depth > 1 && traits.collector {
                 continue;
             }
-            self.stacks.arena_mut()[write] = id;
-            write += 1;
-        }
-        self.stacks
-            .push_span(span.start, write - span.start, span.status)
-    }
-
-    /// Rewrites the slots at `span` to their pcs if every one is known and
-    /// plain (the common case, a table read per frame); false, changing
-    /// nothing, if some frame needs [`Builder::intern_stack`]'s walk.
-    fn translate_plain(&mut self, slots: &Slots, span: RecordSpan) -> bool {
-        let Some(frames) = self
-            .stacks
-            .arena_mut()
-            .get_mut(span.start..span.start + span.len)
-        else {
-            return false;
+            frames.push(id);
         };
-        if !slots.all_plain(frames) {
-            return false;
+        let mut position = joins;
+        for &pc in frames.iter().rev() {
+            position = self.stacks.push_frame(position, TRANSLATED | pc);
         }
-        for frame in frames {
-            *frame = slots.plain_pc(*frame).unwrap_or(*frame);
-        }
-        true
+        position
     }
 
     /// The pc of `slot` looked up as an interrupted PC if it is the leaf,
@@ -1525,6 +1730,67 @@ fn basename(path: &Path) -> String {
         .unwrap_or_else(|| path.to_string_lossy().into_owned())
 }
 
+/// Replays `expt`'s heap events in order (on a thread of its own while
+/// the stacks are read): its allocations, each with the recorded thread
+/// id for its thread and the recorded stack's id beside it, the blocks
+/// never freed, the frees and the peak in use.
+fn replay_heap(
+    expt: &Experiment,
+    index: u16,
+    plausible: &PlausibleTimes,
+    samples: &[Sample],
+) -> Result<(HeapLoad, experiment::BlockStats)> {
+    // A heap event takes about 13 bytes in the file: room for an
+    // allocation per 8 bytes is more than enough, reserved (not touched)
+    // so that the entries are never copied as they grow.
+    let room = stored_bytes(expt, "heap") / 8;
+    let new_load = || HeapLoad::new(index, room);
+    let (mut heap, stats) = expt.heap_events_in_order(new_load, |heap, record| {
+        let e = record.event;
+        let at = e.timestamp_ns;
+        if !heap.tally.admit(plausible, at, at, at) {
+            return;
+        }
+        if e.op == HeapOp::Free && e.address != 0 {
+            heap.replay(Pending::Free(e.address));
+            return;
+        }
+        if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
+            return;
+        }
+        let entry = HeapEntry {
+            experiment: index,
+            leaked: false,
+            // The thread's number is given with the stack.
+            thread: record.tid,
+            time_ns: e.timestamp_ns,
+            bytes: e.size,
+            stack: NO_STACK,
+            sample: sample_of(samples, e.timestamp_ns),
+        };
+        heap.replay(Pending::Allocation {
+            address: e.address,
+            entry,
+            stack_id: e.stack_id,
+        });
+    })?;
+    heap.flush();
+    Ok((heap, stats))
+}
+
+/// The samples of a log, by time.
+fn sorted_samples(log: &[experiment::LogEvent]) -> Vec<Sample> {
+    let mut samples: Vec<Sample> = log
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Sample(s) => Some(s.clone()),
+            _ => None,
+        })
+        .collect();
+    samples.sort_by_key(|s| (s.timestamp_ns, s.number));
+    samples
+}
+
 fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> ExperimentEntry {
     let start = log.iter().find_map(|e| match &e.event {
         Event::Start(info) => Some((e.timestamp_ns, info.clone())),
@@ -1535,14 +1801,7 @@ fn experiment_entry(expt: &Experiment, log: Vec<experiment::LogEvent>) -> Experi
     // caller fills it in).
     let start_ns = start.as_ref().map(|(t, _)| *t).or(first_log).unwrap_or(0);
     let last_log = log.iter().map(|e| e.timestamp_ns).max().unwrap_or(0);
-    let mut samples: Vec<_> = log
-        .iter()
-        .filter_map(|e| match &e.event {
-            Event::Sample(s) => Some(s.clone()),
-            _ => None,
-        })
-        .collect();
-    samples.sort_by_key(|s| (s.timestamp_ns, s.number));
+    let samples = sorted_samples(&log);
     let ended = log.iter().any(|e| matches!(e.event, Event::End));
     let manifest = expt.manifest();
     ExperimentEntry {
@@ -1679,6 +1938,7 @@ impl ThreadNumbers {
 /// The timestamps a collector could have written: from shortly before the
 /// experiment started to shortly after it ended. Anything else is garbage
 /// in a block that still looks committed.
+#[derive(Clone, Copy)]
 struct PlausibleTimes {
     range: Option<(u64, u64)>,
 }
@@ -1801,40 +2061,49 @@ mod tests {
     #[test]
     fn records_share_outer_frames_with_the_one_before() {
         let mut bytes = Vec::new();
-        let at = [
-            record(&[0x10, 0x20, 0x30, 0x40], &mut bytes),
-            record(&[0x11, 0x30, 0x40], &mut bytes),
+        let stacks_pcs: [&[u64]; 5] = [
+            &[0x10, 0x20, 0x30, 0x40],
+            &[0x11, 0x30, 0x40],
             // Its leaf is the first record's caller: a slot of its own.
-            record(&[0x30, 0x40], &mut bytes),
-            record(&[0x50], &mut bytes),
+            &[0x30, 0x40],
+            &[0x50],
+            &[0x12, 0x20, 0x30, 0x40],
         ];
+        let at: Vec<usize> = stacks_pcs
+            .iter()
+            .map(|pcs| record(pcs, &mut bytes))
+            .collect();
         let parse = |i: usize| StackRecordRef::parse(&bytes[at[i]..]).expect("a record");
-        assert_eq!(shared_outer_frames(parse(1), parse(0)), 2);
-        assert_eq!(shared_outer_frames(parse(3), parse(2)), 0);
         let mut stacks = RecordedStacks::default();
-        let mut arena = Vec::new();
-        let mut previous = None;
+        let mut table = StackTable::default();
         for i in 0..at.len() {
-            let added = stacks.add(parse(i), previous, &mut arena);
-            previous = added.map(|span| (parse(i), span));
+            stacks.add(parse(i), &mut table);
         }
-        let slots: Vec<(u64, bool)> = arena.iter().map(|&s| stacks.slots.pc(s)).collect();
-        let caller = |pc| (pc, false);
-        let leaf = |pc| (pc, true);
-        assert_eq!(
-            slots,
-            vec![
-                leaf(0x10),
-                caller(0x20),
-                caller(0x30),
-                caller(0x40),
-                leaf(0x11),
-                caller(0x30),
-                caller(0x40),
-                leaf(0x30),
-                caller(0x40),
-                leaf(0x50),
-            ]
-        );
+        let frames = |table: &StackTable, position: u32| {
+            let mut out = Vec::new();
+            let mut at = position;
+            while at != ROOT_POSITION {
+                out.push(stacks.slots.pc(table.cells()[at as usize]));
+                at = table.parent(at);
+            }
+            out
+        };
+        for (i, pcs) in stacks_pcs.iter().enumerate() {
+            let shown = frames(&table, stacks.records[i].position);
+            let recorded: Vec<(u64, bool)> = pcs
+                .iter()
+                .enumerate()
+                .map(|(d, &pc)| (pc, d == 0))
+                .collect();
+            assert_eq!(shown, recorded, "record {i}");
+        }
+        // The second record shares 0x30 and 0x40 with the first, the
+        // third 0x40 with the second; the last shares nothing with the one
+        // before it (only records side by side are compared).
+        let frame_cells = table.cells().iter().filter(|&&c| c & LINK == 0).count();
+        assert_eq!(frame_cells, 4 + 1 + 1 + 1 + 4);
+        assert_eq!(table.parent(stacks.records[1].position), {
+            table.parent(table.parent(stacks.records[0].position))
+        });
     }
 }

@@ -24,16 +24,14 @@ pub(crate) fn advise_huge_pages<T>(data: &Vec<T>) {
     }
 }
 
-/// Starts fetching the cache lines of `data` (at most the first 16): many
-/// fetches started together take the time of one, where reads one after
-/// another wait for each.
-pub(crate) fn prefetch<T>(data: &[T]) {
-    const LINE: usize = 64;
-    let bytes = std::mem::size_of_val(data).min(16 * LINE);
-    let start = data.as_ptr().cast::<i8>();
-    for offset in (0..bytes).step_by(LINE) {
-        prefetch_line(start.wrapping_add(offset));
-    }
+/// A vector of `len` copies of `value`, in huge pages where the kernel
+/// allows: advised before its pages are first touched (`vec!` of a
+/// struct writes every element, faulting in small pages first).
+pub(crate) fn huge_vec<T: Clone>(value: T, len: usize) -> Vec<T> {
+    let mut data = Vec::with_capacity(len);
+    advise_huge_pages(&data);
+    data.resize(len, value);
+    data
 }
 
 /// Starts fetching the cache line of `value`.

@@ -8,6 +8,7 @@
 
 use crate::model::*;
 use crate::packed::{Layout, Sums};
+use crate::u64_table::Children;
 use commands::MetricName;
 use experiment::counters::MAX_COUNTERS;
 use experiment::io::IoClass;
@@ -374,7 +375,7 @@ pub struct View {
     /// shown, no object hidden): a stack's frames are its PCs.
     one_frame_per_pc: bool,
     /// Stack ids in the order aggregation walks them (see
-    /// [`StackTable::ids_in_arena_order`]).
+    /// [`StackTable::ids_in_walk_order`]).
     walk_order: Vec<StackId>,
     unknown: FrameId,
     truncated: FrameId,
@@ -428,7 +429,7 @@ impl View {
             pc_frames,
             folds,
             one_frame_per_pc,
-            walk_order: model.stacks.ids_in_arena_order(),
+            walk_order: model.stacks.ids_in_walk_order(),
             unknown,
             truncated,
         }
@@ -449,26 +450,15 @@ impl View {
     /// The frames of `stack`, leaf first, into `out` (cleared first). A
     /// lost stack (`NO_STACK`) is `<Unknown>`.
     pub fn stack_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
-        let mut buffer = Vec::new();
-        let frames = self.frames_of(stack, &mut buffer);
-        out.clear();
-        out.extend_from_slice(frames);
+        self.make_frames(stack, out);
     }
 
-    /// The frames of `stack`, leaf first: its PCs themselves when they
-    /// are its frames (no copy), else made in `buffer`.
+    /// The frames of `stack`, leaf first, made in `buffer` (found by
+    /// walking up the stack's path: to go over many stacks,
+    /// [`View::for_each_stack`] makes each path's frames once).
     pub fn frames_of<'a>(&'a self, stack: StackId, buffer: &'a mut Vec<FrameId>) -> &'a [FrameId] {
-        let complete = self
-            .stacks
-            .get(stack)
-            .filter(|s| s.status == experiment::layout::StackStatus::Complete);
-        match complete {
-            Some(s) if self.one_frame_per_pc && !s.pcs.is_empty() => s.pcs,
-            _ => {
-                self.make_frames(stack, buffer);
-                buffer
-            }
-        }
+        self.make_frames(stack, buffer);
+        buffer
     }
 
     fn make_frames(&self, stack: StackId, out: &mut Vec<FrameId>) {
@@ -478,9 +468,10 @@ impl View {
             return;
         };
         if self.one_frame_per_pc {
-            out.extend_from_slice(stack.pcs);
+            out.extend(stack.pcs());
         } else {
-            self.expand_pcs(stack.pcs, out);
+            let pcs: Vec<PcId> = stack.pcs().collect();
+            self.expand_pcs(&pcs, out);
         }
         if stack.status != experiment::layout::StackStatus::Complete {
             out.push(self.truncated);
@@ -493,28 +484,39 @@ impl View {
     /// The frames of `pcs`, a hidden object's consecutive frames folded.
     fn expand_pcs(&self, pcs: &[PcId], out: &mut Vec<FrameId>) {
         for &pc in pcs {
-            let (start, end) = match self.pc_frames.get(pc as usize..pc as usize + 2) {
-                Some(&[start, end]) => (start, end),
-                _ => (self.unknown, self.unknown + 1),
-            };
-            let folds = self.folds.get(pc as usize).copied().unwrap_or(false);
-            if folds
-                && out.last().is_some_and(|&last| {
-                    self.frames[last as usize].function == self.frames[start as usize].function
-                })
-            {
+            let (start, end) = self.pc_frame_range(pc);
+            if self.folds_into(pc, start, out.last().copied()) {
                 continue;
             }
             out.extend(start..end);
         }
     }
 
+    /// The frames PC `pc` shows, leaf first.
+    fn pc_frame_range(&self, pc: PcId) -> (FrameId, FrameId) {
+        match self.pc_frames.get(pc as usize..pc as usize + 2) {
+            Some(&[start, end]) => (start, end),
+            _ => (self.unknown, self.unknown + 1),
+        }
+    }
+
+    /// Whether `pc` (whose first frame is `start`) folds into its
+    /// neighbour frame `next`: both in one hidden object, one call of it.
+    fn folds_into(&self, pc: PcId, start: FrameId, next: Option<FrameId>) -> bool {
+        self.folds.get(pc as usize).copied().unwrap_or(false)
+            && next.is_some_and(|next| {
+                self.frames[next as usize].function == self.frames[start as usize].function
+            })
+    }
+
     /// Calls `each` with every distinct stack's frames (not the lost
-    /// stack's), in stack id order.
+    /// stack's), in walk order.
     pub fn for_each_stack(&self, mut each: impl FnMut(StackId, &[FrameId])) {
-        let mut buffer = Vec::new();
-        for id in 0..self.stacks.len() as StackId {
-            each(id, self.frames_of(id, &mut buffer));
+        let mut path = FramePath::new(self);
+        for &id in &self.walk_order {
+            if let Some(frames) = path.step(self, id) {
+                each(id, frames);
+            }
         }
     }
 
@@ -528,6 +530,203 @@ impl View {
             .max(TOTAL as usize + 1)
     }
 }
+
+/// The frames of the path a [`PathWalk`] is on, leaf first, kept as the
+/// walk goes: a stack's frames are made only for the frames it does not
+/// share with the stack walked before. They fill `frames` from the end
+/// (the outermost frame last), and the cell after them holds
+/// `<Truncated-stack>`, which an incomplete stack shows below its
+/// outermost frame.
+struct FramePath<'v> {
+    walk: PathWalk<'v>,
+    frames: Vec<FrameId>,
+    /// Where the leaf frame is in `frames`.
+    top: usize,
+    /// Per PC of the path: the frames it added, and the frame it replaced
+    /// (a hidden object's call folded into its caller's frame).
+    levels: Vec<(u32, Option<FrameId>)>,
+}
+
+impl<'v> FramePath<'v> {
+    fn new(view: &'v View) -> FramePath<'v> {
+        let room = 256;
+        let mut frames = vec![view.unknown; room + 1];
+        frames[room] = view.truncated;
+        FramePath {
+            walk: PathWalk::new(&view.stacks),
+            frames,
+            top: room,
+            levels: Vec::new(),
+        }
+    }
+
+    /// The frames of stack `id`, leaf first; None for an id that is no stack.
+    fn step<'s>(&'s mut self, view: &'s View, id: StackId) -> Option<&'s [FrameId]> {
+        let FramePath {
+            walk,
+            frames,
+            top,
+            levels,
+        } = self;
+        let step = walk.step(id)?;
+        while levels.len() > step.kept {
+            let Some((added, replaced)) = levels.pop() else {
+                break;
+            };
+            *top += added as usize;
+            if let Some(frame) = replaced {
+                frames[*top] = frame;
+            }
+        }
+        for &pc in step.added {
+            let (start, end) = match view.one_frame_per_pc {
+                true => (pc, pc + 1),
+                false => view.pc_frame_range(pc),
+            };
+            // The leaf-most frame of a run of one hidden object's PCs
+            // stands for the run (as `View::expand_pcs` keeps it).
+            let leaf = (*top < frames.len() - 1).then(|| frames[*top]);
+            if !view.one_frame_per_pc && view.folds_into(pc, start, leaf) {
+                levels.push((0, leaf));
+                frames[*top] = start;
+                continue;
+            }
+            let count = (end - start) as usize;
+            if *top < count {
+                make_room(frames, top, count);
+            }
+            *top -= count;
+            for (slot, frame) in frames[*top..].iter_mut().zip(start..end) {
+                *slot = frame;
+            }
+            levels.push((count as u32, None));
+        }
+        let end = frames.len() - 1;
+        let complete = step.status == experiment::layout::StackStatus::Complete;
+        Some(match (complete, *top == end) {
+            (true, false) => &frames[*top..end],
+            (false, _) => &frames[*top..end + 1],
+            // An empty complete stack shows as <Unknown>.
+            (true, true) => std::slice::from_ref(&view.unknown),
+        })
+    }
+}
+
+/// Grows `frames` at the front to hold `more` frames before `top`.
+fn make_room(frames: &mut Vec<FrameId>, top: &mut usize, more: usize) {
+    let grow = more.max(frames.len());
+    let mut grown = vec![0; grow];
+    grown.extend_from_slice(frames);
+    *frames = grown;
+    *top += grow;
+}
+
+/// What a walk over the stacks' paths tells (see [`Weights::walk`]): a
+/// frame entered below the innermost frame of the path, the innermost
+/// frame left, and a stack whose frames are the path's (its leaf the
+/// innermost) with its packed value. Neighbouring stacks share most of
+/// their frames: a visitor that keeps what it makes of a path per frame
+/// does the work of the frames the stacks do not share, not of every
+/// stack's every frame.
+pub(crate) trait PathVisitor {
+    fn enter(&mut self, frame: FrameId);
+    fn leave(&mut self);
+    fn stack(&mut self, value: &[u64]);
+}
+
+/// The frames of the path a [`PathWalk`] is on, from the outermost, told
+/// to a [`PathVisitor`] as they change.
+struct FrameLevels<'v> {
+    walk: PathWalk<'v>,
+    /// The path's frames, outermost first (after `base`).
+    frames: Vec<FrameId>,
+    /// Frames below the path's PCs that every stack of the walk has
+    /// (`<Truncated-stack>` for incomplete stacks).
+    base: usize,
+    /// Per PC of the path: the frames it added, and the frame it replaced
+    /// (a hidden object's call folded into its caller's frame).
+    levels: Vec<(u32, Option<FrameId>)>,
+    /// The base frames were entered (with the first stack).
+    entered: bool,
+}
+
+impl<'v> FrameLevels<'v> {
+    /// A walk whose stacks all have `base` as their outermost frames
+    /// (entered with the first stack).
+    fn new(view: &'v View, base: &[FrameId]) -> FrameLevels<'v> {
+        FrameLevels {
+            walk: PathWalk::new(&view.stacks),
+            frames: base.to_vec(),
+            base: base.len(),
+            levels: Vec::new(),
+            entered: false,
+        }
+    }
+
+    /// Moves to stack `id`; false for an id that is no stack.
+    fn step(&mut self, view: &View, id: StackId, visitor: &mut impl PathVisitor) -> bool {
+        let Some(step) = self.walk.step(id) else {
+            return false;
+        };
+        if !self.entered {
+            self.entered = true;
+            for &frame in &self.frames {
+                visitor.enter(frame);
+            }
+        }
+        while self.levels.len() > step.kept {
+            let Some((added, replaced)) = self.levels.pop() else {
+                break;
+            };
+            for _ in 0..added {
+                self.frames.pop();
+                visitor.leave();
+            }
+            if let Some(frame) = replaced {
+                self.frames.pop();
+                visitor.leave();
+                self.frames.push(frame);
+                visitor.enter(frame);
+            }
+        }
+        for &pc in step.added {
+            let (start, end) = match view.one_frame_per_pc {
+                true => (pc, pc + 1),
+                false => view.pc_frame_range(pc),
+            };
+            // The leaf-most frame of a run of one hidden object's PCs
+            // stands for the run (as `View::expand_pcs` keeps it).
+            let leaf = (self.frames.len() > self.base).then(|| self.frames[self.frames.len() - 1]);
+            if !view.one_frame_per_pc && view.folds_into(pc, start, leaf) {
+                self.levels.push((0, leaf));
+                self.frames.pop();
+                visitor.leave();
+                self.frames.push(start);
+                visitor.enter(start);
+                continue;
+            }
+            for frame in (start..end).rev() {
+                self.frames.push(frame);
+                visitor.enter(frame);
+            }
+            self.levels.push((end - start, None));
+        }
+        true
+    }
+
+    /// Leaves every frame.
+    fn finish(self, visitor: &mut impl PathVisitor) {
+        if self.entered {
+            for _ in 0..self.frames.len() {
+                visitor.leave();
+            }
+        }
+    }
+}
+
+/// How many stacks (or allocations) ahead of the one worked on their sums
+/// and entries are fetched.
+const PREFETCH_AHEAD: usize = 16;
 
 /// Selected events summed per stack.
 #[derive(Debug, Clone, Default)]
@@ -565,14 +764,30 @@ impl Weights {
                 sums.add_word(slot, at, u64::from(event.count));
             }
         }
+        // So are allocations' four, in a heap-tracing experiment: the
+        // stack of a later allocation fetched while one is added.
+        let heap_at = crate::packed::HEAP_WORDS.map(|word| layout.position(word));
+        for (i, entry) in model.heap.iter().enumerate() {
+            if let Some(ahead) = model.heap.get(i + PREFETCH_AHEAD) {
+                sums.prefetch(slot_of(ahead.stack));
+            }
+            if !keep(&entry.as_event()) {
+                continue;
+            }
+            let slot = slot_of(entry.stack);
+            let leaked = u64::from(entry.leaked);
+            let words = [1, entry.bytes, leaked, leaked * entry.bytes];
+            for (at, word) in heap_at.into_iter().zip(words) {
+                if let Some(at) = at {
+                    sums.add_word(slot, at, word);
+                }
+            }
+        }
         let mut packed = vec![0u64; layout.width()];
         let mut add = |stack: StackId, value: Value| {
             layout.pack(value, &mut packed);
             sums.add(slot_of(stack), &packed);
         };
-        for entry in model.heap.iter().filter(|e| keep(&e.as_event())) {
-            add(entry.stack, Value::of_allocation(entry));
-        }
         for entry in model.sync.iter().filter(|e| keep(&e.as_event())) {
             add(entry.stack, Value::of_wait(entry));
         }
@@ -609,68 +824,69 @@ impl Weights {
         self.layout.unpack(packed)
     }
 
+    /// Walks every stack with selected events for `visitor`, the lost
+    /// stack last: complete stacks along their paths, then incomplete ones
+    /// along theirs below `<Truncated-stack>`; an empty stack (and the lost
+    /// one) is `<Unknown>` alone. Stacks come in no particular order.
+    pub(crate) fn walk(&self, view: &View, visitor: &mut impl PathVisitor) {
+        let stacks = self.sums.len();
+        let selected =
+            |stack: StackId| (stack as usize) < stacks && !self.sums.is_zero(stack as usize);
+        for complete in [true, false] {
+            let base = match complete {
+                true => vec![],
+                false => vec![view.truncated],
+            };
+            let mut levels = FrameLevels::new(view, &base);
+            for (i, &stack) in view.walk_order.iter().enumerate() {
+                // Walk order is not id order: a later stack's sum and
+                // entry are fetched while this one is walked.
+                if let Some(&ahead) = view.walk_order.get(i + PREFETCH_AHEAD) {
+                    self.sums.prefetch(ahead as usize);
+                    view.stacks.prefetch(ahead);
+                }
+                let status = view.stacks.get(stack).map(|s| s.status);
+                let is_complete = status == Some(experiment::layout::StackStatus::Complete);
+                if !selected(stack) || is_complete != complete {
+                    continue;
+                }
+                if !levels.step(view, stack, visitor) {
+                    continue;
+                }
+                let value = self.sums.get(stack as usize);
+                match levels.frames.is_empty() {
+                    true => alone(visitor, view.unknown, value),
+                    false => visitor.stack(value),
+                }
+            }
+            levels.finish(visitor);
+        }
+        let lost = stacks.saturating_sub(1);
+        if stacks > 0 && !self.sums.is_zero(lost) {
+            alone(visitor, view.unknown, self.sums.get(lost));
+        }
+    }
+
     /// Calls `each` with the frames of every stack with selected events
     /// and their sum, packed (see [`Weights::value`]), in the view's walk
     /// order (neighbours alike), the lost stack last.
     pub fn for_each_stack(&self, view: &View, mut each: impl FnMut(&[FrameId], &[u64])) {
-        let mut buffer = Vec::new();
         let stacks = self.sums.len();
-        for (i, &stack) in view.walk_order.iter().enumerate() {
-            // Walk order is not id order: fetch a later stack's sum and
-            // span while this one is walked.
-            if let Some(&ahead) = view.walk_order.get(i + PREFETCH_AHEAD) {
-                if (ahead as usize) < stacks {
-                    crate::memory::prefetch_one(&self.sums.get(ahead as usize)[0]);
-                }
-                view.stacks.prefetch(ahead);
-            }
+        let mut path = FramePath::new(view);
+        for &stack in &view.walk_order {
             let stack_id = stack as usize;
-            if stack_id < stacks && !self.sums.is_zero(stack_id) {
-                each(view.frames_of(stack, &mut buffer), self.sums.get(stack_id));
+            if stack_id >= stacks || self.sums.is_zero(stack_id) {
+                continue;
+            }
+            if let Some(frames) = path.step(view, stack) {
+                each(frames, self.sums.get(stack_id));
             }
         }
         let lost = stacks.saturating_sub(1);
         if stacks > 0 && !self.sums.is_zero(lost) {
+            let mut buffer = Vec::new();
             each(view.frames_of(NO_STACK, &mut buffer), self.sums.get(lost));
         }
-    }
-}
-
-/// How many stacks ahead of the one walked their sums and spans are
-/// fetched.
-const PREFETCH_AHEAD: usize = 16;
-
-/// Marks which items a stack has counted already, so that an item met many
-/// times in one stack (recursion) counts once: the stamp of item i is the
-/// number of the last stack that counted it. Constant time per frame,
-/// where searching the frames seen so far is quadratic in the depth.
-struct OncePerStack {
-    stamps: Vec<u32>,
-    current: u32,
-}
-
-impl OncePerStack {
-    fn new(items: usize) -> OncePerStack {
-        OncePerStack {
-            stamps: vec![0; items],
-            current: 0,
-        }
-    }
-
-    /// Starts the next stack.
-    fn next_stack(&mut self) {
-        if self.current == u32::MAX {
-            self.stamps.fill(0);
-            self.current = 0;
-        }
-        self.current += 1;
-    }
-
-    /// True the first time `item` is met in the current stack.
-    fn first(&mut self, item: usize) -> bool {
-        let fresh = self.stamps[item] != self.current;
-        self.stamps[item] = self.current;
-        fresh
     }
 }
 
@@ -710,6 +926,123 @@ impl<K: Hash + Eq + Copy> FrameKeys<K> {
     }
 }
 
+/// A stack of one frame told to `visitor` on its own.
+fn alone(visitor: &mut impl PathVisitor, frame: FrameId, value: &[u64]) {
+    visitor.enter(frame);
+    visitor.stack(value);
+    visitor.leave();
+}
+
+/// Packed values along a path, one per frame, each the sum of what ended
+/// in its subtree while it was on the path.
+struct PathSums {
+    width: usize,
+    words: Vec<u64>,
+}
+
+impl PathSums {
+    fn new(width: usize) -> PathSums {
+        PathSums {
+            width,
+            words: Vec::new(),
+        }
+    }
+
+    fn push(&mut self) {
+        self.words.resize(self.words.len() + self.width, 0);
+    }
+
+    /// Adds `value` to the innermost frame's.
+    fn add(&mut self, value: &[u64]) {
+        let start = self.words.len() - self.width;
+        for (sum, v) in self.words[start..].iter_mut().zip(value) {
+            *sum += v;
+        }
+    }
+
+    /// The innermost frame's sum.
+    fn innermost(&self) -> &[u64] {
+        &self.words[self.words.len() - self.width..]
+    }
+
+    /// The sum of the frame at `depth` (0: the outermost).
+    fn at(&self, depth: usize) -> &[u64] {
+        &self.words[depth * self.width..(depth + 1) * self.width]
+    }
+
+    /// Adds `value` to the sum of the frame at `depth`.
+    fn add_at(&mut self, depth: usize, value: &[u64]) {
+        let start = depth * self.width;
+        for (sum, v) in self.words[start..start + self.width].iter_mut().zip(value) {
+            *sum += v;
+        }
+    }
+
+    /// Removes the innermost frame's sum.
+    fn drop_innermost(&mut self) {
+        self.words.truncate(self.words.len() - self.width);
+    }
+
+    /// Removes the innermost frame, its sum added to its caller's.
+    fn pop(&mut self) {
+        let start = self.words.len() - self.width;
+        if start >= self.width {
+            for k in 0..self.width {
+                self.words[start - self.width + k] += self.words[start + k];
+            }
+        }
+        self.words.truncate(start);
+    }
+}
+
+/// Builds [`exclusive_inclusive`]'s sums along the walk: a stack's value
+/// goes to its leaf's key (exclusive) and to its innermost frame's path
+/// sum; when a frame is left, its sum (what ended below it) goes to its
+/// key's inclusive value if no frame above it has that key (each stack is
+/// counted once per key: at the outermost frame with it).
+struct KeySums<'k, K> {
+    keys: &'k FrameKeys<K>,
+    exclusive: Sums,
+    inclusive: Sums,
+    /// Per key: frames of the path that have it.
+    on_path: Vec<u32>,
+    /// Per frame of the path: its key and whether it is the outermost
+    /// with it.
+    levels: Vec<(Option<usize>, bool)>,
+    sums: PathSums,
+}
+
+impl<K: Hash + Eq + Copy> PathVisitor for KeySums<'_, K> {
+    fn enter(&mut self, frame: FrameId) {
+        let key = self.keys.of(frame);
+        let outermost = key.is_some_and(|k| self.on_path[k] == 0);
+        if let Some(k) = key {
+            self.on_path[k] += 1;
+        }
+        self.levels.push((key, outermost));
+        self.sums.push();
+    }
+
+    fn leave(&mut self) {
+        if let Some((key, outermost)) = self.levels.pop() {
+            if let Some(k) = key {
+                self.on_path[k] -= 1;
+                if outermost {
+                    self.inclusive.add(k, self.sums.innermost());
+                }
+            }
+            self.sums.pop();
+        }
+    }
+
+    fn stack(&mut self, value: &[u64]) {
+        if let Some(&(Some(leaf), _)) = self.levels.last() {
+            self.exclusive.add(leaf, value);
+        }
+        self.sums.add(value);
+    }
+}
+
 /// Exclusive (leaf frame) and inclusive (anywhere, once per stack) values
 /// per key; `key` maps a frame to what is measured (None: not counted).
 pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
@@ -719,22 +1052,20 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
 ) -> HashMap<K, ExclInclValue> {
     let keys = FrameKeys::new(view, key);
     let width = weights.layout().width();
-    let mut exclusive = Sums::new(width, keys.keys.len());
-    let mut inclusive = Sums::new(width, keys.keys.len());
-    let mut once = OncePerStack::new(keys.keys.len());
-    weights.for_each_stack(view, |frames, value| {
-        if let Some(leaf) = frames.first().and_then(|&f| keys.of(f)) {
-            exclusive.add(leaf, value);
-        }
-        once.next_stack();
-        for &frame in frames {
-            if let Some(k) = keys.of(frame) {
-                if once.first(k) {
-                    inclusive.add(k, value);
-                }
-            }
-        }
-    });
+    let mut sums = KeySums {
+        keys: &keys,
+        exclusive: Sums::new(width, keys.keys.len()),
+        inclusive: Sums::new(width, keys.keys.len()),
+        on_path: vec![0; keys.keys.len()],
+        levels: Vec::new(),
+        sums: PathSums::new(width),
+    };
+    weights.walk(view, &mut sums);
+    let KeySums {
+        exclusive,
+        inclusive,
+        ..
+    } = sums;
     // Only what some selected stack holds (every such stack has events).
     keys.keys
         .into_iter()
@@ -869,35 +1200,20 @@ impl AllCallersCallees {
         let mut inclusive = Sums::new(width, bound);
         let mut callers = PairSums::new(bound, width);
         let mut callees = PairSums::new(bound, width);
-        let mut once = OncePerStack::new(bound);
-        let mut functions = Vec::new();
         let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
-        weights.for_each_stack(view, |frames, value| {
-            functions.clear();
-            functions.extend(
-                frames
-                    .iter()
-                    .map(|&f| function_of.get(f as usize).copied().unwrap_or(UNKNOWN)),
-            );
-            inclusive.add(TOTAL as usize, value);
-            if let Some(&root) = functions.last() {
-                callees.add(TOTAL, root, value);
-            }
-            once.next_stack();
-            // Leaf first: the first occurrence of a function is its innermost.
-            for (i, &center) in functions.iter().enumerate() {
-                if !once.first(center as usize) {
-                    continue;
-                }
-                inclusive.add(center as usize, value);
-                let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
-                callers.add(center, caller, value);
-                match i.checked_sub(1).map(|j| functions[j]) {
-                    Some(callee) => callees.add(center, callee, value),
-                    None => exclusive.add(center as usize, value),
-                }
-            }
-        });
+        let mut pairs = PairWalk {
+            function_of: &function_of,
+            exclusive: &mut exclusive,
+            inclusive: &mut inclusive,
+            callers: &mut callers,
+            callees: &mut callees,
+            levels: Vec::new(),
+            sums: PathSums::new(width),
+            covered: PathSums::new(width),
+            covered_before: PathSums::new(width),
+            innermost: vec![NO_LEVEL; bound],
+        };
+        weights.walk(view, &mut pairs);
         let values = (0..bound as FunctionId)
             .filter(|&f| !inclusive.is_zero(f as usize))
             .map(|center| {
@@ -931,6 +1247,118 @@ impl AllCallersCallees {
             callers: sorted_by_value(self.callers.of(center, &self.layout)),
             callees: sorted_by_value(self.callees.of(center, &self.layout)),
         }
+    }
+}
+
+/// A level of a [`PairWalk`]'s path that is no level.
+const NO_LEVEL: u32 = u32::MAX;
+
+/// Builds [`AllCallersCallees`] along the walk. A stack counts for each
+/// function at its innermost frame with it. Per frame of the path: what
+/// ended below it (`sums`), and of that what ended below the next deeper
+/// frames of its function (`covered`: counted there). When a frame is
+/// left, the rest is its function's: its inclusive value and what its
+/// caller (the frame above; `<Total>` above the outermost) gave it. Its
+/// callee's share is settled when each frame below it is left: what ended
+/// below that frame less what its own deeper frames of the function
+/// covered meanwhile (`covered_before` holds their cover when the frame
+/// was entered). A stack that ends at a frame is that function's
+/// exclusive value.
+struct PairWalk<'a> {
+    function_of: &'a [FunctionId],
+    exclusive: &'a mut Sums,
+    inclusive: &'a mut Sums,
+    callers: &'a mut PairSums,
+    callees: &'a mut PairSums,
+    /// Per frame of the path: its function, and the next outer frame with
+    /// the same function.
+    levels: Vec<(FunctionId, u32)>,
+    sums: PathSums,
+    covered: PathSums,
+    /// Per frame of the path: its caller's `covered` when it was entered.
+    covered_before: PathSums,
+    /// Per function: the innermost frame of the path with it.
+    innermost: Vec<u32>,
+}
+
+impl PairWalk<'_> {
+    fn function(&self, frame: FrameId) -> FunctionId {
+        self.function_of
+            .get(frame as usize)
+            .copied()
+            .unwrap_or(UNKNOWN)
+    }
+}
+
+impl PathVisitor for PairWalk<'_> {
+    fn enter(&mut self, frame: FrameId) {
+        let function = self.function(frame);
+        let depth = self.levels.len();
+        let outer = std::mem::replace(&mut self.innermost[function as usize], depth as u32);
+        self.levels.push((function, outer));
+        self.sums.push();
+        self.covered.push();
+        self.covered_before.push();
+        if depth > 0 {
+            let mut before = [0u64; crate::packed::WORDS];
+            let width = self.covered.width;
+            before[..width].copy_from_slice(self.covered.at(depth - 1));
+            self.covered_before.add(&before[..width]);
+        }
+    }
+
+    fn leave(&mut self) {
+        let Some((function, outer)) = self.levels.pop() else {
+            return;
+        };
+        let depth = self.levels.len();
+        let width = self.sums.width;
+        let (mut below, mut own) = ([0u64; crate::packed::WORDS], [0u64; crate::packed::WORDS]);
+        let (below, own) = (&mut below[..width], &mut own[..width]);
+        below.copy_from_slice(self.sums.innermost());
+        // The deeper frames of this function covered theirs already.
+        for ((own, b), c) in own.iter_mut().zip(&*below).zip(self.covered.innermost()) {
+            *own = b - c;
+        }
+        let (below, own) = (&*below, &*own);
+        self.inclusive.add(function as usize, own);
+        let caller = match depth {
+            0 => TOTAL,
+            _ => self.levels[depth - 1].0,
+        };
+        self.callers.add(function, caller, own);
+        if outer != NO_LEVEL {
+            self.covered.add_at(outer as usize, below);
+        }
+        match depth {
+            0 => self.callees.add(TOTAL, function, below),
+            _ => {
+                // What ended below this frame is its caller's callee
+                // share, but for what the caller's function's deeper
+                // frames here covered.
+                let mut share = [0u64; crate::packed::WORDS];
+                let parts = below
+                    .iter()
+                    .zip(self.covered.at(depth - 1))
+                    .zip(self.covered_before.innermost());
+                for (slot, ((b, now), before)) in share.iter_mut().zip(parts) {
+                    *slot = b - (now - before);
+                }
+                self.callees.add(caller, function, &share[..width]);
+            }
+        }
+        self.innermost[function as usize] = outer;
+        self.sums.pop();
+        self.covered.drop_innermost();
+        self.covered_before.drop_innermost();
+    }
+
+    fn stack(&mut self, value: &[u64]) {
+        self.inclusive.add(TOTAL as usize, value);
+        if let Some(&(leaf, _)) = self.levels.last() {
+            self.exclusive.add(leaf as usize, value);
+        }
+        self.sums.add(value);
     }
 }
 
@@ -1164,39 +1592,22 @@ impl CallTree {
 /// inclusive CPU time.
 pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     let width = weights.layout().width();
-    let mut function = vec![TOTAL];
-    let mut parent_of = vec![0u32];
-    let mut exclusive = Sums::new(width, 1);
-    // (parent, function) -> child: one hash per frame, where searching a
-    // node's children is linear in their number.
-    let mut children: FxHashMap<(u32, FunctionId), u32> = FxHashMap::default();
-    // The previous stack's frames and its path of nodes from the root:
-    // the part a stack shares with the one before (most of it, in walk
-    // order) is not looked up again.
-    let mut previous: Vec<FrameId> = Vec::new();
-    let mut path: Vec<u32> = vec![0];
-    weights.for_each_stack(view, |frames, value| {
-        let shared = frames
-            .iter()
-            .rev()
-            .zip(previous.iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
-        path.truncate(shared + 1);
-        for &frame in frames.iter().rev().skip(shared) {
-            let f = view.frame(frame).function;
-            let parent = path[path.len() - 1];
-            let node = *children.entry((parent, f)).or_insert_with(|| {
-                function.push(f);
-                parent_of.push(parent);
-                exclusive.push_zero() as u32
-            });
-            path.push(node);
-        }
-        exclusive.add(path[path.len() - 1] as usize, value);
-        previous.clear();
-        previous.extend_from_slice(frames);
-    });
+    let mut tree = TreeWalk {
+        function_of: view.frames.iter().map(|f| f.function).collect(),
+        function: vec![TOTAL],
+        parent_of: vec![0],
+        exclusive: Sums::new(width, 1),
+        children: Children::default(),
+        path: vec![0],
+    };
+    weights.walk(view, &mut tree);
+    let TreeWalk {
+        function,
+        parent_of,
+        exclusive,
+        children,
+        ..
+    } = tree;
     drop(children);
     // A node's inclusive value is what ends in it and in its descendants:
     // summed from the last node back (children come after their parents).
@@ -1216,6 +1627,52 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     };
     tree.sort_children_by_cpu_time();
     tree
+}
+
+/// Builds [`call_tree`] along the walk: a node per frame entered below
+/// its caller's node (found again by function), a stack's value on the
+/// node of its leaf.
+struct TreeWalk {
+    function_of: Vec<FunctionId>,
+    function: Vec<FunctionId>,
+    parent_of: Vec<u32>,
+    exclusive: Sums,
+    /// Children by parent and function: one lookup per frame entered.
+    children: Children,
+    /// The nodes of the path's frames, `<Total>` first.
+    path: Vec<u32>,
+}
+
+impl PathVisitor for TreeWalk {
+    fn enter(&mut self, frame: FrameId) {
+        let f = self
+            .function_of
+            .get(frame as usize)
+            .copied()
+            .unwrap_or(UNKNOWN);
+        let parent = self.path[self.path.len() - 1];
+        let function = &self.function;
+        let node = match self.children.get(parent, f, |n| function[n as usize]) {
+            Some(node) => node,
+            None => {
+                self.function.push(f);
+                self.parent_of.push(parent);
+                let node = self.exclusive.push_zero() as u32;
+                self.children.insert(parent, f, node);
+                node
+            }
+        };
+        self.path.push(node);
+    }
+
+    fn leave(&mut self) {
+        self.path.pop();
+    }
+
+    fn stack(&mut self, value: &[u64]) {
+        self.exclusive
+            .add(self.path[self.path.len() - 1] as usize, value);
+    }
 }
 
 /// Each node's children, as offsets into one list (nodes after node 0

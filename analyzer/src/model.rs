@@ -115,96 +115,271 @@ pub struct PcEntry {
     pub plt: bool,
 }
 
-/// A distinct stack (leaf first), with the status the unwinder gave it.
+/// A distinct stack, with the status the unwinder gave it: a place in
+/// the [`StackTable`]'s calling-context tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StackRef<'a> {
-    pub pcs: &'a [PcId],
+    table: &'a StackTable,
+    position: u32,
     pub status: StackStatus,
 }
 
-/// Where one stack's PCs are in the arena.
+impl<'a> StackRef<'a> {
+    /// The PCs, leaf first (found by walking up the tree: as long as the
+    /// stack is deep).
+    pub fn pcs(&self) -> impl Iterator<Item = PcId> + 'a {
+        let table = self.table;
+        let mut at = self.position;
+        std::iter::from_fn(move || {
+            let pc = table.pc_at(at)?;
+            at = table.parent(at);
+            Some(pc)
+        })
+    }
+
+    /// No PC at all (the unwinder found no frame, or every one was the
+    /// collector's).
+    pub fn is_empty(&self) -> bool {
+        self.position == ROOT_POSITION
+    }
+}
+
+/// One stack: where its innermost frame is, and its status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Span {
-    start: usize,
-    len: u32,
+struct StackEntry {
+    position: u32,
     status: StackStatus,
 }
 
-/// Every distinct stack, their PCs in one flat arena: a million stacks 200
-/// frames deep are two allocations, not a million. Stack ids need not
-/// follow the arena's order: the loader writes stacks in the order of the
-/// file and numbers them in the order events first use them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Every distinct stack, as a path in one calling-context tree of PCs
+/// stored as runs in a flat vector of cells: a run holds frames from the
+/// outermost one it adds toward the leaf, each the parent of the next,
+/// and starts with a link to the parent of its first frame (unless that
+/// is the cell before). A stack is the position of its innermost frame.
+/// The loader adds a run per recorded stack for the frames it does not
+/// share with the stack recorded before it (neighbouring records share
+/// most of their outer frames: a million stacks 200 frames deep are a few
+/// million cells, not two hundred million). A context recorded apart
+/// again may be stored twice; every stack still has its own frames. Ids
+/// need not follow positions: the loader numbers stacks in the order
+/// events first use them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StackTable {
-    pcs: Vec<PcId>,
-    spans: Vec<Span>,
+    cells: Vec<u32>,
+    stacks: Vec<StackEntry>,
+}
+
+/// The position of the empty stack, the tree's root.
+pub(crate) const ROOT_POSITION: u32 = 0;
+/// A cell that links a run to the parent of its first frame: the rest of
+/// the cell is the parent's position.
+pub(crate) const LINK: u32 = 1 << 31;
+/// A frame cell the loader has made a model PC (the rest of the cell):
+/// while it loads, a frame cell is the recorded PC's slot until an event
+/// uses a stack through it.
+pub(crate) const TRANSLATED: u32 = 1 << 30;
+const VALUE: u32 = TRANSLATED - 1;
+
+impl Default for StackTable {
+    fn default() -> StackTable {
+        StackTable {
+            // The root: a link cell to itself, so that a run right after
+            // it needs no link of its own.
+            cells: vec![LINK | ROOT_POSITION],
+            stacks: Vec::new(),
+        }
+    }
 }
 
 impl StackTable {
     pub fn len(&self) -> usize {
-        self.spans.len()
+        self.stacks.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.stacks.is_empty()
     }
 
-    /// Adds a stack after the others; its id.
+    /// Adds a stack (`pcs` leaf first) after the others, as a run of its
+    /// own; its id.
     pub fn push(&mut self, pcs: &[PcId], status: StackStatus) -> StackId {
-        let start = self.pcs.len();
-        self.pcs.extend_from_slice(pcs);
-        self.push_span(start, pcs.len(), status)
+        let mut position = ROOT_POSITION;
+        for &pc in pcs.iter().rev() {
+            position = self.push_frame(position, TRANSLATED | pc);
+        }
+        self.push_stack(position, status)
     }
 
     /// The stack `id`; None for `NO_STACK` or an id out of range.
     pub fn get(&self, id: StackId) -> Option<StackRef<'_>> {
-        let span = self.spans.get(id as usize)?;
-        let pcs = self
-            .pcs
-            .get(span.start..span.start + span.len as usize)
-            .unwrap_or(&[]);
+        let entry = self.stacks.get(id as usize)?;
         Some(StackRef {
-            pcs,
-            status: span.status,
+            table: self,
+            position: entry.position,
+            status: entry.status,
         })
     }
 
-    /// Starts fetching where stack `id` is (for a `get` soon).
+    /// Starts fetching stack `id`'s entry (for a `get` soon).
     pub(crate) fn prefetch(&self, id: StackId) {
-        if let Some(span) = self.spans.get(id as usize) {
-            crate::memory::prefetch_one(span);
+        if let Some(entry) = self.stacks.get(id as usize) {
+            crate::memory::prefetch_one(entry);
         }
     }
 
     /// Every stack, in id order.
     pub fn iter(&self) -> impl Iterator<Item = StackRef<'_>> + '_ {
-        (0..self.spans.len() as StackId).filter_map(|id| self.get(id))
+        (0..self.stacks.len() as StackId).filter_map(|id| self.get(id))
     }
 
-    /// Every stack id, in the order of the stacks' places in the arena: the
-    /// order they were recorded in, where neighbours share most of their
-    /// frames (a walk in this order reads the arena front to back and
-    /// finds the same callers again and again).
-    pub fn ids_in_arena_order(&self) -> Vec<StackId> {
-        let mut ids: Vec<StackId> = (0..self.spans.len() as StackId).collect();
-        ids.sort_unstable_by_key(|&id| self.spans[id as usize].start);
+    /// Every stack id, in the order of their positions: the order the
+    /// stacks were recorded in, where neighbours share most of their
+    /// frames (see [`PathWalk`]).
+    pub fn ids_in_walk_order(&self) -> Vec<StackId> {
+        let mut ids: Vec<StackId> = (0..self.stacks.len() as StackId).collect();
+        ids.sort_unstable_by_key(|&id| self.stacks[id as usize].position);
         ids
     }
 
-    /// The arena, for the loader to write PCs in before they get a stack.
-    pub(crate) fn arena_mut(&mut self) -> &mut Vec<PcId> {
-        &mut self.pcs
+    /// The model PC of the frame at `position`; None at the root.
+    pub(crate) fn pc_at(&self, position: u32) -> Option<PcId> {
+        match position {
+            ROOT_POSITION => None,
+            at => self.cells.get(at as usize).map(|&cell| cell & VALUE),
+        }
     }
 
-    /// Makes `arena[start..start + len]` (written already) the next stack.
-    pub(crate) fn push_span(&mut self, start: usize, len: usize, status: StackStatus) -> StackId {
-        let id = self.spans.len() as StackId;
-        self.spans.push(Span {
-            start,
-            len: len as u32,
-            status,
-        });
+    /// The position of the frame that calls the one at `position` (the
+    /// root for an outermost frame, and for the root).
+    pub(crate) fn parent(&self, position: u32) -> u32 {
+        let Some(before) = position.checked_sub(1) else {
+            return ROOT_POSITION;
+        };
+        match self.cells.get(before as usize) {
+            Some(&cell) if cell & LINK != 0 => cell & !LINK,
+            Some(_) => before,
+            None => ROOT_POSITION,
+        }
+    }
+
+    /// Appends a frame cell under `parent` (with a link first unless the
+    /// last cell is its parent already); its position.
+    pub(crate) fn push_frame(&mut self, parent: u32, cell: u32) -> u32 {
+        let next = self.cells.len() as u32;
+        if self.parent(next) != parent {
+            self.cells.push(LINK | parent);
+        }
+        self.cells.push(cell);
+        self.cells.len() as u32 - 1
+    }
+
+    /// Appends frame cells, each the parent of the next, the first under
+    /// `parent`; the position of the first (where it would be, if none).
+    pub(crate) fn push_run(&mut self, parent: u32, cells: impl Iterator<Item = u32>) -> u32 {
+        let next = self.cells.len() as u32;
+        let mut cells = cells.peekable();
+        if cells.peek().is_none() {
+            return next;
+        }
+        let first = match self.parent(next) == parent {
+            true => next,
+            false => {
+                self.cells.push(LINK | parent);
+                next + 1
+            }
+        };
+        self.cells.extend(cells);
+        first
+    }
+
+    /// The cells, for the loader to write recorded frames in and make
+    /// them model PCs in place.
+    pub(crate) fn cells_mut(&mut self) -> &mut Vec<u32> {
+        &mut self.cells
+    }
+
+    pub(crate) fn cells(&self) -> &[u32] {
+        &self.cells
+    }
+
+    /// Makes the frame at `position` (written already) the innermost one
+    /// of the next stack.
+    pub(crate) fn push_stack(&mut self, position: u32, status: StackStatus) -> StackId {
+        let id = self.stacks.len() as StackId;
+        self.stacks.push(StackEntry { position, status });
         id
+    }
+}
+
+/// A walk over stacks that keeps the path of the stack walked last: each
+/// stack is told as the number of outer frames it keeps of that path and
+/// the frames it adds below them (outermost first), so that what is made
+/// of a path (frames as shown, call-tree nodes, listing groups) is made
+/// once for the frames neighbours share. In walk order
+/// ([`StackTable::ids_in_walk_order`]), a stack adds the few frames it
+/// does not share with the one before: the walk costs the tree's cells,
+/// not the stacks' frames.
+pub(crate) struct PathWalk<'a> {
+    table: &'a StackTable,
+    /// Positions of the path's frames from the outermost; they rise
+    /// (a run's frames come after their parents).
+    path: Vec<u32>,
+    added: Vec<u32>,
+    added_pcs: Vec<PcId>,
+}
+
+/// One stack of a [`PathWalk`].
+pub(crate) struct PathStep<'w> {
+    pub status: StackStatus,
+    /// Outer frames of the previous path kept.
+    pub kept: usize,
+    /// PCs added below them, outermost first.
+    pub added: &'w [PcId],
+}
+
+impl<'a> PathWalk<'a> {
+    pub(crate) fn new(table: &'a StackTable) -> PathWalk<'a> {
+        PathWalk {
+            table,
+            path: Vec::new(),
+            added: Vec::new(),
+            added_pcs: Vec::new(),
+        }
+    }
+
+    /// Moves to stack `id`; None for an id that is no stack.
+    pub(crate) fn step(&mut self, id: StackId) -> Option<PathStep<'_>> {
+        let stack = self.table.stacks.get(id as usize)?;
+        self.added.clear();
+        let mut at = stack.position;
+        // Up from the stack's frame until a frame of the path: positions
+        // fall on the way up and rise along the path, so one scan down
+        // the path meets it.
+        let mut level = self.path.len();
+        let kept = loop {
+            if at == ROOT_POSITION {
+                break 0;
+            }
+            while level > 0 && self.path[level - 1] > at {
+                level -= 1;
+            }
+            if level > 0 && self.path[level - 1] == at {
+                break level;
+            }
+            self.added.push(at);
+            at = self.table.parent(at);
+        };
+        self.path.truncate(kept);
+        self.path.extend(self.added.iter().rev());
+        self.added_pcs.clear();
+        let table = self.table;
+        let pcs = self.added.iter().rev().filter_map(|&at| table.pc_at(at));
+        self.added_pcs.extend(pcs);
+        Some(PathStep {
+            status: stack.status,
+            kept,
+            added: &self.added_pcs,
+        })
     }
 }
 
@@ -274,6 +449,25 @@ pub struct HeapEntry {
 }
 
 const _: () = assert!(std::mem::size_of::<HeapEntry>() == 32);
+
+/// What replaying one experiment's heap events in order found beside its
+/// allocations (`HeapEntry`): the frees and the most bytes in use at once,
+/// for the `heap` command's totals. One per experiment that traced the
+/// heap, even one with no event.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeapReplay {
+    pub experiment: u16,
+    /// Frees of a block (free(NULL) is none).
+    pub frees: u64,
+    /// Frees of blocks no traced allocation made (allocated before tracing
+    /// started, or by a call that was not recorded).
+    pub unknown_frees: u64,
+    /// The most bytes of the malloc family in use at once.
+    pub peak_bytes: u64,
+    /// When that was first reached: CLOCK_MONOTONIC, as recorded (not
+    /// relative to the model's origin).
+    pub peak_at_ns: u64,
+}
 
 /// One traced synchronization wait (the manual's "Synchronization Wait
 /// Tracing Data": Sync Wait Time, Sync Wait Count).
@@ -573,6 +767,9 @@ pub struct Model {
     /// Heap-tracing allocations, in order of their experiments and then
     /// of their order numbers.
     pub heap: Vec<HeapEntry>,
+    /// The frees and peaks of the experiments that traced the heap, in
+    /// order of their experiments.
+    pub heap_replays: Vec<HeapReplay>,
     /// Traced synchronization waits, in order of their experiments.
     pub sync: Vec<SyncEntry>,
     /// The names symbols give the waits' objects, by experiment and address.
@@ -608,10 +805,7 @@ pub struct Model {
 impl ExperimentEntry {
     /// The process's rank in MPI_COMM_WORLD, when its log says (MPI tracing).
     pub fn mpi_rank(&self) -> Option<u32> {
-        self.log.iter().find_map(|e| match e.event {
-            experiment::Event::Mpi { rank, .. } => Some(rank),
-            _ => None,
-        })
+        experiment::log::mpi_place(&self.log).map(|(rank, _)| rank)
     }
 
     /// The machine the process ran on, when its start line says.

@@ -104,8 +104,8 @@ impl StackIds {
 
     fn grow(&mut self) {
         let capacity = (self.slots.len() * 2).max(1024);
-        let old = std::mem::replace(&mut self.slots, vec![Slot::default(); capacity]);
-        crate::memory::advise_huge_pages(&self.slots);
+        let slots = crate::memory::huge_vec(Slot::default(), capacity);
+        let old = std::mem::replace(&mut self.slots, slots);
         for slot in old.into_iter().filter(|s| s.id != 0) {
             let index = self.find(slot.id);
             self.slots[index] = slot;

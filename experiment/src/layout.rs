@@ -339,7 +339,7 @@ impl<'a> StackRecordRef<'a> {
     }
 
     /// The pcs, leaf first.
-    pub fn pcs(&self) -> impl Iterator<Item = u64> + 'a {
+    pub fn pcs(&self) -> impl DoubleEndedIterator<Item = u64> + 'a {
         self.pcs_bytes
             .chunks_exact(8)
             .filter_map(|c| c.try_into().ok().map(u64::from_le_bytes))

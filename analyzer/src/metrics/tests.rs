@@ -257,3 +257,184 @@ fn callers_callees_of_many_functions_are_hashed_pairs() {
     }
     assert_eq!(all[&f(0)].value.inclusive, ms(1400));
 }
+
+/// Stacks in one tree the way the loader stores them: each shares its
+/// outer frames with the stack added before it.
+fn shared_table(stacks: &[(Vec<PcId>, StackStatus)]) -> StackTable {
+    let mut table = StackTable::default();
+    let mut previous: Vec<(PcId, u32)> = Vec::new();
+    for (pcs, status) in stacks {
+        let most = pcs.len().min(previous.len()).saturating_sub(1);
+        let shared = pcs
+            .iter()
+            .rev()
+            .zip(&previous)
+            .take(most)
+            .take_while(|(pc, (before, _))| *pc == before)
+            .count();
+        previous.truncate(shared);
+        let mut position = previous.last().map_or(ROOT_POSITION, |&(_, at)| at);
+        for &pc in pcs[..pcs.len() - shared].iter().rev() {
+            position = table.push_frame(position, TRANSLATED | pc);
+            previous.push((pc, position));
+        }
+        table.push_stack(position, *status);
+    }
+    table
+}
+
+/// The frames a walk over shared paths makes are each stack's own, with
+/// inlined functions, hidden objects folded, truncated and empty stacks.
+#[test]
+fn walked_frames_are_each_stacks_frames() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let names: Vec<String> = (0..16).map(|i| format!("f{i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    // One wandering path: each stack returns from some calls of the one
+    // before and makes new ones.
+    let mut path: Vec<PcId> = Vec::new();
+    let mut stacks = Vec::new();
+    for _ in 0..400 {
+        let back = (next(4) as usize).min(path.len());
+        path.truncate(path.len() - back);
+        for _ in 0..next(4) {
+            path.push(next(16) as PcId);
+        }
+        let status = match next(6) {
+            0 => StackStatus::Truncated,
+            1 => StackStatus::Failed,
+            _ => StackStatus::Complete,
+        };
+        let leaf_first: Vec<PcId> = path.iter().rev().copied().collect();
+        stacks.push((leaf_first, status));
+    }
+    let mut m = model(&names, &[], &[]);
+    m.stacks = Arc::new(shared_table(&stacks));
+    let mut hidden_function = m.functions[0].clone();
+    hidden_function.name = "<libx.so>".into();
+    m.functions.push(hidden_function);
+    m.objects.push(ObjectEntry {
+        path: "/lib/libx.so".into(),
+        symbols_from: None,
+        hidden_function: f(16),
+    });
+    for pc in [3, 4, 5, 6] {
+        m.pcs[pc].object = Some(0);
+    }
+    for pc in [2, 5, 9] {
+        m.pcs[pc].inlined = vec![
+            InlineStep {
+                function: f(13),
+                line: None,
+            },
+            InlineStep {
+                function: f(14),
+                line: None,
+            },
+        ];
+    }
+    m.events = (0..stacks.len() as StackId)
+        .map(|stack| EventEntry {
+            experiment: 0,
+            cpu: 0,
+            thread: 1,
+            time_ns: 0,
+            weight_ns: 1_000_000,
+            stack,
+            sample: 1,
+            count: 1,
+        })
+        .collect();
+    for (inlines, hidden) in [(false, false), (true, false), (false, true), (true, true)] {
+        let settings = ViewSettings {
+            inlines,
+            hidden_objects: if hidden {
+                [0].into_iter().collect()
+            } else {
+                HashSet::new()
+            },
+        };
+        let view = View::new(&m, &settings);
+        let mut seen = 0;
+        let mut buffer = Vec::new();
+        view.for_each_stack(|id, frames| {
+            assert_eq!(frames, view.frames_of(id, &mut buffer), "stack {id}");
+            seen += 1;
+        });
+        assert_eq!(seen, stacks.len());
+        let weights = Weights::new(&m, |_| true);
+        let mut walked = 0;
+        weights.for_each_stack(&view, |_, value| walked += weights.value(value).events);
+        assert_eq!(walked, stacks.len() as u64);
+        sums_agree_with_each_stacks_frames(&view, &weights);
+    }
+}
+
+/// Exclusive and inclusive values by function, line and PC, every
+/// callers-callees picture and the call tree, as made along the walk, are
+/// what each stack's whole frames give.
+fn sums_agree_with_each_stacks_frames(view: &View, weights: &Weights) {
+    type Keyed = fn(&Frame) -> Option<u64>;
+    let keys: [Keyed; 3] = [
+        |f| Some(u64::from(f.function)),
+        |f| Some(f.line.map_or(1 << 40 | u64::from(f.function), u64::from)),
+        |f| f.pc.map(u64::from),
+    ];
+    for key in keys {
+        let mut expected: HashMap<u64, ExclInclValue> = HashMap::new();
+        weights.for_each_stack(view, |frames, packed| {
+            let value = weights.value(packed);
+            let shown: Vec<Option<u64>> = frames.iter().map(|&f| key(&view.frame(f))).collect();
+            if let Some(Some(leaf)) = shown.first() {
+                expected.entry(*leaf).or_default().exclusive.add(value);
+            }
+            let mut seen = Vec::new();
+            for k in shown.into_iter().flatten() {
+                if !seen.contains(&k) {
+                    seen.push(k);
+                    expected.entry(k).or_default().inclusive.add(value);
+                }
+            }
+        });
+        assert_eq!(exclusive_inclusive(view, weights, key), expected);
+    }
+    let all = all_callers_callees(view, weights);
+    for (&center, picture) in &all {
+        assert_eq!(*picture, callers_callees(view, weights, center), "{center}");
+    }
+    // Each stack's path of functions from <Total>, with its value.
+    let mut paths: HashMap<Vec<FunctionId>, Value> = HashMap::new();
+    weights.for_each_stack(view, |frames, packed| {
+        let path = frames
+            .iter()
+            .rev()
+            .map(|&f| view.frame(f).function)
+            .collect();
+        paths.entry(path).or_default().add(weights.value(packed));
+    });
+    let tree = call_tree(view, weights);
+    let mut from_tree: HashMap<Vec<FunctionId>, Value> = HashMap::new();
+    let mut work = vec![(CallTree::ROOT, Vec::new())];
+    while let Some((node, path)) = work.pop() {
+        let value = tree.value(node);
+        assert!(!value.inclusive.is_empty(), "a node with nothing below it");
+        if !value.exclusive.is_empty() {
+            from_tree.insert(path.clone(), value.exclusive);
+        }
+        let mut inclusive = value.exclusive;
+        for &child in tree.children(node) {
+            inclusive.add(tree.value(child).inclusive);
+            let mut below = path.clone();
+            below.push(tree.function(child));
+            work.push((child, below));
+        }
+        assert_eq!(inclusive, value.inclusive);
+    }
+    assert_eq!(from_tree, paths);
+}
