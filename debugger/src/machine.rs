@@ -462,6 +462,12 @@ impl Debugger {
     /// Stops one running thread and waits until it has (Ctrl-C during a
     /// step, an injected call that must end).
     pub(crate) fn halt_thread(&mut self, tid: Tid) -> Result<()> {
+        self.interrupt_and_wait(tid, Wait::any().kicking(Some(tid)))
+    }
+
+    /// Interrupts one running thread and absorbs the events `wait` lets
+    /// through until that thread has stopped (or is gone).
+    fn interrupt_and_wait(&mut self, tid: Tid, wait: Wait) -> Result<()> {
         if !self.process_mut()?.interrupt(tid) {
             return Ok(());
         }
@@ -471,7 +477,7 @@ impl Debugger {
             .and_then(|p| p.thread(tid))
             .is_some_and(|t| !t.is_stopped())
         {
-            if let Wake::Event(event) = self.pump.wait(Wait::any().kicking(Some(tid)))? {
+            if let Wake::Event(event) = self.pump.wait(wait)? {
                 self.absorb(event)?;
             }
         }
@@ -603,20 +609,7 @@ impl Debugger {
     /// thread in progress).
     fn hold_in_system_call(&mut self, tid: Tid) -> Result<()> {
         self.process_mut()?.resume(tid, Resume::Continue)?;
-        if !self.process_mut()?.interrupt(tid) {
-            return Ok(());
-        }
-        while self
-            .process
-            .as_ref()
-            .and_then(|p| p.thread(tid))
-            .is_some_and(|t| !t.is_stopped())
-        {
-            if let Wake::Event(event) = self.pump.wait(Wait::task(tid))? {
-                self.absorb(event)?;
-            }
-        }
-        Ok(())
+        self.interrupt_and_wait(tid, Wait::task(tid))
     }
 
     // ----- events while the program runs ----------------------------------
