@@ -307,7 +307,7 @@ impl Inferior {
             };
         }
         let mut signal = pending.map_or(0, |p| p.signal);
-        if signal != 0 && !in_signal_delivery_stop(tid) {
+        if signal != 0 && !ptrace::in_signal_delivery_stop(tid) {
             // A signal given to a resume is delivered only from a
             // signal-delivery stop; from any other stop (an interrupt) it
             // is queued again instead, without its original siginfo (a
@@ -553,14 +553,6 @@ impl Inferior {
     pub(crate) fn forget_threads(&mut self) {
         self.threads.clear();
     }
-}
-
-/// A thread in a PTRACE_EVENT stop (an interrupt, a group-stop, a clone)
-/// has an event code in its siginfo; one in a signal-delivery stop does not.
-/// Neither does a system-call stop, whose si_code is its stop signal.
-fn in_signal_delivery_stop(tid: Tid) -> bool {
-    ptrace::siginfo(tid)
-        .is_ok_and(|info| (info.si_code >> 8) <= 0 && info.si_code != ptrace::SYSCALL_STOP)
 }
 
 /// Kills a child we could not finish setting up, and reaps it.

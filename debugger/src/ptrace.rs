@@ -267,6 +267,14 @@ pub fn cont(tid: Tid, signal: i32) -> Result<()> {
     check(unsafe { libc::ptrace(libc::PTRACE_CONT, tid, 0usize, signal as usize) }).map(drop)
 }
 
+/// Whether `tid` is in a signal-delivery stop, the only stop from which a
+/// signal given to PTRACE_CONT or PTRACE_DETACH is delivered. A thread in
+/// a PTRACE_EVENT stop (an interrupt, a group-stop, a clone) has an event
+/// code in its siginfo; a system-call stop has its stop signal as si_code.
+pub fn in_signal_delivery_stop(tid: Tid) -> bool {
+    siginfo(tid).is_ok_and(|info| (info.si_code >> 8) <= 0 && info.si_code != SYSCALL_STOP)
+}
+
 /// PTRACE_SYSCALL: runs on like PTRACE_CONT, stopping at the next system
 /// call's entry and at its exit ([`SYSCALL_STOP`]).
 pub fn syscall(tid: Tid, signal: i32) -> Result<()> {

@@ -415,7 +415,7 @@ pub(crate) fn release() {
         };
         // The signal given to PTRACE_DETACH is delivered only from a
         // signal-delivery stop; from any other stop it is queued instead.
-        if signal != 0 && !in_signal_delivery_stop(tid) {
+        if signal != 0 && !ptrace::in_signal_delivery_stop(tid) {
             // A perf event's SIGTRAP must keep its payload (see
             // ptrace::requeue_perf_trap): a plain one kills the program.
             match held_perf_trap(tid).filter(|_| signal == libc::SIGTRAP) {
@@ -673,7 +673,7 @@ fn perf_trap_over_restart(tid: Tid) -> bool {
     let held = held_perf_trap(tid).or_else(|| {
         ptrace::siginfo(tid)
             .ok()
-            .filter(|info| in_signal_delivery_stop(tid) && ptrace::is_perf_trap(info))
+            .filter(|info| ptrace::in_signal_delivery_stop(tid) && ptrace::is_perf_trap(info))
     });
     held.is_some_and(|info| {
         ptrace::get_regs(tid).is_ok_and(|regs| ptrace::delivery_cuts_short(&regs, &info))
@@ -687,7 +687,7 @@ fn signal_for(tid: Tid) -> i32 {
     };
     let signal = held.signal.load(Ordering::Acquire);
     if signal != 0 {
-        if held.has_info.load(Ordering::Relaxed) && in_signal_delivery_stop(tid) {
+        if held.has_info.load(Ordering::Relaxed) && ptrace::in_signal_delivery_stop(tid) {
             let mut words = [0u64; 16];
             for (word, slot) in words.iter_mut().zip(&held.info) {
                 *word = slot.load(Ordering::Relaxed);
@@ -704,13 +704,6 @@ fn signal_for(tid: Tid) -> i32 {
         return undecided;
     }
     0
-}
-
-/// A thread in a PTRACE_EVENT stop (an interrupt, a group-stop, a clone...)
-/// has an event code in its siginfo; a signal-delivery stop does not.
-fn in_signal_delivery_stop(tid: Tid) -> bool {
-    ptrace::siginfo(tid)
-        .is_ok_and(|info| (info.si_code >> 8) <= 0 && info.si_code != ptrace::SYSCALL_STOP)
 }
 
 fn wait_any() -> Option<ptrace::WaitStatus> {
