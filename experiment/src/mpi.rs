@@ -264,16 +264,8 @@ impl MpiEvent {
 
 /// Decodes every record of one block's committed bytes. Returns false when
 /// the bytes are not whole records or hold something that is no record.
-pub fn decode_block(records: &[u8], mut each: impl FnMut(MpiEvent)) -> bool {
-    let chunks = records.chunks_exact(MPI_RECORD_SIZE);
-    let mut whole = chunks.remainder().is_empty();
-    for chunk in chunks {
-        match MpiEvent::decode(chunk) {
-            Some(event) => each(event),
-            None => whole = false,
-        }
-    }
-    whole
+pub fn decode_block(records: &[u8], each: impl FnMut(MpiEvent)) -> bool {
+    crate::layout::decode_fixed_records(records, MPI_RECORD_SIZE, MpiEvent::decode, each)
 }
 
 #[cfg(test)]
