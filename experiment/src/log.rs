@@ -259,29 +259,29 @@ impl Fields<'_> {
             .map_err(|_| format!("bad number in {key}="))
     }
 
-    /// The number `key` when the line has it, None when it has not (a key a
-    /// newer minor version added); a present but bad value is an error.
+    /// `key` read with `read` when the line has it, None when it has not (a
+    /// key a newer minor version added); a present but bad value is an error.
+    fn optional<T>(
+        &self,
+        key: &str,
+        read: impl Fn(&Self, &str) -> Result<T, String>,
+    ) -> Result<Option<T>, String> {
+        match self.pairs.iter().any(|(k, _)| *k == key) {
+            true => read(self, key).map(Some),
+            false => Ok(None),
+        }
+    }
+
     fn optional_u32(&self, key: &str) -> Result<Option<u32>, String> {
-        match self.pairs.iter().any(|(k, _)| *k == key) {
-            true => self.u32(key).map(Some),
-            false => Ok(None),
-        }
+        self.optional(key, Self::u32)
     }
 
-    /// As [`Fields::optional_u32`], for a 64-bit number.
     fn optional_u64(&self, key: &str) -> Result<Option<u64>, String> {
-        match self.pairs.iter().any(|(k, _)| *k == key) {
-            true => self.u64(key).map(Some),
-            false => Ok(None),
-        }
+        self.optional(key, Self::u64)
     }
 
-    /// The text `key` when the line has it, None when it has not.
     fn optional_string(&self, key: &str) -> Result<Option<String>, String> {
-        match self.pairs.iter().any(|(k, _)| *k == key) {
-            true => self.string(key).map(Some),
-            false => Ok(None),
-        }
+        self.optional(key, Self::string)
     }
 
     fn named<T>(&self, key: &str, from_name: impl Fn(&str) -> Option<T>) -> Result<T, String> {
