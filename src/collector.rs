@@ -241,16 +241,10 @@ impl Settings {
             });
         }
         if all || what == ShowWhat::HeapTrace {
-            line(format!(
-                "heaptrace: {}",
-                if self.heaptrace { "on" } else { "off" }
-            ));
+            line(format!("heaptrace: {}", on_off(self.heaptrace)));
         }
         if all || what == ShowWhat::OffCpu {
-            line(format!(
-                "offcpu: {}",
-                if self.offcpu { "on" } else { "off" }
-            ));
+            line(format!("offcpu: {}", on_off(self.offcpu)));
         }
         if all || what == ShowWhat::HwProfile {
             let counters: Vec<String> = self
@@ -272,20 +266,14 @@ impl Settings {
             };
             line(format!(
                 "synctrace: {}, threshold {threshold}",
-                if self.synctrace { "on" } else { "off" }
+                on_off(self.synctrace)
             ));
         }
         if all || what == ShowWhat::IoTrace {
-            line(format!(
-                "iotrace: {}",
-                if self.iotrace { "on" } else { "off" }
-            ));
+            line(format!("iotrace: {}", on_off(self.iotrace)));
         }
         if all || what == ShowWhat::MpiTrace {
-            line(format!(
-                "mpitrace: {}",
-                if self.mpitrace { "on" } else { "off" }
-            ));
+            line(format!("mpitrace: {}", on_off(self.mpitrace)));
         }
 
         if all || what == ShowWhat::Sample {
@@ -294,10 +282,7 @@ impl Settings {
             } else {
                 format!("sample: manual (period {} s)", seconds(self.sample_ns))
             });
-            line(format!(
-                "dbxsample: {}",
-                if self.dbxsample { "on" } else { "off" }
-            ));
+            line(format!("dbxsample: {}", on_off(self.dbxsample)));
         }
         if all || what == ShowWhat::Store {
             line(format!("store directory: {}", self.directory.display()));
@@ -334,6 +319,14 @@ pub fn milliseconds(ns: u64) -> String {
         format!("{} ms", ns as f64 / 1e6)
     } else {
         format!("{} us", ns as f64 / 1e3)
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
     }
 }
 
