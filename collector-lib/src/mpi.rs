@@ -525,11 +525,8 @@ impl Scratch<'_> {
     /// The statuses to give the library: the program's, or ours when it
     /// ignores them and a pending receive needs one (one per request).
     fn statuses_for(&mut self, program: *mut Status, any: bool) -> *mut Status {
-        if program.is_null() && any && self.statuses.len() == self.tracked.len() {
-            self.statuses.as_mut_ptr()
-        } else {
-            program
-        }
+        let have_own = self.statuses.len() == self.tracked.len();
+        status_to_pass(program, self.statuses.as_mut_ptr(), any && have_own)
     }
 
     /// Request `index` completed with `status`: a pending receive leaves
@@ -675,16 +672,16 @@ fn traced(op: MpiOp, call: impl FnOnce() -> c_int, describe: impl FnOnce(&mut Mp
 
 /// A call of the wait and test families on `count` requests: the pending
 /// receives among them looked up before the call, those it completed
-/// (`finish` says which, from the result) taken out of the table after it,
-/// and recorded after the call's own record. The table is kept whether or
-/// not the experiment records now.
+/// (`finish` says which, from what the call wrote) taken out of the table
+/// after it, and recorded after the call's own record. The table is kept
+/// whether or not the experiment records now.
 #[inline(always)]
 fn completing(
     op: MpiOp,
     count: usize,
     requests: *const Handle,
     call: impl FnOnce(&mut Scratch<'_>, bool) -> c_int,
-    finish: impl FnOnce(c_int, &mut Scratch<'_>),
+    finish: impl FnOnce(&mut Scratch<'_>),
 ) -> c_int {
     let recording = lifecycle::recording_mpi();
     if LIVE.load(Ordering::Acquire) == 0 || requests.is_null() {
@@ -703,7 +700,7 @@ fn completing(
         let saved = sys::errno();
         if any && rc == MPI_SUCCESS {
             let _held = heap::hold_current_thread();
-            finish(rc, scratch);
+            finish(scratch);
         }
         if let (Some(start), Some(end)) = (start, end) {
             let mut event = MpiEvent::call(op);
@@ -822,10 +819,11 @@ fn received(event: &mut MpiEvent, status: *const Status, comm: Handle) {
     event.bytes_received = received_bytes(status);
 }
 
-/// The status to give the library: the program's, or one of ours when it
-/// ignores it and the call is recorded (the bytes and source are in it).
-fn status_for(program: *mut Status, own: &mut Status) -> *mut Status {
-    if program.is_null() && lifecycle::recording_mpi() {
+/// The status (or array of statuses) to give the library: the program's,
+/// or `own` when the program ignores it and the hook `needs` it (the bytes
+/// and source are in it).
+fn status_to_pass(program: *mut Status, own: *mut Status, needs: bool) -> *mut Status {
+    if program.is_null() && needs {
         own
     } else {
         program
@@ -1235,7 +1233,7 @@ unsafe fn completing_all(
         n,
         requests,
         |scratch, any| call(scratch.statuses_for(statuses, any)),
-        |_, scratch| {
+        |scratch| {
             // SAFETY: the call succeeded: the library wrote the flag.
             if unsafe { finished(flag) } {
                 let passed = scratch.statuses_for(statuses, true);
@@ -1245,16 +1243,6 @@ unsafe fn completing_all(
             }
         },
     )
-}
-
-/// The one status of MPI_Waitany and MPI_Testany: the program's, or
-/// `own` when it ignores it and a pending receive is among the requests.
-fn one_status(program: *mut Status, own: *mut Status, any: bool) -> *mut Status {
-    if program.is_null() && any {
-        own
-    } else {
-        program
-    }
 }
 
 /// MPI_Waitany and MPI_Testany (`flag` NULL for the wait); `call` is the
@@ -1279,12 +1267,13 @@ unsafe fn completing_any(
         op,
         n,
         requests,
-        |_, any| call(one_status(status, own, any)),
-        |_, scratch| {
+        // The status of ours when a pending receive is among the requests.
+        |_, any| call(status_to_pass(status, own, any)),
+        |scratch| {
             // SAFETY: the call succeeded: the library wrote flag and index.
             let (done, completed) = unsafe { (finished(flag), *index) };
             if done && completed != MPI_UNDEFINED {
-                scratch.complete(completed, one_status(status, own, true));
+                scratch.complete(completed, status_to_pass(status, own, true));
             }
         },
     )
@@ -1315,7 +1304,7 @@ unsafe fn completing_some(
             let passed = scratch.statuses_for(statuses, any);
             call_real!(real, WaitsomeFn, MPI_ERR_INTERN; incount, requests, outcount, indices, passed)
         },
-        |_, scratch| {
+        |scratch| {
             // SAFETY: the call succeeded: the library wrote `outcount`
             // and that many indices.
             let finished = unsafe { *outcount };
@@ -1379,7 +1368,7 @@ macro_rules! hook {
         pub(crate) unsafe extern "C" fn $hook($($arg: $ty),*) -> c_int {
             $(
                 let mut own = Status::EMPTY;
-                let $status = status_for($status, &mut own);
+                let $status = status_to_pass($status, &mut own, lifecycle::recording_mpi());
             )?
             let rc = traced(
                 MpiOp::$op,
