@@ -9,12 +9,12 @@ use crate::matching::{FunctionMatches, ObjectVersions};
 use crate::model::*;
 use crate::resolve::{symbol_file, symbolize, PcSymbol};
 use crate::stack_ids::Lookup;
-use crate::u64_table::U64Table;
 use crate::{Error, Result};
+
+mod heap_replay;
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
 use experiment::counters::{CounterSpec, MAX_COUNTERS};
-use experiment::heap::HeapOp;
 use experiment::layout::{StackRecordRef, StackStatus};
 use experiment::log::{Event, Sample};
 use experiment::Experiment;
@@ -246,55 +246,6 @@ impl RecordedStacks {
     }
 }
 
-/// One experiment's allocations while its heap events are replayed in
-/// order (read again from the start if the order had to be found by a
-/// sort: everything counted is here).
-#[derive(Default)]
-struct HeapLoad {
-    entries: Vec<HeapEntry>,
-    /// The blocks in use, by address.
-    live: U64Table<LiveBlock>,
-    /// Events whose blocks' slots are being fetched, oldest first.
-    pending: std::collections::VecDeque<Pending>,
-    /// Bytes of the blocks in use.
-    in_use: u64,
-    replay: HeapReplay,
-    tally: Tally,
-    /// Per entry: its recorded stack's id (its model stack is looked up
-    /// once the stacks are read).
-    stack_ids: Vec<u64>,
-}
-
-/// A heap event waiting for the slot of its block.
-#[derive(Clone, Copy)]
-enum Pending {
-    /// A free of the block at this address (not null).
-    Free(u64),
-    /// A block of the malloc family made (not null), with the recorded id
-    /// of its stack.
-    Allocation {
-        address: u64,
-        entry: HeapEntry,
-        stack_id: u64,
-    },
-}
-
-/// How many events after one its block's slot is fetched while the
-/// events before it are applied.
-const REPLAY_AHEAD: usize = 16;
-
-/// A block in use during the replay: its entry, and its size when that
-/// fits (`BYTES_IN_ENTRY`: read the entry), so that a slot of the table is
-/// 16 bytes and a free need not fetch the entry.
-#[derive(Debug, Clone, Copy, Default)]
-struct LiveBlock {
-    entry: u32,
-    bytes: u32,
-}
-
-/// `LiveBlock::bytes` of a block too large for it: its entry says.
-const BYTES_IN_ENTRY: u32 = u32::MAX;
-
 /// What loading an experiment's events found beside the events: those
 /// skipped for an impossible time, those whose stack was lost, and the
 /// span of time they cover.
@@ -342,103 +293,6 @@ impl Tally {
         self.lost += other.lost;
         self.first_ns = self.first_ns.min(other.first_ns);
         self.last_ns = self.last_ns.max(other.last_ns);
-    }
-}
-
-impl HeapLoad {
-    fn new(experiment: u16, room: usize) -> HeapLoad {
-        let mut load = HeapLoad {
-            replay: HeapReplay {
-                experiment,
-                ..HeapReplay::default()
-            },
-            ..HeapLoad::default()
-        };
-        reserve(&mut load.entries, room);
-        reserve(&mut load.stack_ids, room);
-        load
-    }
-
-    /// Applies `event` after the events given before it: its block's slot
-    /// is fetched now and the event applied a few events later (the
-    /// events in between are applied meanwhile).
-    fn replay(&mut self, event: Pending) {
-        let address = match event {
-            Pending::Free(address) => address,
-            Pending::Allocation { address, .. } => address,
-        };
-        self.live.prefetch(address);
-        self.pending.push_back(event);
-        if self.pending.len() > REPLAY_AHEAD {
-            self.apply_oldest();
-        }
-    }
-
-    /// Applies the events still waiting.
-    fn flush(&mut self) {
-        while !self.pending.is_empty() {
-            self.apply_oldest();
-        }
-    }
-
-    fn apply_oldest(&mut self) {
-        match self.pending.pop_front() {
-            Some(Pending::Free(address)) => self.free(address),
-            Some(Pending::Allocation {
-                address,
-                entry,
-                stack_id,
-            }) => {
-                self.stack_ids.push(stack_id);
-                self.allocate(entry, address);
-            }
-            None => {}
-        }
-    }
-
-    /// A free of the block at `address` (not null).
-    fn free(&mut self, address: u64) {
-        self.replay.frees += 1;
-        match self.live.remove(address) {
-            Some(block) => self.in_use -= self.bytes_of(block),
-            None => self.replay.unknown_frees += 1,
-        }
-    }
-
-    /// A block of the malloc family made at `address` (not null): one
-    /// still in use there is replaced, as the allocator's reuse of an
-    /// address says it was freed unseen.
-    fn allocate(&mut self, entry: HeapEntry, address: u64) {
-        let block = LiveBlock {
-            entry: self.entries.len() as u32,
-            bytes: u32::try_from(entry.bytes).unwrap_or(BYTES_IN_ENTRY),
-        };
-        self.entries.push(entry);
-        if let Some(old) = self.live.insert(address, block) {
-            self.in_use -= self.bytes_of(old);
-        }
-        self.in_use += entry.bytes;
-        if self.in_use > self.replay.peak_bytes {
-            self.replay.peak_bytes = self.in_use;
-            self.replay.peak_at_ns = entry.time_ns;
-        }
-    }
-
-    fn bytes_of(&self, block: LiveBlock) -> u64 {
-        match block.bytes {
-            BYTES_IN_ENTRY => self.entries[block.entry as usize].bytes,
-            bytes => u64::from(bytes),
-        }
-    }
-
-    /// The entries, those whose block was never freed marked leaked, and
-    /// what the replay found (the entries' threads and stacks made the
-    /// model's already: [`Builder::resolve_heap`]).
-    fn finish(mut self) -> (Vec<HeapEntry>, HeapReplay) {
-        for block in self.live.values() {
-            self.entries[block.entry as usize].leaked = true;
-        }
-        (self.entries, self.replay)
     }
 }
 
@@ -690,12 +544,12 @@ impl Builder {
         // The heap events are replayed on a thread of their own while the
         // stacks are read; their stacks are looked up after.
         let heap_replay = match expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
-            true => {
-                let (expt, samples) = (expt.clone(), sorted_samples(&log));
-                Some(std::thread::spawn(move || {
-                    replay_heap(&expt, index, &plausible, &samples)
-                }))
-            }
+            true => Some(heap_replay::start(
+                expt,
+                index,
+                plausible,
+                sorted_samples(&log),
+            )),
             false => None,
         };
         let mut stacks = RecordedStacks::default();
@@ -954,21 +808,17 @@ impl Builder {
             }
         }
         if let Some(replaying) = heap_replay {
-            let (mut heap, heap_stats) = match replaying.join() {
-                Ok(replayed) => replayed?,
-                Err(panic) => std::panic::resume_unwind(panic),
-            };
-            self.resolve_heap(index, &mut heap, &mut stacks, &mut threads, &mappings);
+            let heap_stats = self.receive_heap(
+                index,
+                replaying,
+                &mut stacks,
+                &mut threads,
+                &mut tally,
+                &mappings,
+            )?;
             if let Some(warning) = block_file_warning(&shown, "heap", &heap_stats) {
                 self.warn(warning);
             }
-            tally.add(&heap.tally);
-            let (entries, replay) = heap.finish();
-            match self.model.heap.is_empty() {
-                true => self.model.heap = entries,
-                false => self.model.heap.extend(entries),
-            }
-            self.model.heap_replays.push(replay);
         }
         if let Some(warning) = block_file_warning(&shown, "profile", &event_stats) {
             self.warn(warning);
@@ -1095,43 +945,6 @@ impl Builder {
         let id = self.model.functions.len() as FunctionId;
         self.model.functions.push(entry);
         id
-    }
-
-    /// Gives the allocations of `heap`, replayed while the stacks were
-    /// read, their thread numbers and model stacks (in the order they were
-    /// made, as for the other events), the stacks looked up in batches
-    /// whose table entries are fetched while the batch before is worked on.
-    fn resolve_heap(
-        &mut self,
-        experiment: u16,
-        heap: &mut HeapLoad,
-        stacks: &mut RecordedStacks,
-        threads: &mut ThreadNumbers,
-        mappings: &[Mapping],
-    ) {
-        let HeapLoad {
-            entries,
-            stack_ids,
-            tally,
-            ..
-        } = heap;
-        for id in stack_ids.iter().take(EVENT_BATCH) {
-            stacks.by_id.prefetch(*id);
-        }
-        for start in (0..entries.len()).step_by(EVENT_BATCH) {
-            let end = (start + EVENT_BATCH).min(entries.len());
-            for id in stack_ids.get(end..).unwrap_or(&[]).iter().take(EVENT_BATCH) {
-                stacks.by_id.prefetch(*id);
-            }
-            let ids = &stack_ids[start..end];
-            stacks.prefetch(ids.iter().copied(), self.stacks.cells());
-            for (entry, &id) in entries[start..end].iter_mut().zip(ids) {
-                entry.thread = threads.number(entry.thread);
-                let stack = self.model_stack(experiment, stacks, id, mappings);
-                entry.stack = tally.stack(stack);
-            }
-        }
-        *stack_ids = Vec::new();
     }
 
     /// The model stack of the recorded stack `stack_id`, made (symbolized)
@@ -1728,54 +1541,6 @@ fn basename(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.to_string_lossy().into_owned())
-}
-
-/// Replays `expt`'s heap events in order (on a thread of its own while
-/// the stacks are read): its allocations, each with the recorded thread
-/// id for its thread and the recorded stack's id beside it, the blocks
-/// never freed, the frees and the peak in use.
-fn replay_heap(
-    expt: &Experiment,
-    index: u16,
-    plausible: &PlausibleTimes,
-    samples: &[Sample],
-) -> Result<(HeapLoad, experiment::BlockStats)> {
-    // A heap event takes about 13 bytes in the file: room for an
-    // allocation per 8 bytes is more than enough, reserved (not touched)
-    // so that the entries are never copied as they grow.
-    let room = stored_bytes(expt, "heap") / 8;
-    let new_load = || HeapLoad::new(index, room);
-    let (mut heap, stats) = expt.heap_events_in_order(new_load, |heap, record| {
-        let e = record.event;
-        let at = e.timestamp_ns;
-        if !heap.tally.admit(plausible, at, at, at) {
-            return;
-        }
-        if e.op == HeapOp::Free && e.address != 0 {
-            heap.replay(Pending::Free(e.address));
-            return;
-        }
-        if !e.op.allocates() || e.op == HeapOp::Mmap || e.address == 0 {
-            return;
-        }
-        let entry = HeapEntry {
-            experiment: index,
-            leaked: false,
-            // The thread's number is given with the stack.
-            thread: record.tid,
-            time_ns: e.timestamp_ns,
-            bytes: e.size,
-            stack: NO_STACK,
-            sample: sample_of(samples, e.timestamp_ns),
-        };
-        heap.replay(Pending::Allocation {
-            address: e.address,
-            entry,
-            stack_id: e.stack_id,
-        });
-    })?;
-    heap.flush();
-    Ok((heap, stats))
 }
 
 /// The samples of a log, by time.
