@@ -321,7 +321,8 @@ impl HeapMerge {
     }
 }
 
-/// One thread's heap events, read a block at a time, with the next one decoded.
+/// One thread's heap events, read and decoded a block at a time (a tight loop over the
+/// block's records, not one call per event through the merge).
 #[derive(Default)]
 struct HeapCursor {
     tid: u32,
@@ -330,15 +331,16 @@ struct HeapCursor {
     /// How many of `blocks` were read: the current one is `block - 1`.
     block: usize,
     bytes: Vec<u8>,
-    at: usize,
-    delta: crate::heap::HeapDelta,
+    /// The current block's events, and the place of the one decoded last plus one.
+    events: Vec<crate::heap::HeapEvent>,
+    next: usize,
     /// The event decoded last.
     event: Option<crate::heap::HeapEvent>,
 }
 
 impl HeapCursor {
-    /// Decodes the thread's next event into `event` and counts it in `decoded`; its
-    /// merge key, or None when the thread has no more.
+    /// Takes the thread's next event into `event`; its merge key, or None when the
+    /// thread has no more. A block's events are counted in `decoded` when it is read.
     fn advance(
         &mut self,
         spans: &[HeapBlockSpan],
@@ -346,17 +348,14 @@ impl HeapCursor {
         decoded: &mut [(u64, usize)],
     ) -> io::Result<Option<MergeKey>> {
         loop {
-            if let Some((event, len)) = self.bytes.get(self.at..).and_then(|r| self.delta.decode(r))
-            {
-                let block = self.blocks[self.block - 1];
-                let key = (event.order, block, self.at);
+            if let Some(&event) = self.events.get(self.next) {
+                let key = (event.order, self.blocks[self.block - 1], self.next);
                 self.event = Some(event);
-                self.at += len;
-                decoded[block].0 += 1;
-                decoded[block].1 = self.at;
+                self.next += 1;
                 return Ok(Some(key));
             }
             let Some(&index) = self.blocks.get(self.block) else {
+                self.event = None;
                 return Ok(None);
             };
             let span = &spans[index];
@@ -364,11 +363,28 @@ impl HeapCursor {
             let read = read_full_at(file, &mut self.bytes, span.offset)?;
             // The first pass saw these bytes: a file cut since then ends the block.
             self.bytes.truncate(read);
-            self.at = 0;
-            self.delta = crate::heap::HeapDelta::block_start(span.first_timestamp_ns);
+            self.events.clear();
+            self.next = 0;
+            decoded[index] = decode_heap_block(&self.bytes, span, &mut self.events);
             self.block += 1;
         }
     }
+}
+
+/// Decodes the records of one block into `events`; how many there were and the bytes
+/// they took (less than the block's when it is damaged).
+fn decode_heap_block(
+    bytes: &[u8],
+    span: &HeapBlockSpan,
+    events: &mut Vec<crate::heap::HeapEvent>,
+) -> (u64, usize) {
+    let mut delta = crate::heap::HeapDelta::block_start(span.first_timestamp_ns);
+    let mut at = 0;
+    while let Some((event, len)) = bytes.get(at..).and_then(|rest| delta.decode(rest)) {
+        events.push(event);
+        at += len;
+    }
+    (events.len() as u64, at)
 }
 
 /// One heap event with the thread that made it.
