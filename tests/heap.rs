@@ -459,6 +459,28 @@ fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
     assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
 }
 
+/// A library loaded after the attach gets its entries redirected too (the
+/// collector's watcher follows new objects): its allocations are traced.
+#[test]
+fn heap_tracing_after_attach_follows_a_library_loaded_later() {
+    let program = prog("heap_follow-O0");
+    let program = program.as_path();
+    let dir = scratch_dir("heap-follow");
+    let run = collect_after_attach(program, &dir, &["collector heaptrace on"]);
+    assert_eq!(run.ready, "ready");
+    assert_eq!(run.rest.trim(), "done", "{}", run.transcript);
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{}", run.transcript));
+    let events = expt.heap_events().expect("heap events");
+    // Counted by size: the objects loaded after an attach are not in the
+    // experiment's list of objects, so these stacks end in the library.
+    let library_blocks = events
+        .iter()
+        .filter(|e| e.event.op == HeapOp::Malloc && e.event.size == 300)
+        .count();
+    assert_eq!(library_blocks, 9, "{events:?}");
+}
+
 fn collect_program(
     name: &str,
     program: &Path,
