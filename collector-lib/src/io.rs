@@ -90,14 +90,6 @@ pub fn stop_tracing() {
     }
 }
 
-/// Objects loaded since tracing started get their entries redirected too
-/// (the watcher of a live process calls this).
-pub fn follow_new_objects() {
-    if lifecycle::io_traced() && state::live() {
-        crate::got::patch_all(crate::got::Set::Io);
-    }
-}
-
 /// The `io_totals` log line before `end`: calls recorded, and calls seen
 /// but not recorded (made inside another hook of the same thread).
 pub fn log_totals() {

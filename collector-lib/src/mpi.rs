@@ -1132,14 +1132,6 @@ pub fn stop_tracing() {
     }
 }
 
-/// Objects loaded since tracing started get their entries redirected too
-/// (the watcher of a live process calls this).
-pub fn follow_new_objects() {
-    if lifecycle::mpi_traced() && state::live() {
-        crate::got::patch_all(crate::got::Set::Mpi);
-    }
-}
-
 /// The `mpi_totals` log line before `end`.
 pub fn log_totals() {
     log::write("mpi_totals", |line| {

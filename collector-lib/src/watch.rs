@@ -141,11 +141,7 @@ fn watch(generation: u64, number: u32) {
             retire_gone(seen);
         }
         if objects_changed() {
-            crate::heap::follow_new_objects();
-            crate::sync::follow_new_objects();
-            crate::io::follow_new_objects();
-            crate::mpi::follow_new_objects();
-            crate::exec::follow_new_objects();
+            crate::got::follow_new_objects();
         }
         // SAFETY: valid timespec; an interruption just shortens the sleep.
         unsafe { libc::nanosleep(&sleep, std::ptr::null_mut()) };
