@@ -64,7 +64,6 @@ extern "C" {
 /// program's calls reach now).
 pub fn prepare() {
     heap::prepare_slots();
-    tsc::prepare();
     if state::live() {
         crate::got::resolve_reals(crate::got::Set::Io);
     }

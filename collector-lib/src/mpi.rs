@@ -1094,7 +1094,6 @@ fn reduced_everywhere(size: u32, n: u64) -> Collective {
 /// slots' prerequisites and the library, when the process has it.
 pub fn prepare() {
     heap::prepare_slots();
-    tsc::prepare();
     learn_library();
 }
 
