@@ -3,8 +3,8 @@
  * libheap_follow.so (beside the program), waits until the collector has
  * redirected the library's entry of malloc (its address of malloc is then
  * the program's own, the collector's hook), and has it allocate 9 x 300
- * bytes. Prints "done", or "not followed" when the entry is still libc's
- * after 10 s. */
+ * bytes, called from after_load. Prints "done", or "not followed" when
+ * the entry is still libc's after 10 s. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,11 @@ typedef void *(*malloc_fn)(size_t);
 /* The program's own address of malloc: its GOT entry, the hook's once
  * the collector redirected it. */
 malloc_fn volatile program_malloc;
+
+__attribute__((noinline)) void after_load(void (*allocate)(void))
+{
+    allocate();
+}
 
 static double now(void)
 {
@@ -56,7 +61,7 @@ int main(void)
         }
         usleep(1000);
     }
-    allocate();
+    after_load(allocate);
     printf("done\n");
     return 0;
 }
