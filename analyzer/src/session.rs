@@ -10,7 +10,7 @@ use crate::info;
 use crate::load::{load_with, EventDetail};
 use crate::metrics::{View, ViewSettings, Weights};
 use crate::model::*;
-use crate::report::{self, Context, MetricColumn, Report, ReportSettings, SortKey};
+use crate::report::{self, Context, MetricColumn, MetricParts, Report, ReportSettings, SortKey};
 use crate::{export, Result};
 use commands::{
     AnalysisCommand, CompareMode, ExperimentSelection, FilterExpr, FilterField, FilterSetting,
@@ -528,9 +528,11 @@ impl Analysis {
                         .map(|kind| MetricColumn::Metric {
                             metric: resolved(metric),
                             kind,
-                            value: item.show_value,
-                            percent: item.show_percent,
-                            count: item.show_count,
+                            parts: MetricParts {
+                                value: item.show_value,
+                                percent: item.show_percent,
+                                count: item.show_count,
+                            },
                         })
                         .collect(),
                 };
