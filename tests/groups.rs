@@ -264,6 +264,26 @@ fn a_difference_flame_graph_is_red_where_a_function_grew_and_blue_where_it_shran
         b == 255 && r < 200 && g < 200,
         "scaled shrank: {title} rgb({r},{g},{b})"
     );
+    // The second group selected away: nothing as wide as its values.
+    let out = analyze(
+        &dir,
+        &[
+            "--compare",
+            "base.er",
+            "new.er",
+            "-c",
+            "experiment_select 1",
+            "-c",
+            "flamegraph none.svg",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.lines().count() == 1 && stderr.contains("no events of new.er selected"),
+        "{stderr}"
+    );
+    assert!(!dir.join("none.svg").exists());
 }
 
 #[test]
