@@ -766,7 +766,7 @@ impl Weights {
         }
         // So are allocations' four, in a heap-tracing experiment: the
         // stack of a later allocation fetched while one is added.
-        let heap_at = crate::packed::HEAP_WORDS.map(|word| layout.position(word));
+        let heap_at = crate::packed::ALLOCATION_WORDS.map(|word| layout.position(word));
         for (i, entry) in model.heap.iter().enumerate() {
             if let Some(ahead) = model.heap.get(i + PREFETCH_AHEAD) {
                 sums.prefetch(slot_of(ahead.stack));
