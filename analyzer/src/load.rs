@@ -1071,17 +1071,12 @@ impl Builder {
         // Every build of a path hides as one `<name>`.
         let hidden_function = match self.objects.add(id, path, version) {
             Some(first) => self.model.object(first).hidden_function,
-            None => self.push_function(FunctionEntry {
-                name: format!("<{}>", basename(path)),
-                linkage_name: format!("<{}>", basename(path)),
-                object: Some(id),
-                address: 0,
-                size: 0,
-                kind: FunctionKind::Special,
-                aliases: Vec::new(),
-                source: None,
-                source_line: None,
-            }),
+            None => self.push_function(FunctionEntry::named(
+                format!("<{}>", basename(path)),
+                Some(id),
+                FunctionKind::Special,
+                0,
+            )),
         };
         self.model.objects.push(ObjectEntry {
             path: path.to_path_buf(),
@@ -1444,17 +1439,7 @@ impl Builder {
             FunctionKey::Static(_, region) => region,
             _ => 0,
         };
-        let id = self.push_function(FunctionEntry {
-            linkage_name: name.clone(),
-            name,
-            object: Some(object),
-            address,
-            size: 0,
-            kind,
-            aliases: Vec::new(),
-            source: None,
-            source_line: None,
-        });
+        let id = self.push_function(FunctionEntry::named(name, Some(object), kind, address));
         self.function_ids.insert(key, id);
         id
     }
@@ -1480,17 +1465,12 @@ impl Builder {
         });
         let id = match out_of_line {
             Some(id) => id,
-            None => self.push_function(FunctionEntry {
-                linkage_name: name.clone(),
+            None => self.push_function(FunctionEntry::named(
                 name,
-                object: Some(object),
-                address: 0,
-                size: 0,
-                kind: FunctionKind::Inlined,
-                aliases: Vec::new(),
-                source: None,
-                source_line: None,
-            }),
+                Some(object),
+                FunctionKind::Inlined,
+                0,
+            )),
         };
         self.function_ids.insert(key, id);
         id

@@ -78,6 +78,30 @@ pub struct FunctionEntry {
     pub source_line: Option<u32>,
 }
 
+impl FunctionEntry {
+    /// A function known by its name alone, not from a symbol table
+    /// (`<Total>`, a hidden object's `<name>`, `@plt`, an inlined
+    /// function): no size, aliases or source.
+    pub(crate) fn named(
+        name: String,
+        object: Option<ObjectId>,
+        kind: FunctionKind,
+        address: u64,
+    ) -> FunctionEntry {
+        FunctionEntry {
+            linkage_name: name.clone(),
+            name,
+            object,
+            address,
+            size: 0,
+            kind,
+            aliases: Vec::new(),
+            source: None,
+            source_line: None,
+        }
+    }
+}
+
 /// A source line.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LineEntry {
@@ -906,16 +930,6 @@ impl Model {
 pub(crate) fn special_functions() -> Vec<FunctionEntry> {
     [TOTAL_NAME, UNKNOWN_NAME, TRUNCATED_NAME]
         .into_iter()
-        .map(|name| FunctionEntry {
-            name: name.to_string(),
-            linkage_name: name.to_string(),
-            object: None,
-            address: 0,
-            size: 0,
-            kind: FunctionKind::Special,
-            aliases: Vec::new(),
-            source: None,
-            source_line: None,
-        })
+        .map(|name| FunctionEntry::named(name.to_string(), None, FunctionKind::Special, 0))
         .collect()
 }
