@@ -369,6 +369,27 @@ fn walked_frames_are_each_stacks_frames() {
     }
 }
 
+/// A stack deeper than the walk first has room for is whole, and so is
+/// the shallow one walked after it.
+#[test]
+fn walked_frames_of_a_stack_deeper_than_the_first_room() {
+    let mut deep = vec![1; 599];
+    deep.push(0);
+    let m = model(
+        &["main", "rec"],
+        &[complete(deep), complete(vec![1, 0])],
+        &[0, 1],
+    );
+    let view = View::new(&m, &ViewSettings::default());
+    let mut buffer = Vec::new();
+    let mut depths = Vec::new();
+    view.for_each_stack(|id, frames| {
+        assert_eq!(frames, view.frames_of(id, &mut buffer), "stack {id}");
+        depths.push(frames.len());
+    });
+    assert_eq!(depths, [600, 2]);
+}
+
 /// Exclusive and inclusive values by function, line and PC, every
 /// callers-callees picture and the call tree, as made along the walk, are
 /// what each stack's whole frames give.
