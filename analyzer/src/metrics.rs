@@ -704,7 +704,7 @@ impl<'v> FrameLevels<'v> {
 
 /// How many stacks (or allocations) ahead of the one worked on their sums
 /// and entries are fetched.
-const PREFETCH_AHEAD: usize = 16;
+pub(crate) const PREFETCH_AHEAD: usize = 16;
 
 /// Selected events summed per stack.
 #[derive(Debug, Clone, Default)]
