@@ -452,3 +452,50 @@ fn sums_agree_with_each_stacks_frames(view: &View, weights: &Weights) {
     }
     assert_eq!(from_tree, paths);
 }
+
+/// Allocations' words go straight to their places in the per-stack sums:
+/// they sum to what `Value::of_allocation` makes of them, lost stacks and
+/// a selection included.
+#[test]
+fn allocations_sum_as_their_values() {
+    let mut m = model(
+        &["main", "f"],
+        &[complete(vec![0]), complete(vec![1, 0])],
+        &[],
+    );
+    let allocation = |stack, bytes, leaked, time_ns| HeapEntry {
+        experiment: 0,
+        leaked,
+        thread: 1,
+        time_ns,
+        bytes,
+        stack,
+        sample: 1,
+    };
+    m.heap = vec![
+        allocation(0, 10, false, 1),
+        allocation(1, 300, true, 2),
+        allocation(1, 7, false, 3),
+        allocation(NO_STACK, 50, true, 4),
+        allocation(0, 1000, true, 5),
+    ];
+    let keep = |e: &EventEntry| e.time_ns != 3;
+    let weights = Weights::new(&m, keep);
+    for (slot, stack) in [(0, 0), (1, 1), (2, NO_STACK)] {
+        let mut expected = Value::default();
+        for entry in m
+            .heap
+            .iter()
+            .filter(|e| e.stack == stack && keep(&e.as_event()))
+        {
+            expected.add(Value::of_allocation(entry));
+        }
+        assert_eq!(
+            weights.value(weights.sums.get(slot)),
+            expected,
+            "stack {stack}"
+        );
+    }
+    assert_eq!(weights.total.bytes_leaked, 1350);
+    assert_eq!(weights.total.allocations, 4);
+}
