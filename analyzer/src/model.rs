@@ -160,12 +160,6 @@ impl<'a> StackRef<'a> {
             Some(pc)
         })
     }
-
-    /// No PC at all (the unwinder found no frame, or every one was the
-    /// collector's).
-    pub fn is_empty(&self) -> bool {
-        self.position == ROOT_POSITION
-    }
 }
 
 /// One stack: where its innermost frame is, and its status.
@@ -249,11 +243,6 @@ impl StackTable {
         if let Some(entry) = self.stacks.get(id as usize) {
             crate::memory::prefetch_one(entry);
         }
-    }
-
-    /// Every stack, in id order.
-    pub fn iter(&self) -> impl Iterator<Item = StackRef<'_>> + '_ {
-        (0..self.stacks.len() as StackId).filter_map(|id| self.get(id))
     }
 
     /// Every stack id, in the order of their positions: the order the
