@@ -653,7 +653,7 @@ impl<'a> ModelFrames<'a> {
         let model = self.model;
         let entry = model.pc(pc);
         let object = entry.object.map(|o| model.object(o));
-        if object.is_some_and(|o| o.path.to_string_lossy().contains("libcollector")) {
+        if object.is_some_and(|o| o.is_collector()) {
             return HIDDEN;
         }
         let frame = match (as_leaf, entry.object) {

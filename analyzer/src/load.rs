@@ -1378,7 +1378,7 @@ impl Builder {
     }
 
     fn is_collector(&self, object: ObjectId) -> bool {
-        self.model.object(object).name().starts_with("libcollector")
+        self.model.object(object).is_collector()
     }
 
     fn intern_pc(&mut self, experiment: u16, address: u64, mappings: &[Mapping]) -> PcId {

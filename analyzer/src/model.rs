@@ -43,6 +43,12 @@ impl ObjectEntry {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.path.to_string_lossy().into_owned())
     }
+
+    /// The collector's own library: its frames (wrappers, a created
+    /// thread's start) are not the program's.
+    pub fn is_collector(&self) -> bool {
+        self.name().starts_with("libcollector")
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
