@@ -585,6 +585,7 @@ fn collect_refuses_bad_input_before_starting() {
         (&["-p", "sometimes"][..], "-p: expected on, hi, lo"),
         (&["-y", "SIGBOGUS"][..], "-y: unknown signal"),
         (&["-A", "maybe"][..], "-A: expected on, off or copy"),
+        (&["-M", "maybe"][..], "-M: expected on or off"),
     ] {
         let output = collect(&dir, options, &[]);
         let stderr = String::from_utf8_lossy(&output.stderr);

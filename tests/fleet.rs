@@ -31,9 +31,16 @@ fn duckdb_missing() -> Option<String> {
 
 /// `rdbx analyze --export parquet fleet EXPERIMENTS` in `dir`.
 fn export(dir: &Path, experiments: &[&str]) -> Output {
+    let mut args = vec!["parquet", "fleet"];
+    args.extend(experiments);
+    export_as(dir, &args)
+}
+
+/// `rdbx analyze --export ARGS` in `dir`.
+fn export_as(dir: &Path, args: &[&str]) -> Output {
     Command::new(rdbx_bin())
-        .args(["analyze", "--export", "parquet", "fleet"])
-        .args(experiments)
+        .args(["analyze", "--export"])
+        .args(args)
         .current_dir(dir)
         .output()
         .expect("run rdbx analyze --export")
@@ -333,5 +340,50 @@ fn duckdb_queries_of_the_export_give_the_numbers_of_rdbx_analyze() {
         output_text(&out)
     );
     assert_eq!(files(&dir.join("fleet")), appended);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every path under `dir`, directories too.
+fn paths(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path.clone());
+            }
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The slips of a command line an export refuses in one line, writing
+/// nothing: the export directory left out (the first experiment would be
+/// taken for it and the tables written inside it), another format.
+#[test]
+fn an_export_refuses_an_experiment_for_its_directory_and_formats_but_parquet() {
+    let dir = scratch_dir("fleet-slips");
+    rdbx_collect(&dir, "a.er", &[], phases(), &["threads", "0.1"]);
+    rdbx_collect(&dir, "b.er", &[], phases(), &["threads", "0.1"]);
+    let before = paths(&dir);
+    for (args, says) in [
+        (
+            &["parquet", "a.er", "b.er"][..],
+            "a.er is an experiment, not an export directory",
+        ),
+        (&["csv", "out", "a.er"][..], "cannot export as csv"),
+    ] {
+        let out = export_as(&dir, args);
+        assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.lines().count() == 1 && stderr.contains(says),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(paths(&dir), before, "{args:?} wrote something");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

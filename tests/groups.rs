@@ -264,6 +264,26 @@ fn a_difference_flame_graph_is_red_where_a_function_grew_and_blue_where_it_shran
         b == 255 && r < 200 && g < 200,
         "scaled shrank: {title} rgb({r},{g},{b})"
     );
+    // The second group selected away: nothing as wide as its values.
+    let out = analyze(
+        &dir,
+        &[
+            "--compare",
+            "base.er",
+            "new.er",
+            "-c",
+            "experiment_select 1",
+            "-c",
+            "flamegraph none.svg",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.lines().count() == 1 && stderr.contains("no events of new.er selected"),
+        "{stderr}"
+    );
+    assert!(!dir.join("none.svg").exists());
 }
 
 #[test]
@@ -366,6 +386,46 @@ fn experiment_groups_are_read_from_erg_files_as_a_job_writes_them() {
     let out = analyze(&dir, &["notes.erg", "-c", "functions"]);
     assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nor an experiment group"));
+}
+
+/// Group files that stand for no experiment are refused in one line that
+/// says why; one that lists itself beside an experiment reads the
+/// experiment.
+#[test]
+fn group_files_of_no_experiment_are_refused_in_one_line() {
+    let dir = scratch_dir("groups-none");
+    collect(&dir, "a.er", &compare_program(), &["1", "100"]);
+    let header = "#analyzer experiment group\n";
+    write_file(&dir.join("empty.erg"), "");
+    write_file(&dir.join("header.erg"), header);
+    write_file(&dir.join("self.erg"), &format!("{header}self.erg\n"));
+    for (file, says) in [
+        (
+            "empty.erg",
+            "empty.erg: not a directory (an experiment) nor an experiment group",
+        ),
+        ("header.erg", "header.erg: the group lists no experiment"),
+        (
+            "self.erg",
+            "self.erg: the group lists no readable experiment (line 2: self.erg is a group",
+        ),
+    ] {
+        let out = analyze(&dir, &[file, "-c", "functions"]);
+        assert_eq!(out.status.code(), Some(2), "{}", output_text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.lines().count() == 1 && stderr.contains(says),
+            "{file}: {stderr}"
+        );
+    }
+    write_file(&dir.join("both.erg"), &format!("{header}both.erg\na.er\n"));
+    let (docs, stderr) = documents(&dir, &["both.erg", "-c", "experiment_list"]);
+    assert!(
+        stderr.contains("both.erg, line 2: both.erg is a group"),
+        "{stderr}"
+    );
+    assert_eq!(docs[0]["experiments"][0]["path"], "a.er");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

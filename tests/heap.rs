@@ -459,6 +459,34 @@ fn heap_tracing_after_attach_sees_what_is_allocated_from_then_on() {
     assert_eq!(leaked, vec![16, 16, 200, 200, 200, 200, 200, 200, 200]);
 }
 
+/// A library loaded after the attach is followed by the collector's
+/// watcher: its GOT entries redirected (its allocations are traced), its
+/// unwind tables and `object` line added (its stacks go on into the
+/// program's frames).
+#[test]
+fn heap_tracing_after_attach_follows_a_library_loaded_later() {
+    let program = prog("heap_follow-O0");
+    let program = program.as_path();
+    let dir = scratch_dir("heap-follow");
+    let run = collect_after_attach(program, &dir, &["collector heaptrace on"]);
+    assert_eq!(run.ready, "ready");
+    assert_eq!(run.rest.trim(), "done", "{}", run.transcript);
+    let expt = Experiment::open(dir.join("live.er"))
+        .unwrap_or_else(|e| panic!("open live.er: {e}\n{}", run.transcript));
+    let events = expt.heap_events().expect("heap events");
+    let callers = Callers::of_program(&expt, program);
+    assert_eq!(
+        count(&events, &callers, HeapOp::Malloc, "after_load"),
+        vec![300; 9]
+    );
+    let log = std::fs::read_to_string(dir.join("live.er/log")).expect("log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" object path=") && l.contains("/libheap_follow.so ")),
+        "{log}"
+    );
+}
+
 fn collect_program(
     name: &str,
     program: &Path,

@@ -14,6 +14,8 @@ use analyzer::{Analysis, Outcome};
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod peak_rss;
+
 fn main() {
     let mut json = false;
     let mut commands = Vec::new();
@@ -26,7 +28,7 @@ fn main() {
             _ => paths.push(PathBuf::from(arg)),
         }
     }
-    reset_peak();
+    peak_rss::reset();
     let (start, cpu) = (Instant::now(), cpu_seconds());
     let mut analysis = match Analysis::open(&paths) {
         Ok(analysis) => analysis,
@@ -40,7 +42,7 @@ fn main() {
     }
     report("load", start, cpu, 0);
     for command in &commands {
-        reset_peak();
+        peak_rss::reset();
         let (start, cpu) = (Instant::now(), cpu_seconds());
         let mut sink = Counted(0);
         let bytes = match analysis.run_line_to(command, &mut sink) {
@@ -77,7 +79,7 @@ fn report(name: &str, start: Instant, cpu: f64, bytes: usize) {
         "{name:<24} {:>8.3} s wall {:>8.3} s CPU {bytes:>12} bytes  peak RSS {} MiB",
         start.elapsed().as_secs_f64(),
         cpu_seconds() - cpu,
-        status_mib("VmHWM:")
+        peak_rss::mib()
     );
 }
 
@@ -88,19 +90,4 @@ fn cpu_seconds() -> f64 {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
-
-/// The peak RSS starts again from the current RSS (Linux's clear_refs).
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// A memory figure of this process's status, in MiB.
-fn status_mib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb / 1024)
 }

@@ -11,6 +11,8 @@ use analyzer::heap_report::{listing_as, statistics, HeapListing, ListingForm};
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod peak_rss;
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut limit = None;
@@ -19,7 +21,7 @@ fn main() {
         args.drain(..2);
     }
     let paths: Vec<PathBuf> = args.into_iter().map(PathBuf::from).collect();
-    reset_peak();
+    peak_rss::reset();
     let start = Instant::now();
     let model = match analyzer::load(&paths, true) {
         Ok(model) => model,
@@ -34,14 +36,14 @@ fn main() {
         ("allocs", HeapListing::Allocations),
     ];
     for (name, what) in runs {
-        reset_peak();
+        peak_rss::reset();
         let start = Instant::now();
         match listing_as(&model, what, limit, ListingForm::Text) {
             Ok((text, _)) => report(name, start, text.len()),
             Err(e) => eprintln!("{name}: {e}"),
         }
     }
-    reset_peak();
+    peak_rss::reset();
     let start = Instant::now();
     match statistics(&model) {
         Ok((text, _)) => report("heap", start, text.len()),
@@ -53,21 +55,6 @@ fn report(name: &str, start: Instant, text_bytes: usize) {
     let elapsed = start.elapsed().as_secs_f64();
     println!(
         "{name:<8} {elapsed:>8.3} s {text_bytes:>12} bytes of text, peak RSS {} MiB",
-        status_mib("VmHWM:")
+        peak_rss::mib()
     );
-}
-
-/// The peak RSS starts again from the current RSS (Linux's clear_refs).
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// A memory figure of this process's status, in MiB.
-fn status_mib(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb / 1024)
 }

@@ -562,15 +562,13 @@ fn metric_layout(ctx: &Context) -> MetricLayout {
         if let MetricColumn::Metric {
             metric,
             kind,
-            value,
-            percent,
-            count,
+            parts,
         } = *column
         {
-            let visible = value || percent || count;
+            let visible = parts.value || parts.percent || parts.count;
             let known = columns.iter().any(|c| (c.0, c.1) == (metric, kind));
             if kind != MetricKind::Attributed && visible && !known {
-                columns.push((metric, kind, count));
+                columns.push((metric, kind, parts.count));
             }
         }
     }

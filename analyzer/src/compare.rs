@@ -17,7 +17,7 @@
 use crate::groups::Group;
 use crate::metrics::*;
 use crate::model::*;
-use crate::report::{self as r, Context, MetricColumn, Report, SortKey};
+use crate::report::{self as r, Context, MetricColumn, MetricParts, Report, SortKey};
 use crate::table::{Column, Table};
 use commands::{CompareMode, MetricKind, MetricName};
 use serde_json::{json, Value as Json};
@@ -338,22 +338,12 @@ fn table(ctx: &Context, cmp: &Comparison, rows: &[CompareRow]) -> Table {
             MetricColumn::Metric {
                 metric,
                 kind,
-                value,
-                percent,
-                count,
+                parts,
             } if kind != MetricKind::Attributed => {
                 for g in 0..groups {
                     let first = columns.len();
-                    if value {
-                        columns.push(Column::number(value_heading(cmp, g, metric), ""));
-                    }
-                    if percent && !metric.is_ratio() {
-                        columns.push(Column::number("%", ""));
-                    }
-                    if count {
-                        columns.push(Column::number("events", ""));
-                    }
-                    let label = format!("{} {}", r::kind_label(kind), metric.title());
+                    parts.push_columns(&mut columns, value_heading(cmp, g, metric));
+                    let label = r::metric_label(kind, metric);
                     labels.push((first, columns.len() - first, g, label));
                 }
             }
@@ -388,22 +378,14 @@ fn cells(ctx: &Context, cmp: &Comparison, totals: &[Value], row: &CompareRow) ->
             MetricColumn::Metric {
                 metric,
                 kind,
-                value,
-                percent,
-                count,
+                parts,
             } if kind != MetricKind::Attributed => {
                 let base = r::pick(&row.values[0], kind);
                 for (g, values) in row.values.iter().enumerate() {
                     let v = r::pick(values, kind);
-                    if value {
-                        cells.push(value_cell(cmp, g, metric, base, v));
-                    }
-                    if percent && !metric.is_ratio() {
-                        cells.push(r::metric_percent(metric, v, totals[g]));
-                    }
-                    if count {
-                        cells.push(v.count(metric).to_string());
-                    }
+                    parts.push_cells(&mut cells, metric, v, totals[g], || {
+                        value_cell(cmp, g, metric, base, v)
+                    });
                 }
             }
             other => cells.extend(r::property_cell(ctx, &other, row.function, &row.name)),
@@ -559,27 +541,26 @@ fn callers_callees_block(
     for &metric in &metrics {
         for g in 0..groups {
             let first = columns.len();
-            columns.push(Column::number(value_heading(cmp, g, metric), ""));
-            if !metric.is_ratio() {
-                columns.push(Column::number("%", ""));
-            }
+            let heading = value_heading(cmp, g, metric);
+            MetricParts::value_and_percent(metric).push_columns(&mut columns, heading);
             labels.push((first, columns.len() - first, g, metric));
         }
     }
     columns.push(Column::text("Name"));
     let mut table = Table::new(columns);
     for (first, count, g, metric) in labels {
-        table.group(first, count, &format!("Attr. {}", metric.title()));
+        let label = r::metric_label(MetricKind::Attributed, metric);
+        table.group(first, count, &label);
         table.upper_group(first, count, &short_name(&cmp.groups[g].name));
     }
     let mut push = |values: &[Value], name: String| {
         let mut cells = Vec::new();
         for &metric in &metrics {
+            let parts = MetricParts::value_and_percent(metric);
             for (g, &v) in values.iter().enumerate() {
-                cells.push(value_cell(cmp, g, metric, values[0], v));
-                if !metric.is_ratio() {
-                    cells.push(r::metric_percent(metric, v, totals[g]));
-                }
+                parts.push_cells(&mut cells, metric, v, totals[g], || {
+                    value_cell(cmp, g, metric, values[0], v)
+                });
             }
         }
         cells.push(name);

@@ -117,33 +117,38 @@ pub fn flamegraph(ctx: &Context, path: &Path) -> Result<usize, String> {
     Ok(lines.len())
 }
 
-/// The baseline's and the second group's folded stacks side by side:
-/// `stack BEFORE AFTER`, the differential format of flamegraph.pl and
-/// inferno (a stack one of them lacks has 0 there).
-fn folded_difference(ctx: &Context, cmp: &Comparison) -> Result<Vec<String>, String> {
+/// The baseline's and the second group's folded stacks side by side,
+/// each stack's values before and after (0 in the one that lacks it).
+fn folded_difference(
+    ctx: &Context,
+    cmp: &Comparison,
+) -> Result<BTreeMap<String, (u64, u64)>, String> {
     let [before, after, ..] = cmp.weights else {
         return Err("a difference needs two experiment groups".to_string());
     };
-    let before = folded_with(ctx, before)?;
-    let after = folded_with(ctx, after)?;
-    let mut both: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
-    for (stack, &value) in &before {
+    let mut both: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for (stack, value) in folded_with(ctx, before)? {
         both.entry(stack).or_default().0 = value;
     }
-    for (stack, &value) in &after {
+    for (stack, value) in folded_with(ctx, after)? {
         both.entry(stack).or_default().1 = value;
     }
-    Ok(both
-        .into_iter()
+    Ok(both)
+}
+
+/// `stack BEFORE AFTER`: the differential format of flamegraph.pl and
+/// inferno.
+fn difference_lines(both: &BTreeMap<String, (u64, u64)>) -> Vec<String> {
+    both.iter()
         .map(|(stack, (before, after))| format!("{stack} {before} {after}"))
-        .collect())
+        .collect()
 }
 
 /// Writes the compare-mode collapsed stacks (`stack BEFORE AFTER`: the
 /// baseline's value, then the second group's) to `path`; the number of
 /// lines written.
 pub fn difference_collapsed(ctx: &Context, cmp: &Comparison, path: &Path) -> Result<usize, String> {
-    let lines = folded_difference(ctx, cmp)?;
+    let lines = difference_lines(&folded_difference(ctx, cmp)?);
     let mut out = create(path)?;
     for line in &lines {
         writeln!(out, "{line}").map_err(|e| format!("{}: {e}", path.display()))?;
@@ -163,12 +168,17 @@ pub fn difference_flamegraph(
     cmp: &Comparison,
     path: &Path,
 ) -> Result<usize, String> {
-    let lines = folded_difference(ctx, cmp)?;
-    if lines.is_empty() {
-        return Err("no events selected: nothing to draw".to_string());
-    }
-    let metric = ctx.sort_metric();
+    let both = folded_difference(ctx, cmp)?;
     let name = |g: usize| cmp.groups.get(g).map_or(String::new(), |g| g.name.clone());
+    // The frames are as wide as the second group's values.
+    if both.values().all(|&(_, after)| after == 0) {
+        return Err(format!(
+            "no events of {} selected: nothing to draw",
+            name(1)
+        ));
+    }
+    let lines = difference_lines(&both);
+    let metric = ctx.sort_metric();
     let mut options = inferno::flamegraph::Options::default();
     options.title = format!(
         "rdbx: {} against {} ({}): red grew, blue shrank",

@@ -89,22 +89,22 @@ fn read_group_file(file: &Path, warnings: &mut Vec<String>) -> Result<GroupSpec>
     let entries = listed_entries(&text);
     let mut seen: HashSet<PathBuf> = HashSet::new();
     let mut founders = Vec::new();
+    let mut first_skipped = None;
     let last = entries.len().saturating_sub(1);
     for (i, entry) in entries.iter().enumerate() {
         let partial = i == last && !text.ends_with('\n');
         let path = resolve(dir, &entry.text);
         if let Some(problem) = unreadable(&path) {
-            warnings.push(match partial {
+            let why = match partial {
                 true => format!(
-                    "{shown}: its last line \"{}\" is unfinished (still being written?): skipped",
+                    "its last line \"{}\" is unfinished (still being written?)",
                     entry.text
                 ),
-                false => format!(
-                    "{shown}, line {}: {} {problem}: skipped",
-                    entry.line,
-                    path.display()
-                ),
-            });
+                false => format!("{} {problem}", path.display()),
+            };
+            let why = format!("line {}: {why}", entry.line);
+            warnings.push(format!("{shown}, {why}: skipped"));
+            first_skipped.get_or_insert(why);
             continue;
         }
         let identity = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
@@ -118,9 +118,14 @@ fn read_group_file(file: &Path, warnings: &mut Vec<String>) -> Result<GroupSpec>
         founders.push(path);
     }
     if founders.is_empty() {
+        // The warnings are not shown with the error: it says the first.
+        let reason = match first_skipped {
+            Some(why) => format!("the group lists no readable experiment ({why})"),
+            None => "the group lists no experiment".to_string(),
+        };
         return Err(Error::Group {
             path: file.to_path_buf(),
-            reason: "the group lists no readable experiment".to_string(),
+            reason,
         });
     }
     Ok(GroupSpec {

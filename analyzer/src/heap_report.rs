@@ -89,7 +89,7 @@ impl StackSums {
         let counted = |e: &HeapEntry| what == HeapListing::Allocations || e.leaked;
         for (i, entry) in model.heap.iter().enumerate() {
             // A later allocation's stack is fetched while one is added.
-            if let Some(ahead) = model.heap.get(i + 16) {
+            if let Some(ahead) = model.heap.get(i + crate::metrics::PREFETCH_AHEAD) {
                 sums.by_stack
                     .get(ahead.stack as usize)
                     .map(crate::memory::prefetch_one);
@@ -492,7 +492,7 @@ impl ShownStacks {
         for (i, &id) in order.iter().enumerate() {
             // Walk order is not id order: a later stack's sums are fetched
             // while this one is walked.
-            if let Some(&ahead) = order.get(i + 16) {
+            if let Some(&ahead) = order.get(i + crate::metrics::PREFETCH_AHEAD) {
                 sums.by_stack
                     .get(ahead as usize)
                     .map(crate::memory::prefetch_one);
@@ -653,7 +653,7 @@ impl<'a> ModelFrames<'a> {
         let model = self.model;
         let entry = model.pc(pc);
         let object = entry.object.map(|o| model.object(o));
-        if object.is_some_and(|o| o.path.to_string_lossy().contains("libcollector")) {
+        if object.is_some_and(|o| o.is_collector()) {
             return HIDDEN;
         }
         let frame = match (as_leaf, entry.object) {

@@ -145,6 +145,44 @@ fn collect_clock_events(expt: &Experiment) -> Result<CollectedEvents> {
     })
 }
 
+/// One experiment whose events are being added: what placing them in the
+/// model needs beside the model (its recorded stacks, thread numbers and
+/// samples), and the tally of what they found.
+struct Loading<'a> {
+    expt: &'a Experiment,
+    /// Its path, as warnings name it.
+    shown: &'a str,
+    /// Its index in the model.
+    experiment: u16,
+    plausible: PlausibleTimes,
+    samples: SampleIntervals<'a>,
+    mappings: &'a [Mapping],
+    stacks: &'a mut RecordedStacks,
+    threads: &'a mut ThreadNumbers,
+    tally: &'a mut Tally,
+}
+
+impl Loading<'_> {
+    /// Whether an event recorded at `at` (covering `start..=end`) has a
+    /// possible time (see [`Tally::admit`]).
+    fn admit(&mut self, at: u64, start: u64, end: u64) -> bool {
+        self.tally.admit(&self.plausible, at, start, end)
+    }
+}
+
+/// Where an event goes in the model: its thread's number, its model stack
+/// and its sample.
+struct Placed {
+    thread: u32,
+    stack: StackId,
+    sample: u32,
+}
+
+/// Whether `expt` recorded data of kind `kind` (its manifest says).
+fn has_kind(expt: &Experiment, kind: &str) -> bool {
+    expt.manifest().kinds.iter().any(|k| k == kind)
+}
+
 /// Events whose stacks are looked up together.
 const EVENT_BATCH: usize = 32;
 
@@ -587,9 +625,7 @@ impl Builder {
         for file in expt.missing_files() {
             self.warn(format!("{shown}: {}", missing_file_consequence(&file)));
         }
-        if let Some(warning) = block_file_warning(&shown, "stacks", &stack_stats) {
-            self.warn(warning);
-        }
+        self.warn_damaged(&shown, "stacks", &stack_stats);
         let mappings = self.mappings(&log);
         let mut entry = experiment_entry(expt, log);
         if let Some(founder) = archives_dir.parent() {
@@ -598,214 +634,45 @@ impl Builder {
         entry.counters = self.experiment_counters(&shown, &entry.log);
         let mut threads = ThreadNumbers::new(&entry);
         let mut tally = Tally::default();
+        let mut loading = Loading {
+            expt,
+            shown: &shown,
+            experiment: index,
+            plausible,
+            samples: SampleIntervals::new(&entry.samples),
+            mappings: &mappings,
+            stacks: &mut stacks,
+            threads: &mut threads,
+            tally: &mut tally,
+        };
         let event_stats = match self.merge_events {
             true => {
                 let collected = match collected {
                     Some(collected) => collected?,
                     None => collect_clock_events(expt)?,
                 };
-                (threads, tally) = (collected.threads, collected.tally);
-                let merged = collected.merged;
-                self.add_merged_events(index, merged, &mut stacks, &mappings, &mut tally);
+                *loading.threads = collected.threads;
+                *loading.tally = collected.tally;
+                self.add_merged_events(collected.merged, &mut loading);
                 collected.stats
             }
-            false => {
-                // Events go in batches: the table entries of a batch's stacks are
-                // fetched from memory together, not one cache miss after another.
-                let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
-                let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
-                    let ids = batch.iter().map(|record| record.stack_id);
-                    stacks.prefetch(ids, self.stacks.cells());
-                    for record in batch.drain(..) {
-                        let at = record.timestamp_ns;
-                        if !tally.admit(&plausible, at, at, at) {
-                            continue;
-                        }
-                        let stack =
-                            self.model_stack(index, &mut stacks, record.stack_id, &mappings);
-                        let stack = tally.stack(stack);
-                        self.model.events.push(EventEntry {
-                            experiment: index,
-                            thread: threads.number(record.tid),
-                            cpu: record.cpu,
-                            time_ns: record.timestamp_ns,
-                            weight_ns: record.weight_ns,
-                            stack,
-                            sample: sample_of(&entry.samples, record.timestamp_ns),
-                            count: 1,
-                        });
-                    }
-                };
-                let stats = expt.for_each_clock_event(|record| {
-                    batch.push(record);
-                    if batch.len() == EVENT_BATCH {
-                        add_batch(&mut batch);
-                    }
-                })?;
-                add_batch(&mut batch);
-                stats
-            }
+            false => self.add_clock_events(&mut loading)?,
         };
         drop(populating);
-        if expt.manifest().kinds.iter().any(|k| k == "sync-trace") {
-            let sync_stats = expt.for_each_sync_event(|record| {
-                let e = record.event;
-                let end = e.start_ns.saturating_add(e.wait_ns);
-                if !tally.admit(&plausible, e.start_ns, e.start_ns, end) {
-                    return;
-                }
-                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                let stack = tally.stack(stack);
-                self.model.sync.push(SyncEntry {
-                    experiment: index,
-                    op: e.op,
-                    thread: threads.number(record.tid),
-                    time_ns: e.start_ns,
-                    wait_ns: e.wait_ns,
-                    object: e.object,
-                    stack,
-                    sample: sample_of(&entry.samples, e.start_ns),
-                });
-            })?;
-            if let Some(warning) = block_file_warning(&shown, "sync", &sync_stats) {
-                self.warn(warning);
-            }
-            self.name_sync_objects(index, &mappings);
+        if has_kind(expt, "sync-trace") {
+            self.add_sync_waits(&mut loading)?;
         }
-        if expt.manifest().kinds.iter().any(|k| k == "io-trace") {
-            let mut calls = Vec::new();
-            let io_stats = expt.for_each_io_event(|record| {
-                let e = record.event;
-                let end = e.start_ns.saturating_add(e.time_ns);
-                if !tally.admit(&plausible, e.start_ns, e.start_ns, end) {
-                    return;
-                }
-                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                let stack = tally.stack(stack);
-                let name = (!e.name.is_empty()).then(|| String::from_utf8_lossy(e.name));
-                calls.push((
-                    IoEntry {
-                        experiment: index,
-                        op: e.op,
-                        failed: e.failed,
-                        thread: threads.number(record.tid),
-                        time_ns: e.start_ns,
-                        call_ns: e.time_ns,
-                        bytes: e.bytes,
-                        fd: e.fd,
-                        file: 0,
-                        source: NO_FILE,
-                        stack,
-                        sample: sample_of(&entry.samples, e.start_ns),
-                    },
-                    e.aux_fd,
-                    name.map(|n| n.into_owned()),
-                ));
-            })?;
-            crate::io::place_calls(index, calls, &mut self.model.io, &mut self.model.io_files);
-            if let Some(warning) = block_file_warning(&shown, "io", &io_stats) {
-                self.warn(warning);
-            }
+        if has_kind(expt, "io-trace") {
+            self.add_io_calls(&mut loading)?;
         }
-        if expt.manifest().kinds.iter().any(|k| k == "mpi-trace") {
-            let mpi_stats = expt.for_each_mpi_event(|record| {
-                let e = record.event;
-                let end = e.start_ns.saturating_add(e.time_ns);
-                if !tally.admit(&plausible, e.start_ns, e.start_ns, end) {
-                    return;
-                }
-                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                let stack = tally.stack(stack);
-                self.model.mpi.push(MpiEntry {
-                    experiment: index,
-                    op: e.op,
-                    completion: e.completion,
-                    thread: threads.number(record.tid),
-                    time_ns: e.start_ns,
-                    call_ns: e.time_ns,
-                    dest: e.dest,
-                    source: e.source,
-                    bytes_sent: e.bytes_sent,
-                    bytes_received: e.bytes_received,
-                    sends: e.sends,
-                    receives: e.receives,
-                    stack,
-                    sample: sample_of(&entry.samples, e.start_ns),
-                });
-            })?;
-            if let Some(warning) = block_file_warning(&shown, "mpi", &mpi_stats) {
-                self.warn(warning);
-            }
+        if has_kind(expt, "mpi-trace") {
+            self.add_mpi_calls(&mut loading)?;
         }
-        if expt.manifest().kinds.iter().any(|k| k == "off-cpu") {
-            let offcpu_stats = expt.for_each_offcpu_event(|record| {
-                let e = record.event;
-                let start_ns = e.end_ns.saturating_sub(e.off_ns);
-                if !tally.admit(&plausible, e.end_ns, start_ns, e.end_ns) {
-                    return;
-                }
-                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                let stack = tally.stack(stack);
-                self.model.offcpu.push(OffCpuEntry {
-                    experiment: index,
-                    thread: threads.number(record.tid),
-                    time_ns: start_ns,
-                    off_ns: e.off_ns,
-                    stack,
-                    sample: sample_of(&entry.samples, start_ns),
-                });
-            })?;
-            if let Some(warning) = block_file_warning(&shown, "offcpu", &offcpu_stats) {
-                self.warn(warning);
-            }
+        if has_kind(expt, "off-cpu") {
+            self.add_offcpu_switches(&mut loading)?;
         }
-        if expt.manifest().kinds.iter().any(|k| k == "counters") {
-            let mut unnamed = 0u64;
-            let counter_stats = expt.for_each_counter_event(|record| {
-                let e = record.event;
-                if !tally.admit(&plausible, e.time_ns, e.time_ns, e.time_ns) {
-                    return;
-                }
-                let named = entry.counters.iter_mut().find(|c| c.index == e.counter);
-                let Some(counter) = named else {
-                    unnamed += 1;
-                    return;
-                };
-                // A counter the model had no room for was warned about.
-                let Some(slot) = counter.slot else {
-                    return;
-                };
-                counter.scaled |= e.scaled();
-                let stack = self.model_stack(index, &mut stacks, e.stack_id, &mappings);
-                let stack = tally.stack(stack);
-                self.model.counter_events.push(CounterEntry {
-                    experiment: index,
-                    counter: slot,
-                    flags: e.flags,
-                    frame: e.frame,
-                    thread: threads.number(record.tid),
-                    time_ns: e.time_ns,
-                    count: e.count,
-                    data_addr: e.data_addr,
-                    frame_cfa: e.frame_cfa,
-                    stack_record: e.stack_id,
-                    stack,
-                    sample: sample_of(&entry.samples, e.time_ns),
-                });
-            })?;
-            if unnamed > 0 {
-                self.warn(format!(
-                    "{shown}: {unnamed} counter record(s) of a counter the log does not name skipped"
-                ));
-            }
-            if let Some(warning) = block_file_warning(&shown, "counters", &counter_stats) {
-                self.warn(warning);
-            }
-            for counter in entry.counters.iter().filter(|c| c.scaled) {
-                if let Some(slot) = counter.slot {
-                    self.model.counters[usize::from(slot)].scaled = true;
-                }
-            }
+        if has_kind(expt, "counters") {
+            self.add_counter_events(&mut loading, &mut entry.counters)?;
         }
         if let Some(replaying) = heap_replay {
             let heap_stats = self.receive_heap(
@@ -858,25 +725,21 @@ impl Builder {
         Ok(())
     }
 
-    /// Makes the merged clock events of experiment `index` entries of the
-    /// model, each stack looked up once per entry (not per event).
-    fn add_merged_events(
-        &mut self,
-        index: u16,
-        merged: MergedEvents,
-        stacks: &mut RecordedStacks,
-        mappings: &[Mapping],
-        tally: &mut Tally,
-    ) {
+    /// Makes the merged clock events of experiment `loading.experiment`
+    /// entries of the model, each stack looked up once per entry (not per
+    /// event).
+    fn add_merged_events(&mut self, merged: MergedEvents, loading: &mut Loading) {
         let entries = merged.finish();
         reserve(&mut self.model.events, entries.len());
+        let experiment = loading.experiment;
         for entry in entries {
-            let stack = self.model_stack(index, stacks, entry.stack_id, mappings);
+            let stack =
+                self.model_stack(experiment, loading.stacks, entry.stack_id, loading.mappings);
             if stack == NO_STACK {
-                tally.lost += u64::from(entry.count);
+                loading.tally.lost += u64::from(entry.count);
             }
             self.model.events.push(EventEntry {
-                experiment: index,
+                experiment,
                 thread: entry.thread,
                 cpu: entry.cpu,
                 time_ns: entry.first_ns,
@@ -885,6 +748,230 @@ impl Builder {
                 sample: entry.sample,
                 count: entry.count,
             });
+        }
+    }
+
+    /// Adds an experiment's clock events, each its own entry. They go in
+    /// batches: the table entries of a batch's stacks are fetched from
+    /// memory together, not one cache miss after another.
+    fn add_clock_events(&mut self, loading: &mut Loading) -> Result<experiment::BlockStats> {
+        let expt = loading.expt;
+        let mut batch: Vec<experiment::ClockEventRecord> = Vec::with_capacity(EVENT_BATCH);
+        let mut add_batch = |batch: &mut Vec<experiment::ClockEventRecord>| {
+            let ids = batch.iter().map(|record| record.stack_id);
+            loading.stacks.prefetch(ids, self.stacks.cells());
+            for record in batch.drain(..) {
+                let at = record.timestamp_ns;
+                if !loading.admit(at, at, at) {
+                    continue;
+                }
+                let placed = self.place(loading, record.tid, record.stack_id, at);
+                self.model.events.push(EventEntry {
+                    experiment: loading.experiment,
+                    thread: placed.thread,
+                    cpu: record.cpu,
+                    time_ns: at,
+                    weight_ns: record.weight_ns,
+                    stack: placed.stack,
+                    sample: placed.sample,
+                    count: 1,
+                });
+            }
+        };
+        let stats = expt.for_each_clock_event(|record| {
+            batch.push(record);
+            if batch.len() == EVENT_BATCH {
+                add_batch(&mut batch);
+            }
+        })?;
+        add_batch(&mut batch);
+        Ok(stats)
+    }
+
+    /// Adds an experiment's traced synchronization waits, and names their
+    /// objects.
+    fn add_sync_waits(&mut self, loading: &mut Loading) -> Result<()> {
+        let stats = loading.expt.for_each_sync_event(|record| {
+            let e = record.event;
+            let end = e.start_ns.saturating_add(e.wait_ns);
+            if !loading.admit(e.start_ns, e.start_ns, end) {
+                return;
+            }
+            let placed = self.place(loading, record.tid, e.stack_id, e.start_ns);
+            self.model.sync.push(SyncEntry {
+                experiment: loading.experiment,
+                op: e.op,
+                thread: placed.thread,
+                time_ns: e.start_ns,
+                wait_ns: e.wait_ns,
+                object: e.object,
+                stack: placed.stack,
+                sample: placed.sample,
+            });
+        })?;
+        self.warn_damaged(loading.shown, "sync", &stats);
+        self.name_sync_objects(loading.experiment, loading.mappings);
+        Ok(())
+    }
+
+    /// Adds an experiment's traced I/O calls, each with its file.
+    fn add_io_calls(&mut self, loading: &mut Loading) -> Result<()> {
+        let mut calls = Vec::new();
+        let stats = loading.expt.for_each_io_event(|record| {
+            let e = record.event;
+            let end = e.start_ns.saturating_add(e.time_ns);
+            if !loading.admit(e.start_ns, e.start_ns, end) {
+                return;
+            }
+            let placed = self.place(loading, record.tid, e.stack_id, e.start_ns);
+            let name = (!e.name.is_empty()).then(|| String::from_utf8_lossy(e.name).into_owned());
+            let call = IoEntry {
+                experiment: loading.experiment,
+                op: e.op,
+                failed: e.failed,
+                thread: placed.thread,
+                time_ns: e.start_ns,
+                call_ns: e.time_ns,
+                bytes: e.bytes,
+                fd: e.fd,
+                file: 0,
+                source: NO_FILE,
+                stack: placed.stack,
+                sample: placed.sample,
+            };
+            calls.push((call, e.aux_fd, name));
+        })?;
+        let (io, files) = (&mut self.model.io, &mut self.model.io_files);
+        crate::io::place_calls(loading.experiment, calls, io, files);
+        self.warn_damaged(loading.shown, "io", &stats);
+        Ok(())
+    }
+
+    /// Adds an experiment's traced MPI calls and completions.
+    fn add_mpi_calls(&mut self, loading: &mut Loading) -> Result<()> {
+        let stats = loading.expt.for_each_mpi_event(|record| {
+            let e = record.event;
+            let end = e.start_ns.saturating_add(e.time_ns);
+            if !loading.admit(e.start_ns, e.start_ns, end) {
+                return;
+            }
+            let placed = self.place(loading, record.tid, e.stack_id, e.start_ns);
+            self.model.mpi.push(MpiEntry {
+                experiment: loading.experiment,
+                op: e.op,
+                completion: e.completion,
+                thread: placed.thread,
+                time_ns: e.start_ns,
+                call_ns: e.time_ns,
+                dest: e.dest,
+                source: e.source,
+                bytes_sent: e.bytes_sent,
+                bytes_received: e.bytes_received,
+                sends: e.sends,
+                receives: e.receives,
+                stack: placed.stack,
+                sample: placed.sample,
+            });
+        })?;
+        self.warn_damaged(loading.shown, "mpi", &stats);
+        Ok(())
+    }
+
+    /// Adds an experiment's switches off the CPU (recorded when they end).
+    fn add_offcpu_switches(&mut self, loading: &mut Loading) -> Result<()> {
+        let stats = loading.expt.for_each_offcpu_event(|record| {
+            let e = record.event;
+            let start_ns = e.end_ns.saturating_sub(e.off_ns);
+            if !loading.admit(e.end_ns, start_ns, e.end_ns) {
+                return;
+            }
+            let placed = self.place(loading, record.tid, e.stack_id, start_ns);
+            self.model.offcpu.push(OffCpuEntry {
+                experiment: loading.experiment,
+                thread: placed.thread,
+                time_ns: start_ns,
+                off_ns: e.off_ns,
+                stack: placed.stack,
+                sample: placed.sample,
+            });
+        })?;
+        self.warn_damaged(loading.shown, "offcpu", &stats);
+        Ok(())
+    }
+
+    /// Adds an experiment's counter overflow records of `counters` (the
+    /// counters its log names, which learn here whether a record was
+    /// scaled).
+    fn add_counter_events(
+        &mut self,
+        loading: &mut Loading,
+        counters: &mut [ExperimentCounter],
+    ) -> Result<()> {
+        let mut unnamed = 0u64;
+        let stats = loading.expt.for_each_counter_event(|record| {
+            let e = record.event;
+            if !loading.admit(e.time_ns, e.time_ns, e.time_ns) {
+                return;
+            }
+            let named = counters.iter_mut().find(|c| c.index == e.counter);
+            let Some(counter) = named else {
+                unnamed += 1;
+                return;
+            };
+            // A counter the model had no room for was warned about.
+            let Some(slot) = counter.slot else {
+                return;
+            };
+            counter.scaled |= e.scaled();
+            let placed = self.place(loading, record.tid, e.stack_id, e.time_ns);
+            self.model.counter_events.push(CounterEntry {
+                experiment: loading.experiment,
+                counter: slot,
+                flags: e.flags,
+                frame: e.frame,
+                thread: placed.thread,
+                time_ns: e.time_ns,
+                count: e.count,
+                data_addr: e.data_addr,
+                frame_cfa: e.frame_cfa,
+                stack_record: e.stack_id,
+                stack: placed.stack,
+                sample: placed.sample,
+            });
+        })?;
+        if unnamed > 0 {
+            self.warn(format!(
+                "{}: {unnamed} counter record(s) of a counter the log does not name skipped",
+                loading.shown
+            ));
+        }
+        self.warn_damaged(loading.shown, "counters", &stats);
+        for counter in counters.iter().filter(|c| c.scaled) {
+            if let Some(slot) = counter.slot {
+                self.model.counters[usize::from(slot)].scaled = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The thread number, model stack and sample of an event (admitted:
+    /// [`Loading::admit`]) of thread `tid` on recorded stack `stack_id`,
+    /// starting at `start_ns`.
+    fn place(&mut self, loading: &mut Loading, tid: u32, stack_id: u64, start_ns: u64) -> Placed {
+        let (experiment, mappings) = (loading.experiment, loading.mappings);
+        let stack = self.model_stack(experiment, loading.stacks, stack_id, mappings);
+        Placed {
+            thread: loading.threads.number(tid),
+            stack: loading.tally.stack(stack),
+            sample: loading.samples.of(start_ns),
+        }
+    }
+
+    /// Warns when some blocks of block file `file` of experiment `shown`
+    /// were damaged (see [`block_file_warning`]).
+    fn warn_damaged(&mut self, shown: &str, file: &str, stats: &experiment::BlockStats) {
+        if let Some(warning) = block_file_warning(shown, file, stats) {
+            self.warn(warning);
         }
     }
 
@@ -921,17 +1008,12 @@ impl Builder {
         // Every build of a path hides as one `<name>`.
         let hidden_function = match self.objects.add(id, path, version) {
             Some(first) => self.model.object(first).hidden_function,
-            None => self.push_function(FunctionEntry {
-                name: format!("<{}>", basename(path)),
-                linkage_name: format!("<{}>", basename(path)),
-                object: Some(id),
-                address: 0,
-                size: 0,
-                kind: FunctionKind::Special,
-                aliases: Vec::new(),
-                source: None,
-                source_line: None,
-            }),
+            None => self.push_function(FunctionEntry::named(
+                format!("<{}>", basename(path)),
+                Some(id),
+                FunctionKind::Special,
+                0,
+            )),
         };
         self.model.objects.push(ObjectEntry {
             path: path.to_path_buf(),
@@ -1109,7 +1191,7 @@ impl Builder {
     }
 
     fn is_collector(&self, object: ObjectId) -> bool {
-        self.model.object(object).name().starts_with("libcollector")
+        self.model.object(object).is_collector()
     }
 
     fn intern_pc(&mut self, experiment: u16, address: u64, mappings: &[Mapping]) -> PcId {
@@ -1257,17 +1339,7 @@ impl Builder {
             FunctionKey::Static(_, region) => region,
             _ => 0,
         };
-        let id = self.push_function(FunctionEntry {
-            linkage_name: name.clone(),
-            name,
-            object: Some(object),
-            address,
-            size: 0,
-            kind,
-            aliases: Vec::new(),
-            source: None,
-            source_line: None,
-        });
+        let id = self.push_function(FunctionEntry::named(name, Some(object), kind, address));
         self.function_ids.insert(key, id);
         id
     }
@@ -1293,17 +1365,12 @@ impl Builder {
         });
         let id = match out_of_line {
             Some(id) => id,
-            None => self.push_function(FunctionEntry {
-                linkage_name: name.clone(),
+            None => self.push_function(FunctionEntry::named(
                 name,
-                object: Some(object),
-                address: 0,
-                size: 0,
-                kind: FunctionKind::Inlined,
-                aliases: Vec::new(),
-                source: None,
-                source_line: None,
-            }),
+                Some(object),
+                FunctionKind::Inlined,
+                0,
+            )),
         };
         self.function_ids.insert(key, id);
         id

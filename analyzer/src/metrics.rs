@@ -531,20 +531,12 @@ impl View {
     }
 }
 
-/// The frames of the path a [`PathWalk`] is on, leaf first, kept as the
-/// walk goes: a stack's frames are made only for the frames it does not
-/// share with the stack walked before. They fill `frames` from the end
-/// (the outermost frame last), and the cell after them holds
-/// `<Truncated-stack>`, which an incomplete stack shows below its
-/// outermost frame.
+/// The frames of the path a [`FrameLevels`] walk is on, leaf first, kept
+/// as the walk goes: a stack's frames are made only for the frames it
+/// does not share with the stack walked before.
 struct FramePath<'v> {
-    walk: PathWalk<'v>,
-    frames: Vec<FrameId>,
-    /// Where the leaf frame is in `frames`.
-    top: usize,
-    /// Per PC of the path: the frames it added, and the frame it replaced
-    /// (a hidden object's call folded into its caller's frame).
-    levels: Vec<(u32, Option<FrameId>)>,
+    levels: FrameLevels<'v>,
+    leaf_first: LeafFirst,
 }
 
 impl<'v> FramePath<'v> {
@@ -553,56 +545,17 @@ impl<'v> FramePath<'v> {
         let mut frames = vec![view.unknown; room + 1];
         frames[room] = view.truncated;
         FramePath {
-            walk: PathWalk::new(&view.stacks),
-            frames,
-            top: room,
-            levels: Vec::new(),
+            levels: FrameLevels::new(view, &[]),
+            leaf_first: LeafFirst { frames, top: room },
         }
     }
 
     /// The frames of stack `id`, leaf first; None for an id that is no stack.
     fn step<'s>(&'s mut self, view: &'s View, id: StackId) -> Option<&'s [FrameId]> {
-        let FramePath {
-            walk,
-            frames,
-            top,
-            levels,
-        } = self;
-        let step = walk.step(id)?;
-        while levels.len() > step.kept {
-            let Some((added, replaced)) = levels.pop() else {
-                break;
-            };
-            *top += added as usize;
-            if let Some(frame) = replaced {
-                frames[*top] = frame;
-            }
-        }
-        for &pc in step.added {
-            let (start, end) = match view.one_frame_per_pc {
-                true => (pc, pc + 1),
-                false => view.pc_frame_range(pc),
-            };
-            // The leaf-most frame of a run of one hidden object's PCs
-            // stands for the run (as `View::expand_pcs` keeps it).
-            let leaf = (*top < frames.len() - 1).then(|| frames[*top]);
-            if !view.one_frame_per_pc && view.folds_into(pc, start, leaf) {
-                levels.push((0, leaf));
-                frames[*top] = start;
-                continue;
-            }
-            let count = (end - start) as usize;
-            if *top < count {
-                make_room(frames, top, count);
-            }
-            *top -= count;
-            for (slot, frame) in frames[*top..].iter_mut().zip(start..end) {
-                *slot = frame;
-            }
-            levels.push((count as u32, None));
-        }
+        let status = self.levels.step(view, id, &mut self.leaf_first)?;
+        let LeafFirst { frames, top } = &self.leaf_first;
         let end = frames.len() - 1;
-        let complete = step.status == experiment::layout::StackStatus::Complete;
+        let complete = status == experiment::layout::StackStatus::Complete;
         Some(match (complete, *top == end) {
             (true, false) => &frames[*top..end],
             (false, _) => &frames[*top..end + 1],
@@ -612,13 +565,35 @@ impl<'v> FramePath<'v> {
     }
 }
 
-/// Grows `frames` at the front to hold `more` frames before `top`.
-fn make_room(frames: &mut Vec<FrameId>, top: &mut usize, more: usize) {
-    let grow = more.max(frames.len());
-    let mut grown = vec![0; grow];
-    grown.extend_from_slice(frames);
-    *frames = grown;
-    *top += grow;
+/// A path's frames leaf first, as a [`PathVisitor`] is told them: they
+/// fill `frames` from the end (the outermost frame last), and the cell
+/// after them holds `<Truncated-stack>`, which an incomplete stack shows
+/// below its outermost frame.
+struct LeafFirst {
+    frames: Vec<FrameId>,
+    /// Where the leaf frame is in `frames`.
+    top: usize,
+}
+
+impl PathVisitor for LeafFirst {
+    fn enter(&mut self, frame: FrameId) {
+        if self.top == 0 {
+            // Grown at the front: the frames keep their place from the end.
+            let grow = self.frames.len();
+            let mut grown = vec![0; grow];
+            grown.extend_from_slice(&self.frames);
+            self.frames = grown;
+            self.top = grow;
+        }
+        self.top -= 1;
+        self.frames[self.top] = frame;
+    }
+
+    fn leave(&mut self) {
+        self.top += 1;
+    }
+
+    fn stack(&mut self, _: &[u64]) {}
 }
 
 /// What a walk over the stacks' paths tells (see [`Weights::walk`]): a
@@ -663,11 +638,14 @@ impl<'v> FrameLevels<'v> {
         }
     }
 
-    /// Moves to stack `id`; false for an id that is no stack.
-    fn step(&mut self, view: &View, id: StackId, visitor: &mut impl PathVisitor) -> bool {
-        let Some(step) = self.walk.step(id) else {
-            return false;
-        };
+    /// Moves to stack `id`; its status, None for an id that is no stack.
+    fn step(
+        &mut self,
+        view: &View,
+        id: StackId,
+        visitor: &mut impl PathVisitor,
+    ) -> Option<experiment::layout::StackStatus> {
+        let step = self.walk.step(id)?;
         if !self.entered {
             self.entered = true;
             for &frame in &self.frames {
@@ -711,7 +689,7 @@ impl<'v> FrameLevels<'v> {
             }
             self.levels.push((end - start, None));
         }
-        true
+        Some(step.status)
     }
 
     /// Leaves every frame.
@@ -726,7 +704,7 @@ impl<'v> FrameLevels<'v> {
 
 /// How many stacks (or allocations) ahead of the one worked on their sums
 /// and entries are fetched.
-const PREFETCH_AHEAD: usize = 16;
+pub(crate) const PREFETCH_AHEAD: usize = 16;
 
 /// Selected events summed per stack.
 #[derive(Debug, Clone, Default)]
@@ -766,7 +744,7 @@ impl Weights {
         }
         // So are allocations' four, in a heap-tracing experiment: the
         // stack of a later allocation fetched while one is added.
-        let heap_at = crate::packed::HEAP_WORDS.map(|word| layout.position(word));
+        let heap_at = crate::packed::ALLOCATION_WORDS.map(|word| layout.position(word));
         for (i, entry) in model.heap.iter().enumerate() {
             if let Some(ahead) = model.heap.get(i + PREFETCH_AHEAD) {
                 sums.prefetch(slot_of(ahead.stack));
@@ -850,7 +828,7 @@ impl Weights {
                 if !selected(stack) || is_complete != complete {
                     continue;
                 }
-                if !levels.step(view, stack, visitor) {
+                if levels.step(view, stack, visitor).is_none() {
                     continue;
                 }
                 let value = self.sums.get(stack as usize);

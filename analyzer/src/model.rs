@@ -43,6 +43,12 @@ impl ObjectEntry {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.path.to_string_lossy().into_owned())
     }
+
+    /// The collector's own library: its frames (wrappers, a created
+    /// thread's start) are not the program's.
+    pub fn is_collector(&self) -> bool {
+        self.name().starts_with("libcollector")
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +82,30 @@ pub struct FunctionEntry {
     pub source: Option<PathBuf>,
     /// The line of its definition in `source` (DW_AT_decl_line).
     pub source_line: Option<u32>,
+}
+
+impl FunctionEntry {
+    /// A function known by its name alone, not from a symbol table
+    /// (`<Total>`, a hidden object's `<name>`, `@plt`, an inlined
+    /// function): no size, aliases or source.
+    pub(crate) fn named(
+        name: String,
+        object: Option<ObjectId>,
+        kind: FunctionKind,
+        address: u64,
+    ) -> FunctionEntry {
+        FunctionEntry {
+            linkage_name: name.clone(),
+            name,
+            object,
+            address,
+            size: 0,
+            kind,
+            aliases: Vec::new(),
+            source: None,
+            source_line: None,
+        }
+    }
 }
 
 /// A source line.
@@ -135,12 +165,6 @@ impl<'a> StackRef<'a> {
             at = table.parent(at);
             Some(pc)
         })
-    }
-
-    /// No PC at all (the unwinder found no frame, or every one was the
-    /// collector's).
-    pub fn is_empty(&self) -> bool {
-        self.position == ROOT_POSITION
     }
 }
 
@@ -225,11 +249,6 @@ impl StackTable {
         if let Some(entry) = self.stacks.get(id as usize) {
             crate::memory::prefetch_one(entry);
         }
-    }
-
-    /// Every stack, in id order.
-    pub fn iter(&self) -> impl Iterator<Item = StackRef<'_>> + '_ {
-        (0..self.stacks.len() as StackId).filter_map(|id| self.get(id))
     }
 
     /// Every stack id, in the order of their positions: the order the
@@ -906,16 +925,6 @@ impl Model {
 pub(crate) fn special_functions() -> Vec<FunctionEntry> {
     [TOTAL_NAME, UNKNOWN_NAME, TRUNCATED_NAME]
         .into_iter()
-        .map(|name| FunctionEntry {
-            name: name.to_string(),
-            linkage_name: name.to_string(),
-            object: None,
-            address: 0,
-            size: 0,
-            kind: FunctionKind::Special,
-            aliases: Vec::new(),
-            source: None,
-            source_line: None,
-        })
+        .map(|name| FunctionEntry::named(name.to_string(), None, FunctionKind::Special, 0))
         .collect()
 }

@@ -3,12 +3,12 @@
 //! rank, with how each rank ended) and `mpi_matrix` (point-to-point bytes
 //! and messages from rank to rank).
 
+use crate::info;
 use crate::metrics::Value;
 use crate::model::*;
 use crate::report::{Context, Keep, Report, ViewMetrics};
 use crate::table::{seconds, Column, Table};
 use commands::MetricName;
-use experiment::log::TerminatedHow;
 use experiment::mpi::MpiOp;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
@@ -79,25 +79,22 @@ pub fn functions(ctx: &Context, keep: Keep) -> Report {
     }
 }
 
-/// How one experiment's process ended, as its log says.
+/// How one rank's process ended, as its log says, and when.
 struct Ending {
+    /// The launcher's `terminated` line, else whether the collector closed
+    /// the experiment.
+    how: info::Ending,
     /// The collector closed the experiment (`end`).
     closed: bool,
-    /// The launcher's `terminated` line.
-    terminated: Option<(TerminatedHow, i32)>,
     /// The last recorded moment, ns since the model's origin.
     at_ns: u64,
 }
 
 impl Ending {
     fn of(model: &Model, entry: &ExperimentEntry) -> Ending {
-        let terminated = entry.log.iter().rev().find_map(|e| match e.event {
-            experiment::Event::Terminated { how, code } => Some((how, code)),
-            _ => None,
-        });
         Ending {
+            how: info::Ending::of(entry),
             closed: entry.ended,
-            terminated,
             at_ns: entry.end_ns.saturating_sub(model.origin_ns),
         }
     }
@@ -105,27 +102,30 @@ impl Ending {
     /// Killed, crashed: the collector did not close the experiment, or a
     /// signal ended the process.
     fn early(&self) -> bool {
-        !self.closed || matches!(self.terminated, Some((TerminatedHow::Signal, _)))
+        !self.closed || self.signal().is_some()
     }
 
     fn signal(&self) -> Option<i32> {
-        match self.terminated {
-            Some((TerminatedHow::Signal, signal)) => Some(signal),
+        match self.how {
+            info::Ending::Signal(signal) => Some(signal),
+            _ => None,
+        }
+    }
+
+    fn exit_code(&self) -> Option<i32> {
+        match self.how {
+            info::Ending::Exit(code) => Some(code),
             _ => None,
         }
     }
 
     fn describe(&self) -> String {
-        match (self.terminated, self.closed) {
-            (Some((TerminatedHow::Signal, signal)), _) => {
-                format!("killed by {}", signal_name(signal))
-            }
-            (Some((TerminatedHow::Exit, code)), true) => format!("exit {code}"),
-            (Some((TerminatedHow::Exit, code)), false) => {
-                format!("exit {code}, experiment not closed")
-            }
-            (None, true) => "closed".to_string(),
-            (None, false) => "ended early (experiment not closed)".to_string(),
+        match (self.how, self.closed) {
+            (info::Ending::Signal(signal), _) => format!("killed by {}", signal_name(signal)),
+            (info::Ending::Exit(code), true) => format!("exit {code}"),
+            (info::Ending::Exit(code), false) => format!("exit {code}, experiment not closed"),
+            (info::Ending::Closed, _) => "closed".to_string(),
+            (info::Ending::CutShort, _) => "ended early (experiment not closed)".to_string(),
         }
     }
 }
@@ -216,13 +216,7 @@ fn render_ranks(rows: Vec<RankRow>, total: Value) -> Report {
             json.insert("experiment".into(), json!(shown));
             json.insert("ended".into(), json!(ending.describe()));
             json.insert("signal".into(), json!(ending.signal()));
-            json.insert(
-                "exit_code".into(),
-                json!(match ending.terminated {
-                    Some((TerminatedHow::Exit, code)) => Some(code),
-                    _ => None,
-                }),
-            );
+            json.insert("exit_code".into(), json!(ending.exit_code()));
             json.insert("end".into(), json!(ending.at_ns as f64 / 1e9));
             json.insert("early".into(), json!(ending.early()));
             json_rows.push(Json::Object(json));

@@ -21,12 +21,16 @@ pub const EVENTS_WORD: usize = 1;
 
 /// The words of each traced kind, in [`Value::to_words`] order.
 const SYNC_WORDS: std::ops::Range<u8> = 2..4;
-const HEAP_RANGE: std::ops::Range<u8> = 4..8;
+const HEAP_WORDS: std::ops::Range<u8> = 4..8;
 const IO_WORDS: std::ops::Range<u8> = 8..19;
 const OFFCPU_WORDS: std::ops::Range<u8> = 19..21;
-/// The words of an allocation: the allocation and its bytes, and the same
+/// The heap words one by one: an allocation and its bytes, and the same
 /// again when it leaked.
-pub const HEAP_WORDS: [usize; 4] = [4, 5, 6, 7];
+pub const ALLOCATION_WORDS: [usize; 4] = {
+    let first = HEAP_WORDS.start as usize;
+    [first, first + 1, first + 2, first + 3]
+};
+const _: () = assert!(HEAP_WORDS.end - HEAP_WORDS.start == 4);
 
 /// Where the counters' words start, then `cycles` and `instructions`.
 const COUNTER_WORDS: usize = OFFCPU_WORDS.end as usize;
@@ -135,7 +139,7 @@ impl Layout {
         let kinds: [(bool, std::ops::Range<u8>); 9] = [
             (!model.events.is_empty(), 0..2),
             (!model.sync.is_empty(), SYNC_WORDS),
-            (!model.heap.is_empty(), HEAP_RANGE),
+            (!model.heap.is_empty(), HEAP_WORDS),
             (!model.io.is_empty(), IO_WORDS),
             (!model.offcpu.is_empty(), OFFCPU_WORDS),
             (

@@ -16,9 +16,7 @@ pub enum MetricColumn {
     Metric {
         metric: MetricName,
         kind: MetricKind,
-        value: bool,
-        percent: bool,
-        count: bool,
+        parts: MetricParts,
     },
     Name,
     Size,
@@ -53,9 +51,11 @@ impl Default for ReportSettings {
         let cpu = |kind| MetricColumn::Metric {
             metric: MetricName::TotalCpu,
             kind,
-            value: true,
-            percent: true,
-            count: false,
+            parts: MetricParts {
+                value: true,
+                percent: true,
+                count: false,
+            },
         };
         ReportSettings {
             columns: vec![
@@ -238,7 +238,7 @@ struct Row {
     json: Json,
 }
 
-pub(crate) fn kind_label(kind: MetricKind) -> &'static str {
+fn kind_label(kind: MetricKind) -> &'static str {
     match kind {
         MetricKind::Exclusive => "Excl.",
         MetricKind::Inclusive => "Incl.",
@@ -383,10 +383,70 @@ fn write_metric_percent(out: &mut String, metric: MetricName, value: Value, tota
     }
 }
 
-pub(crate) fn metric_percent(metric: MetricName, value: Value, total: Value) -> String {
+fn metric_percent(metric: MetricName, value: Value, total: Value) -> String {
     let mut out = String::new();
     write_metric_percent(&mut out, metric, value, total);
     out
+}
+
+/// Which parts of a metric a listing shows: its value, its percent of
+/// `<Total>`, its event count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricParts {
+    pub value: bool,
+    pub percent: bool,
+    pub count: bool,
+}
+
+impl MetricParts {
+    /// The value and, but for a ratio (no part of a total), its percent:
+    /// the callers-callees blocks' columns.
+    pub fn value_and_percent(metric: MetricName) -> MetricParts {
+        MetricParts {
+            value: true,
+            percent: !metric.is_ratio(),
+            count: false,
+        }
+    }
+
+    /// Appends the parts' columns, the value's headed `heading`.
+    pub fn push_columns(self, columns: &mut Vec<Column>, heading: &str) {
+        if self.value {
+            columns.push(Column::number(heading, ""));
+        }
+        if self.percent {
+            columns.push(Column::number("%", ""));
+        }
+        if self.count {
+            columns.push(Column::number("events", ""));
+        }
+    }
+
+    /// Appends the parts' cells for `metric`'s `value` (`text` shows it)
+    /// as a part of `total`.
+    pub fn push_cells(
+        self,
+        cells: &mut Vec<String>,
+        metric: MetricName,
+        value: Value,
+        total: Value,
+        text: impl FnOnce() -> String,
+    ) {
+        if self.value {
+            cells.push(text());
+        }
+        if self.percent {
+            cells.push(metric_percent(metric, value, total));
+        }
+        if self.count {
+            cells.push(value.count(metric).to_string());
+        }
+    }
+}
+
+/// The label over a metric's columns: `Excl. Total CPU Time`.
+pub(crate) fn metric_label(kind: MetricKind, metric: MetricName) -> String {
+    format!("{} {}", kind_label(kind), metric.title())
 }
 
 /// The metrics a listing without per-column choice shows (callers-callees,
@@ -416,25 +476,14 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
             MetricColumn::Metric {
                 metric,
                 kind,
-                value,
-                percent,
-                count,
+                parts,
             } => {
                 if kind == MetricKind::Attributed && attributed_as.is_none() {
                     continue;
                 }
                 let first = columns.len();
-                if value {
-                    columns.push(Column::number(value_heading(metric), ""));
-                }
-                if percent {
-                    columns.push(Column::number("%", ""));
-                }
-                if count {
-                    columns.push(Column::number("events", ""));
-                }
-                let label = format!("{} {}", kind_label(kind), metric.title());
-                groups.push((first, columns.len() - first, label));
+                parts.push_columns(&mut columns, value_heading(metric));
+                groups.push((first, columns.len() - first, metric_label(kind, metric)));
             }
             other => columns.extend(property_column(&other)),
         }
@@ -453,9 +502,7 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                 MetricColumn::Metric {
                     metric,
                     kind,
-                    value,
-                    percent: pct,
-                    count,
+                    parts,
                 } => {
                     let kind = match (kind, attributed_as) {
                         (MetricKind::Attributed, None) => continue,
@@ -463,15 +510,7 @@ fn metric_table(ctx: &Context, rows: &[Row], attributed_as: Option<MetricKind>) 
                         (k, _) => k,
                     };
                     let v = pick(&row.value, kind);
-                    if value {
-                        cells.push(metric_text(metric, v));
-                    }
-                    if pct {
-                        cells.push(metric_percent(metric, v, total));
-                    }
-                    if count {
-                        cells.push(v.count(metric).to_string());
-                    }
+                    parts.push_cells(&mut cells, metric, v, total, || metric_text(metric, v));
                 }
                 other => cells.extend(property_cell(ctx, &other, row.function, &row.name)),
             }
@@ -543,7 +582,7 @@ pub(crate) fn sort_description(ctx: &Context) -> String {
         SortKey::Metric(MetricName::TotalCpu, kind) => {
             format!("{} Total CPU Time", kind_label(kind))
         }
-        SortKey::Metric(metric, kind) => format!("{} {}", kind_label(kind), metric.title()),
+        SortKey::Metric(metric, kind) => metric_label(kind, metric),
     }
 }
 
@@ -916,11 +955,8 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
     let mut groups = Vec::new();
     for &metric in &metrics {
         let first = columns.len();
-        columns.push(Column::number(value_heading(metric), ""));
-        if !metric.is_ratio() {
-            columns.push(Column::number("%", ""));
-        }
-        let label = format!("Attr. {}", metric.title());
+        MetricParts::value_and_percent(metric).push_columns(&mut columns, value_heading(metric));
+        let label = metric_label(MetricKind::Attributed, metric);
         groups.push((first, columns.len() - first, label));
     }
     columns.push(Column::text("Name"));
@@ -931,10 +967,13 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
     let mut push = |value: Value, name: String| {
         let mut cells = Vec::new();
         for &metric in &metrics {
-            cells.push(metric_text(metric, value));
-            if !metric.is_ratio() {
-                cells.push(metric_percent(metric, value, total));
-            }
+            MetricParts::value_and_percent(metric).push_cells(
+                &mut cells,
+                metric,
+                value,
+                total,
+                || metric_text(metric, value),
+            );
         }
         cells.push(name);
         table.push(cells);

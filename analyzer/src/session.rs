@@ -10,7 +10,7 @@ use crate::info;
 use crate::load::{load_with, EventDetail};
 use crate::metrics::{View, ViewSettings, Weights};
 use crate::model::*;
-use crate::report::{self, Context, MetricColumn, Report, ReportSettings, SortKey};
+use crate::report::{self, Context, MetricColumn, MetricParts, Report, ReportSettings, SortKey};
 use crate::{export, Result};
 use commands::{
     AnalysisCommand, CompareMode, ExperimentSelection, FilterExpr, FilterField, FilterSetting,
@@ -528,9 +528,11 @@ impl Analysis {
                         .map(|kind| MetricColumn::Metric {
                             metric: resolved(metric),
                             kind,
-                            value: item.show_value,
-                            percent: item.show_percent,
-                            count: item.show_count,
+                            parts: MetricParts {
+                                value: item.show_value,
+                                percent: item.show_percent,
+                                count: item.show_count,
+                            },
                         })
                         .collect(),
                 };
@@ -614,18 +616,25 @@ impl Analysis {
         weights: Vec<Weights>,
         make: impl FnOnce(&Context, &Comparison) -> Report,
     ) -> Shown {
+        Shown::Report(self.with_comparison(weights, make))
+    }
+
+    /// `f` of the comparison of the groups whose sums are `weights`. The
+    /// context holds the baseline's sums: compare mode reads each group's
+    /// from the comparison, and summing the selection again for the
+    /// context would be a pass over every event for nothing.
+    fn with_comparison<T>(
+        &mut self,
+        weights: Vec<Weights>,
+        f: impl FnOnce(&Context, &Comparison) -> T,
+    ) -> T {
         let groups = self.groups.groups.clone();
-        let mode = self.compare;
-        self.report(|ctx| {
-            make(
-                ctx,
-                &Comparison {
-                    mode,
-                    groups: &groups,
-                    weights: &weights,
-                },
-            )
-        })
+        let cmp = Comparison {
+            mode: self.compare,
+            groups: &groups,
+            weights: &weights,
+        };
+        self.with_weights(&weights[0], |ctx| f(ctx, &cmp))
     }
 
     /// The events the selections and the filter keep.
@@ -726,18 +735,23 @@ impl Analysis {
 
     /// Runs `f` over the selected events.
     fn with_context<T>(&mut self, all_events: bool, f: impl FnOnce(&Context) -> T) -> T {
-        if self.view.is_none() {
-            self.view = Some(View::new(&self.model, &self.view_settings));
-        }
         let weights = match all_events {
             true => Weights::new(&self.model, |_| true),
             false => self.weights(),
         };
+        self.with_weights(&weights, f)
+    }
+
+    /// `f` of the context whose sums are `weights`.
+    fn with_weights<T>(&mut self, weights: &Weights, f: impl FnOnce(&Context) -> T) -> T {
+        if self.view.is_none() {
+            self.view = Some(View::new(&self.model, &self.view_settings));
+        }
         let view = self.view.as_ref().expect("built above");
         let ctx = Context {
             model: &self.model,
             view,
-            weights: &weights,
+            weights,
             settings: &self.settings,
         };
         f(&ctx)
@@ -903,19 +917,11 @@ impl Analysis {
         svg: bool,
         weights: Vec<Weights>,
     ) -> std::result::Result<String, String> {
-        let groups = self.groups.groups.clone();
-        let mode = self.compare;
-        let written = self.with_context(false, |ctx| {
-            let cmp = Comparison {
-                mode,
-                groups: &groups,
-                weights: &weights,
-            };
-            match svg {
-                true => export::difference_flamegraph(ctx, &cmp, path),
-                false => export::difference_collapsed(ctx, &cmp, path),
-            }
+        let written = self.with_comparison(weights, |ctx, cmp| match svg {
+            true => export::difference_flamegraph(ctx, cmp, path),
+            false => export::difference_collapsed(ctx, cmp, path),
         })?;
+        let groups = &self.groups.groups;
         let mut text = format!(
             "wrote {} ({written} stacks): {} against the baseline {}\n",
             path.display(),

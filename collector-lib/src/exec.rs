@@ -297,10 +297,3 @@ pub fn stop_guarding() {
         crate::got::restore_all(crate::got::Set::Exec);
     }
 }
-
-/// Objects loaded since get their entries redirected too (the watcher).
-pub fn follow_new_objects() {
-    if lifecycle::live() && (lifecycle::counters_traced() || lifecycle::offcpu_traced()) {
-        crate::got::patch_all(crate::got::Set::Exec);
-    }
-}

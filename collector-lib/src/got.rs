@@ -17,7 +17,7 @@
 //! Ordinary context only (mprotect, dl_iterate_phdr, the loader's lock).
 
 use crate::real::Real;
-use crate::{heap, io, log, mpi, sync};
+use crate::{heap, io, lifecycle, log, mpi, sync};
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Mutex;
 
@@ -81,6 +81,21 @@ pub enum Set {
     Mpi,
 }
 
+impl Set {
+    const ALL: [Set; 5] = [Set::Heap, Set::Sync, Set::Io, Set::Exec, Set::Mpi];
+
+    /// Whether the set's entries are redirected now (its tracing set up).
+    fn traced(self) -> bool {
+        match self {
+            Set::Heap => lifecycle::heap_traced(),
+            Set::Sync => lifecycle::sync_traced(),
+            Set::Io => lifecycle::io_traced(),
+            Set::Exec => lifecycle::counters_traced() || lifecycle::offcpu_traced(),
+            Set::Mpi => lifecycle::mpi_traced(),
+        }
+    }
+}
+
 fn targets(set: Set) -> Vec<Target> {
     match set {
         Set::Heap => heap::got_targets(),
@@ -105,22 +120,17 @@ struct Patches {
     objects: Vec<usize>,
 }
 
-static PATCHES: [Mutex<Patches>; 5] = [const {
+static PATCHES: [Mutex<Patches>; Set::ALL.len()] = [const {
     Mutex::new(Patches {
         entries: Vec::new(),
         objects: Vec::new(),
     })
-}; 5];
+}; Set::ALL.len()];
 
 fn patches(set: Set) -> std::sync::MutexGuard<'static, Patches> {
-    let index = match set {
-        Set::Heap => 0,
-        Set::Sync => 1,
-        Set::Io => 2,
-        Set::Exec => 3,
-        Set::Mpi => 4,
-    };
-    PATCHES[index].lock().unwrap_or_else(|e| e.into_inner())
+    PATCHES[set as usize]
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// Redirects the GOT entries of `set`'s functions of every loaded object
@@ -140,6 +150,17 @@ pub fn patch_all(set: Set) -> usize {
         count += patch_object(&object, &targets, &mut patches.entries);
     }
     count
+}
+
+/// Objects loaded since tracing started get the entries of every set
+/// traced now redirected too (the watcher of a live process calls this).
+pub fn follow_new_objects() {
+    if !lifecycle::live() {
+        return;
+    }
+    for set in Set::ALL.into_iter().filter(|set| set.traced()) {
+        patch_all(set);
+    }
 }
 
 /// Puts every changed entry of `set` back.

@@ -353,14 +353,6 @@ pub fn stop_tracing() {
     }
 }
 
-/// Objects loaded since tracing started get their entries redirected too
-/// (the watcher of a live process calls this).
-pub fn follow_new_objects() {
-    if lifecycle::heap_traced() && state::live() {
-        crate::got::patch_all(crate::got::Set::Heap);
-    }
-}
-
 fn tracing() -> bool {
     lifecycle::recording_heap()
 }

@@ -567,7 +567,10 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
     rc
 }
 
-fn after_objects_changed() {
+/// The loaded objects changed (a dlopen or dlclose of the program's, or,
+/// attached, one the watcher noticed): the unwind tables and the log's
+/// map of objects follow. Ordinary context.
+pub(crate) fn after_objects_changed() {
     if !state::active() {
         return;
     }

@@ -64,7 +64,6 @@ extern "C" {
 /// program's calls reach now).
 pub fn prepare() {
     heap::prepare_slots();
-    tsc::prepare();
     if state::live() {
         crate::got::resolve_reals(crate::got::Set::Io);
     }
@@ -87,14 +86,6 @@ pub fn stop_tracing() {
     lifecycle::io_off();
     if state::live() {
         crate::got::restore_all(crate::got::Set::Io);
-    }
-}
-
-/// Objects loaded since tracing started get their entries redirected too
-/// (the watcher of a live process calls this).
-pub fn follow_new_objects() {
-    if lifecycle::io_traced() && state::live() {
-        crate::got::patch_all(crate::got::Set::Io);
     }
 }
 

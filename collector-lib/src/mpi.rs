@@ -1094,7 +1094,6 @@ fn reduced_everywhere(size: u32, n: u64) -> Collective {
 /// slots' prerequisites and the library, when the process has it.
 pub fn prepare() {
     heap::prepare_slots();
-    tsc::prepare();
     learn_library();
 }
 
@@ -1129,14 +1128,6 @@ pub fn stop_tracing() {
     lifecycle::mpi_off();
     if state::live() {
         crate::got::restore_all(crate::got::Set::Mpi);
-    }
-}
-
-/// Objects loaded since tracing started get their entries redirected too
-/// (the watcher of a live process calls this).
-pub fn follow_new_objects() {
-    if lifecycle::mpi_traced() && state::live() {
-        crate::got::patch_all(crate::got::Set::Mpi);
     }
 }
 

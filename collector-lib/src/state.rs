@@ -10,7 +10,7 @@ use crate::clock::{self, ClockKind};
 use crate::sys::FixedBuf;
 use crate::{
     counters, exec, heap, io, lifecycle, log, mpi, numbers, objects, offcpu, profile, samples,
-    sync, sys, threads, unwind, watch,
+    sync, sys, threads, tsc, unwind, watch,
 };
 use experiment::layout::{
     SampleCause, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_MPI, KIND_OFFCPU, KIND_PROFILE,
@@ -319,6 +319,11 @@ fn start_steps(
     }
     if heaptrace {
         heap::prepare();
+    }
+    if iotrace || mpitrace {
+        // The I/O and MPI hooks stamp calls with the TSC: calibrated once
+        // (a busy wait) for both.
+        tsc::prepare();
     }
     if iotrace {
         io::prepare();

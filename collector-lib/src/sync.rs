@@ -147,14 +147,6 @@ pub fn stop_tracing() {
     }
 }
 
-/// Objects loaded since tracing started get their entries redirected too
-/// (the watcher of a live process calls this).
-pub fn follow_new_objects() {
-    if lifecycle::sync_traced() && state::live() {
-        crate::got::patch_all(crate::got::Set::Sync);
-    }
-}
-
 // ---- recording ------------------------------------------------------------
 
 /// A wait from `start` to `end` is over: recorded when it reached the

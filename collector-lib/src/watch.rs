@@ -20,10 +20,16 @@
 //! opened the parent event, not to the new thread). Polling is simple,
 //! needs nothing from the program and sees every thread however created.
 //!
+//! It also follows the objects the program loads and unloads: their
+//! unwind tables, `object` lines and GOT entries, as a dlopen does where
+//! the collector is preloaded.
+//!
 //! The watcher never profiles itself, has every signal blocked (a
 //! process-directed signal of the program is never delivered to it), takes
 //! no lock shared with the program's threads or with the debugger's
-//! injected calls, and exits when the experiment it was started for ends.
+//! injected calls but the loader's (to list the objects) and, when they
+//! changed, the collector's own, as a start does, and exits when the
+//! experiment it was started for ends.
 
 use crate::{log, numbers, state, sys, threads};
 use std::ffi::{c_int, c_void};
@@ -141,11 +147,13 @@ fn watch(generation: u64, number: u32) {
             retire_gone(seen);
         }
         if objects_changed() {
-            crate::heap::follow_new_objects();
-            crate::sync::follow_new_objects();
-            crate::io::follow_new_objects();
-            crate::mpi::follow_new_objects();
-            crate::exec::follow_new_objects();
+            // What the program's dlopen does where the collector is
+            // preloaded: the objects' unwind tables and `object` lines
+            // (else their frames end its stacks, unnamed), then the GOT
+            // entries of what is traced (the calls they trace find the
+            // tables).
+            crate::interpose::after_objects_changed();
+            crate::got::follow_new_objects();
         }
         // SAFETY: valid timespec; an interruption just shortens the sleep.
         unsafe { libc::nanosleep(&sleep, std::ptr::null_mut()) };
@@ -254,17 +262,18 @@ fn retire_gone(seen: &[i32]) {
     }
 }
 
-/// Whether objects were loaded since the last call (glibc's count of
-/// loads, as dl_iterate_phdr reports it).
+/// Whether objects were loaded or unloaded since the last call (glibc's
+/// counts of loads and unloads, as dl_iterate_phdr reports them: both
+/// only grow, so their sum moves with either).
 fn objects_changed() -> bool {
     static SEEN: AtomicU64 = AtomicU64::new(0);
-    extern "C" fn adds(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
+    extern "C" fn changes(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
         // SAFETY: valid info; data is our counter.
-        unsafe { *data.cast::<u64>() = (*info).dlpi_adds };
+        unsafe { *data.cast::<u64>() = (*info).dlpi_adds.wrapping_add((*info).dlpi_subs) };
         1
     }
     let mut count = 0u64;
     // SAFETY: the callback writes our local counter only.
-    unsafe { libc::dl_iterate_phdr(Some(adds), (&mut count as *mut u64).cast()) };
+    unsafe { libc::dl_iterate_phdr(Some(changes), (&mut count as *mut u64).cast()) };
     SEEN.swap(count, Ordering::Relaxed) != count
 }

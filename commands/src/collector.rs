@@ -133,13 +133,13 @@ fn counter_requests(
 ) -> std::result::Result<Vec<CounterRequest>, String> {
     let mut out = Vec::new();
     let mut items = items.iter().copied().peekable();
-    while let Some(name) = items.next() {
-        let (name, if_available) = match name.strip_suffix('?') {
+    while let Some(item) = items.next() {
+        let (name, if_available) = match item.strip_suffix('?') {
             Some(bare) => (bare, true),
-            None => (name, false),
+            None => (item, false),
         };
         if name.is_empty() || CounterInterval::parse(name).is_some() {
-            return Err(format!("expected a counter name, got \"{name}\""));
+            return Err(format!("expected a counter name, got \"{item}\""));
         }
         let interval = match items.peek().copied() {
             Some("") if empty_is_default => {
@@ -792,7 +792,10 @@ mod tests {
             parse_counter_list("cycles?,1000,page-faults"),
             Ok(vec![optional, request("page-faults", On)])
         );
-        assert!(parse_counter_list("?").is_err());
+        assert_eq!(
+            parse_counter_list("?"),
+            Err("expected a counter name, got \"?\"".to_string())
+        );
     }
 
     #[test]
@@ -848,6 +851,10 @@ mod tests {
             ("heaptrace maybe", "expected on or off"),
             ("iotrace maybe", "expected on or off"),
             ("iotrace", "missing on or off"),
+            ("mpitrace maybe", "expected on or off"),
+            ("mpitrace", "missing on or off"),
+            ("mpitrace on now", "unexpected argument \"now\""),
+            ("hwprofile counter ?", "expected a counter name, got \"?\""),
             ("synctrace maybe", "expected on, off or threshold"),
             ("synctrace", "missing on, off or threshold"),
             ("synctrace threshold", "missing threshold"),

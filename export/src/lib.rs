@@ -45,6 +45,9 @@ pub enum Error {
              experiment={id} directories to export it again, or rename the experiment",
             .dir.display())]
     Exported { id: String, dir: PathBuf },
+    #[error("{} is an experiment, not an export directory (the directory comes first: \
+             --export parquet DIR EXPERIMENT...)", .0.display())]
+    DirIsExperiment(PathBuf),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -70,6 +73,10 @@ pub fn export_parquet(
     paths: &[PathBuf],
     mut each: impl FnMut(Progress<'_>),
 ) -> Result<Vec<Exported>> {
+    // The tables would be written inside it, beside its own files.
+    if experiment::Experiment::open(dir).is_ok() {
+        return Err(Error::DirIsExperiment(dir.to_path_buf()));
+    }
     let (groups, skipped) = analyzer::groups::read_arguments(paths)?;
     for warning in &skipped {
         each(Progress::Warning(warning));

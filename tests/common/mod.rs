@@ -103,6 +103,7 @@ fn single_source_recipes() -> Vec<Recipe> {
         ("heap_known", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("leaks", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("heap_attach", "O0", &["-O0", "-fno-builtin", "-pthread"]),
+        ("heap_follow", "O0", &["-O0", "-fno-builtin", "-ldl"]),
         ("heap_bad", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("heap_own", "O0", &["-O0", "-fno-builtin", "-pthread"]),
         ("heap_faults", "O0", &["-O0", "-fno-builtin", "-pthread"]),
@@ -129,18 +130,15 @@ fn single_source_recipes() -> Vec<Recipe> {
         args.extend_from_slice(flags);
         out.push(recipe(&name, &args));
     }
-    out.push(recipe(
-        "libdllib.so",
-        &[
-            "-g",
-            "-O0",
-            "-shared",
-            "-fPIC",
-            "dllib.c",
-            "-o",
-            "libdllib.so",
-        ],
-    ));
+    for (library, source) in [
+        ("libdllib.so", "dllib.c"),
+        ("libheap_follow.so", "heap_follow_lib.c"),
+    ] {
+        out.push(recipe(
+            library,
+            &["-g", "-O0", "-shared", "-fPIC", source, "-o", library],
+        ));
+    }
     // A stand-in for libcollector.so (tests of the launcher side).
     out.push(recipe(
         "libfakecollector.so",

@@ -3,17 +3,21 @@ use experiment::layout::StackStatus;
 
 /// A model whose PC i is in function `functions[i]` (no objects, lines or
 /// inlining), with one event of 1 ms per entry of `events` (a stack id).
-fn model(functions: &[&str], stacks: &[(Vec<PcId>, StackStatus)], events: &[StackId]) -> Model {
+fn model(
+    functions: &[impl AsRef<str>],
+    stacks: &[(Vec<PcId>, StackStatus)],
+    events: &[StackId],
+) -> Model {
     let mut model = Model {
         functions: special_functions(),
         ..Model::default()
     };
     for name in functions {
         let id = model.functions.len() as FunctionId;
-        let mut entry = special_functions()[0].clone();
-        entry.name = name.to_string();
-        entry.kind = FunctionKind::Normal;
-        model.functions.push(entry);
+        let name = name.as_ref().to_string();
+        model
+            .functions
+            .push(FunctionEntry::named(name, None, FunctionKind::Normal, 0));
         model.pcs.push(PcEntry {
             object: None,
             address: 0x1000 + u64::from(id),
@@ -29,20 +33,38 @@ fn model(functions: &[&str], stacks: &[(Vec<PcId>, StackStatus)], events: &[Stac
         table.push(pcs, *status);
     }
     model.stacks = Arc::new(table);
-    model.events = events
-        .iter()
-        .map(|&stack| EventEntry {
-            experiment: 0,
-            cpu: 0,
-            thread: 1,
-            time_ns: 0,
-            weight_ns: 1_000_000,
-            stack,
-            sample: 1,
-            count: 1,
-        })
-        .collect();
+    model.events = events.iter().map(|&stack| one_ms_event(stack)).collect();
     model
+}
+
+/// A clock event of 1 ms on stack `stack`.
+fn one_ms_event(stack: StackId) -> EventEntry {
+    EventEntry {
+        experiment: 0,
+        cpu: 0,
+        thread: 1,
+        time_ns: 0,
+        weight_ns: 1_000_000,
+        stack,
+        sample: 1,
+        count: 1,
+    }
+}
+
+/// Function names f0, f1, ... (`count` of them).
+fn numbered(count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("f{i}")).collect()
+}
+
+/// A xorshift generator from `seed`: each call a number below its `n`.
+fn below(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = seed;
+    move |n| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    }
 }
 
 /// The function id of the n-th function given to `model` (its PC is n).
@@ -173,15 +195,7 @@ fn inclusive_by_search(view: &View, weights: &Weights) -> HashMap<FunctionId, Va
 
 #[test]
 fn inclusive_agrees_with_searching_the_stack_on_random_deep_stacks() {
-    let mut state = 0x2545_f491_4f6c_dd1du64;
-    let mut next = |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
-    let names: Vec<String> = (0..12).map(|i| format!("f{i}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut next = below(0x2545_f491_4f6c_dd1d);
     let stacks: Vec<_> = (0..300)
         .map(|_| {
             let depth = 1 + next(200) as usize;
@@ -190,7 +204,7 @@ fn inclusive_agrees_with_searching_the_stack_on_random_deep_stacks() {
         })
         .collect();
     let events: Vec<StackId> = (0..2000).map(|_| next(300) as StackId).collect();
-    let m = model(&names, &stacks, &events);
+    let m = model(&numbered(12), &stacks, &events);
     let view = View::new(&m, &ViewSettings::default());
     let weights = Weights::new(&m, |_| true);
     let expected = inclusive_by_search(&view, &weights);
@@ -236,14 +250,12 @@ fn hidden_objects_fold_consecutive_frames() {
 /// hashed: the one-pass pictures still agree with the one-centre ones.
 #[test]
 fn callers_callees_of_many_functions_are_hashed_pairs() {
-    let names: Vec<String> = (0..1100).map(|i| format!("f{i}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     // Chains through all of them, and a recursion.
     let stacks: Vec<_> = (0..1100u32)
         .map(|i| complete(vec![i, (i + 7) % 1100, (i * 13) % 1100, 0]))
         .collect();
     let events: Vec<StackId> = (0..1100).chain(0..300).collect();
-    let m = model(&names, &stacks, &events);
+    let m = model(&numbered(1100), &stacks, &events);
     let view = View::new(&m, &ViewSettings::default());
     let weights = Weights::new(&m, |_| true);
     assert!(matches!(
@@ -287,15 +299,7 @@ fn shared_table(stacks: &[(Vec<PcId>, StackStatus)]) -> StackTable {
 /// inlined functions, hidden objects folded, truncated and empty stacks.
 #[test]
 fn walked_frames_are_each_stacks_frames() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = |n: u64| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    };
-    let names: Vec<String> = (0..16).map(|i| format!("f{i}")).collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let mut next = below(0x9e37_79b9_7f4a_7c15);
     // One wandering path: each stack returns from some calls of the one
     // before and makes new ones.
     let mut path: Vec<PcId> = Vec::new();
@@ -314,7 +318,7 @@ fn walked_frames_are_each_stacks_frames() {
         let leaf_first: Vec<PcId> = path.iter().rev().copied().collect();
         stacks.push((leaf_first, status));
     }
-    let mut m = model(&names, &[], &[]);
+    let mut m = model(&numbered(16), &[], &[]);
     m.stacks = Arc::new(shared_table(&stacks));
     let mut hidden_function = m.functions[0].clone();
     hidden_function.name = "<libx.so>".into();
@@ -339,18 +343,7 @@ fn walked_frames_are_each_stacks_frames() {
             },
         ];
     }
-    m.events = (0..stacks.len() as StackId)
-        .map(|stack| EventEntry {
-            experiment: 0,
-            cpu: 0,
-            thread: 1,
-            time_ns: 0,
-            weight_ns: 1_000_000,
-            stack,
-            sample: 1,
-            count: 1,
-        })
-        .collect();
+    m.events = (0..stacks.len() as StackId).map(one_ms_event).collect();
     for (inlines, hidden) in [(false, false), (true, false), (false, true), (true, true)] {
         let settings = ViewSettings {
             inlines,
@@ -374,6 +367,27 @@ fn walked_frames_are_each_stacks_frames() {
         assert_eq!(walked, stacks.len() as u64);
         sums_agree_with_each_stacks_frames(&view, &weights);
     }
+}
+
+/// A stack deeper than the walk first has room for is whole, and so is
+/// the shallow one walked after it.
+#[test]
+fn walked_frames_of_a_stack_deeper_than_the_first_room() {
+    let mut deep = vec![1; 599];
+    deep.push(0);
+    let m = model(
+        &["main", "rec"],
+        &[complete(deep), complete(vec![1, 0])],
+        &[0, 1],
+    );
+    let view = View::new(&m, &ViewSettings::default());
+    let mut buffer = Vec::new();
+    let mut depths = Vec::new();
+    view.for_each_stack(|id, frames| {
+        assert_eq!(frames, view.frames_of(id, &mut buffer), "stack {id}");
+        depths.push(frames.len());
+    });
+    assert_eq!(depths, [600, 2]);
 }
 
 /// Exclusive and inclusive values by function, line and PC, every
@@ -437,4 +451,51 @@ fn sums_agree_with_each_stacks_frames(view: &View, weights: &Weights) {
         assert_eq!(inclusive, value.inclusive);
     }
     assert_eq!(from_tree, paths);
+}
+
+/// Allocations' words go straight to their places in the per-stack sums:
+/// they sum to what `Value::of_allocation` makes of them, lost stacks and
+/// a selection included.
+#[test]
+fn allocations_sum_as_their_values() {
+    let mut m = model(
+        &["main", "f"],
+        &[complete(vec![0]), complete(vec![1, 0])],
+        &[],
+    );
+    let allocation = |stack, bytes, leaked, time_ns| HeapEntry {
+        experiment: 0,
+        leaked,
+        thread: 1,
+        time_ns,
+        bytes,
+        stack,
+        sample: 1,
+    };
+    m.heap = vec![
+        allocation(0, 10, false, 1),
+        allocation(1, 300, true, 2),
+        allocation(1, 7, false, 3),
+        allocation(NO_STACK, 50, true, 4),
+        allocation(0, 1000, true, 5),
+    ];
+    let keep = |e: &EventEntry| e.time_ns != 3;
+    let weights = Weights::new(&m, keep);
+    for (slot, stack) in [(0, 0), (1, 1), (2, NO_STACK)] {
+        let mut expected = Value::default();
+        for entry in m
+            .heap
+            .iter()
+            .filter(|e| e.stack == stack && keep(&e.as_event()))
+        {
+            expected.add(Value::of_allocation(entry));
+        }
+        assert_eq!(
+            weights.value(weights.sums.get(slot)),
+            expected,
+            "stack {stack}"
+        );
+    }
+    assert_eq!(weights.total.bytes_leaked, 1350);
+    assert_eq!(weights.total.allocations, 4);
 }
