@@ -580,7 +580,8 @@ impl Builder {
         let log = expt.log()?;
         let plausible = PlausibleTimes::of(&log);
         // The heap events are replayed on a thread of their own while the
-        // stacks are read; their stacks are looked up after.
+        // stacks and the other events are read; the allocations it sends
+        // get their stacks after those, while it goes on.
         let heap_replay = match expt.manifest().kinds.iter().any(|k| k == "heap-trace") {
             true => Some(heap_replay::start(
                 expt,
