@@ -15,10 +15,10 @@ mod shown;
 #[cfg(test)]
 mod tests;
 
-use crate::model::{HeapEntry, HeapReplay, Model, PathWalk, PcId, StackId, StackTable, NO_STACK};
+use crate::model::{HeapEntry, HeapReplay, Model, PathWalk, StackId, StackTable, NO_STACK};
 use serde_json::{json, Value as Json};
 use shown::{
-    Arena, FrameCode, FrameMemo, Key, Keys, ModelFrames, ShownFrame, ShownLine, ShownWalk,
+    FrameMemo, Growing, Key, Keys, ModelFrames, Nodes, ShownFrame, ShownLine, ShownWalk, Tree,
 };
 use std::fmt::Write;
 use std::sync::Arc;
@@ -208,12 +208,11 @@ struct Grouped {
     what: HeapListing,
     /// The listed groups (`limit`), in order, and the totals of all.
     picked: Picked,
-    /// What printing a group's frames takes: the stacks (a group's
-    /// frames are its first stack's, walked again), the frames their PCs
-    /// show as, and the frame of the lost stacks.
-    stacks: Arc<StackTable>,
+    /// The listed groups' frames: per group, its node in a tree of the
+    /// frames of their first stacks, and the frames' lines.
+    nodes: Vec<u32>,
+    tree: Tree,
     frames: FrameMemo,
-    unknown_stack: FrameCode,
 }
 
 /// Stacks shown alike: what they count, and the first of them.
@@ -232,7 +231,7 @@ impl Grouped {
     fn of(model: &Model, what: HeapListing, limit: Option<usize>) -> Result<Grouped, String> {
         heap_replays(model)?;
         let sums = StackSums::of(model, what);
-        let walked = walk_stacks(model, &sums);
+        let mut walked = walk_stacks(model, &sums);
         let lost = sums.lost_group(walked.lost_rank);
         // A part of the keys on each thread: the groups of both halves of
         // the walk added up, and the first ones picked.
@@ -242,18 +241,14 @@ impl Grouped {
             || Picked::of(near_0.union(far_0, lost), limit),
             || Picked::of(near_1.union(far_1, None), limit),
         );
-        let mut frames = walked.frames;
-        let unknown_stack = frames.record(ShownFrame {
-            function: "<unknown stack>".into(),
-            file: None,
-            line: None,
-        });
+        let picked = picked.and(picked_1, limit);
+        let (tree, nodes) = listed_frames(&model.stacks, &picked.first, &mut walked.frames);
         Ok(Grouped {
             what,
-            picked: picked.and(picked_1, limit),
-            stacks: Arc::clone(&model.stacks),
-            frames,
-            unknown_stack,
+            picked,
+            nodes,
+            tree,
+            frames: walked.frames,
         })
     }
 
@@ -274,38 +269,18 @@ impl Grouped {
         &self.picked.first
     }
 
-    /// Calls `each` with the frames `group` shows, leaf first: its first
-    /// stack walked again on its own (`rewalk` is scratch space).
-    fn each_frame(&self, group: &Group, rewalk: &mut Rewalk, mut each: impl FnMut(&ShownLine)) {
-        let codes = match self.stacks.get(group.stack) {
-            None => {
-                self.frames.line(self.unknown_stack).map(each);
-                return;
-            }
-            Some(stack) => {
-                rewalk.pcs.clear();
-                rewalk.pcs.extend(stack.pcs());
-                rewalk.pcs.reverse();
-                rewalk.walk.nodes.clear();
-                let node = rewalk.walk.stack(&mut &self.frames, 0, &rewalk.pcs);
-                rewalk.walk.nodes.frames(node)
-            }
-        };
-        for code in codes {
-            if let Some(line) = self.frames.line(code) {
-                each(line);
-            }
-        }
+    /// The lines of the frames the `n`th listed group shows, leaf first.
+    fn lines(&self, n: usize) -> impl Iterator<Item = &ShownLine> + '_ {
+        self.tree.lines(&self.frames, self.nodes[n])
     }
 
     /// About how long the text is.
     fn text_len(&self) -> usize {
-        let mut rewalk = Rewalk::default();
-        let mut frames = 0;
-        for group in self.listed() {
-            self.each_frame(group, &mut rewalk, |line| frames += line.text.len());
-        }
-        frames + 100 * (self.listed().len() + 1)
+        let frames: usize = (0..self.nodes.len())
+            .flat_map(|n| self.lines(n))
+            .map(|line| line.text.len())
+            .sum();
+        frames + 100 * (self.nodes.len() + 1)
     }
 
     /// The text, a group at a time, each piece given to `emit`.
@@ -315,7 +290,6 @@ impl Grouped {
             "Summary Results: Distinct {noun}s = {}, Total Instances = {}, Total {title} = {}\n",
             self.picked.groups, self.picked.sums.count, self.picked.sums.bytes
         );
-        let mut rewalk = Rewalk::default();
         for (n, group) in self.listed().iter().enumerate() {
             let _ = writeln!(
                 piece,
@@ -324,7 +298,9 @@ impl Grouped {
                 group.sums.count,
                 group.sums.bytes
             );
-            self.each_frame(group, &mut rewalk, |line| piece.push_str(&line.text));
+            for line in self.lines(n) {
+                piece.push_str(&line.text);
+            }
             if piece.len() >= 64 * 1024 {
                 emit(&piece)?;
                 piece.clear();
@@ -335,15 +311,9 @@ impl Grouped {
 
     fn json(&self) -> Json {
         let (_, count_key, bytes_key, _) = self.words();
-        let mut rewalk = Rewalk::default();
-        let list: Vec<Json> = self
-            .listed()
-            .iter()
-            .map(|group| {
-                let mut stack = Vec::new();
-                self.each_frame(group, &mut rewalk, |line| {
-                    stack.push(frame_json(&line.frame))
-                });
+        let list: Vec<Json> = (self.listed().iter().enumerate())
+            .map(|(n, group)| {
+                let stack: Vec<Json> = self.lines(n).map(|line| frame_json(&line.frame)).collect();
                 json!({
                     count_key: group.sums.count,
                     bytes_key: group.sums.bytes,
@@ -443,19 +413,33 @@ fn on_two_threads<A, B: Send>(
     })
 }
 
-/// Scratch space for walking listed groups' stacks again.
-struct Rewalk {
-    walk: ShownWalk<Arena>,
-    pcs: Vec<PcId>,
-}
-
-impl Default for Rewalk {
-    fn default() -> Rewalk {
-        Rewalk {
-            walk: ShownWalk::new(Arena::default()),
-            pcs: Vec::new(),
+/// The frames of the groups `listed`: their first stacks walked again,
+/// in walk order (so that each path's frames are made once), into a tree;
+/// per group, its node.
+fn listed_frames(stacks: &StackTable, listed: &[Group], memo: &mut FrameMemo) -> (Tree, Vec<u32>) {
+    let unknown_stack = memo.record(ShownFrame {
+        function: "<unknown stack>".into(),
+        ..ShownFrame::default()
+    });
+    let mut in_walk_order: Vec<usize> = (0..listed.len()).collect();
+    in_walk_order.sort_unstable_by_key(|&n| listed[n].rank);
+    let mut walk = PathWalk::new(stacks);
+    let mut frames = &*memo;
+    let mut shown = ShownWalk::new(Growing {
+        tree: Tree::default(),
+        memo,
+    });
+    let mut nodes = vec![0; listed.len()];
+    for (i, &n) in in_walk_order.iter().enumerate() {
+        if let Some(&ahead) = in_walk_order.get(i + crate::metrics::PREFETCH_AHEAD) {
+            stacks.prefetch(listed[ahead].stack);
         }
+        nodes[n] = match walk.step(listed[n].stack) {
+            Some(step) => shown.stack(&mut frames, step.kept, step.added),
+            None => shown.nodes.child(0, unknown_stack),
+        };
     }
+    (shown.nodes.tree, nodes)
 }
 
 /// Groups by key, in two tables by the top bit of the key's second half

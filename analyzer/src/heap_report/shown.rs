@@ -13,7 +13,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 /// One frame of an allocation stack, as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub(super) struct ShownFrame {
     pub function: String,
     pub file: Option<String>,
@@ -21,6 +21,7 @@ pub(super) struct ShownFrame {
 }
 
 /// A shown frame and its line of a listing's text.
+#[derive(Default)]
 pub(super) struct ShownLine {
     pub frame: ShownFrame,
     pub text: String,
@@ -50,15 +51,17 @@ fn code_of(frame: &ShownFrame) -> FrameCode {
     (hasher.finish() & !3) | 2 | u64::from(frame.function == "main")
 }
 
-/// The frames PCs show as, each worked out once, and the frames met, by
-/// code: what printing a group's stack needs, without the model.
+/// The frames PCs show as, each worked out once, and the frames met (a
+/// line each, numbered): what printing a group's stack needs, without
+/// the model.
 pub(super) struct FrameMemo {
     /// Per PC: its frame as a caller, as a leaf (or `UNSET`).
     caller: Vec<FrameCode>,
     leaf: Vec<FrameCode>,
     /// Per PC: in `__restore_rt`.
     trampoline: Arc<[bool]>,
-    lines: FxHashMap<FrameCode, ShownLine>,
+    lines: Vec<ShownLine>,
+    line_of: FxHashMap<FrameCode, u32>,
 }
 
 /// Per PC of `model`: whether it is in a signal trampoline.
@@ -81,23 +84,35 @@ impl FrameMemo {
             caller: vec![UNSET; trampoline.len()],
             leaf: vec![UNSET; trampoline.len()],
             trampoline,
-            lines: FxHashMap::default(),
+            lines: Vec::new(),
+            line_of: FxHashMap::default(),
         }
     }
 
     /// Names `frame` (and keeps it, to be printed).
     pub(super) fn record(&mut self, frame: ShownFrame) -> FrameCode {
         let code = code_of(&frame);
-        self.lines.entry(code).or_insert_with(|| ShownLine {
-            text: format!("    {}\n", frame_text(&frame)),
-            frame,
-        });
+        if !self.line_of.contains_key(&code) {
+            self.keep(
+                code,
+                ShownLine {
+                    text: format!("    {}\n", frame_text(&frame)),
+                    frame,
+                },
+            );
+        }
         code
     }
 
-    /// The frame named `code` (recorded by this memo or one it absorbed).
-    pub(super) fn line(&self, code: FrameCode) -> Option<&ShownLine> {
-        self.lines.get(&code)
+    fn keep(&mut self, code: FrameCode, line: ShownLine) {
+        self.line_of.insert(code, self.lines.len() as u32);
+        self.lines.push(line);
+    }
+
+    /// The number of the line of the frame named `code` (recorded by this
+    /// memo or one it absorbed).
+    fn line_number(&self, code: FrameCode) -> Option<u32> {
+        self.line_of.get(&code).copied()
     }
 
     /// Takes in what another walk worked out.
@@ -112,8 +127,11 @@ impl FrameMemo {
                 }
             }
         }
-        for (code, line) in other.lines {
-            self.lines.entry(code).or_insert(line);
+        let mut lines = other.lines;
+        for (code, number) in other.line_of {
+            if !self.line_of.contains_key(&code) {
+                self.keep(code, std::mem::take(&mut lines[number as usize]));
+            }
         }
     }
 
@@ -287,7 +305,7 @@ pub(super) trait Nodes {
 /// bits, so that stacks shown alike have one key and stacks shown
 /// differently two, but for a chance of about n²/2^129 that some two of
 /// n distinct shown stacks (and the outer parts of them) share one
-/// (2^-88 at a billion).
+/// (2^-69 at a billion).
 pub(super) type Key = [u64; 2];
 
 /// Keys as nodes: nothing stored, nothing looked up.
@@ -325,36 +343,52 @@ fn splitmix_mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Nodes as (parent, frame) in a vector: the frames of the stacks walked
-/// since it was cleared, to print them.
-pub(super) struct Arena {
-    nodes: Vec<(u32, FrameCode)>,
+/// Shown stacks as a tree of (parent, line number) nodes: a node per
+/// frame a walk made, none shared (a walk of a few stacks, the listed
+/// groups', in walk order: each path's frames made once).
+pub(super) struct Tree {
+    nodes: Vec<(u32, u32)>,
 }
 
-impl Default for Arena {
-    fn default() -> Arena {
-        Arena {
-            nodes: vec![(0, HIDDEN)],
+/// A node whose frame was never recorded (none: every frame a walk is
+/// given is).
+const NO_LINE: u32 = u32::MAX;
+
+impl Default for Tree {
+    fn default() -> Tree {
+        Tree {
+            nodes: vec![(0, NO_LINE)],
         }
     }
 }
 
-impl Arena {
-    pub(super) fn clear(&mut self) {
-        self.nodes.truncate(1);
-    }
-
-    /// The frames of `node`, leaf first.
-    pub(super) fn frames(&self, mut node: u32) -> impl Iterator<Item = FrameCode> + '_ {
-        std::iter::from_fn(move || {
-            let &(parent, frame) = self.nodes.get(node as usize).filter(|_| node != 0)?;
+impl Tree {
+    /// The lines of `node`'s frames, leaf first.
+    pub(super) fn lines<'a>(
+        &'a self,
+        memo: &'a FrameMemo,
+        mut node: u32,
+    ) -> impl Iterator<Item = &'a ShownLine> + 'a {
+        std::iter::from_fn(move || loop {
+            if node == 0 {
+                return None;
+            }
+            let (parent, line) = *self.nodes.get(node as usize)?;
             node = parent;
-            Some(frame)
+            if let Some(line) = memo.lines.get(line as usize) {
+                return Some(line);
+            }
         })
     }
 }
 
-impl Nodes for Arena {
+/// A tree as a walk grows it, with the memo that numbers its frames.
+pub(super) struct Growing<'a> {
+    pub tree: Tree,
+    pub memo: &'a FrameMemo,
+}
+
+impl Nodes for Growing<'_> {
     type Node = u32;
 
     fn root(&self) -> u32 {
@@ -362,8 +396,9 @@ impl Nodes for Arena {
     }
 
     fn child(&mut self, parent: u32, frame: FrameCode) -> u32 {
-        self.nodes.push((parent, frame));
-        self.nodes.len() as u32 - 1
+        let line = self.memo.line_number(frame).unwrap_or(NO_LINE);
+        self.tree.nodes.push((parent, line));
+        self.tree.nodes.len() as u32 - 1
     }
 }
 

@@ -1,7 +1,7 @@
 use super::*;
 use crate::model::{
     special_functions, ExperimentEntry, FunctionEntry, FunctionKind, HeapEntry, HeapReplay,
-    PcEntry, StackId, StackTable,
+    PcEntry, PcId, StackId, StackTable,
 };
 use experiment::layout::StackStatus;
 use std::sync::Arc;
