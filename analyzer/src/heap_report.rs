@@ -436,6 +436,7 @@ fn listed_frames(stacks: &StackTable, listed: &[Group], memo: &mut FrameMemo) ->
         }
         nodes[n] = match walk.step(listed[n].stack) {
             Some(step) => shown.stack(&mut frames, step.kept, step.added),
+            // The lost stacks' group (its stack is `NO_STACK`).
             None => shown.nodes.child(0, unknown_stack),
         };
     }
