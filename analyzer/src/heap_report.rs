@@ -11,15 +11,17 @@
 //! yet. Groups are by the call stack as shown (function and line of each
 //! frame), so the same path in several processes is one group.
 
-use crate::model::{
-    FunctionKind, HeapEntry, HeapReplay, Model, ObjectId, PathWalk, PcId, NO_STACK,
-};
-use crate::resolve::{symbolize, PcSymbol};
-use crate::u64_table::Children;
-use debugger::symbols::ObjectFile;
+mod shown;
+#[cfg(test)]
+mod tests;
+
+use crate::model::{HeapEntry, HeapReplay, Model, PathWalk, StackId, StackTable, NO_STACK};
 use serde_json::{json, Value as Json};
-use std::collections::HashMap;
+use shown::{
+    FrameMemo, Growing, Key, Keys, ModelFrames, Nodes, ShownFrame, ShownLine, ShownWalk, Tree,
+};
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// Which grouping a listing shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,14 +40,6 @@ pub enum ListingForm {
     /// The JSON; the text is empty.
     Json,
     Both,
-}
-
-/// One frame of an allocation stack, as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ShownFrame {
-    function: String,
-    file: Option<String>,
-    line: Option<u32>,
 }
 
 /// Counts and bytes of what a listing counts.
@@ -80,16 +74,28 @@ struct StackSums {
 }
 
 impl StackSums {
+    /// The sums of the model's heap entries, each half summed on a thread
+    /// of its own.
     fn of(model: &Model, what: HeapListing) -> StackSums {
+        let (earlier, later) = model.heap.split_at(model.heap.len() / 2);
+        let (mut sums, later) = on_two_threads(
+            || StackSums::of_entries(model, earlier, what),
+            || StackSums::of_entries(model, later, what),
+        );
+        sums.add_later(&later);
+        sums
+    }
+
+    fn of_entries(model: &Model, entries: &[HeapEntry], what: HeapListing) -> StackSums {
         let mut sums = StackSums {
             by_stack: vec![Sums::default(); model.stacks.len()],
             experiment: vec![0; model.stacks.len()],
             lost: vec![Sums::default(); model.experiments.len()],
         };
         let counted = |e: &HeapEntry| what == HeapListing::Allocations || e.leaked;
-        for (i, entry) in model.heap.iter().enumerate() {
+        for (i, entry) in entries.iter().enumerate() {
             // A later allocation's stack is fetched while one is added.
-            if let Some(ahead) = model.heap.get(i + crate::metrics::PREFETCH_AHEAD) {
+            if let Some(ahead) = entries.get(i + crate::metrics::PREFETCH_AHEAD) {
                 sums.by_stack
                     .get(ahead.stack as usize)
                     .map(crate::memory::prefetch_one);
@@ -111,6 +117,40 @@ impl StackSums {
             }
         }
         sums
+    }
+
+    /// The group of the stacks whose records were lost, if any, with its
+    /// place in the walk.
+    fn lost_group(&self, rank: u64) -> Option<Group> {
+        let mut sums = Sums::default();
+        for lost in &self.lost {
+            sums.count += lost.count;
+            sums.bytes += lost.bytes;
+        }
+        (sums.count > 0).then_some(Group {
+            key: Key::default(),
+            sums,
+            rank,
+            stack: NO_STACK,
+        })
+    }
+
+    /// Adds the sums of the entries after those summed: a stack's
+    /// experiment is that of its last entry.
+    fn add_later(&mut self, later: &StackSums) {
+        let stacks = self.by_stack.iter_mut().zip(&mut self.experiment);
+        let later_stacks = later.by_stack.iter().zip(&later.experiment);
+        for ((sums, experiment), (later, &later_experiment)) in stacks.zip(later_stacks) {
+            if later.count > 0 {
+                sums.count += later.count;
+                sums.bytes += later.bytes;
+                *experiment = later_experiment;
+            }
+        }
+        for (sums, later) in self.lost.iter_mut().zip(&later.lost) {
+            sums.count += later.count;
+            sums.bytes += later.bytes;
+        }
     }
 }
 
@@ -163,60 +203,52 @@ pub fn listing_stream(
     }))
 }
 
-/// A node that is no group's (yet).
-const NO_GROUP: u32 = u32::MAX;
-
 /// Leaks or allocations grouped by their stack as shown, largest first.
 struct Grouped {
     what: HeapListing,
-    shown: ShownStacks,
-    groups: Vec<(u32, Sums)>,
-    /// How many groups are listed (`limit`).
-    listed: usize,
-    total_count: u64,
-    total_bytes: u64,
+    /// The listed groups (`limit`), in order, and the totals of all.
+    picked: Picked,
+    /// The listed groups' frames: per group, its node in a tree of the
+    /// frames of their first stacks, and the frames' lines.
+    nodes: Vec<u32>,
+    tree: Tree,
+    frames: FrameMemo,
+}
+
+/// Stacks shown alike: what they count, and the first of them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Group {
+    key: Key,
+    sums: Sums,
+    /// Twice the place of its first stack in the walk, plus one (the lost
+    /// stacks' group goes right before a stack): ties are broken by it.
+    rank: u64,
+    /// That first stack; `NO_STACK` for the lost stacks' group.
+    stack: StackId,
 }
 
 impl Grouped {
     fn of(model: &Model, what: HeapListing, limit: Option<usize>) -> Result<Grouped, String> {
         heap_replays(model)?;
         let sums = StackSums::of(model, what);
-        let mut shown = ShownStacks::default();
-        // Groups by their shown stack's node, in order of first use.
-        let mut group_of: Vec<u32> = Vec::new();
-        let mut groups: Vec<(u32, Sums)> = Vec::new();
-        shown.of_model(model, &sums, |node, sums| {
-            if group_of.len() <= node as usize {
-                group_of.resize(node as usize + 1, NO_GROUP);
-            }
-            let group = match group_of[node as usize] {
-                NO_GROUP => {
-                    group_of[node as usize] = groups.len() as u32;
-                    groups.push((node, Sums::default()));
-                    groups.len() - 1
-                }
-                group => group as usize,
-            };
-            groups[group].1.count += sums.count;
-            groups[group].1.bytes += sums.bytes;
-        });
-        // Largest first; equal ones in the order of their stacks in the files.
-        groups.sort_unstable_by(|(a_node, a), (b_node, b)| {
-            b.bytes
-                .cmp(&a.bytes)
-                .then(b.count.cmp(&a.count))
-                .then(a_node.cmp(b_node))
-        });
-        let total_count: u64 = groups.iter().map(|(_, g)| g.count).sum();
-        let total_bytes: u64 = groups.iter().map(|(_, g)| g.bytes).sum();
-        let listed = limit.unwrap_or(usize::MAX).min(groups.len());
+        let mut walked = walk_stacks(model, &sums);
+        let lost = sums.lost_group(walked.lost_rank);
+        // A part of the keys on each thread: the groups of both halves of
+        // the walk added up, and the first ones picked.
+        let limit = limit.unwrap_or(usize::MAX);
+        let [[near_0, near_1], [far_0, far_1]] = walked.groups;
+        let (picked, picked_1) = on_two_threads(
+            || Picked::of(near_0.union(far_0, lost), limit),
+            || Picked::of(near_1.union(far_1, None), limit),
+        );
+        let picked = picked.and(picked_1, limit);
+        let (tree, nodes) = listed_frames(&model.stacks, &picked.first, &mut walked.frames);
         Ok(Grouped {
             what,
-            shown,
-            groups,
-            listed,
-            total_count,
-            total_bytes,
+            picked,
+            nodes,
+            tree,
+            frames: walked.frames,
         })
     }
 
@@ -233,18 +265,22 @@ impl Grouped {
         }
     }
 
-    fn listed(&self) -> &[(u32, Sums)] {
-        &self.groups[..self.listed]
+    fn listed(&self) -> &[Group] {
+        &self.picked.first
+    }
+
+    /// The lines of the frames the `n`th listed group shows, leaf first.
+    fn lines(&self, n: usize) -> impl Iterator<Item = &ShownLine> + '_ {
+        self.tree.lines(&self.frames, self.nodes[n])
     }
 
     /// About how long the text is.
     fn text_len(&self) -> usize {
-        let frames: usize = self
-            .listed()
-            .iter()
-            .map(|&(node, _)| self.shown.text_len(node))
+        let frames: usize = (0..self.nodes.len())
+            .flat_map(|n| self.lines(n))
+            .map(|line| line.text.len())
             .sum();
-        frames + 100 * (self.listed + 1)
+        frames + 100 * (self.nodes.len() + 1)
     }
 
     /// The text, a group at a time, each piece given to `emit`.
@@ -252,19 +288,19 @@ impl Grouped {
         let (noun, _, _, title) = self.words();
         let mut piece = format!(
             "Summary Results: Distinct {noun}s = {}, Total Instances = {}, Total {title} = {}\n",
-            self.groups.len(),
-            self.total_count,
-            self.total_bytes
+            self.picked.groups, self.picked.sums.count, self.picked.sums.bytes
         );
-        for (n, (node, group)) in self.listed().iter().enumerate() {
+        for (n, group) in self.listed().iter().enumerate() {
             let _ = writeln!(
                 piece,
                 "\n{noun} #{}, Instances = {}, {title} = {}",
                 n + 1,
-                group.count,
-                group.bytes
+                group.sums.count,
+                group.sums.bytes
             );
-            self.shown.write_text(*node, &mut piece);
+            for line in self.lines(n) {
+                piece.push_str(&line.text);
+            }
             if piece.len() >= 64 * 1024 {
                 emit(&piece)?;
                 piece.clear();
@@ -275,23 +311,372 @@ impl Grouped {
 
     fn json(&self) -> Json {
         let (_, count_key, bytes_key, _) = self.words();
-        let list: Vec<Json> = self
-            .listed()
-            .iter()
-            .map(|(node, group)| {
+        let list: Vec<Json> = (self.listed().iter().enumerate())
+            .map(|(n, group)| {
+                let stack: Vec<Json> = self.lines(n).map(|line| frame_json(&line.frame)).collect();
                 json!({
-                    count_key: group.count,
-                    bytes_key: group.bytes,
-                    "stack": self.shown.json(*node),
+                    count_key: group.sums.count,
+                    bytes_key: group.sums.bytes,
+                    "stack": stack,
                 })
             })
             .collect();
         json!({
             "report": if self.what == HeapListing::Leaks { "leaks" } else { "allocs" },
-            count_key: self.total_count,
-            bytes_key: self.total_bytes,
+            count_key: self.picked.sums.count,
+            bytes_key: self.picked.sums.bytes,
             "groups": list,
         })
+    }
+}
+
+/// The first groups of some, in order, and the totals of them all.
+struct Picked {
+    first: Vec<Group>,
+    /// How many groups there are, and what they count.
+    groups: usize,
+    sums: Sums,
+}
+
+impl Picked {
+    /// The first `limit` of `groups`.
+    fn of(mut groups: Vec<Group>, limit: usize) -> Picked {
+        let mut sums = Sums::default();
+        for group in &groups {
+            sums.count += group.sums.count;
+            sums.bytes += group.sums.bytes;
+        }
+        let count = groups.len();
+        // Only the first ones need sorting (a hundred of a million).
+        let listed = limit.min(count);
+        if listed < count {
+            if listed > 0 {
+                groups.select_nth_unstable_by(listed - 1, largest_first);
+            }
+            groups.truncate(listed);
+            groups.shrink_to_fit();
+        }
+        groups.sort_unstable_by(largest_first);
+        Picked {
+            first: groups,
+            groups: count,
+            sums,
+        }
+    }
+
+    /// The first `limit` of both's groups.
+    fn and(self, other: Picked, limit: usize) -> Picked {
+        let listed = limit.min(self.first.len() + other.first.len());
+        let mut first = Vec::with_capacity(listed);
+        let mut mine = self.first.into_iter().peekable();
+        let mut theirs = other.first.into_iter().peekable();
+        while first.len() < listed {
+            let next = match (mine.peek(), theirs.peek()) {
+                (Some(a), Some(b)) if largest_first(b, a).is_lt() => theirs.next(),
+                (Some(_), _) => mine.next(),
+                (None, _) => theirs.next(),
+            };
+            first.extend(next);
+        }
+        Picked {
+            first,
+            groups: self.groups + other.groups,
+            sums: Sums {
+                count: self.sums.count + other.sums.count,
+                bytes: self.sums.bytes + other.sums.bytes,
+            },
+        }
+    }
+}
+
+/// Largest first; equal ones in the order of their stacks in the files.
+fn largest_first(a: &Group, b: &Group) -> std::cmp::Ordering {
+    b.sums
+        .bytes
+        .cmp(&a.sums.bytes)
+        .then(b.sums.count.cmp(&a.sums.count))
+        .then(a.rank.cmp(&b.rank))
+}
+
+/// Runs `first` here and `second` on a thread of its own.
+fn on_two_threads<A, B: Send>(
+    first: impl FnOnce() -> A,
+    second: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    std::thread::scope(|scope| {
+        let second = scope.spawn(second);
+        let first = first();
+        let second = second
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (first, second)
+    })
+}
+
+/// The frames of the groups `listed`: their first stacks walked again,
+/// in walk order (so that each path's frames are made once), into a tree;
+/// per group, its node.
+fn listed_frames(stacks: &StackTable, listed: &[Group], memo: &mut FrameMemo) -> (Tree, Vec<u32>) {
+    let unknown_stack = memo.record(ShownFrame {
+        function: "<unknown stack>".into(),
+        ..ShownFrame::default()
+    });
+    let mut in_walk_order: Vec<usize> = (0..listed.len()).collect();
+    in_walk_order.sort_unstable_by_key(|&n| listed[n].rank);
+    let mut walk = PathWalk::new(stacks);
+    let mut frames = &*memo;
+    let mut shown = ShownWalk::new(Growing {
+        tree: Tree::default(),
+        memo,
+    });
+    let mut nodes = vec![0; listed.len()];
+    for (i, &n) in in_walk_order.iter().enumerate() {
+        if let Some(&ahead) = in_walk_order.get(i + crate::metrics::PREFETCH_AHEAD) {
+            stacks.prefetch(listed[ahead].stack);
+        }
+        nodes[n] = match walk.step(listed[n].stack) {
+            Some(step) => shown.stack(&mut frames, step.kept, step.added),
+            // The lost stacks' group (its stack is `NO_STACK`).
+            None => shown.nodes.child(0, unknown_stack),
+        };
+    }
+    (shown.nodes.tree, nodes)
+}
+
+/// Groups by key, in two tables by the top bit of the key's second half
+/// (a key is a hash): a part of the keys each.
+type KeyParts = [GroupTable; 2];
+
+fn key_part(key: Key) -> usize {
+    (key[1] >> 63) as usize
+}
+
+/// The groups of the stacks walked (or of part of them), the frames met,
+/// and where the lost stacks' group goes (`u64::MAX`: after the others).
+struct Walked<G> {
+    groups: G,
+    frames: FrameMemo,
+    lost_rank: u64,
+}
+
+/// Groups every model stack `sums` counts something for by its key,
+/// walking the stacks in the order of their records in the `stacks`
+/// files (see `PathWalk`), experiment by experiment; the lost stacks'
+/// group is placed before the first stack of an experiment after the
+/// first that lost some (an experiment's lost stacks come after its
+/// others). The walk is cut in two at the middle of the stacks'
+/// positions, the halves walked on two threads (keys and frame codes do
+/// not depend on the order frames are met in): the groups of each half.
+fn walk_stacks(model: &Model, sums: &StackSums) -> Walked<[KeyParts; 2]> {
+    let trampoline = shown::trampolines(model);
+    let lost_after = sums.lost.iter().position(|l| l.count > 0);
+    let middle = model.stacks.positions() / 2;
+    let walk = |positions: std::ops::Range<u32>, first: usize| {
+        let order = model.stacks.ids_in_walk_order_within(positions);
+        let frames = ModelFrames::new(model, Arc::clone(&trampoline));
+        walk_part(model, sums, &order, first, frames, lost_after)
+    };
+    // The second half's places in the walk come after any of the first's.
+    let (mut near, far) = on_two_threads(
+        || walk(0..middle, 0),
+        || walk(middle..u32::MAX, model.stacks.len()),
+    );
+    near.frames.absorb(far.frames);
+    Walked {
+        groups: [near.groups, far.groups],
+        frames: near.frames,
+        lost_rank: near.lost_rank.min(far.lost_rank),
+    }
+}
+
+/// Walks `order`, the stacks from place `first` of the walk on.
+fn walk_part(
+    model: &Model,
+    sums: &StackSums,
+    order: &[StackId],
+    first: usize,
+    mut frames: ModelFrames,
+    lost_after: Option<usize>,
+) -> Walked<KeyParts> {
+    let mut walk = PathWalk::new(&model.stacks);
+    let mut shown = ShownWalk::new(Keys);
+    let mut groups = [(); 2].map(|_| GroupTable::with_capacity(order.len() / 2));
+    let mut adding = Adding::default();
+    let mut lost_rank = u64::MAX;
+    for (i, &id) in order.iter().enumerate() {
+        // Walk order is not id order: a later stack's entry and sums are
+        // fetched while this one is walked.
+        if let Some(&ahead) = order.get(i + crate::metrics::PREFETCH_AHEAD) {
+            model.stacks.prefetch(ahead);
+            sums.by_stack
+                .get(ahead as usize)
+                .map(crate::memory::prefetch_one);
+            sums.experiment
+                .get(ahead as usize)
+                .map(crate::memory::prefetch_one);
+        }
+        let stack_sums = sums.by_stack[id as usize];
+        if stack_sums.count == 0 {
+            continue;
+        }
+        let rank = 2 * (first + i) as u64 + 1;
+        let experiment = usize::from(sums.experiment[id as usize]);
+        if lost_rank == u64::MAX && lost_after.is_some_and(|lost| experiment > lost) {
+            lost_rank = rank - 1;
+        }
+        let Some(step) = walk.step(id) else {
+            continue;
+        };
+        let key = shown.stack(&mut frames, step.kept, step.added);
+        let group = Group {
+            key,
+            sums: stack_sums,
+            rank,
+            stack: id,
+        };
+        adding.add(&mut groups, group);
+    }
+    adding.finish(&mut groups);
+    Walked {
+        groups,
+        frames: frames.into_memo(),
+        lost_rank,
+    }
+}
+
+/// Groups by key: open addressing with linear probing on the key's top
+/// bits (a key is a hash already), a group in its slot (one cache miss).
+struct GroupTable {
+    /// A slot whose count is 0 is empty.
+    slots: Vec<Group>,
+    len: usize,
+    /// 64 minus the table's size in bits.
+    shift: u32,
+}
+
+impl GroupTable {
+    /// A table for up to about `groups` groups without growing.
+    fn with_capacity(groups: usize) -> GroupTable {
+        let size = (groups * 3 / 2 + 1).next_power_of_two().max(64);
+        GroupTable {
+            slots: crate::memory::huge_vec(Group::default(), size),
+            len: 0,
+            shift: 64 - size.trailing_zeros(),
+        }
+    }
+
+    fn home(&self, key: Key) -> usize {
+        (key[0] >> self.shift) as usize
+    }
+
+    /// Starts fetching the slot where `key` would be, and the line after
+    /// it: a slot may straddle two, and a probe may go on.
+    fn prefetch(&self, key: Key) {
+        let home = self.home(key);
+        if let Some(slots) = self.slots.get(home..home + 2) {
+            crate::memory::prefetch_one(&slots[0]);
+            crate::memory::prefetch_one(&slots[1].sums);
+        }
+    }
+
+    /// The slot holding `key`, or the empty one where it would go (the
+    /// table is at most two thirds full).
+    fn find(&self, key: Key) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut index = self.home(key);
+        while self.slots[index].sums.count != 0 && self.slots[index].key != key {
+            index = (index + 1) & mask;
+        }
+        index
+    }
+
+    /// Adds `group`'s stacks to its key's group.
+    fn add(&mut self, group: Group) {
+        if (self.len + 1) * 3 > self.slots.len() * 2 {
+            self.grow();
+        }
+        let index = self.find(group.key);
+        let slot = &mut self.slots[index];
+        match slot.sums.count {
+            0 => {
+                *slot = group;
+                self.len += 1;
+            }
+            _ => merge(slot, &group),
+        }
+    }
+
+    fn grow(&mut self) {
+        let bigger = GroupTable::with_capacity(self.slots.len());
+        for group in std::mem::replace(self, bigger).groups() {
+            self.add(group);
+        }
+    }
+
+    /// The groups of this table, of `other` and `more`, those of one key
+    /// added up (looked up here, not added: this table does not grow).
+    fn union(mut self, other: GroupTable, more: Option<Group>) -> Vec<Group> {
+        let mut only_other: Vec<Group> = more.into_iter().collect();
+        for (i, group) in other.slots.iter().enumerate() {
+            if let Some(ahead) = other.slots.get(i + crate::metrics::PREFETCH_AHEAD) {
+                self.prefetch(ahead.key);
+            }
+            if group.sums.count == 0 {
+                continue;
+            }
+            let index = self.find(group.key);
+            let slot = &mut self.slots[index];
+            match slot.sums.count {
+                0 => only_other.push(*group),
+                _ => merge(slot, group),
+            }
+        }
+        let mut groups = Vec::with_capacity(self.len + only_other.len());
+        groups.extend(self.groups());
+        groups.append(&mut only_other);
+        groups
+    }
+
+    fn groups(self) -> impl Iterator<Item = Group> {
+        self.slots.into_iter().filter(|g| g.sums.count != 0)
+    }
+}
+
+/// Adds `group`'s stacks to `into` (of the same key).
+fn merge(into: &mut Group, group: &Group) {
+    into.sums.count += group.sums.count;
+    into.sums.bytes += group.sums.bytes;
+    if group.rank < into.rank {
+        into.rank = group.rank;
+        into.stack = group.stack;
+    }
+}
+
+/// Groups on their way into tables: each slot is fetched a few groups
+/// before it is added to.
+#[derive(Default)]
+struct Adding {
+    waiting: [Group; 16],
+    len: usize,
+}
+
+impl Adding {
+    fn add(&mut self, tables: &mut KeyParts, group: Group) {
+        tables[key_part(group.key)].prefetch(group.key);
+        let at = self.len % self.waiting.len();
+        if self.len >= self.waiting.len() {
+            let waiting = self.waiting[at];
+            tables[key_part(waiting.key)].add(waiting);
+        }
+        self.waiting[at] = group;
+        self.len += 1;
+    }
+
+    fn finish(self, tables: &mut KeyParts) {
+        let waiting = self.len.min(self.waiting.len());
+        for &group in &self.waiting[..waiting] {
+            tables[key_part(group.key)].add(group);
+        }
     }
 }
 
@@ -374,347 +759,6 @@ fn bucket_range(bucket: usize) -> (u64, u64) {
         0 => (0, 0),
         64 => (1 << 63, u64::MAX),
         b => (1 << (b - 1), (1 << b) - 1),
-    }
-}
-
-/// The shown stacks of every experiment, as a tree of shown frames from
-/// `main` (or the outermost frame) down: a stack as shown is a node, the
-/// frames from it up to the root, so stacks that show the same are one
-/// node (one group) and the frames they share are stored once. Neighbouring
-/// stack records share most of their outer frames: those are not looked at
-/// again.
-struct ShownStacks {
-    /// Distinct frames, and per frame its text line and whether it is main.
-    frames: Vec<ShownFrame>,
-    frame_ids: HashMap<ShownFrame, u32>,
-    frame_lines: Vec<String>,
-    is_main: Vec<bool>,
-    /// Per node: its parent and its frame (the root's are unused).
-    parent: Vec<u32>,
-    frame: Vec<u32>,
-    /// Per node: the length of its frames' text.
-    text_len: Vec<usize>,
-    /// Nodes by parent and frame.
-    children: Children,
-}
-
-/// The empty stack: the tree's root.
-const ROOT: u32 = 0;
-/// A PC of the collector's own code: not shown.
-const HIDDEN: u32 = u32::MAX;
-
-impl Default for ShownStacks {
-    fn default() -> ShownStacks {
-        ShownStacks {
-            frames: Vec::new(),
-            frame_ids: HashMap::new(),
-            frame_lines: Vec::new(),
-            is_main: Vec::new(),
-            parent: vec![ROOT],
-            frame: vec![HIDDEN],
-            text_len: vec![0],
-            children: Children::default(),
-        }
-    }
-}
-
-impl ShownStacks {
-    fn frame_id(&mut self, frame: ShownFrame) -> u32 {
-        if let Some(&id) = self.frame_ids.get(&frame) {
-            return id;
-        }
-        let id = self.frames.len() as u32;
-        self.frame_lines
-            .push(format!("    {}\n", frame_text(&frame)));
-        self.is_main.push(frame.function == "main");
-        self.frame_ids.insert(frame.clone(), id);
-        self.frames.push(frame);
-        id
-    }
-
-    fn child(&mut self, parent: u32, frame: u32) -> u32 {
-        let frames = &self.frame;
-        if let Some(node) = self.children.get(parent, frame, |n| frames[n as usize]) {
-            return node;
-        }
-        let node = self.parent.len() as u32;
-        self.parent.push(parent);
-        self.frame.push(frame);
-        let len = self.text_len[parent as usize] + self.frame_lines[frame as usize].len();
-        self.text_len.push(len);
-        self.children.insert(parent, frame, node);
-        node
-    }
-
-    /// The node below `node` for one more frame toward the leaf. The stack
-    /// shown ends at its innermost `main`: a `main` starts it afresh.
-    fn step(&mut self, node: u32, frame: u32) -> u32 {
-        match frame {
-            HIDDEN => node,
-            f if self.is_main[f as usize] => self.child(ROOT, f),
-            f => self.child(node, f),
-        }
-    }
-
-    /// The node of a stack whose record was not written.
-    fn unknown(&mut self) -> u32 {
-        let frame = self.frame_id(ShownFrame {
-            function: "<unknown stack>".into(),
-            file: None,
-            line: None,
-        });
-        self.child(ROOT, frame)
-    }
-
-    /// Calls `each` with the node and the sums of every model stack
-    /// `sums` counts something for, walking the stacks in the order of
-    /// their records in the `stacks` files, experiment by experiment, an
-    /// experiment's lost stacks after its others: nodes are numbered in
-    /// that order, which breaks ties between groups. The outer frames a
-    /// stack shares with the one walked before are not looked at again.
-    fn of_model(&mut self, model: &Model, sums: &StackSums, mut each: impl FnMut(u32, Sums)) {
-        let mut frames = ModelFrames::new(model);
-        let mut walk = PathWalk::new(&model.stacks);
-        // Per frame of the path walked last, from the outermost: its PC
-        // and the node after it shown as a caller.
-        let mut path: Vec<(PcId, u32)> = Vec::new();
-        let mut lost_placed = 0;
-        let mut place_lost =
-            |shown: &mut ShownStacks, until: usize, each: &mut dyn FnMut(u32, Sums)| {
-                for lost in sums.lost.get(lost_placed..until).unwrap_or(&[]) {
-                    if lost.count > 0 {
-                        each(shown.unknown(), *lost);
-                    }
-                }
-                lost_placed = lost_placed.max(until);
-            };
-        let order = model.stacks.ids_in_walk_order();
-        for (i, &id) in order.iter().enumerate() {
-            // Walk order is not id order: a later stack's sums are fetched
-            // while this one is walked.
-            if let Some(&ahead) = order.get(i + crate::metrics::PREFETCH_AHEAD) {
-                sums.by_stack
-                    .get(ahead as usize)
-                    .map(crate::memory::prefetch_one);
-                sums.experiment
-                    .get(ahead as usize)
-                    .map(crate::memory::prefetch_one);
-            }
-            let stack_sums = sums.by_stack[id as usize];
-            if stack_sums.count == 0 {
-                continue;
-            }
-            place_lost(self, usize::from(sums.experiment[id as usize]), &mut each);
-            let Some(step) = walk.step(id) else {
-                continue;
-            };
-            path.truncate(step.kept);
-            // A frame's node as a caller is made once a frame is below it:
-            // a stack's innermost frame shows as a leaf instead.
-            for &pc in step.added {
-                self.settle(&mut frames, &mut path);
-                path.push((pc, UNSET));
-            }
-            let node = match path.split_last() {
-                Some((&(pc, _), outer)) => {
-                    let above = self.node_above(&mut frames, outer, pc);
-                    let frame = frames.leaf(self, pc);
-                    self.step(above, frame)
-                }
-                None => ROOT,
-            };
-            each(node, stack_sums);
-        }
-        place_lost(self, sums.lost.len(), &mut each);
-    }
-
-    /// Makes the node of the innermost frame of `path` as a caller, if it
-    /// is not made yet.
-    fn settle(&mut self, frames: &mut ModelFrames, path: &mut [(PcId, u32)]) {
-        let Some((&mut (pc, ref mut node), outer)) = path.split_last_mut() else {
-            return;
-        };
-        if *node == UNSET {
-            let above = self.node_above(frames, outer, pc);
-            let frame = frames.caller(self, pc);
-            *node = self.step(above, frame);
-        }
-    }
-
-    /// The node of the frames above a frame of PC `pc` whose callers are
-    /// `outer` (from the outermost): their caller's node, but below a
-    /// signal trampoline, the interrupted frame shows as a leaf.
-    fn node_above(&mut self, frames: &mut ModelFrames, outer: &[(PcId, u32)], pc: PcId) -> u32 {
-        let node_of = |level: Option<&(PcId, u32)>| level.map_or(ROOT, |&(_, node)| node);
-        match outer.split_last() {
-            Some((&(interrupted, _), further)) if frames.is_trampoline(pc) => {
-                let frame = frames.leaf(self, interrupted);
-                self.step(node_of(further.last()), frame)
-            }
-            _ => node_of(outer.last()),
-        }
-    }
-
-    /// Length of `node`'s frames' text.
-    fn text_len(&self, node: u32) -> usize {
-        self.text_len[node as usize]
-    }
-
-    /// Appends `node`'s frames to `text`, leaf first.
-    fn write_text(&self, mut node: u32, text: &mut String) {
-        while node != ROOT {
-            text.push_str(&self.frame_lines[self.frame[node as usize] as usize]);
-            node = self.parent[node as usize];
-        }
-    }
-
-    fn json(&self, mut node: u32) -> Json {
-        let mut list = Vec::new();
-        while node != ROOT {
-            list.push(frame_json(&self.frames[self.frame[node as usize] as usize]));
-            node = self.parent[node as usize];
-        }
-        Json::Array(list)
-    }
-}
-
-/// The frames the model's PCs show as, each worked out once. A caller's
-/// PC is shown as the loader symbolized it (a return address, looked up
-/// at its call); a leaf's PC, the return address into the code that
-/// called the allocator, which the loader looked up as it is (as an
-/// interrupted PC), is looked up again at its call; so is the PC below a
-/// signal trampoline, which the loader looked up as it is too.
-struct ModelFrames<'a> {
-    model: &'a Model,
-    /// Per PC: its frame as a caller, as a leaf (or `UNSET`).
-    caller: Vec<u32>,
-    leaf: Vec<u32>,
-    /// Per PC: in `__restore_rt`.
-    trampoline: Vec<bool>,
-    /// Opened symbol files, by object (None: unreadable).
-    files: HashMap<ObjectId, Option<ObjectFile>>,
-}
-
-/// A frame not worked out yet.
-const UNSET: u32 = u32::MAX - 1;
-
-impl<'a> ModelFrames<'a> {
-    fn new(model: &'a Model) -> ModelFrames<'a> {
-        let trampoline = model
-            .pcs
-            .iter()
-            .map(|pc| model.function(pc.function).name == "__restore_rt")
-            .collect();
-        ModelFrames {
-            model,
-            caller: vec![UNSET; model.pcs.len()],
-            leaf: vec![UNSET; model.pcs.len()],
-            trampoline,
-            files: HashMap::new(),
-        }
-    }
-
-    fn is_trampoline(&self, pc: PcId) -> bool {
-        self.trampoline.get(pc as usize).copied().unwrap_or(false)
-    }
-
-    /// The frame PC `pc` shows as a caller.
-    fn caller(&mut self, shown: &mut ShownStacks, pc: PcId) -> u32 {
-        self.frame(shown, pc, false)
-    }
-
-    /// The frame PC `pc` shows as the leaf (or below a signal trampoline).
-    fn leaf(&mut self, shown: &mut ShownStacks, pc: PcId) -> u32 {
-        self.frame(shown, pc, true)
-    }
-
-    fn frame(&mut self, shown: &mut ShownStacks, pc: PcId, as_leaf: bool) -> u32 {
-        let known = match as_leaf {
-            true => self.leaf.get(pc as usize),
-            false => self.caller.get(pc as usize),
-        };
-        if let Some(&frame) = known.filter(|&&f| f != UNSET) {
-            return frame;
-        }
-        let frame = self.work_out(shown, pc, as_leaf);
-        let memo = match as_leaf {
-            true => &mut self.leaf,
-            false => &mut self.caller,
-        };
-        if let Some(slot) = memo.get_mut(pc as usize) {
-            *slot = frame;
-        }
-        frame
-    }
-
-    /// The frame of `pc`, or HIDDEN for the collector's own frames (its
-    /// pthread_create, which a thread's stack passes through).
-    fn work_out(&mut self, shown: &mut ShownStacks, pc: PcId, as_leaf: bool) -> u32 {
-        let model = self.model;
-        let entry = model.pc(pc);
-        let object = entry.object.map(|o| model.object(o));
-        if object.is_some_and(|o| o.is_collector()) {
-            return HIDDEN;
-        }
-        let frame = match (as_leaf, entry.object) {
-            (true, Some(object)) => self.look_up(object, entry.address, entry.offset),
-            (true, None) => unknown_frame(entry.address.saturating_sub(1)),
-            (false, _) => {
-                let function = model.function(entry.function);
-                let line = entry.line.map(|l| model.line(l));
-                match function.kind {
-                    FunctionKind::Normal => ShownFrame {
-                        function: function.name.clone(),
-                        file: line.map(|l| l.file.display().to_string()),
-                        line: line.map(|l| l.line),
-                    },
-                    _ => unknown_frame(entry.address),
-                }
-            }
-        };
-        shown.frame_id(frame)
-    }
-
-    /// The frame of the call before return address `address` (at `offset`
-    /// in `object`).
-    fn look_up(&mut self, object: ObjectId, address: u64, offset: u64) -> ShownFrame {
-        let model = self.model;
-        let entry = model.object(object);
-        let file = self.files.entry(object).or_insert_with(|| {
-            let path = entry
-                .symbols_from
-                .clone()
-                .or_else(|| entry.path.is_file().then(|| entry.path.clone()))?;
-            ObjectFile::open(&path).ok()
-        });
-        let vdso = entry.path.as_os_str() == "[vdso]";
-        match file
-            .as_ref()
-            .map(|f| symbolize(f, offset.wrapping_sub(1), vdso))
-        {
-            Some(PcSymbol::Function { name, line, .. }) => ShownFrame {
-                function: name,
-                file: line.as_ref().map(|l| l.file.display().to_string()),
-                line: line.map(|l| l.line),
-            },
-            _ => unknown_frame(address.saturating_sub(1)),
-        }
-    }
-}
-
-/// A frame no function is known for: its address.
-fn unknown_frame(address: u64) -> ShownFrame {
-    ShownFrame {
-        function: format!("0x{address:x}"),
-        file: None,
-        line: None,
-    }
-}
-
-fn frame_text(frame: &ShownFrame) -> String {
-    match (&frame.file, frame.line) {
-        (Some(file), Some(line)) => format!("{}, line {line} in \"{file}\"", frame.function),
-        _ => frame.function.clone(),
     }
 }
 

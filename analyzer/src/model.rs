@@ -260,6 +260,24 @@ impl StackTable {
         ids
     }
 
+    /// The stacks whose innermost frames lie in `positions`, in walk
+    /// order: a part of the walk, for walks cut in parts (positions go up
+    /// to [`StackTable::positions`]).
+    pub(crate) fn ids_in_walk_order_within(&self, positions: std::ops::Range<u32>) -> Vec<StackId> {
+        // Sorted as (position, id) pairs: no lookup per comparison.
+        let mut pairs: Vec<u64> = (self.stacks.iter().enumerate())
+            .filter(|(_, stack)| positions.contains(&stack.position))
+            .map(|(id, stack)| u64::from(stack.position) << 32 | id as u64)
+            .collect();
+        pairs.sort_unstable();
+        pairs.into_iter().map(|pair| pair as StackId).collect()
+    }
+
+    /// The end of the stacks' positions.
+    pub(crate) fn positions(&self) -> u32 {
+        self.cells.len() as u32
+    }
+
     /// The model PC of the frame at `position`; None at the root.
     pub(crate) fn pc_at(&self, position: u32) -> Option<PcId> {
         match position {

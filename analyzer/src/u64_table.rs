@@ -1,7 +1,7 @@
 //! A map of nonzero 64-bit keys to small values, for tables of millions
 //! of entries met in random order (the heap blocks in use while the
-//! loader replays heap events, by address; the nodes of a heap listing's
-//! tree, by parent and frame).
+//! loader replays heap events, by address; the nodes of a call tree, by
+//! parent and function).
 //!
 //! With a general-purpose map each access waits for a cache miss (and a
 //! TLB miss, in a VM). This one is open addressing with linear probing on
