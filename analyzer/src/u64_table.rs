@@ -55,6 +55,16 @@ impl<V: Copy + Default> U64Table<V> {
         (slot.key == key).then_some(slot.value)
     }
 
+    /// The value of `key`, to change in place.
+    pub(crate) fn get_mut(&mut self, key: u64) -> Option<&mut V> {
+        if self.slots.is_empty() || key == 0 {
+            return None;
+        }
+        let index = self.find(key);
+        let slot = &mut self.slots[index];
+        (slot.key == key).then_some(&mut slot.value)
+    }
+
     /// Puts `value` at `key` (not 0); the value that was there, if one was.
     pub(crate) fn insert(&mut self, key: u64, value: V) -> Option<V> {
         if (self.len + 1) * 3 > self.slots.len() * 2 {
