@@ -16,6 +16,7 @@ mod shown;
 mod tests;
 
 use crate::model::{HeapEntry, HeapReplay, Model, PathWalk, StackId, StackTable, NO_STACK};
+use crate::parallel::on_two_threads;
 use serde_json::{json, Value as Json};
 use shown::{
     FrameMemo, Growing, Key, Keys, ModelFrames, Nodes, ShownFrame, ShownLine, ShownWalk, Tree,
@@ -396,21 +397,6 @@ fn largest_first(a: &Group, b: &Group) -> std::cmp::Ordering {
         .cmp(&a.sums.bytes)
         .then(b.sums.count.cmp(&a.sums.count))
         .then(a.rank.cmp(&b.rank))
-}
-
-/// Runs `first` here and `second` on a thread of its own.
-fn on_two_threads<A, B: Send>(
-    first: impl FnOnce() -> A,
-    second: impl FnOnce() -> B + Send,
-) -> (A, B) {
-    std::thread::scope(|scope| {
-        let second = scope.spawn(second);
-        let first = first();
-        let second = second
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (first, second)
-    })
 }
 
 /// The frames of the groups `listed`: their first stacks walked again,

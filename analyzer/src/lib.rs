@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod model;
 pub mod mpi;
 mod packed;
+mod parallel;
 pub mod report;
 mod resolve;
 pub mod session;

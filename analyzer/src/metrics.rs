@@ -8,7 +8,9 @@
 
 use crate::model::*;
 use crate::packed::{Layout, Sums};
+use crate::parallel::on_two_threads;
 use crate::u64_table::Children;
+use call_pairs::{CallPairs, ListedPairs};
 use commands::MetricName;
 use experiment::counters::MAX_COUNTERS;
 use experiment::io::IoClass;
@@ -706,6 +708,9 @@ impl<'v> FrameLevels<'v> {
 /// and entries are fetched.
 pub(crate) const PREFETCH_AHEAD: usize = 16;
 
+/// Below this many stacks a walk is not worth a second thread.
+const SPLIT_WALK_FROM: usize = 1 << 14;
+
 /// Selected events summed per stack.
 #[derive(Debug, Clone, Default)]
 pub struct Weights {
@@ -807,6 +812,45 @@ impl Weights {
     /// along theirs below `<Truncated-stack>`; an empty stack (and the lost
     /// one) is `<Unknown>` alone. Stacks come in no particular order.
     pub(crate) fn walk(&self, view: &View, visitor: &mut impl PathVisitor) {
+        self.walk_part(view, &view.walk_order, visitor);
+        self.visit_lost(view, visitor);
+    }
+
+    /// [`Weights::walk`] in two halves of the walk order, each told to a
+    /// visitor of its own (`make`'s) on a thread of its own; the second is
+    /// None for a walk too short to be worth a thread. For visitors whose
+    /// sums are sums over stacks, which the two halves' add up to: a half
+    /// starts its paths from the root, so each stack is told whole.
+    pub(crate) fn walk_in_halves<V: PathVisitor + Send>(
+        &self,
+        view: &View,
+        make: impl Fn() -> V + Sync,
+    ) -> (V, Option<V>) {
+        let order = &view.walk_order;
+        if order.len() < SPLIT_WALK_FROM {
+            let mut visitor = make();
+            self.walk(view, &mut visitor);
+            return (visitor, None);
+        }
+        let (near, far) = order.split_at(order.len() / 2);
+        let (first, second) = on_two_threads(
+            || {
+                let mut visitor = make();
+                self.walk_part(view, near, &mut visitor);
+                self.visit_lost(view, &mut visitor);
+                visitor
+            },
+            || {
+                let mut visitor = make();
+                self.walk_part(view, far, &mut visitor);
+                visitor
+            },
+        );
+        (first, Some(second))
+    }
+
+    /// The walk of the stacks `order` (a run of the view's walk order).
+    fn walk_part(&self, view: &View, order: &[StackId], visitor: &mut impl PathVisitor) {
         let stacks = self.sums.len();
         let selected =
             |stack: StackId| (stack as usize) < stacks && !self.sums.is_zero(stack as usize);
@@ -816,10 +860,10 @@ impl Weights {
                 false => vec![view.truncated],
             };
             let mut levels = FrameLevels::new(view, &base);
-            for (i, &stack) in view.walk_order.iter().enumerate() {
+            for (i, &stack) in order.iter().enumerate() {
                 // Walk order is not id order: a later stack's sum and
                 // entry are fetched while this one is walked.
-                if let Some(&ahead) = view.walk_order.get(i + PREFETCH_AHEAD) {
+                if let Some(&ahead) = order.get(i + PREFETCH_AHEAD) {
                     self.sums.prefetch(ahead as usize);
                     view.stacks.prefetch(ahead);
                 }
@@ -839,8 +883,12 @@ impl Weights {
             }
             levels.finish(visitor);
         }
-        let lost = stacks.saturating_sub(1);
-        if stacks > 0 && !self.sums.is_zero(lost) {
+    }
+
+    /// Tells `visitor` the events whose stack was lost, if any.
+    fn visit_lost(&self, view: &View, visitor: &mut impl PathVisitor) {
+        let lost = self.sums.len().saturating_sub(1);
+        if self.sums.len() > 0 && !self.sums.is_zero(lost) {
             alone(visitor, view.unknown, self.sums.get(lost));
         }
     }
@@ -1023,14 +1071,14 @@ impl<K: Hash + Eq + Copy> PathVisitor for KeySums<'_, K> {
 
 /// Exclusive (leaf frame) and inclusive (anywhere, once per stack) values
 /// per key; `key` maps a frame to what is measured (None: not counted).
-pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
+pub fn exclusive_inclusive<K: Hash + Eq + Copy + Sync>(
     view: &View,
     weights: &Weights,
     key: impl Fn(&Frame) -> Option<K>,
 ) -> HashMap<K, ExclInclValue> {
     let keys = FrameKeys::new(view, key);
     let width = weights.layout().width();
-    let mut sums = KeySums {
+    let make = || KeySums {
         keys: &keys,
         exclusive: Sums::new(width, keys.keys.len()),
         inclusive: Sums::new(width, keys.keys.len()),
@@ -1038,7 +1086,11 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
         levels: Vec::new(),
         sums: PathSums::new(width),
     };
-    weights.walk(view, &mut sums);
+    let (mut sums, other) = weights.walk_in_halves(view, make);
+    if let Some(other) = other {
+        sums.exclusive.add_all(&other.exclusive);
+        sums.inclusive.add_all(&other.inclusive);
+    }
     let KeySums {
         exclusive,
         inclusive,
@@ -1046,10 +1098,10 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy>(
     } = sums;
     // Only what some selected stack holds (every such stack has events).
     keys.keys
-        .into_iter()
+        .iter()
         .enumerate()
         .filter(|&(i, _)| !inclusive.is_zero(i))
-        .map(|(i, k)| {
+        .map(|(i, &k)| {
             let value = ExclInclValue {
                 exclusive: weights.value(exclusive.get(i)),
                 inclusive: weights.value(inclusive.get(i)),
@@ -1166,32 +1218,25 @@ pub fn all_callers_callees(view: &View, weights: &Weights) -> HashMap<FunctionId
 pub struct AllCallersCallees {
     layout: Layout,
     values: HashMap<FunctionId, ExclInclValue>,
-    callers: PairLists,
-    callees: PairLists,
+    pairs: ListedPairs,
 }
 
 impl AllCallersCallees {
     pub fn new(view: &View, weights: &Weights) -> AllCallersCallees {
         let bound = view.function_bound();
         let width = weights.layout().width();
-        let mut exclusive = Sums::new(width, bound);
-        let mut inclusive = Sums::new(width, bound);
-        let mut callers = PairSums::new(bound, width);
-        let mut callees = PairSums::new(bound, width);
         let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
-        let mut pairs = PairWalk {
-            function_of: &function_of,
-            exclusive: &mut exclusive,
-            inclusive: &mut inclusive,
-            callers: &mut callers,
-            callees: &mut callees,
-            levels: Vec::new(),
-            sums: PathSums::new(width),
-            covered: PathSums::new(width),
-            covered_before: PathSums::new(width),
-            innermost: vec![NO_LEVEL; bound],
-        };
-        weights.walk(view, &mut pairs);
+        let make = || PairWalk::new(&function_of, bound, width);
+        let (mut pairs, other) = weights.walk_in_halves(view, make);
+        if let Some(other) = other {
+            pairs.absorb(other);
+        }
+        let PairWalk {
+            exclusive,
+            inclusive,
+            pairs,
+            ..
+        } = pairs;
         let values = (0..bound as FunctionId)
             .filter(|&f| !inclusive.is_zero(f as usize))
             .map(|center| {
@@ -1205,8 +1250,7 @@ impl AllCallersCallees {
         AllCallersCallees {
             layout: weights.layout().clone(),
             values,
-            callers: callers.grouped(),
-            callees: callees.grouped(),
+            pairs: pairs.listed(),
         }
     }
 
@@ -1222,8 +1266,8 @@ impl AllCallersCallees {
         CallersCallees {
             center,
             value: self.values.get(&center).copied().unwrap_or_default(),
-            callers: sorted_by_value(self.callers.of(center, &self.layout)),
-            callees: sorted_by_value(self.callees.of(center, &self.layout)),
+            callers: sorted_by_value(self.pairs.callers(center, &self.layout)),
+            callees: sorted_by_value(self.pairs.callees(center, &self.layout)),
         }
     }
 }
@@ -1244,10 +1288,9 @@ const NO_LEVEL: u32 = u32::MAX;
 /// exclusive value.
 struct PairWalk<'a> {
     function_of: &'a [FunctionId],
-    exclusive: &'a mut Sums,
-    inclusive: &'a mut Sums,
-    callers: &'a mut PairSums,
-    callees: &'a mut PairSums,
+    exclusive: Sums,
+    inclusive: Sums,
+    pairs: CallPairs,
     /// Per frame of the path: its function, and the next outer frame with
     /// the same function.
     levels: Vec<(FunctionId, u32)>,
@@ -1257,14 +1300,45 @@ struct PairWalk<'a> {
     covered_before: PathSums,
     /// Per function: the innermost frame of the path with it.
     innermost: Vec<u32>,
+    /// Room for the values [`PathVisitor::leave`] works out, made once:
+    /// arrays of every word a value may have would be zeroed per frame.
+    below: Vec<u64>,
+    own: Vec<u64>,
+    share: Vec<u64>,
 }
 
-impl PairWalk<'_> {
+impl<'a> PairWalk<'a> {
+    /// A walk over `bound` functions' frames, whose values are `width`
+    /// words.
+    fn new(function_of: &'a [FunctionId], bound: usize, width: usize) -> PairWalk<'a> {
+        PairWalk {
+            function_of,
+            exclusive: Sums::new(width, bound),
+            inclusive: Sums::new(width, bound),
+            pairs: CallPairs::new(bound, width),
+            levels: Vec::new(),
+            sums: PathSums::new(width),
+            covered: PathSums::new(width),
+            covered_before: PathSums::new(width),
+            innermost: vec![NO_LEVEL; bound],
+            below: vec![0; width],
+            own: vec![0; width],
+            share: vec![0; width],
+        }
+    }
+
     fn function(&self, frame: FrameId) -> FunctionId {
         self.function_of
             .get(frame as usize)
             .copied()
             .unwrap_or(UNKNOWN)
+    }
+
+    /// Adds the sums of `other`, a walk of other stacks.
+    fn absorb(&mut self, other: PairWalk) {
+        self.exclusive.add_all(&other.exclusive);
+        self.inclusive.add_all(&other.inclusive);
+        self.pairs.absorb(other.pairs);
     }
 }
 
@@ -1272,16 +1346,19 @@ impl PathVisitor for PairWalk<'_> {
     fn enter(&mut self, frame: FrameId) {
         let function = self.function(frame);
         let depth = self.levels.len();
+        let caller = match depth {
+            0 => TOTAL,
+            _ => self.levels[depth - 1].0,
+        };
+        // Its cell is added to when the frame is left: fetched meanwhile.
+        self.pairs.prefetch(caller, function);
         let outer = std::mem::replace(&mut self.innermost[function as usize], depth as u32);
         self.levels.push((function, outer));
         self.sums.push();
         self.covered.push();
         self.covered_before.push();
         if depth > 0 {
-            let mut before = [0u64; crate::packed::WORDS];
-            let width = self.covered.width;
-            before[..width].copy_from_slice(self.covered.at(depth - 1));
-            self.covered_before.add(&before[..width]);
+            self.covered_before.add(self.covered.at(depth - 1));
         }
     }
 
@@ -1290,31 +1367,25 @@ impl PathVisitor for PairWalk<'_> {
             return;
         };
         let depth = self.levels.len();
-        let width = self.sums.width;
-        let (mut below, mut own) = ([0u64; crate::packed::WORDS], [0u64; crate::packed::WORDS]);
-        let (below, own) = (&mut below[..width], &mut own[..width]);
+        let (below, own, share) = (&mut self.below, &mut self.own, &mut self.share);
         below.copy_from_slice(self.sums.innermost());
         // The deeper frames of this function covered theirs already.
         for ((own, b), c) in own.iter_mut().zip(&*below).zip(self.covered.innermost()) {
             *own = b - c;
         }
-        let (below, own) = (&*below, &*own);
         self.inclusive.add(function as usize, own);
-        let caller = match depth {
-            0 => TOTAL,
-            _ => self.levels[depth - 1].0,
-        };
-        self.callers.add(function, caller, own);
         if outer != NO_LEVEL {
             self.covered.add_at(outer as usize, below);
         }
-        match depth {
-            0 => self.callees.add(TOTAL, function, below),
+        let caller = match depth {
+            0 => {
+                share.copy_from_slice(below);
+                TOTAL
+            }
             _ => {
                 // What ended below this frame is its caller's callee
                 // share, but for what the caller's function's deeper
                 // frames here covered.
-                let mut share = [0u64; crate::packed::WORDS];
                 let parts = below
                     .iter()
                     .zip(self.covered.at(depth - 1))
@@ -1322,9 +1393,10 @@ impl PathVisitor for PairWalk<'_> {
                 for (slot, ((b, now), before)) in share.iter_mut().zip(parts) {
                     *slot = b - (now - before);
                 }
-                self.callees.add(caller, function, &share[..width]);
+                self.levels[depth - 1].0
             }
-        }
+        };
+        self.pairs.add(caller, function, own, share);
         self.innermost[function as usize] = outer;
         self.sums.pop();
         self.covered.drop_innermost();
@@ -1337,99 +1409,6 @@ impl PathVisitor for PairWalk<'_> {
             self.exclusive.add(leaf as usize, value);
         }
         self.sums.add(value);
-    }
-}
-
-/// Packed values per (centre, other function): a dense matrix when there
-/// are few functions (an indexed add per frame), else a hash map of
-/// indices.
-enum PairSums {
-    Dense { bound: usize, sums: Sums },
-    Sparse(FxHashMap<(FunctionId, FunctionId), u32>, Sums),
-}
-
-/// At most this many words in a dense [`PairSums`].
-const DENSE_PAIR_WORDS: usize = 1 << 21;
-
-impl PairSums {
-    fn new(bound: usize, width: usize) -> PairSums {
-        match bound.checked_mul(bound) {
-            Some(cells) if cells.saturating_mul(width) <= DENSE_PAIR_WORDS => PairSums::Dense {
-                bound,
-                sums: Sums::new(width, cells),
-            },
-            _ => PairSums::Sparse(FxHashMap::default(), Sums::new(width, 0)),
-        }
-    }
-
-    fn add(&mut self, center: FunctionId, other: FunctionId, value: &[u64]) {
-        match self {
-            PairSums::Dense { bound, sums } => {
-                sums.add(center as usize * *bound + other as usize, value)
-            }
-            PairSums::Sparse(map, sums) => {
-                let index = *map
-                    .entry((center, other))
-                    .or_insert_with(|| sums.push_zero() as u32);
-                sums.add(index as usize, value)
-            }
-        }
-    }
-
-    /// The pairs grouped by centre, for one centre's at a time.
-    fn grouped(self) -> PairLists {
-        match self {
-            PairSums::Dense { bound, sums } => PairLists::Dense { bound, sums },
-            PairSums::Sparse(map, sums) => {
-                let mut by_center: FxHashMap<FunctionId, Vec<(FunctionId, u32)>> =
-                    FxHashMap::default();
-                for ((center, other), index) in map {
-                    by_center.entry(center).or_default().push((other, index));
-                }
-                PairLists::Sparse { by_center, sums }
-            }
-        }
-    }
-}
-
-/// [`PairSums`] by centre.
-enum PairLists {
-    Dense {
-        bound: usize,
-        sums: Sums,
-    },
-    Sparse {
-        by_center: FxHashMap<FunctionId, Vec<(FunctionId, u32)>>,
-        sums: Sums,
-    },
-}
-
-impl PairLists {
-    /// The other functions of `center`'s pairs with events, and the values.
-    fn of(&self, center: FunctionId, layout: &Layout) -> Vec<(FunctionId, Value)> {
-        let mut out = Vec::new();
-        let mut put = |other: FunctionId, packed: &[u64]| {
-            let value = layout.unpack(packed);
-            if !value.is_empty() {
-                out.push((other, value));
-            }
-        };
-        match self {
-            PairLists::Dense { bound, sums } => {
-                let row = (center as usize).min(*bound) * bound;
-                for other in 0..*bound {
-                    if row + other < sums.len() && !sums.is_zero(row + other) {
-                        put(other as FunctionId, sums.get(row + other));
-                    }
-                }
-            }
-            PairLists::Sparse { by_center, sums } => {
-                for &(other, index) in by_center.get(&center).into_iter().flatten() {
-                    put(other, sums.get(index as usize));
-                }
-            }
-        }
-        out
     }
 }
 
@@ -1672,5 +1651,6 @@ fn child_lists(parent_of: &[u32]) -> (Vec<u32>, Vec<NodeId>) {
     (child_start, child_ids)
 }
 
+mod call_pairs;
 #[cfg(test)]
 mod tests;

@@ -220,6 +220,16 @@ impl Sums {
         }
     }
 
+    /// Adds packed `value` to the words of value `i` from its word `at`.
+    #[inline]
+    pub fn add_at(&mut self, i: usize, at: usize, value: &[u64]) {
+        let start = i * self.width + at;
+        let sum = &mut self.words[start..start + value.len()];
+        for (s, v) in sum.iter_mut().zip(value) {
+            *s += v;
+        }
+    }
+
     /// Adds `value` to word `at` of value `i`.
     #[inline]
     pub fn add_word(&mut self, i: usize, at: usize, value: u64) {
@@ -240,6 +250,18 @@ impl Sums {
         }
     }
 
+    /// Starts fetching every cache line of value `i` (one wider than a
+    /// word may straddle two).
+    pub fn prefetch_whole(&self, i: usize) {
+        let start = i * self.width;
+        if let Some(words) = self.words.get(start..start + self.width) {
+            if let (Some(first), Some(last)) = (words.first(), words.last()) {
+                crate::memory::prefetch_one(first);
+                crate::memory::prefetch_one(last);
+            }
+        }
+    }
+
     /// Whether value `i` is all zeros (nothing was added, or only nothing).
     pub fn is_zero(&self, i: usize) -> bool {
         self.get(i).iter().all(|&w| w == 0)
@@ -256,6 +278,17 @@ impl Sums {
         let (w, (t, f)) = (self.width, (to * self.width, from * self.width));
         for k in 0..w {
             self.words[t + k] += self.words[f + k];
+        }
+    }
+
+    /// Adds every value of `other` (as long, as wide) to this one's.
+    pub fn add_all(&mut self, other: &Sums) {
+        debug_assert_eq!(
+            (self.width, self.words.len()),
+            (other.width, other.words.len())
+        );
+        for (sum, word) in self.words.iter_mut().zip(&other.words) {
+            *sum += word;
         }
     }
 

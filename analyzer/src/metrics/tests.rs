@@ -258,16 +258,34 @@ fn callers_callees_of_many_functions_are_hashed_pairs() {
     let m = model(&numbered(1100), &stacks, &events);
     let view = View::new(&m, &ViewSettings::default());
     let weights = Weights::new(&m, |_| true);
-    assert!(matches!(
-        PairSums::new(view.function_bound(), weights.layout().width()),
-        PairSums::Sparse(..)
-    ));
+    assert!(CallPairs::new(view.function_bound(), weights.layout().width()).is_sparse());
     let all = all_callers_callees(&view, &weights);
     assert_eq!(all.len(), 1101, "every function and <Total>");
     for (&center, cc) in &all {
         assert_eq!(*cc, callers_callees(&view, &weights, center));
     }
     assert_eq!(all[&f(0)].value.inclusive, ms(1400));
+}
+
+/// Hashed pairs summed on two threads are the same pictures.
+#[test]
+fn hashed_pairs_of_a_walk_in_halves() {
+    let count = SPLIT_WALK_FROM as u32 + 1100;
+    let stacks: Vec<_> = (0..count)
+        .map(|i| complete(vec![i % 1100, (i * 7 + 3) % 1100, (i * 13) % 1100, 0]))
+        .collect();
+    let events: Vec<StackId> = (0..count).collect();
+    let m = model(&numbered(1100), &stacks, &events);
+    let view = View::new(&m, &ViewSettings::default());
+    let weights = Weights::new(&m, |_| true);
+    let all = all_callers_callees(&view, &weights);
+    for (&center, cc) in all
+        .iter()
+        .filter(|(&center, _)| center % 37 == 0 || center == f(0))
+    {
+        assert_eq!(*cc, callers_callees(&view, &weights, center), "{center}");
+    }
+    assert_eq!(all[&f(0)].value.inclusive, ms(u64::from(count)));
 }
 
 /// Stacks in one tree the way the loader stores them: each shares its
@@ -299,12 +317,25 @@ fn shared_table(stacks: &[(Vec<PcId>, StackStatus)]) -> StackTable {
 /// inlined functions, hidden objects folded, truncated and empty stacks.
 #[test]
 fn walked_frames_are_each_stacks_frames() {
+    walks_of_wandering_stacks_agree_with_each_stack(400);
+}
+
+/// Walks of enough stacks to be split over two threads sum as one walk,
+/// the lost stack counted once.
+#[test]
+fn walks_in_halves_agree_with_each_stack() {
+    walks_of_wandering_stacks_agree_with_each_stack(SPLIT_WALK_FROM + 999);
+}
+
+/// [`walked_frames_are_each_stacks_frames`] with `count` stacks, and
+/// events whose stack was lost.
+fn walks_of_wandering_stacks_agree_with_each_stack(count: usize) {
     let mut next = below(0x9e37_79b9_7f4a_7c15);
     // One wandering path: each stack returns from some calls of the one
     // before and makes new ones.
     let mut path: Vec<PcId> = Vec::new();
     let mut stacks = Vec::new();
-    for _ in 0..400 {
+    for _ in 0..count {
         let back = (next(4) as usize).min(path.len());
         path.truncate(path.len() - back);
         for _ in 0..next(4) {
@@ -344,6 +375,7 @@ fn walked_frames_are_each_stacks_frames() {
         ];
     }
     m.events = (0..stacks.len() as StackId).map(one_ms_event).collect();
+    m.events.push(one_ms_event(NO_STACK));
     for (inlines, hidden) in [(false, false), (true, false), (false, true), (true, true)] {
         let settings = ViewSettings {
             inlines,
@@ -364,7 +396,7 @@ fn walked_frames_are_each_stacks_frames() {
         let weights = Weights::new(&m, |_| true);
         let mut walked = 0;
         weights.for_each_stack(&view, |_, value| walked += weights.value(value).events);
-        assert_eq!(walked, stacks.len() as u64);
+        assert_eq!(walked, m.events.len() as u64);
         sums_agree_with_each_stacks_frames(&view, &weights);
     }
 }
