@@ -42,7 +42,7 @@ impl ClockProfile {
 pub fn clock_profile(expt: &Experiment) -> Result<ClockProfile> {
     let model = crate::load(&[expt.path().to_path_buf()], false)?;
     let view = View::new(&model, &ViewSettings::default());
-    let weights = Weights::new(&model, |_| true);
+    let weights = Weights::all(&model);
     let mut profile = ClockProfile {
         total_ns: weights.total.ns,
         events: weights.total.events,

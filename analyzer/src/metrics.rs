@@ -385,6 +385,12 @@ pub struct View {
 
 impl View {
     pub fn new(model: &Model, settings: &ViewSettings) -> View {
+        let t0 = std::time::Instant::now();
+        let v = Self::new2(model, settings);
+        eprintln!("DBG view {:?}", t0.elapsed());
+        v
+    }
+    pub fn new2(model: &Model, settings: &ViewSettings) -> View {
         let mut frames = Vec::with_capacity(model.pcs.len() + 2);
         let mut pc_frames = Vec::with_capacity(model.pcs.len() + 1);
         let mut folds = Vec::with_capacity(model.pcs.len());
@@ -708,6 +714,10 @@ impl<'v> FrameLevels<'v> {
 /// and entries are fetched.
 pub(crate) const PREFETCH_AHEAD: usize = 16;
 
+/// Below this many clock events and allocations, summing them is not
+/// worth a second thread.
+const SPLIT_SUMS_FROM: usize = 1 << 20;
+
 /// Below this many stacks a walk is not worth a second thread.
 const SPLIT_WALK_FROM: usize = 1 << 14;
 
@@ -724,48 +734,55 @@ pub struct Weights {
 }
 
 impl Weights {
+    /// Sums every event, wait and allocation: clock events and
+    /// allocations, most of the data, in two halves on two threads when
+    /// there are many.
+    pub fn all(model: &Model) -> Weights {
+        let t = std::time::Instant::now();
+        let w = Self::all2(model);
+        eprintln!("DBG weights {:?}", t.elapsed());
+        w
+    }
+    pub fn all2(model: &Model) -> Weights {
+        let (events, heap) = (&model.events[..], &model.heap[..]);
+        if events.len() + heap.len() < SPLIT_SUMS_FROM {
+            return Weights::new(model, |_| true);
+        }
+        let layout = Layout::of(model);
+        let (events, heap) = (
+            events.split_at(events.len() / 2),
+            heap.split_at(heap.len() / 2),
+        );
+        let sum = |events, heap| {
+            let mut sums = Sums::new(layout.width(), model.stacks.len() + 1);
+            add_events_and_allocations(model, &layout, &|_| true, (events, heap), &mut sums);
+            sums
+        };
+        let (mut sums, other) = on_two_threads(|| sum(events.0, heap.0), || sum(events.1, heap.1));
+        sums.add_all(&other);
+        drop(other);
+        Weights::with_the_rest(model, layout, sums, |_| true)
+    }
+
     /// Sums the events, waits and allocations `keep` accepts (a wait or an
     /// allocation is asked as an event: [`HeapEntry::as_event`]).
     pub fn new(model: &Model, keep: impl Fn(&EventEntry) -> bool) -> Weights {
         let layout = Layout::of(model);
-        let lost_slot = model.stacks.len();
-        let mut sums = Sums::new(layout.width(), lost_slot + 1);
-        let slot_of = |stack: StackId| match stack {
-            NO_STACK => lost_slot,
-            stack => (stack as usize).min(lost_slot),
-        };
-        // Clock events are most of the data: their two words go straight
-        // to their places, with no value made and packed for each.
-        let ns_at = layout.position(crate::packed::NS_WORD);
-        let events_at = layout.position(crate::packed::EVENTS_WORD);
-        for event in model.events.iter().filter(|e| keep(e)) {
-            let slot = slot_of(event.stack);
-            if let Some(at) = ns_at {
-                sums.add_word(slot, at, u64::from(event.weight_ns));
-            }
-            if let Some(at) = events_at {
-                sums.add_word(slot, at, u64::from(event.count));
-            }
-        }
-        // So are allocations' four, in a heap-tracing experiment: the
-        // stack of a later allocation fetched while one is added.
-        let heap_at = crate::packed::ALLOCATION_WORDS.map(|word| layout.position(word));
-        for (i, entry) in model.heap.iter().enumerate() {
-            if let Some(ahead) = model.heap.get(i + PREFETCH_AHEAD) {
-                sums.prefetch(slot_of(ahead.stack));
-            }
-            if !keep(&entry.as_event()) {
-                continue;
-            }
-            let slot = slot_of(entry.stack);
-            let leaked = u64::from(entry.leaked);
-            let words = [1, entry.bytes, leaked, leaked * entry.bytes];
-            for (at, word) in heap_at.into_iter().zip(words) {
-                if let Some(at) = at {
-                    sums.add_word(slot, at, word);
-                }
-            }
-        }
+        let mut sums = Sums::new(layout.width(), model.stacks.len() + 1);
+        let parts = (&model.events[..], &model.heap[..]);
+        add_events_and_allocations(model, &layout, &keep, parts, &mut sums);
+        Weights::with_the_rest(model, layout, sums, keep)
+    }
+
+    /// `sums` of the clock events and allocations `keep` accepts, with the
+    /// other data's added.
+    fn with_the_rest(
+        model: &Model,
+        layout: Layout,
+        mut sums: Sums,
+        keep: impl Fn(&EventEntry) -> bool,
+    ) -> Weights {
+        let slot_of = |stack| slot_of(model, stack);
         let mut packed = vec![0u64; layout.width()];
         let mut add = |stack: StackId, value: Value| {
             layout.pack(value, &mut packed);
@@ -916,6 +933,57 @@ impl Weights {
     }
 }
 
+/// A stack's index in [`Weights`]'s sums: the last for a lost stack.
+fn slot_of(model: &Model, stack: StackId) -> usize {
+    let lost = model.stacks.len();
+    match stack {
+        NO_STACK => lost,
+        stack => (stack as usize).min(lost),
+    }
+}
+
+/// Adds clock events and allocations of `model` that `keep` accepts to
+/// their stacks' `sums`: their words go straight to
+/// their places, with no value made and packed for each.
+fn add_events_and_allocations(
+    model: &Model,
+    layout: &Layout,
+    keep: &impl Fn(&EventEntry) -> bool,
+    (events, heap): (&[EventEntry], &[HeapEntry]),
+    sums: &mut Sums,
+) {
+    let slot_of = |stack| slot_of(model, stack);
+    let ns_at = layout.position(crate::packed::NS_WORD);
+    let events_at = layout.position(crate::packed::EVENTS_WORD);
+    for event in events.iter().filter(|e| keep(e)) {
+        let slot = slot_of(event.stack);
+        if let Some(at) = ns_at {
+            sums.add_word(slot, at, u64::from(event.weight_ns));
+        }
+        if let Some(at) = events_at {
+            sums.add_word(slot, at, u64::from(event.count));
+        }
+    }
+    // The stack of a later allocation is fetched while one is added.
+    let heap_at = crate::packed::ALLOCATION_WORDS.map(|word| layout.position(word));
+    for (i, entry) in heap.iter().enumerate() {
+        if let Some(ahead) = heap.get(i + PREFETCH_AHEAD) {
+            sums.prefetch(slot_of(ahead.stack));
+        }
+        if !keep(&entry.as_event()) {
+            continue;
+        }
+        let slot = slot_of(entry.stack);
+        let leaked = u64::from(entry.leaked);
+        let words = [1, entry.bytes, leaked, leaked * entry.bytes];
+        for (at, word) in heap_at.into_iter().zip(words) {
+            if let Some(at) = at {
+                sums.add_word(slot, at, word);
+            }
+        }
+    }
+}
+
 /// The measured keys of a view's frames, each numbered densely once, so
 /// that a frame's key is an array read (not a hash) in the hot loop.
 struct FrameKeys<K> {
@@ -976,6 +1044,11 @@ impl PathSums {
 
     fn push(&mut self) {
         self.words.resize(self.words.len() + self.width, 0);
+    }
+
+    /// Adds an innermost frame whose sum starts at `value`.
+    fn push_value(&mut self, value: &[u64]) {
+        self.words.extend_from_slice(value);
     }
 
     /// Adds `value` to the innermost frame's.
@@ -1227,10 +1300,13 @@ impl AllCallersCallees {
         let width = weights.layout().width();
         let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
         let make = || PairWalk::new(&function_of, bound, width);
+        let t = std::time::Instant::now();
         let (mut pairs, other) = weights.walk_in_halves(view, make);
+        eprintln!("DBG walk {:?}", t.elapsed());
         if let Some(other) = other {
             pairs.absorb(other);
         }
+        eprintln!("DBG absorbed {:?}", t.elapsed());
         let PairWalk {
             exclusive,
             inclusive,
@@ -1356,9 +1432,9 @@ impl PathVisitor for PairWalk<'_> {
         self.levels.push((function, outer));
         self.sums.push();
         self.covered.push();
-        self.covered_before.push();
-        if depth > 0 {
-            self.covered_before.add(self.covered.at(depth - 1));
+        match depth {
+            0 => self.covered_before.push(),
+            _ => self.covered_before.push_value(self.covered.at(depth - 1)),
         }
     }
 

@@ -640,7 +640,7 @@ impl Analysis {
     /// The events the selections and the filter keep.
     fn weights(&self) -> Weights {
         match self.selection() {
-            None => Weights::new(&self.model, |_| true),
+            None => Weights::all(&self.model),
             Some(keep) => Weights::new(&self.model, keep),
         }
     }
@@ -736,7 +736,7 @@ impl Analysis {
     /// Runs `f` over the selected events.
     fn with_context<T>(&mut self, all_events: bool, f: impl FnOnce(&Context) -> T) -> T {
         let weights = match all_events {
-            true => Weights::new(&self.model, |_| true),
+            true => Weights::all(&self.model),
             false => self.weights(),
         };
         self.with_weights(&weights, f)

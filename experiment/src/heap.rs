@@ -125,6 +125,11 @@ pub struct HeapEvent {
 /// bytes each, and a stack id.
 pub const MAX_HEAP_RECORD_SIZE: usize = 1 + 10 * 5 + 8;
 
+/// Shortest record of an event that makes a block (an allocation,
+/// realloc or mmap): op, four one-byte numbers and the stack id. A reader
+/// bounds how many blocks a file can make by it.
+pub const MIN_ALLOCATING_RECORD_SIZE: usize = 1 + 4 + 8;
+
 /// The previous record's values, against which the next one is encoded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HeapDelta {
@@ -328,6 +333,25 @@ mod tests {
         let mut decoded = Vec::new();
         assert!(decode_block(1_000, &bytes, |e| decoded.push(e)));
         assert_eq!(decoded, events);
+    }
+
+    /// No event that makes a block encodes shorter than the bound.
+    #[test]
+    fn allocating_records_take_at_least_the_minimum() {
+        for op in HeapOp::ALL.into_iter().filter(|op| op.allocates()) {
+            let mut delta = HeapDelta::block_start(0);
+            let e = HeapEvent {
+                op,
+                order: 0,
+                timestamp_ns: 0,
+                address: 0,
+                size: 0,
+                old_address: 0,
+                stack_id: 0,
+            };
+            let len = delta.encode(&e, &mut [0u8; MAX_HEAP_RECORD_SIZE]);
+            assert!(len >= MIN_ALLOCATING_RECORD_SIZE, "{op:?}: {len}");
+        }
     }
 
     #[test]

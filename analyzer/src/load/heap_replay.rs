@@ -9,7 +9,7 @@ use super::{SampleIntervals, Tally, ThreadNumbers, EVENT_BATCH};
 use crate::model::{HeapEntry, HeapReplay};
 use crate::u64_table::U64Table;
 use crate::Result;
-use experiment::heap::HeapOp;
+use experiment::heap::{HeapOp, MIN_ALLOCATING_RECORD_SIZE};
 use experiment::log::Sample;
 use experiment::{BlockStats, Experiment};
 use rustc_hash::FxHashMap;
@@ -55,9 +55,10 @@ struct ReplayedSummary {
 
 /// A heap replay under way: [`Builder::receive_heap`] ends it.
 pub(super) struct HeapReplaying {
-    /// Room for the allocations the heap file may hold (about 13 bytes
-    /// an event: one per 8 bytes is more than enough), reserved in the
-    /// model (not touched) so that they are never copied as they come.
+    /// Room for the allocations the heap file may hold (an allocating
+    /// record takes at least `MIN_ALLOCATING_RECORD_SIZE` bytes), reserved
+    /// in the model (not touched) so that they are never copied as they
+    /// come; the table of blocks in use has as much, to grow in place.
     room: usize,
     allocations: Receiver<Replayed>,
     /// Batches given back to the replay to be filled again.
@@ -75,10 +76,11 @@ pub(super) fn start(
 ) -> HeapReplaying {
     let (sender, allocations) = std::sync::mpsc::channel();
     let (recycle, recycled) = std::sync::mpsc::channel();
-    let room = stored_bytes(expt, "heap") / 8;
+    let room = stored_bytes(expt, "heap") / MIN_ALLOCATING_RECORD_SIZE;
     let expt = expt.clone();
-    let thread =
-        std::thread::spawn(move || replay(&expt, index, &plausible, &samples, sender, recycled));
+    let thread = std::thread::spawn(move || {
+        replay(&expt, index, room, &plausible, &samples, sender, recycled)
+    });
     HeapReplaying {
         room,
         allocations,
@@ -88,10 +90,12 @@ pub(super) fn start(
 }
 
 /// Replays `expt`'s heap events in order: the allocations sent on
-/// `sender` in batches (filling those that come back on `recycled`).
+/// `sender` in batches (filling those that come back on `recycled`). At
+/// most `room` blocks can be in use at once.
 fn replay(
     expt: &Experiment,
     index: u16,
+    room: usize,
     plausible: &PlausibleTimes,
     samples: &[Sample],
     sender: Sender<Replayed>,
@@ -103,7 +107,7 @@ fn replay(
         if std::mem::replace(&mut started, true) {
             let _ = sender.send(Replayed::Restart);
         }
-        HeapLoad::new(index, sender.clone(), &recycled)
+        HeapLoad::new(index, room, sender.clone(), &recycled)
     };
     let (mut heap, stats) = expt.heap_events_in_order(new_load, |heap, record| {
         let e = record.event;
@@ -183,11 +187,12 @@ const BYTES_ELSEWHERE: u32 = u32::MAX;
 impl<'a> HeapLoad<'a> {
     fn new(
         experiment: u16,
+        room: usize,
         sender: Sender<Replayed>,
         recycled: &'a Receiver<Vec<Allocation>>,
     ) -> HeapLoad<'a> {
         HeapLoad {
-            live: U64Table::default(),
+            live: U64Table::with_room(room),
             pending: std::collections::VecDeque::with_capacity(REPLAY_AHEAD + 1),
             in_use: 0,
             replay: HeapReplay {

@@ -531,3 +531,43 @@ fn allocations_sum_as_their_values() {
     assert_eq!(weights.total.bytes_leaked, 1350);
     assert_eq!(weights.total.allocations, 4);
 }
+
+/// Enough clock events and allocations to be summed on two threads sum as
+/// one pass does, lost stacks included.
+#[test]
+fn every_event_summed_in_halves() {
+    let mut m = model(
+        &["main", "f", "g"],
+        &[
+            complete(vec![0]),
+            complete(vec![1, 0]),
+            complete(vec![2, 1, 0]),
+        ],
+        &[],
+    );
+    let mut next = below(0x5851_f42d_4c95_7f2d);
+    let mut stack = || match next(4) {
+        3 => NO_STACK,
+        s => s as StackId,
+    };
+    let half = SPLIT_SUMS_FROM / 2 + 1;
+    m.events = (0..half).map(|_| one_ms_event(stack())).collect();
+    m.heap = (0..half as u64)
+        .map(|i| HeapEntry {
+            experiment: 0,
+            leaked: i % 3 == 0,
+            thread: 1,
+            time_ns: i,
+            bytes: i % 1000,
+            stack: stack(),
+            sample: 1,
+        })
+        .collect();
+    let (all, one_pass) = (Weights::all(&m), Weights::new(&m, |_| true));
+    for slot in 0..=m.stacks.len() {
+        assert_eq!(all.sums.get(slot), one_pass.sums.get(slot), "slot {slot}");
+    }
+    assert_eq!(all.total, one_pass.total);
+    assert_eq!(all.total.events, half as u64);
+    assert_eq!(all.total.allocations, half as u64);
+}
