@@ -385,12 +385,6 @@ pub struct View {
 
 impl View {
     pub fn new(model: &Model, settings: &ViewSettings) -> View {
-        let t0 = std::time::Instant::now();
-        let v = Self::new2(model, settings);
-        eprintln!("DBG view {:?}", t0.elapsed());
-        v
-    }
-    pub fn new2(model: &Model, settings: &ViewSettings) -> View {
         let mut frames = Vec::with_capacity(model.pcs.len() + 2);
         let mut pc_frames = Vec::with_capacity(model.pcs.len() + 1);
         let mut folds = Vec::with_capacity(model.pcs.len());
@@ -738,12 +732,6 @@ impl Weights {
     /// allocations, most of the data, in two halves on two threads when
     /// there are many.
     pub fn all(model: &Model) -> Weights {
-        let t = std::time::Instant::now();
-        let w = Self::all2(model);
-        eprintln!("DBG weights {:?}", t.elapsed());
-        w
-    }
-    pub fn all2(model: &Model) -> Weights {
         let (events, heap) = (&model.events[..], &model.heap[..]);
         if events.len() + heap.len() < SPLIT_SUMS_FROM {
             return Weights::new(model, |_| true);
@@ -1300,13 +1288,10 @@ impl AllCallersCallees {
         let width = weights.layout().width();
         let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
         let make = || PairWalk::new(&function_of, bound, width);
-        let t = std::time::Instant::now();
         let (mut pairs, other) = weights.walk_in_halves(view, make);
-        eprintln!("DBG walk {:?}", t.elapsed());
         if let Some(other) = other {
             pairs.absorb(other);
         }
-        eprintln!("DBG absorbed {:?}", t.elapsed());
         let PairWalk {
             exclusive,
             inclusive,

@@ -1063,9 +1063,7 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
 pub fn callers_callees_all(ctx: &Context) -> Report {
     let mut text = ctx.notes_text();
     let mut blocks = Vec::new();
-    let t = std::time::Instant::now();
     let mut all = AllCallersCallees::new(ctx.view, ctx.weights);
-    eprintln!("DBG all {:?}", t.elapsed());
     // A centre's own values are its function metrics: no second pass.
     let metrics = all.take_values();
     for row in sorted_rows(ctx, rows_of_functions(ctx, metrics)) {
@@ -1081,13 +1079,10 @@ pub fn callers_callees_all(ctx: &Context) -> Report {
             blocks.push(report.json);
         }
     }
-    eprintln!("DBG text {:?}", t.elapsed());
-    let r = Report {
+    Report {
         text,
         json: ctx.with_notes(json!({"report": "callers-callees", "functions": blocks})),
-    };
-    eprintln!("DBG json {:?}", t.elapsed());
-    r
+    }
 }
 
 /// `calltree`: the calling-context tree, children by inclusive value of
