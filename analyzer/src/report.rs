@@ -3,6 +3,7 @@
 
 use crate::metrics::*;
 use crate::model::*;
+use crate::parallel::on_two_threads;
 use crate::table::{percent, seconds, write_percent, write_seconds, Column, Table};
 use serde_json::{json, Value as Json};
 use std::collections::HashMap;
@@ -1061,27 +1062,36 @@ fn callers_callees_block(ctx: &Context, mut cc: CallersCallees) -> Report {
 
 /// `callers-callees`: a block for every function in the list's order.
 pub fn callers_callees_all(ctx: &Context) -> Report {
-    let mut text = ctx.notes_text();
-    let mut blocks = Vec::new();
     let mut all = AllCallersCallees::new(ctx.view, ctx.weights);
     // A centre's own values are its function metrics: no second pass.
     let metrics = all.take_values();
-    for row in sorted_rows(ctx, rows_of_functions(ctx, metrics)) {
-        let center = row.function.unwrap_or(TOTAL);
-        let cc = CallersCallees {
-            value: row.value,
-            ..all.get(center)
-        };
-        let report = callers_callees_block(ctx, cc);
-        text.push_str(&report.text);
-        text.push('\n');
-        if !ctx.settings.text_only {
-            blocks.push(report.json);
+    let rows = sorted_rows(ctx, rows_of_functions(ctx, metrics));
+    // Each block is a table of every caller and callee: the two halves of
+    // the list are made on two threads.
+    let blocks = |rows: &[Row]| {
+        let (mut text, mut blocks) = (String::new(), Vec::new());
+        for row in rows {
+            let center = row.function.unwrap_or(TOTAL);
+            let cc = CallersCallees {
+                value: row.value,
+                ..all.get(center)
+            };
+            let report = callers_callees_block(ctx, cc);
+            text.push_str(&report.text);
+            text.push('\n');
+            if !ctx.settings.text_only {
+                blocks.push(report.json);
+            }
         }
-    }
+        (text, blocks)
+    };
+    let (near, far) = rows.split_at(rows.len() / 2);
+    let ((near_text, mut list), (far_text, far_list)) =
+        on_two_threads(|| blocks(near), || blocks(far));
+    list.extend(far_list);
     Report {
-        text,
-        json: ctx.with_notes(json!({"report": "callers-callees", "functions": blocks})),
+        text: ctx.notes_text() + &near_text + &far_text,
+        json: ctx.with_notes(json!({"report": "callers-callees", "functions": list})),
     }
 }
 
