@@ -198,12 +198,17 @@ pub struct Sums {
 }
 
 impl Sums {
-    /// `len` zero values of `width` words.
+    /// `len` zero values of `width` words; in huge pages when large (the
+    /// sums of a million stacks, or of every pair of functions, are read
+    /// in random order: in small pages nearly every access would miss the
+    /// TLB).
     pub fn new(width: usize, len: usize) -> Sums {
-        Sums {
-            width,
-            words: vec![0; width * len],
+        // Zeroed memory from the kernel is not touched before the advice.
+        let words = vec![0; width * len];
+        if words.len() >= 1 << 19 {
+            crate::memory::advise_huge_pages(&words);
         }
+        Sums { width, words }
     }
 
     pub fn len(&self) -> usize {
