@@ -1243,22 +1243,13 @@ pub struct CallersCallees {
 }
 
 /// Callers and callees of `center`, taken at its innermost occurrence in
-/// each stack, so recursion counts every event once (the manual's "How Metrics Are Assigned to Program Structure": the
-/// recursive function is its own caller for the deeper calls).
+/// each stack, so recursion counts every event once (the manual's "How
+/// Metrics Are Assigned to Program Structure": the recursive function is
+/// its own caller for the deeper calls). From the one walk that makes
+/// every function's picture ([`AllCallersCallees`], on two threads): a
+/// walk per frame of every stack for one centre would take longer.
 pub fn callers_callees(view: &View, weights: &Weights, center: FunctionId) -> CallersCallees {
-    let mut acc = Attribution::default();
-    let mut functions = Vec::new();
-    weights.for_each_stack(view, |frames, packed| {
-        let value = weights.value(packed);
-        functions.clear();
-        functions.extend(frames.iter().map(|&f| view.frame(f).function));
-        if center == TOTAL {
-            acc.add_total(&functions, value);
-        } else if let Some(i) = functions.iter().position(|&f| f == center) {
-            acc.add_occurrence(&functions, i, value);
-        }
-    });
-    acc.finish(center)
+    AllCallersCallees::new(view, weights).get(center)
 }
 
 /// [`callers_callees`] of every function on some selected stack (and
@@ -1470,44 +1461,6 @@ impl PathVisitor for PairWalk<'_> {
             self.exclusive.add(leaf as usize, value);
         }
         self.sums.add(value);
-    }
-}
-
-/// Sums of one centre's callers-callees picture.
-#[derive(Default)]
-struct Attribution {
-    value: ExclInclValue,
-    callers: HashMap<FunctionId, Value>,
-    callees: HashMap<FunctionId, Value>,
-}
-
-impl Attribution {
-    /// `<Total>` calls every stack's root.
-    fn add_total(&mut self, functions: &[FunctionId], value: Value) {
-        self.value.inclusive.add(value);
-        if let Some(&root) = functions.last() {
-            self.callees.entry(root).or_default().add(value);
-        }
-    }
-
-    /// The centre is `functions[i]` (its innermost occurrence).
-    fn add_occurrence(&mut self, functions: &[FunctionId], i: usize, value: Value) {
-        self.value.inclusive.add(value);
-        let caller = functions.get(i + 1).copied().unwrap_or(TOTAL);
-        self.callers.entry(caller).or_default().add(value);
-        match i.checked_sub(1).map(|j| functions[j]) {
-            Some(callee) => self.callees.entry(callee).or_default().add(value),
-            None => self.value.exclusive.add(value),
-        }
-    }
-
-    fn finish(self, center: FunctionId) -> CallersCallees {
-        CallersCallees {
-            center,
-            value: self.value,
-            callers: sorted_by_value(self.callers),
-            callees: sorted_by_value(self.callees),
-        }
     }
 }
 
