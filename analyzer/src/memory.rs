@@ -28,7 +28,16 @@ pub(crate) fn advise_huge_pages<T>(data: &Vec<T>) {
 /// allows: advised before its pages are first touched (`vec!` of a
 /// struct writes every element, faulting in small pages first).
 pub(crate) fn huge_vec<T: Clone>(value: T, len: usize) -> Vec<T> {
-    let mut data = Vec::with_capacity(len);
+    huge_vec_with_room(value, len, len)
+}
+
+/// [`huge_vec`] with room for at least `room` elements, if the allocator
+/// gives it (address space only until used); else just `len`.
+pub(crate) fn huge_vec_with_room<T: Clone>(value: T, len: usize, room: usize) -> Vec<T> {
+    let mut data = Vec::new();
+    if data.try_reserve_exact(room.max(len)).is_err() {
+        data.reserve_exact(len);
+    }
     advise_huge_pages(&data);
     data.resize(len, value);
     data

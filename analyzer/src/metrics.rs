@@ -611,6 +611,12 @@ pub(crate) trait PathVisitor {
     fn stack(&mut self, value: &[u64]);
 }
 
+/// A visitor whose sums are sums over stacks: a walk of some stacks
+/// absorbs the sums of a walk of the others ([`Weights::walk_in_halves`]).
+pub(crate) trait Absorb: PathVisitor + Send {
+    fn absorb(&mut self, other: Self);
+}
+
 /// The frames of the path a [`PathWalk`] is on, from the outermost, told
 /// to a [`PathVisitor`] as they change.
 struct FrameLevels<'v> {
@@ -822,20 +828,16 @@ impl Weights {
     }
 
     /// [`Weights::walk`] in two halves of the walk order, each told to a
-    /// visitor of its own (`make`'s) on a thread of its own; the second is
-    /// None for a walk too short to be worth a thread. For visitors whose
-    /// sums are sums over stacks, which the two halves' add up to: a half
-    /// starts its paths from the root, so each stack is told whole.
-    pub(crate) fn walk_in_halves<V: PathVisitor + Send>(
-        &self,
-        view: &View,
-        make: impl Fn() -> V + Sync,
-    ) -> (V, Option<V>) {
+    /// visitor of its own (`make`'s) on a thread of its own, the second
+    /// then absorbed into the first (one visitor, for a walk too short to
+    /// be worth a thread). A half starts its paths from the root, so each
+    /// stack is told whole.
+    pub(crate) fn walk_in_halves<V: Absorb>(&self, view: &View, make: impl Fn() -> V + Sync) -> V {
         let order = &view.walk_order;
         if order.len() < SPLIT_WALK_FROM {
             let mut visitor = make();
             self.walk(view, &mut visitor);
-            return (visitor, None);
+            return visitor;
         }
         let (near, far) = order.split_at(order.len() / 2);
         let (first, second) = on_two_threads(
@@ -851,7 +853,9 @@ impl Weights {
                 visitor
             },
         );
-        (first, Some(second))
+        let mut visitor = first;
+        visitor.absorb(second);
+        visitor
     }
 
     /// The walk of the stacks `order` (a run of the view's walk order).
@@ -1099,6 +1103,13 @@ struct KeySums<'k, K> {
     sums: PathSums,
 }
 
+impl<K: Hash + Eq + Copy + Sync> Absorb for KeySums<'_, K> {
+    fn absorb(&mut self, other: Self) {
+        self.exclusive.add_all(&other.exclusive);
+        self.inclusive.add_all(&other.inclusive);
+    }
+}
+
 impl<K: Hash + Eq + Copy> PathVisitor for KeySums<'_, K> {
     fn enter(&mut self, frame: FrameId) {
         let key = self.keys.of(frame);
@@ -1147,16 +1158,11 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy + Sync>(
         levels: Vec::new(),
         sums: PathSums::new(width),
     };
-    let (mut sums, other) = weights.walk_in_halves(view, make);
-    if let Some(other) = other {
-        sums.exclusive.add_all(&other.exclusive);
-        sums.inclusive.add_all(&other.inclusive);
-    }
     let KeySums {
         exclusive,
         inclusive,
         ..
-    } = sums;
+    } = weights.walk_in_halves(view, make);
     // Only what some selected stack holds (every such stack has events).
     keys.keys
         .iter()
@@ -1279,16 +1285,12 @@ impl AllCallersCallees {
         let width = weights.layout().width();
         let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
         let make = || PairWalk::new(&function_of, bound, width);
-        let (mut pairs, other) = weights.walk_in_halves(view, make);
-        if let Some(other) = other {
-            pairs.absorb(other);
-        }
         let PairWalk {
             exclusive,
             inclusive,
             pairs,
             ..
-        } = pairs;
+        } = weights.walk_in_halves(view, make);
         let values = (0..bound as FunctionId)
             .filter(|&f| !inclusive.is_zero(f as usize))
             .map(|center| {
@@ -1386,8 +1388,15 @@ impl<'a> PairWalk<'a> {
             .unwrap_or(UNKNOWN)
     }
 
-    /// Adds the sums of `other`, a walk of other stacks.
-    fn absorb(&mut self, other: PairWalk) {
+    /// The function of the innermost frame's caller (`<Total>` for the
+    /// outermost frame).
+    fn caller(&self) -> FunctionId {
+        self.levels.last().map_or(TOTAL, |&(function, _)| function)
+    }
+}
+
+impl Absorb for PairWalk<'_> {
+    fn absorb(&mut self, other: Self) {
         self.exclusive.add_all(&other.exclusive);
         self.inclusive.add_all(&other.inclusive);
         self.pairs.absorb(other.pairs);
@@ -1398,12 +1407,8 @@ impl PathVisitor for PairWalk<'_> {
     fn enter(&mut self, frame: FrameId) {
         let function = self.function(frame);
         let depth = self.levels.len();
-        let caller = match depth {
-            0 => TOTAL,
-            _ => self.levels[depth - 1].0,
-        };
         // Its cell is added to when the frame is left: fetched meanwhile.
-        self.pairs.prefetch(caller, function);
+        self.pairs.prefetch(self.caller(), function);
         let outer = std::mem::replace(&mut self.innermost[function as usize], depth as u32);
         self.levels.push((function, outer));
         self.sums.push();
@@ -1418,7 +1423,7 @@ impl PathVisitor for PairWalk<'_> {
         let Some((function, outer)) = self.levels.pop() else {
             return;
         };
-        let depth = self.levels.len();
+        let (depth, caller) = (self.levels.len(), self.caller());
         let (below, own, share) = (&mut self.below, &mut self.own, &mut self.share);
         below.copy_from_slice(self.sums.innermost());
         // The deeper frames of this function covered theirs already.
@@ -1429,11 +1434,8 @@ impl PathVisitor for PairWalk<'_> {
         if outer != NO_LEVEL {
             self.covered.add_at(outer as usize, below);
         }
-        let caller = match depth {
-            0 => {
-                share.copy_from_slice(below);
-                TOTAL
-            }
+        match depth {
+            0 => share.copy_from_slice(below),
             _ => {
                 // What ended below this frame is its caller's callee
                 // share, but for what the caller's function's deeper
@@ -1445,9 +1447,8 @@ impl PathVisitor for PairWalk<'_> {
                 for (slot, ((b, now), before)) in share.iter_mut().zip(parts) {
                     *slot = b - (now - before);
                 }
-                self.levels[depth - 1].0
             }
-        };
+        }
         self.pairs.add(caller, function, own, share);
         self.innermost[function as usize] = outer;
         self.sums.pop();

@@ -203,7 +203,8 @@ impl Sums {
     /// in random order: in small pages nearly every access would miss the
     /// TLB).
     pub fn new(width: usize, len: usize) -> Sums {
-        // Zeroed memory from the kernel is not touched before the advice.
+        // A large zeroed vector is fresh memory from the kernel, not
+        // touched before the advice.
         let words = vec![0; width * len];
         if words.len() >= 1 << 19 {
             crate::memory::advise_huge_pages(&words);
@@ -218,11 +219,7 @@ impl Sums {
     /// Adds packed `value` to value `i`.
     #[inline]
     pub fn add(&mut self, i: usize, value: &[u64]) {
-        let start = i * self.width;
-        let sum = &mut self.words[start..start + self.width];
-        for (s, v) in sum.iter_mut().zip(value) {
-            *s += v;
-        }
+        self.add_at(i, 0, &value[..self.width.min(value.len())]);
     }
 
     /// Adds packed `value` to the words of value `i` from its word `at`.

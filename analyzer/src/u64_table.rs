@@ -45,13 +45,17 @@ const FIRST_SIZE: usize = 1 << 16;
 const TAIL_ROOM: usize = 64;
 
 impl<V: Copy + Default> U64Table<V> {
-    /// An empty table that grows in place up to `keys` keys.
+    /// An empty table that grows in place up to `keys` keys (or, when
+    /// the address space is not to be had, moves as it grows).
     pub(crate) fn with_room(keys: usize) -> U64Table<V> {
-        let homes = (keys.saturating_mul(2) + 1)
-            .next_power_of_two()
+        let homes = keys
+            .saturating_mul(2)
+            .saturating_add(1)
+            .checked_next_power_of_two()
+            .unwrap_or(usize::MAX)
             .max(FIRST_SIZE);
-        let slots = Vec::with_capacity(homes + homes / TAIL_ROOM);
-        crate::memory::advise_huge_pages(&slots);
+        let room = homes.saturating_add(homes / TAIL_ROOM);
+        let slots = crate::memory::huge_vec_with_room(Slot::default(), 0, room);
         U64Table {
             slots,
             len: 0,
@@ -192,9 +196,8 @@ impl<V: Copy + Default> U64Table<V> {
     /// Moves every key to a new vector of `homes` homes, with room for a
     /// tail.
     fn move_to(&mut self, homes: usize) {
-        let mut slots = Vec::with_capacity(homes + homes / TAIL_ROOM);
-        crate::memory::advise_huge_pages(&slots);
-        slots.resize(homes, Slot::default());
+        let room = homes + homes / TAIL_ROOM;
+        let slots = crate::memory::huge_vec_with_room(Slot::default(), homes, room);
         let old = std::mem::replace(&mut self.slots, slots);
         self.shift = 64 - homes.trailing_zeros();
         for slot in old.into_iter().filter(|s| s.key != 0) {
