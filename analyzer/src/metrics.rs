@@ -6,6 +6,7 @@
 //! stacks (not of the events), each frame a constant-time step — array
 //! reads, a generation stamp for "once per stack", at most one hash.
 
+use crate::memory::huge_vec_with_room;
 use crate::model::*;
 use crate::packed::{Layout, Sums};
 use crate::parallel::on_two_threads;
@@ -1513,8 +1514,7 @@ impl CallTree {
         }
     }
 
-    /// The node's children, in order (largest first, see
-    /// [`CallTree::sort_children_by`]).
+    /// The node's children, in the order they were made.
     pub fn children(&self, node: NodeId) -> &[NodeId] {
         let (from, to) = (
             self.child_start[node as usize] as usize,
@@ -1523,56 +1523,31 @@ impl CallTree {
         &self.child_ids[from..to]
     }
 
-    /// Orders every node's children by `key` of their inclusive values,
-    /// largest first, ties by function id.
-    pub fn sort_children_by(&mut self, key: impl Fn(&Value) -> u64) {
-        let keys: Vec<u64> = (0..self.len())
-            .map(|n| key(&self.layout.unpack(self.inclusive.get(n))))
+    /// The node's children by `key` of their inclusive values, largest
+    /// first, ties by function id. Sorted when asked, one node at a time:
+    /// a listing shows a few nodes of a tree of millions.
+    pub fn children_by(&self, node: NodeId, key: impl Fn(&Value) -> u64) -> Vec<NodeId> {
+        let mut keyed: Vec<(u64, FunctionId, NodeId)> = self
+            .children(node)
+            .iter()
+            .map(|&child| {
+                let inclusive = self.layout.unpack(self.inclusive.get(child as usize));
+                (key(&inclusive), self.function(child), child)
+            })
             .collect();
-        self.sort_children_by_keys(&keys);
-    }
-
-    /// Orders every node's children by inclusive CPU time, read from the
-    /// packed values (a tree has millions of nodes).
-    fn sort_children_by_cpu_time(&mut self) {
-        let keys: Vec<u64> = match self.layout.position(crate::packed::NS_WORD) {
-            Some(at) => (0..self.len()).map(|n| self.inclusive.get(n)[at]).collect(),
-            None => vec![0; self.len()],
-        };
-        self.sort_children_by_keys(&keys);
-    }
-
-    /// Orders every node's children by `keys` (one per node), largest
-    /// first, ties by function id.
-    fn sort_children_by_keys(&mut self, keys: &[u64]) {
-        let function = &self.function;
-        for node in 0..self.len() {
-            let (from, to) = (
-                self.child_start[node] as usize,
-                self.child_start[node + 1] as usize,
-            );
-            self.child_ids[from..to].sort_by(|&a, &b| {
-                keys[b as usize]
-                    .cmp(&keys[a as usize])
-                    .then(function[a as usize].cmp(&function[b as usize]))
-            });
-        }
+        keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        keyed.into_iter().map(|(_, _, child)| child).collect()
     }
 }
 
-/// The whole calling-context tree under `<Total>`, children ordered by
-/// inclusive CPU time.
+/// The whole calling-context tree under `<Total>`, built along the walk in
+/// two halves on two threads ([`Weights::walk_in_halves`]).
 pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     let width = weights.layout().width();
-    let mut tree = TreeWalk {
-        function_of: view.frames.iter().map(|f| f.function).collect(),
-        function: vec![TOTAL],
-        parent_of: vec![0],
-        exclusive: Sums::new(width, 1),
-        children: Children::default(),
-        path: vec![0],
-    };
-    weights.walk(view, &mut tree);
+    let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
+    // A node per position of the stacks' tree, unless frames are inlined.
+    let room = view.stacks.positions() as usize + 3;
+    let tree = weights.walk_in_halves(view, || TreeWalk::new(&function_of, width, room));
     let TreeWalk {
         function,
         parent_of,
@@ -1588,24 +1563,21 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
         inclusive.add_within(parent_of[id] as usize, id);
     }
     let (child_start, child_ids) = child_lists(&parent_of);
-    drop(parent_of);
-    let mut tree = CallTree {
+    CallTree {
         layout: weights.layout().clone(),
         function,
         exclusive,
         inclusive,
         child_start,
         child_ids,
-    };
-    tree.sort_children_by_cpu_time();
-    tree
+    }
 }
 
 /// Builds [`call_tree`] along the walk: a node per frame entered below
 /// its caller's node (found again by function), a stack's value on the
 /// node of its leaf.
-struct TreeWalk {
-    function_of: Vec<FunctionId>,
+struct TreeWalk<'a> {
+    function_of: &'a [FunctionId],
     function: Vec<FunctionId>,
     parent_of: Vec<u32>,
     exclusive: Sums,
@@ -1615,7 +1587,60 @@ struct TreeWalk {
     path: Vec<u32>,
 }
 
-impl PathVisitor for TreeWalk {
+impl<'a> TreeWalk<'a> {
+    /// A tree of `<Total>` alone, whose values are `width` words, with
+    /// room to grow in place to `room` nodes.
+    fn new(function_of: &'a [FunctionId], width: usize, room: usize) -> TreeWalk<'a> {
+        TreeWalk {
+            function_of,
+            function: huge_vec_with_room(TOTAL, 1, room),
+            parent_of: huge_vec_with_room(0, 1, room),
+            exclusive: Sums::with_room(width, 1, room),
+            children: Children::with_room(room),
+            path: vec![0],
+        }
+    }
+
+    /// The child of `parent` for `function`, made if new.
+    fn child(&mut self, parent: u32, function: FunctionId) -> u32 {
+        if let Some(node) = self.children.get(parent, function) {
+            return node;
+        }
+        let node = self.push(parent, function);
+        self.children.insert(parent, function, node);
+        node
+    }
+
+    /// A new node, not yet among its parent's children.
+    fn push(&mut self, parent: u32, function: FunctionId) -> u32 {
+        self.function.push(function);
+        self.parent_of.push(parent);
+        self.exclusive.push_zero() as u32
+    }
+}
+
+impl Absorb for TreeWalk<'_> {
+    /// Adds `other`'s tree, node by node in its order (parents first):
+    /// a node under one both trees have is looked up, a node under one
+    /// only `other` has is new here too, with no lookup. The halves of a
+    /// walk share little more than their outermost nodes.
+    fn absorb(&mut self, other: Self) {
+        let shared = self.function.len() as u32;
+        let mut here = huge_vec_with_room(0u32, other.function.len(), 0);
+        for node in 1..other.function.len() {
+            let (parent, function) = (here[other.parent_of[node] as usize], other.function[node]);
+            let mine = match parent < shared {
+                true => self.child(parent, function),
+                false => self.push(parent, function),
+            };
+            here[node] = mine;
+            self.exclusive.add(mine as usize, other.exclusive.get(node));
+        }
+        self.exclusive.add(0, other.exclusive.get(0));
+    }
+}
+
+impl PathVisitor for TreeWalk<'_> {
     fn enter(&mut self, frame: FrameId) {
         let f = self
             .function_of
@@ -1623,17 +1648,7 @@ impl PathVisitor for TreeWalk {
             .copied()
             .unwrap_or(UNKNOWN);
         let parent = self.path[self.path.len() - 1];
-        let function = &self.function;
-        let node = match self.children.get(parent, f, |n| function[n as usize]) {
-            Some(node) => node,
-            None => {
-                self.function.push(f);
-                self.parent_of.push(parent);
-                let node = self.exclusive.push_zero() as u32;
-                self.children.insert(parent, f, node);
-                node
-            }
-        };
+        let node = self.child(parent, f);
         self.path.push(node);
     }
 

@@ -255,21 +255,23 @@ impl StackTable {
     /// stacks were recorded in, where neighbours share most of their
     /// frames (see [`PathWalk`]).
     pub fn ids_in_walk_order(&self) -> Vec<StackId> {
-        let mut ids: Vec<StackId> = (0..self.stacks.len() as StackId).collect();
-        ids.sort_unstable_by_key(|&id| self.stacks[id as usize].position);
-        ids
+        self.ids_in_walk_order_within(0..self.positions())
     }
 
     /// The stacks whose innermost frames lie in `positions`, in walk
     /// order: a part of the walk, for walks cut in parts (positions go up
     /// to [`StackTable::positions`]).
     pub(crate) fn ids_in_walk_order_within(&self, positions: std::ops::Range<u32>) -> Vec<StackId> {
-        // Sorted as (position, id) pairs: no lookup per comparison.
+        // Sorted as (position, id) pairs: no lookup per comparison, and
+        // no sort at all when ids already follow positions (stacks read
+        // in the order they were recorded).
         let mut pairs: Vec<u64> = (self.stacks.iter().enumerate())
             .filter(|(_, stack)| positions.contains(&stack.position))
             .map(|(id, stack)| u64::from(stack.position) << 32 | id as u64)
             .collect();
-        pairs.sort_unstable();
+        if !pairs.is_sorted() {
+            pairs.sort_unstable();
+        }
         pairs.into_iter().map(|pair| pair as StackId).collect()
     }
 

@@ -191,10 +191,31 @@ impl Layout {
 
 /// Packed values in one flat vector: value `i` is the `width` words from
 /// `i * width`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Sums {
     width: usize,
     words: Vec<u64>,
+}
+
+/// Words from which [`Sums`] are in huge pages.
+const HUGE_FROM: usize = 1 << 19;
+
+impl Clone for Sums {
+    /// A copy in huge pages when large, as [`Sums::new`] makes them.
+    fn clone(&self) -> Sums {
+        let words = match self.words.len() >= HUGE_FROM {
+            true => {
+                let mut words = crate::memory::huge_vec_with_room(0, 0, self.words.len());
+                words.extend_from_slice(&self.words);
+                words
+            }
+            false => self.words.clone(),
+        };
+        Sums {
+            width: self.width,
+            words,
+        }
+    }
 }
 
 impl Sums {
@@ -206,10 +227,19 @@ impl Sums {
         // A large zeroed vector is fresh memory from the kernel, not
         // touched before the advice.
         let words = vec![0; width * len];
-        if words.len() >= 1 << 19 {
+        if words.len() >= HUGE_FROM {
             crate::memory::advise_huge_pages(&words);
         }
         Sums { width, words }
+    }
+
+    /// [`Sums::new`] with room to grow to `room` values in place, in huge
+    /// pages (address space only until used).
+    pub fn with_room(width: usize, len: usize, room: usize) -> Sums {
+        Sums {
+            width,
+            words: crate::memory::huge_vec_with_room(0, width * len, width * room),
+        }
     }
 
     pub fn len(&self) -> usize {

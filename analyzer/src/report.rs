@@ -1130,6 +1130,8 @@ pub fn calltree_stream(ctx: &Context) -> TextStream {
 /// text can be written after the command's context is gone.
 struct CallTreeText {
     tree: CallTree,
+    /// The metric whose inclusive value orders each node's children.
+    order: MetricName,
     /// Each metric shown and the cell of its first column.
     metrics: Vec<(MetricName, usize)>,
     total: Value,
@@ -1141,11 +1143,7 @@ struct CallTreeText {
 
 impl CallTreeText {
     fn of(ctx: &Context) -> CallTreeText {
-        let mut tree = call_tree(ctx.view, ctx.weights);
-        let order = ctx.sort_metric();
-        if order != MetricName::TotalCpu {
-            tree.sort_children_by(|inclusive| inclusive.get(order));
-        }
+        let tree = call_tree(ctx.view, ctx.weights);
         // Per metric: inclusive value and percent (none for a ratio),
         // exclusive value.
         let mut columns = Vec::new();
@@ -1180,6 +1178,7 @@ impl CallTreeText {
             .collect();
         CallTreeText {
             tree,
+            order: ctx.sort_metric(),
             metrics,
             total: ctx.total(),
             table,
@@ -1224,7 +1223,8 @@ impl CallTreeText {
             );
             let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
             each(&refs);
-            for &child in tree.children(node).iter().rev() {
+            let order = self.order;
+            for child in tree.children_by(node, |v| v.get(order)).into_iter().rev() {
                 stack.push((child, depth + 1));
             }
         }
@@ -1235,12 +1235,13 @@ fn tree_json(ctx: &Context, tree: &CallTree) -> Json {
     // Built bottom-up without recursion (deep trees): children come after
     // their parents, so from the last node back every child is built
     // before its parent.
+    let order = ctx.sort_metric();
     let mut built: Vec<Option<Json>> = vec![None; tree.len()];
     for node in (0..tree.len() as NodeId).rev() {
         let children: Vec<Json> = tree
-            .children(node)
-            .iter()
-            .filter_map(|&c| built[c as usize].take())
+            .children_by(node, |v| v.get(order))
+            .into_iter()
+            .filter_map(|c| built[c as usize].take())
             .collect();
         let function = tree.function(node);
         let value = row_json(

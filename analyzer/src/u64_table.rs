@@ -390,43 +390,71 @@ mod tests {
 
 /// The children of a tree's nodes by parent and label (a frame, a
 /// function), for a tree of millions of nodes built top down. Most nodes
-/// of a calling-context tree have one child: a node's first child is kept
-/// beside it (an array read of a node just walked), only the others in a
-/// table (a cache miss each).
+/// of a calling-context tree have one or two children: a node's first two
+/// are kept beside it with their labels (one read of a node just walked,
+/// no read of the children's), only the others in a table (a cache miss
+/// each).
 #[derive(Debug, Default)]
 pub(crate) struct Children {
-    /// Per node: its first child, or `NO_CHILD`.
-    first: Vec<u32>,
+    /// Per node: its first two children's labels and nodes, `NO_CHILD`
+    /// for a node not there.
+    near: Vec<[Near; NEAR]>,
     others: U64Table<u32>,
 }
 
+/// A child kept beside its parent: its label and node.
+#[derive(Debug, Clone, Copy)]
+struct Near {
+    label: u32,
+    node: u32,
+}
+
+/// Children kept beside their parent (a 16-byte entry per node).
+const NEAR: usize = 2;
+
 const NO_CHILD: u32 = u32::MAX;
 
+const NO_NEAR: [Near; NEAR] = [Near {
+    label: 0,
+    node: NO_CHILD,
+}; NEAR];
+
 impl Children {
-    /// The child of `parent` labelled `label`; `label_of` gives a node's.
-    pub(crate) fn get(
-        &self,
-        parent: u32,
-        label: u32,
-        label_of: impl Fn(u32) -> u32,
-    ) -> Option<u32> {
-        match self.first.get(parent as usize).copied() {
-            None | Some(NO_CHILD) => None,
-            Some(first) if label_of(first) == label => Some(first),
-            Some(_) => self.others.get(key(parent, label)),
+    /// No children yet, with room for `nodes` nodes to grow in place.
+    pub(crate) fn with_room(nodes: usize) -> Children {
+        Children {
+            near: crate::memory::huge_vec_with_room(NO_NEAR, 0, nodes),
+            others: U64Table::with_room(nodes),
         }
+    }
+
+    /// The child of `parent` labelled `label`.
+    pub(crate) fn get(&self, parent: u32, label: u32) -> Option<u32> {
+        let near = self.near.get(parent as usize)?;
+        for child in near {
+            if child.node == NO_CHILD {
+                return None;
+            }
+            if child.label == label {
+                return Some(child.node);
+            }
+        }
+        self.others.get(key(parent, label))
     }
 
     /// Adds `child`, labelled `label`, under `parent` (which has no child
     /// of that label).
     pub(crate) fn insert(&mut self, parent: u32, label: u32, child: u32) {
-        if self.first.len() <= parent as usize {
-            self.first
-                .resize((parent as usize + 1).max(self.first.len() * 2), NO_CHILD);
+        if self.near.len() <= parent as usize {
+            // Doubled, but within the room while it lasts.
+            let doubled = (self.near.len() * 2).min(self.near.capacity());
+            self.near
+                .resize((parent as usize + 1).max(doubled), NO_NEAR);
         }
-        match self.first[parent as usize] {
-            NO_CHILD => self.first[parent as usize] = child,
-            _ => {
+        let near = &mut self.near[parent as usize];
+        match near.iter_mut().find(|c| c.node == NO_CHILD) {
+            Some(free) => *free = Near { label, node: child },
+            None => {
                 self.others.insert(key(parent, label), child);
             }
         }
@@ -442,24 +470,29 @@ fn key(parent: u32, label: u32) -> u64 {
 mod children_tests {
     use super::*;
 
+    /// Children beside their parent and in the table alike are found,
+    /// before and after their siblings come.
     #[test]
-    fn finds_first_and_other_children() {
+    fn finds_near_and_other_children() {
         let mut children = Children::default();
-        // Node n is labelled n % 7.
-        let label_of = |node: u32| node % 7;
+        // Parent p has p % 6 children, labelled 10 * k + p % 3; their
+        // nodes are numbered on from 1.
+        let label = |parent: u32, k: u32| 10 * k + parent % 3;
         let mut next = 1;
-        for parent in 0..50u32 {
-            for label in 0..(parent % 4) {
-                while label_of(next) != label {
-                    next += 1;
-                }
-                assert_eq!(children.get(parent, label, label_of), None);
-                children.insert(parent, label, next);
-                assert_eq!(children.get(parent, label, label_of), Some(next));
+        let mut made = Vec::new();
+        for parent in 0..60u32 {
+            for k in 0..parent % 6 {
+                assert_eq!(children.get(parent, label(parent, k)), None);
+                children.insert(parent, label(parent, k), next);
+                assert_eq!(children.get(parent, label(parent, k)), Some(next));
+                made.push((parent, label(parent, k), next));
                 next += 1;
             }
         }
-        assert_eq!(children.get(3, 5, label_of), None);
-        assert_eq!(children.get(1000, 0, label_of), None);
+        for (parent, label, node) in made {
+            assert_eq!(children.get(parent, label), Some(node));
+        }
+        assert_eq!(children.get(5, 7), None);
+        assert_eq!(children.get(1000, 0), None);
     }
 }

@@ -489,6 +489,12 @@ fn sums_agree_with_each_stacks_frames(view: &View, weights: &Weights) {
             work.push((child, below));
         }
         assert_eq!(inclusive, value.inclusive);
+        // Listed largest first by the key asked for, ties by function.
+        let mut listed = tree.children_by(node, |v| v.events);
+        let key = |&c: &NodeId| (u64::MAX - tree.value(c).inclusive.events, tree.function(c));
+        assert!(listed.windows(2).all(|w| key(&w[0]) < key(&w[1])));
+        listed.sort_unstable();
+        assert_eq!(listed, tree.children(node));
     }
     assert_eq!(from_tree, paths);
 }
