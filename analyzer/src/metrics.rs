@@ -1484,7 +1484,8 @@ pub type NodeId = u32;
 pub struct CallTree {
     layout: Layout,
     function: Vec<FunctionId>,
-    exclusive: Sums,
+    /// Each node's inclusive value; its exclusive value is what its
+    /// children's leave of it (not kept: most nodes have none).
     inclusive: Sums,
     /// Node n's children are `child_ids[child_start[n]..child_start[n + 1]]`.
     child_start: Vec<u32>,
@@ -1508,9 +1509,17 @@ impl CallTree {
     }
 
     pub fn value(&self, node: NodeId) -> ExclInclValue {
+        let inclusive = self.inclusive.get(node as usize);
+        let mut exclusive = inclusive.to_vec();
+        for &child in self.children(node) {
+            let below = self.inclusive.get(child as usize);
+            for (word, child_word) in exclusive.iter_mut().zip(below) {
+                *word = word.wrapping_sub(*child_word);
+            }
+        }
         ExclInclValue {
-            exclusive: self.layout.unpack(self.exclusive.get(node as usize)),
-            inclusive: self.layout.unpack(self.inclusive.get(node as usize)),
+            exclusive: self.layout.unpack(&exclusive),
+            inclusive: self.layout.unpack(inclusive),
         }
     }
 
@@ -1557,8 +1566,9 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     } = tree;
     drop(children);
     // A node's inclusive value is what ends in it and in its descendants:
-    // summed from the last node back (children come after their parents).
-    let mut inclusive = exclusive.clone();
+    // summed in place from the last node back (children come after their
+    // parents).
+    let mut inclusive = exclusive;
     for id in (1..function.len()).rev() {
         inclusive.add_within(parent_of[id] as usize, id);
     }
@@ -1566,7 +1576,6 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     CallTree {
         layout: weights.layout().clone(),
         function,
-        exclusive,
         inclusive,
         child_start,
         child_ids,
@@ -1665,18 +1674,21 @@ impl PathVisitor for TreeWalk<'_> {
 /// Each node's children, as offsets into one list (nodes after node 0
 /// are children of their `parent_of`).
 fn child_lists(parent_of: &[u32]) -> (Vec<u32>, Vec<NodeId>) {
+    // Counts, then each node's end; children are placed from there down,
+    // which leaves each node's start.
     let mut child_start = vec![0u32; parent_of.len() + 1];
     for &parent in &parent_of[1..] {
-        child_start[parent as usize + 1] += 1;
+        child_start[parent as usize] += 1;
     }
-    for i in 1..child_start.len() {
-        child_start[i] += child_start[i - 1];
+    let mut end = 0;
+    for start in child_start.iter_mut() {
+        end += *start;
+        *start = end;
     }
-    let mut next = child_start.clone();
     let mut child_ids = vec![0; parent_of.len().saturating_sub(1)];
-    for (id, &parent) in parent_of.iter().enumerate().skip(1) {
-        child_ids[next[parent as usize] as usize] = id as NodeId;
-        next[parent as usize] += 1;
+    for (id, &parent) in parent_of.iter().enumerate().skip(1).rev() {
+        child_start[parent as usize] -= 1;
+        child_ids[child_start[parent as usize] as usize] = id as NodeId;
     }
     (child_start, child_ids)
 }
