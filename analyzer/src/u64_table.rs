@@ -136,6 +136,7 @@ impl<V: Copy + Default> U64Table<V> {
     }
 
     /// Every value, in no order.
+    #[cfg(test)]
     pub(crate) fn values(&self) -> impl Iterator<Item = V> + '_ {
         self.slots.iter().filter(|s| s.key != 0).map(|s| s.value)
     }

@@ -45,9 +45,9 @@ enum Replayed {
 
 /// What the replay found once every event was applied.
 struct ReplayedSummary {
-    /// The allocations whose block was never freed, as their indices in
-    /// the order they were sent.
-    leaked: Vec<u32>,
+    /// The allocations whose block was never freed: bit i (of word
+    /// i / 64) for the i-th allocation sent.
+    leaked: Vec<u64>,
     replay: HeapReplay,
     tally: Tally,
     stats: BlockStats,
@@ -149,6 +149,11 @@ struct HeapLoad<'a> {
     tally: Tally,
     /// Allocations made so far (sent, and in `batch`).
     made: u32,
+    /// Which of them are in use: bit i (of word i / 64) for the i-th.
+    /// Kept as they come and go (an allocation's bit is set in order, a
+    /// free's in a megabyte or two), so that the end needs no pass over
+    /// the table.
+    in_use_bits: Vec<u64>,
     /// The sizes of the blocks in use too large for `LiveBlock::bytes`.
     large: FxHashMap<u32, u64>,
     batch: Vec<Allocation>,
@@ -184,6 +189,11 @@ struct LiveBlock {
 /// `LiveBlock::bytes` of a block too large for it.
 const BYTES_ELSEWHERE: u32 = u32::MAX;
 
+/// The word and the bit of allocation `index` in a bit set of them.
+fn bit_of(index: u32) -> (usize, u64) {
+    (index as usize / 64, 1 << (index % 64))
+}
+
 impl<'a> HeapLoad<'a> {
     fn new(
         experiment: u16,
@@ -201,6 +211,7 @@ impl<'a> HeapLoad<'a> {
             },
             tally: Tally::default(),
             made: 0,
+            in_use_bits: Vec::new(),
             large: FxHashMap::default(),
             batch: Vec::with_capacity(BATCH),
             sender,
@@ -246,7 +257,7 @@ impl<'a> HeapLoad<'a> {
     fn free(&mut self, address: u64) {
         self.replay.frees += 1;
         match self.live.remove(address) {
-            Some(block) => self.in_use -= self.bytes_of(block),
+            Some(block) => self.release(block),
             None => self.replay.unknown_frees += 1,
         }
     }
@@ -263,9 +274,14 @@ impl<'a> HeapLoad<'a> {
         if block.bytes == BYTES_ELSEWHERE {
             self.large.insert(self.made, bytes);
         }
+        let (word, bit) = bit_of(self.made);
+        if word == self.in_use_bits.len() {
+            self.in_use_bits.push(0);
+        }
+        self.in_use_bits[word] |= bit;
         self.made += 1;
         if let Some(old) = self.live.insert(address, block) {
-            self.in_use -= self.bytes_of(old);
+            self.release(old);
         }
         self.in_use += bytes;
         if self.in_use > self.replay.peak_bytes {
@@ -293,18 +309,22 @@ impl<'a> HeapLoad<'a> {
         let _ = self.sender.send(Replayed::Allocations(batch));
     }
 
-    fn bytes_of(&mut self, block: LiveBlock) -> u64 {
-        match block.bytes {
+    /// `block` is no longer in use (freed, or its address taken again).
+    fn release(&mut self, block: LiveBlock) {
+        let bytes = match block.bytes {
             BYTES_ELSEWHERE => self.large.remove(&block.allocation).unwrap_or(0),
             bytes => u64::from(bytes),
-        }
+        };
+        self.in_use -= bytes;
+        let (word, bit) = bit_of(block.allocation);
+        self.in_use_bits[word] &= !bit;
     }
 
     /// What the replay found (its sender dropped: the loader's receiving
     /// ends).
     fn finish(self, stats: BlockStats) -> ReplayedSummary {
         ReplayedSummary {
-            leaked: self.live.values().map(|block| block.allocation).collect(),
+            leaked: self.in_use_bits,
             replay: self.replay,
             tally: self.tally,
             stats,
@@ -329,6 +349,9 @@ impl Builder {
     ) -> Result<BlockStats> {
         let first = self.model.heap.len();
         reserve(&mut self.model.heap, replaying.room);
+        // Filled as the allocations come, hundreds of megabytes: a page
+        // fault per 2 MiB, not per 4 KiB.
+        crate::memory::advise_huge_pages(&self.model.heap);
         for replayed in &replaying.allocations {
             match replayed {
                 Replayed::Allocations(mut batch) => {
@@ -344,8 +367,13 @@ impl Builder {
             Ok(replayed) => replayed?,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        for index in summary.leaked {
-            self.model.heap[first + index as usize].leaked = true;
+        for (word, &bits) in summary.leaked.iter().enumerate() {
+            let mut rest = bits;
+            while rest != 0 {
+                let index = word * 64 + rest.trailing_zeros() as usize;
+                self.model.heap[first + index].leaked = true;
+                rest &= rest - 1;
+            }
         }
         tally.add(&summary.tally);
         self.model.heap_replays.push(summary.replay);
