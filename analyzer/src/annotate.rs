@@ -391,18 +391,21 @@ fn function_lines(
 
 /// Line numbers of `full_path` seen in frames `keep` accepts.
 fn frame_lines(ctx: &Context, keep: impl Fn(&Frame) -> bool, full_path: &Path) -> BTreeSet<u32> {
-    let mut lines = BTreeSet::new();
-    ctx.view.for_each_stack(|_, frames| {
-        let shown = frames.iter().map(|&id| ctx.view.frame(id));
-        let seen = shown
-            .filter(|f| keep(f))
-            .filter_map(|f| f.line)
-            .map(|l| ctx.model.line(l))
-            .filter(|l| l.full_path == full_path)
-            .map(|l| l.line);
-        lines.extend(seen);
-    });
-    lines
+    // Each PC's frames once, for the PCs the stacks hold: not each frame
+    // of every stack (a hundred million at a million stacks 200 deep).
+    let held = ctx.model.stacks.pcs_in_stacks(ctx.model.pcs.len());
+    (held.iter().enumerate())
+        .filter(|&(_, &held)| held)
+        .flat_map(|(pc, _)| {
+            let (start, end) = ctx.view.pc_frame_range(pc as PcId);
+            (start..end).map(|id| ctx.view.frame(id))
+        })
+        .filter(|f| keep(f))
+        .filter_map(|f| f.line)
+        .map(|l| ctx.model.line(l))
+        .filter(|l| l.full_path == full_path)
+        .map(|l| l.line)
+        .collect()
 }
 
 /// The recorded source file `query` names, or why there is none or more
@@ -745,10 +748,7 @@ fn source_listing(
 ) -> Result<Report, String> {
     let layout = metric_layout(ctx);
     let full_path = &listing.source.full_path;
-    let values = exclusive_inclusive(ctx.view, ctx.weights, |frame| {
-        let line = ctx.model.line(frame.line?);
-        (line.full_path == *full_path).then_some(line.line)
-    });
+    let (values, no_line) = line_values(ctx, listing);
     let hottest = values
         .values()
         .map(|v| layout.hot_value(v))
@@ -820,7 +820,6 @@ fn source_listing(
             value,
         ));
     }
-    let no_line = no_line_values(ctx, &listing.no_line);
     let mut no_line_json = Vec::new();
     for (function, value) in &no_line {
         let name = ctx.function_name(*function);
@@ -874,18 +873,45 @@ fn newer(a: &Path, b: &Path) -> bool {
     matches!((modified(a), modified(b)), (Some(a), Some(b)) if a > b)
 }
 
-/// Time of `functions` in frames without a line, those with some, sorted
-/// by function.
-fn no_line_values(ctx: &Context, functions: &[FunctionId]) -> Vec<(FunctionId, ExclInclValue)> {
-    let values = exclusive_inclusive(ctx.view, ctx.weights, |frame| {
-        (frame.line.is_none() && functions.contains(&frame.function)).then_some(frame.function)
+/// A row of a source listing with a value: a line of the file, or a
+/// function's time in frames without a line.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum SourceRow {
+    Line(u32),
+    NoLine(FunctionId),
+}
+
+/// The values of the listing's lines, and of its functions' frames
+/// without a line (those with some, sorted by function): one walk.
+fn line_values(
+    ctx: &Context,
+    listing: &SourceListing,
+) -> (
+    HashMap<u32, ExclInclValue>,
+    Vec<(FunctionId, ExclInclValue)>,
+) {
+    let full_path = &listing.source.full_path;
+    let values = exclusive_inclusive(ctx.view, ctx.weights, |frame| match frame.line {
+        Some(line) => {
+            let line = ctx.model.line(line);
+            (line.full_path == *full_path).then_some(SourceRow::Line(line.line))
+        }
+        None => {
+            (listing.no_line.contains(&frame.function)).then_some(SourceRow::NoLine(frame.function))
+        }
     });
-    let mut list: Vec<_> = values
-        .into_iter()
-        .filter(|(_, v)| !v.inclusive.is_empty())
-        .collect();
-    list.sort_by_key(|(f, _)| *f);
-    list
+    let mut lines = HashMap::new();
+    let mut no_line = Vec::new();
+    for (row, value) in values {
+        match row {
+            SourceRow::Line(line) => {
+                lines.insert(line, value);
+            }
+            SourceRow::NoLine(function) => no_line.push((function, value)),
+        }
+    }
+    no_line.sort_by_key(|(f, _)| *f);
+    (lines, no_line)
 }
 
 // ---------------------------------------------------------------------

@@ -496,7 +496,7 @@ impl View {
     }
 
     /// The frames PC `pc` shows, leaf first.
-    fn pc_frame_range(&self, pc: PcId) -> (FrameId, FrameId) {
+    pub(crate) fn pc_frame_range(&self, pc: PcId) -> (FrameId, FrameId) {
         match self.pc_frames.get(pc as usize..pc as usize + 2) {
             Some(&[start, end]) => (start, end),
             _ => (self.unknown, self.unknown + 1),

@@ -341,6 +341,21 @@ impl StackTable {
         &self.cells
     }
 
+    /// Which of `pcs` model PCs some stack holds, by PC id: a stack's
+    /// frames are all model PCs, and every model PC in a cell is a frame
+    /// of some stack (a recorded frame no event used is not one yet).
+    pub(crate) fn pcs_in_stacks(&self, pcs: usize) -> Vec<bool> {
+        let mut held = vec![false; pcs];
+        for &cell in &self.cells {
+            if cell & LINK == 0 && cell & TRANSLATED != 0 {
+                if let Some(pc) = held.get_mut((cell & VALUE) as usize) {
+                    *pc = true;
+                }
+            }
+        }
+        held
+    }
+
     /// Makes the frame at `position` (written already) the innermost one
     /// of the next stack.
     pub(crate) fn push_stack(&mut self, position: u32, status: StackStatus) -> StackId {

@@ -641,3 +641,24 @@ impl Attribution {
         }
     }
 }
+
+/// The PCs the stacks hold are found from the table's cells: those of
+/// every stack, whatever its depth or run, and no other.
+#[test]
+fn pcs_in_stacks_are_the_stacks_frames() {
+    let m = model(
+        &numbered(6),
+        &[
+            complete(vec![1, 0]),
+            complete(vec![3, 1, 0]),
+            complete(vec![4]),
+            complete(vec![3, 4]),
+        ],
+        &[0],
+    );
+    let held = m.stacks.pcs_in_stacks(m.pcs.len());
+    let expected: Vec<bool> = (0..m.pcs.len())
+        .map(|pc| [0, 1, 3, 4].contains(&pc))
+        .collect();
+    assert_eq!(held, expected);
+}
