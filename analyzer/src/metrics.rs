@@ -1533,19 +1533,17 @@ impl CallTree {
     }
 
     /// The node's children by `key` of their inclusive values, largest
-    /// first, ties by function id. Sorted when asked, one node at a time:
-    /// a listing shows a few nodes of a tree of millions.
-    pub fn children_by(&self, node: NodeId, key: impl Fn(&Value) -> u64) -> Vec<NodeId> {
-        let mut keyed: Vec<(u64, FunctionId, NodeId)> = self
-            .children(node)
-            .iter()
-            .map(|&child| {
+    /// first, ties by function id, into `out`. Sorted when asked, one node
+    /// at a time: a listing shows a few nodes of a tree of millions.
+    pub fn children_by(&self, node: NodeId, key: impl Fn(&Value) -> u64, out: &mut Vec<NodeId>) {
+        out.clear();
+        out.extend_from_slice(self.children(node));
+        if out.len() > 1 {
+            out.sort_by_cached_key(|&child| {
                 let inclusive = self.layout.unpack(self.inclusive.get(child as usize));
-                (key(&inclusive), self.function(child), child)
-            })
-            .collect();
-        keyed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        keyed.into_iter().map(|(_, _, child)| child).collect()
+                (std::cmp::Reverse(key(&inclusive)), self.function(child))
+            });
+        }
     }
 }
 

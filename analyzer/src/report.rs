@@ -1192,6 +1192,7 @@ impl CallTreeText {
         let (tree, metrics, total) = (&self.tree, &self.metrics, self.total);
         let mut cells = vec![String::new(); self.table.columns.len()];
         let mut stack = vec![(CallTree::ROOT, 0usize)];
+        let mut children = Vec::new();
         let mut rows = 0usize;
         // Iterative, depth-first: stacks can be thousands deep.
         while let Some((node, depth)) = stack.pop() {
@@ -1223,8 +1224,8 @@ impl CallTreeText {
             );
             let refs: Vec<&str> = cells.iter().map(String::as_str).collect();
             each(&refs);
-            let order = self.order;
-            for child in tree.children_by(node, |v| v.get(order)).into_iter().rev() {
+            tree.children_by(node, |v| v.get(self.order), &mut children);
+            for &child in children.iter().rev() {
                 stack.push((child, depth + 1));
             }
         }
@@ -1237,11 +1238,12 @@ fn tree_json(ctx: &Context, tree: &CallTree) -> Json {
     // before its parent.
     let order = ctx.sort_metric();
     let mut built: Vec<Option<Json>> = vec![None; tree.len()];
+    let mut sorted = Vec::new();
     for node in (0..tree.len() as NodeId).rev() {
-        let children: Vec<Json> = tree
-            .children_by(node, |v| v.get(order))
-            .into_iter()
-            .filter_map(|c| built[c as usize].take())
+        tree.children_by(node, |v| v.get(order), &mut sorted);
+        let children: Vec<Json> = sorted
+            .iter()
+            .filter_map(|&c| built[c as usize].take())
             .collect();
         let function = tree.function(node);
         let value = row_json(

@@ -490,7 +490,8 @@ fn sums_agree_with_each_stacks_frames(view: &View, weights: &Weights) {
         }
         assert_eq!(inclusive, value.inclusive);
         // Listed largest first by the key asked for, ties by function.
-        let mut listed = tree.children_by(node, |v| v.events);
+        let mut listed = vec![7];
+        tree.children_by(node, |v| v.events, &mut listed);
         let key = |&c: &NodeId| (u64::MAX - tree.value(c).inclusive.events, tree.function(c));
         assert!(listed.windows(2).all(|w| key(&w[0]) < key(&w[1])));
         listed.sort_unstable();
