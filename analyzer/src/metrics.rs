@@ -596,20 +596,22 @@ impl PathVisitor for LeafFirst {
         self.top += 1;
     }
 
-    fn stack(&mut self, _: &[u64]) {}
+    fn stack(&mut self, _: usize, _: &[u64]) {}
 }
 
 /// What a walk over the stacks' paths tells (see [`Weights::walk`]): a
 /// frame entered below the innermost frame of the path, the innermost
 /// frame left, and a stack whose frames are the path's (its leaf the
-/// innermost) with its packed value. Neighbouring stacks share most of
+/// innermost) with its packed value and its slot in the walk's sums (its
+/// id; one past the last stack's for the events whose stack was lost).
+/// Neighbouring stacks share most of
 /// their frames: a visitor that keeps what it makes of a path per frame
 /// does the work of the frames the stacks do not share, not of every
 /// stack's every frame.
 pub(crate) trait PathVisitor {
     fn enter(&mut self, frame: FrameId);
     fn leave(&mut self);
-    fn stack(&mut self, value: &[u64]);
+    fn stack(&mut self, slot: usize, value: &[u64]);
 }
 
 /// A visitor whose sums are sums over stacks: a walk of some stacks
@@ -887,8 +889,8 @@ impl Weights {
                 }
                 let value = self.sums.get(stack as usize);
                 match levels.frames.is_empty() {
-                    true => alone(visitor, view.unknown, value),
-                    false => visitor.stack(value),
+                    true => alone(visitor, view.unknown, stack as usize, value),
+                    false => visitor.stack(stack as usize, value),
                 }
             }
             levels.finish(visitor);
@@ -899,7 +901,7 @@ impl Weights {
     fn visit_lost(&self, view: &View, visitor: &mut impl PathVisitor) {
         let lost = self.sums.len().saturating_sub(1);
         if self.sums.len() > 0 && !self.sums.is_zero(lost) {
-            alone(visitor, view.unknown, self.sums.get(lost));
+            alone(visitor, view.unknown, lost, self.sums.get(lost));
         }
     }
 
@@ -1014,9 +1016,9 @@ impl<K: Hash + Eq + Copy> FrameKeys<K> {
 }
 
 /// A stack of one frame told to `visitor` on its own.
-fn alone(visitor: &mut impl PathVisitor, frame: FrameId, value: &[u64]) {
+fn alone(visitor: &mut impl PathVisitor, frame: FrameId, slot: usize, value: &[u64]) {
     visitor.enter(frame);
-    visitor.stack(value);
+    visitor.stack(slot, value);
     visitor.leave();
 }
 
@@ -1134,7 +1136,7 @@ impl<K: Hash + Eq + Copy> PathVisitor for KeySums<'_, K> {
         }
     }
 
-    fn stack(&mut self, value: &[u64]) {
+    fn stack(&mut self, _: usize, value: &[u64]) {
         if let Some(&(Some(leaf), _)) = self.levels.last() {
             self.exclusive.add(leaf, value);
         }
@@ -1457,7 +1459,7 @@ impl PathVisitor for PairWalk<'_> {
         self.covered_before.drop_innermost();
     }
 
-    fn stack(&mut self, value: &[u64]) {
+    fn stack(&mut self, _: usize, value: &[u64]) {
         self.inclusive.add(TOTAL as usize, value);
         if let Some(&(leaf, _)) = self.levels.last() {
             self.exclusive.add(leaf as usize, value);
@@ -1550,23 +1552,25 @@ impl CallTree {
 /// The whole calling-context tree under `<Total>`, built along the walk in
 /// two halves on two threads ([`Weights::walk_in_halves`]).
 pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
-    let width = weights.layout().width();
     let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
     // A node per position of the stacks' tree, unless frames are inlined.
     let room = view.stacks.positions() as usize + 3;
-    let tree = weights.walk_in_halves(view, || TreeWalk::new(&function_of, width, room));
+    let tree = weights.walk_in_halves(view, || TreeWalk::new(&function_of, room));
     let TreeWalk {
         function,
         parent_of,
-        exclusive,
+        ends,
         children,
         ..
     } = tree;
+    // Freed before the values are made: their pages serve again.
     drop(children);
+    let mut inclusive = Sums::new(weights.layout().width(), function.len());
+    for (node, slot) in ends {
+        inclusive.add(node as usize, weights.sums.get(slot as usize));
+    }
     // A node's inclusive value is what ends in it and in its descendants:
-    // summed in place from the last node back (children come after their
-    // parents).
-    let mut inclusive = exclusive;
+    // summed from the last node back (children come after their parents).
     for id in (1..function.len()).rev() {
         inclusive.add_within(parent_of[id] as usize, id);
     }
@@ -1581,13 +1585,15 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
 }
 
 /// Builds [`call_tree`] along the walk: a node per frame entered below
-/// its caller's node (found again by function), a stack's value on the
-/// node of its leaf.
+/// its caller's node (found again by function), and each stack's node (of
+/// its leaf). No values: a tree of millions of nodes would take a value
+/// for each, where only the stacks' nodes have one of their own.
 struct TreeWalk<'a> {
     function_of: &'a [FunctionId],
     function: Vec<FunctionId>,
     parent_of: Vec<u32>,
-    exclusive: Sums,
+    /// Each stack walked: its node, and its slot in the walk's sums.
+    ends: Vec<(u32, u32)>,
     /// Children by parent and function: one lookup per frame entered.
     children: Children,
     /// The nodes of the path's frames, `<Total>` first.
@@ -1595,14 +1601,14 @@ struct TreeWalk<'a> {
 }
 
 impl<'a> TreeWalk<'a> {
-    /// A tree of `<Total>` alone, whose values are `width` words, with
-    /// room to grow in place to `room` nodes.
-    fn new(function_of: &'a [FunctionId], width: usize, room: usize) -> TreeWalk<'a> {
+    /// A tree of `<Total>` alone, with room to grow in place to `room`
+    /// nodes.
+    fn new(function_of: &'a [FunctionId], room: usize) -> TreeWalk<'a> {
         TreeWalk {
             function_of,
             function: huge_vec_with_room(TOTAL, 1, room),
             parent_of: huge_vec_with_room(0, 1, room),
-            exclusive: Sums::with_room(width, 1, room),
+            ends: Vec::new(),
             children: Children::with_room(room),
             path: vec![0],
         }
@@ -1622,7 +1628,7 @@ impl<'a> TreeWalk<'a> {
     fn push(&mut self, parent: u32, function: FunctionId) -> u32 {
         self.function.push(function);
         self.parent_of.push(parent);
-        self.exclusive.push_zero() as u32
+        self.function.len() as u32 - 1
     }
 }
 
@@ -1636,14 +1642,16 @@ impl Absorb for TreeWalk<'_> {
         let mut here = huge_vec_with_room(0u32, other.function.len(), 0);
         for node in 1..other.function.len() {
             let (parent, function) = (here[other.parent_of[node] as usize], other.function[node]);
-            let mine = match parent < shared {
+            here[node] = match parent < shared {
                 true => self.child(parent, function),
                 false => self.push(parent, function),
             };
-            here[node] = mine;
-            self.exclusive.add(mine as usize, other.exclusive.get(node));
         }
-        self.exclusive.add(0, other.exclusive.get(0));
+        let ends = other
+            .ends
+            .iter()
+            .map(|&(node, slot)| (here[node as usize], slot));
+        self.ends.extend(ends);
     }
 }
 
@@ -1663,9 +1671,9 @@ impl PathVisitor for TreeWalk<'_> {
         self.path.pop();
     }
 
-    fn stack(&mut self, value: &[u64]) {
-        self.exclusive
-            .add(self.path[self.path.len() - 1] as usize, value);
+    fn stack(&mut self, slot: usize, _: &[u64]) {
+        self.ends
+            .push((self.path[self.path.len() - 1], slot as u32));
     }
 }
 

@@ -233,15 +233,6 @@ impl Sums {
         Sums { width, words }
     }
 
-    /// [`Sums::new`] with room to grow to `room` values in place, in huge
-    /// pages (address space only until used).
-    pub fn with_room(width: usize, len: usize, room: usize) -> Sums {
-        Sums {
-            width,
-            words: crate::memory::huge_vec_with_room(0, width * len, width * room),
-        }
-    }
-
     pub fn len(&self) -> usize {
         self.words.len().checked_div(self.width).unwrap_or(0)
     }
