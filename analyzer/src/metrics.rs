@@ -615,7 +615,7 @@ pub(crate) trait PathVisitor {
 }
 
 /// A visitor whose sums are sums over stacks: a walk of some stacks
-/// absorbs the sums of a walk of the others ([`Weights::walk_in_halves`]).
+/// absorbs the sums of a walk of the others ([`Weights::walk_in_parts`]).
 pub(crate) trait Absorb: PathVisitor + Send {
     fn absorb(&mut self, other: Self);
 }
@@ -724,6 +724,9 @@ const SPLIT_SUMS_FROM: usize = 1 << 20;
 /// Below this many stacks a walk is not worth a second thread.
 const SPLIT_WALK_FROM: usize = 1 << 14;
 
+/// Runs of the walk order a walk on two threads is cut in.
+const WALK_PARTS: usize = 8;
+
 /// Selected events summed per stack.
 #[derive(Debug, Clone, Default)]
 pub struct Weights {
@@ -830,33 +833,33 @@ impl Weights {
         self.visit_lost(view, visitor);
     }
 
-    /// [`Weights::walk`] in two halves of the walk order, each told to a
-    /// visitor of its own (`make`'s) on a thread of its own, the second
-    /// then absorbed into the first (one visitor, for a walk too short to
-    /// be worth a thread). A half starts its paths from the root, so each
-    /// stack is told whole.
-    pub(crate) fn walk_in_halves<V: Absorb>(&self, view: &View, make: impl Fn() -> V + Sync) -> V {
+    /// [`Weights::walk`] on two threads, each with a visitor of its own
+    /// (`make`'s), the second then absorbed into the first (one visitor,
+    /// for a walk too short to be worth a thread). The walk order is cut
+    /// in `WALK_PARTS` runs, which the threads take one at a time as they
+    /// are free: a thread slowed by the machine takes fewer. A run starts
+    /// its paths from the root, so each stack is told whole.
+    pub(crate) fn walk_in_parts<V: Absorb>(&self, view: &View, make: impl Fn() -> V + Sync) -> V {
         let order = &view.walk_order;
         if order.len() < SPLIT_WALK_FROM {
             let mut visitor = make();
             self.walk(view, &mut visitor);
             return visitor;
         }
-        let (near, far) = order.split_at(order.len() / 2);
-        let (first, second) = on_two_threads(
-            || {
-                let mut visitor = make();
-                self.walk_part(view, near, &mut visitor);
-                self.visit_lost(view, &mut visitor);
-                visitor
-            },
-            || {
-                let mut visitor = make();
-                self.walk_part(view, far, &mut visitor);
-                visitor
-            },
-        );
-        let mut visitor = first;
+        let parts: Vec<&[StackId]> = order.chunks(order.len().div_ceil(WALK_PARTS)).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let walk_parts = || {
+            let mut visitor = make();
+            loop {
+                let part = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(stacks) = parts.get(part) else {
+                    return visitor;
+                };
+                self.walk_part(view, stacks, &mut visitor);
+            }
+        };
+        let (mut visitor, second) = on_two_threads(walk_parts, walk_parts);
+        self.visit_lost(view, &mut visitor);
         visitor.absorb(second);
         visitor
     }
@@ -1165,7 +1168,7 @@ pub fn exclusive_inclusive<K: Hash + Eq + Copy + Sync>(
         exclusive,
         inclusive,
         ..
-    } = weights.walk_in_halves(view, make);
+    } = weights.walk_in_parts(view, make);
     // Only what some selected stack holds (every such stack has events).
     keys.keys
         .iter()
@@ -1293,7 +1296,7 @@ impl AllCallersCallees {
             inclusive,
             pairs,
             ..
-        } = weights.walk_in_halves(view, make);
+        } = weights.walk_in_parts(view, make);
         let values = (0..bound as FunctionId)
             .filter(|&f| !inclusive.is_zero(f as usize))
             .map(|center| {
@@ -1549,13 +1552,13 @@ impl CallTree {
     }
 }
 
-/// The whole calling-context tree under `<Total>`, built along the walk in
-/// two halves on two threads ([`Weights::walk_in_halves`]).
+/// The whole calling-context tree under `<Total>`, built along the walk on
+/// two threads ([`Weights::walk_in_parts`]).
 pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     let function_of: Vec<FunctionId> = view.frames.iter().map(|f| f.function).collect();
     // A node per position of the stacks' tree, unless frames are inlined.
     let room = view.stacks.positions() as usize + 3;
-    let tree = weights.walk_in_halves(view, || TreeWalk::new(&function_of, room));
+    let tree = weights.walk_in_parts(view, || TreeWalk::new(&function_of, room));
     let TreeWalk {
         function,
         parent_of,
@@ -1635,8 +1638,8 @@ impl<'a> TreeWalk<'a> {
 impl Absorb for TreeWalk<'_> {
     /// Adds `other`'s tree, node by node in its order (parents first):
     /// a node under one both trees have is looked up, a node under one
-    /// only `other` has is new here too, with no lookup. The halves of a
-    /// walk share little more than their outermost nodes.
+    /// only `other` has is new here too, with no lookup. Two threads' trees
+    /// share little more than the outer paths of the runs they walked.
     fn absorb(&mut self, other: Self) {
         let shared = self.function.len() as u32;
         let mut here = huge_vec_with_room(0u32, other.function.len(), 0);

@@ -269,7 +269,7 @@ fn callers_callees_of_many_functions_are_hashed_pairs() {
 
 /// Hashed pairs summed on two threads are the same pictures.
 #[test]
-fn hashed_pairs_of_a_walk_in_halves() {
+fn hashed_pairs_of_a_walk_in_parts() {
     let count = SPLIT_WALK_FROM as u32 + 1100;
     let stacks: Vec<_> = (0..count)
         .map(|i| complete(vec![i % 1100, (i * 7 + 3) % 1100, (i * 13) % 1100, 0]))
@@ -327,7 +327,7 @@ fn walked_frames_are_each_stacks_frames() {
 /// Walks of enough stacks to be split over two threads sum as one walk,
 /// the lost stack counted once.
 #[test]
-fn walks_in_halves_agree_with_each_stack() {
+fn walks_in_parts_agree_with_each_stack() {
     walks_of_wandering_stacks_agree_with_each_stack(SPLIT_WALK_FROM + 999);
 }
 
