@@ -1489,8 +1489,9 @@ pub type NodeId = u32;
 pub struct CallTree {
     layout: Layout,
     function: Vec<FunctionId>,
-    /// Each node's inclusive value; its exclusive value is what its
-    /// children's leave of it (not kept: most nodes have none).
+    /// Each node's inclusive value. Its exclusive value is what its
+    /// children's inclusive values leave of it (not kept: most nodes have
+    /// none).
     inclusive: Sums,
     /// Node n's children are `child_ids[child_start[n]..child_start[n + 1]]`.
     child_start: Vec<u32>,
