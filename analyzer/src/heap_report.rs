@@ -55,6 +55,12 @@ impl Sums {
         self.count += 1;
         self.bytes += bytes;
     }
+
+    /// Adds what `other` counts.
+    fn add_sums(&mut self, other: Sums) {
+        self.count += other.count;
+        self.bytes += other.bytes;
+    }
 }
 
 /// The replays of the experiments that traced the heap.
@@ -124,9 +130,8 @@ impl StackSums {
     /// place in the walk.
     fn lost_group(&self, rank: u64) -> Option<Group> {
         let mut sums = Sums::default();
-        for lost in &self.lost {
-            sums.count += lost.count;
-            sums.bytes += lost.bytes;
+        for &lost in &self.lost {
+            sums.add_sums(lost);
         }
         (sums.count > 0).then_some(Group {
             key: Key::default(),
@@ -143,14 +148,12 @@ impl StackSums {
         let later_stacks = later.by_stack.iter().zip(&later.experiment);
         for ((sums, experiment), (later, &later_experiment)) in stacks.zip(later_stacks) {
             if later.count > 0 {
-                sums.count += later.count;
-                sums.bytes += later.bytes;
+                sums.add_sums(*later);
                 *experiment = later_experiment;
             }
         }
-        for (sums, later) in self.lost.iter_mut().zip(&later.lost) {
-            sums.count += later.count;
-            sums.bytes += later.bytes;
+        for (sums, &later) in self.lost.iter_mut().zip(&later.lost) {
+            sums.add_sums(later);
         }
     }
 }
@@ -344,8 +347,7 @@ impl Picked {
     fn of(mut groups: Vec<Group>, limit: usize) -> Picked {
         let mut sums = Sums::default();
         for group in &groups {
-            sums.count += group.sums.count;
-            sums.bytes += group.sums.bytes;
+            sums.add_sums(group.sums);
         }
         let count = groups.len();
         // Only the first ones need sorting (a hundred of a million).
@@ -367,6 +369,8 @@ impl Picked {
 
     /// The first `limit` of both's groups.
     fn and(self, other: Picked, limit: usize) -> Picked {
+        let mut sums = self.sums;
+        sums.add_sums(other.sums);
         let listed = limit.min(self.first.len() + other.first.len());
         let mut first = Vec::with_capacity(listed);
         let mut mine = self.first.into_iter().peekable();
@@ -382,10 +386,7 @@ impl Picked {
         Picked {
             first,
             groups: self.groups + other.groups,
-            sums: Sums {
-                count: self.sums.count + other.sums.count,
-                bytes: self.sums.bytes + other.sums.bytes,
-            },
+            sums,
         }
     }
 }
@@ -630,8 +631,7 @@ impl GroupTable {
 
 /// Adds `group`'s stacks to `into` (of the same key).
 fn merge(into: &mut Group, group: &Group) {
-    into.sums.count += group.sums.count;
-    into.sums.bytes += group.sums.bytes;
+    into.sums.add_sums(group.sums);
     if group.rank < into.rank {
         into.rank = group.rank;
         into.stack = group.stack;

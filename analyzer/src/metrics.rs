@@ -604,10 +604,9 @@ impl PathVisitor for LeafFirst {
 /// frame left, and a stack whose frames are the path's (its leaf the
 /// innermost) with its packed value and its slot in the walk's sums (its
 /// id; one past the last stack's for the events whose stack was lost).
-/// Neighbouring stacks share most of
-/// their frames: a visitor that keeps what it makes of a path per frame
-/// does the work of the frames the stacks do not share, not of every
-/// stack's every frame.
+/// Neighbouring stacks share most of their frames: a visitor that keeps
+/// what it makes of a path per frame does the work of the frames the
+/// stacks do not share, not of every stack's every frame.
 pub(crate) trait PathVisitor {
     fn enter(&mut self, frame: FrameId);
     fn leave(&mut self);

@@ -191,7 +191,7 @@ impl Layout {
 
 /// Packed values in one flat vector: value `i` is the `width` words from
 /// `i * width`.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Sums {
     width: usize,
     words: Vec<u64>,
@@ -199,24 +199,6 @@ pub struct Sums {
 
 /// Words from which [`Sums`] are in huge pages.
 const HUGE_FROM: usize = 1 << 19;
-
-impl Clone for Sums {
-    /// A copy in huge pages when large, as [`Sums::new`] makes them.
-    fn clone(&self) -> Sums {
-        let words = match self.words.len() >= HUGE_FROM {
-            true => {
-                let mut words = crate::memory::huge_vec_with_room(0, 0, self.words.len());
-                words.extend_from_slice(&self.words);
-                words
-            }
-            false => self.words.clone(),
-        };
-        Sums {
-            width: self.width,
-            words,
-        }
-    }
-}
 
 impl Sums {
     /// `len` zero values of `width` words; in huge pages when large (the

@@ -302,27 +302,10 @@ mod tests {
             .filter(|&key| table.home(key) == last)
             .take(500)
             .collect();
-        let mut map: HashMap<u64, u32> = HashMap::from([(1, 0)]);
-        for (i, &key) in crowded.iter().enumerate() {
-            assert_eq!(table.insert(key, i as u32), map.insert(key, i as u32));
-        }
+        let mut map = HashMap::from([(1, 0)]);
+        insert_crowded(&mut table, &mut map, &crowded);
         assert!(table.slots.len() > table.homes(), "a tail");
-        // Enough others to double the homes twice.
-        let mut key = 0x10_0000u64;
-        while table.homes() <= 2 * FIRST_SIZE {
-            key += 48;
-            assert_eq!(table.insert(key, 7), map.insert(key, 7));
-        }
-        for &key in crowded.iter().step_by(3) {
-            assert_eq!(table.remove(key), map.remove(&key));
-        }
-        assert_eq!(table.len(), map.len());
-        for (&key, &value) in &map {
-            assert_eq!(table.get(key), Some(value), "{key:#x}");
-        }
-        for &key in crowded.iter().step_by(3) {
-            assert_eq!(table.get(key), None);
-        }
+        grow_remove_and_check(&mut table, &mut map, &crowded, (0x10_0000, 48), 3);
     }
 
     /// Keys crowding the first home run far past their new homes when
@@ -341,21 +324,42 @@ mod tests {
             .filter(|&key| table.home(key) <= 1)
             .take(300)
             .collect();
-        let mut map: HashMap<u64, u32> = HashMap::from([(u64::MAX, 0)]);
+        let mut map = HashMap::from([(u64::MAX, 0)]);
+        insert_crowded(&mut table, &mut map, &crowded);
+        grow_remove_and_check(&mut table, &mut map, &crowded, (0x4000_0000, 16), 4);
+    }
+
+    /// Inserts `crowded` (key i with value i) into `table` and `map`.
+    fn insert_crowded(table: &mut U64Table<u32>, map: &mut HashMap<u64, u32>, crowded: &[u64]) {
         for (i, &key) in crowded.iter().enumerate() {
             assert_eq!(table.insert(key, i as u32), map.insert(key, i as u32));
         }
-        let mut key = 0x4000_0000u64;
+    }
+
+    /// Inserts keys `spacing` apart from `from` until the homes have
+    /// doubled twice, takes out every `every`th of `crowded`, and checks
+    /// `table` against `map`: what is in it, and what was taken out.
+    fn grow_remove_and_check(
+        table: &mut U64Table<u32>,
+        map: &mut HashMap<u64, u32>,
+        crowded: &[u64],
+        (from, spacing): (u64, u64),
+        every: usize,
+    ) {
+        let mut key = from;
         while table.homes() <= 2 * FIRST_SIZE {
-            key += 16;
-            assert_eq!(table.insert(key, 9), map.insert(key, 9));
+            key += spacing;
+            assert_eq!(table.insert(key, 7), map.insert(key, 7));
         }
-        for &key in crowded.iter().step_by(4) {
+        for &key in crowded.iter().step_by(every) {
             assert_eq!(table.remove(key), map.remove(&key));
         }
         assert_eq!(table.len(), map.len());
-        for (&key, &value) in &map {
+        for (&key, &value) in map.iter() {
             assert_eq!(table.get(key), Some(value), "{key:#x}");
+        }
+        for &key in crowded.iter().step_by(every) {
+            assert_eq!(table.get(key), None);
         }
     }
 
