@@ -32,5 +32,15 @@ def median(results):
 
 def median_of(runs, argv, cwd=None, keep=None):
     """`argv` measured `runs` times (the first run's output kept in
-    `keep`): the medians."""
-    return median([measure(argv, cwd, keep if i == 0 else None) for i in range(runs)])
+    `keep`): the medians. With COLD=seconds in the environment, each run
+    waits that long first, so that it starts as a user's first run does:
+    in a VM the memory the runs before freed has gone back to the host by
+    then, and a fresh page costs the host's fault too (measured this way,
+    not back to back, since it can change which design is faster)."""
+    cold = float(os.environ.get("COLD", "0"))
+    results = []
+    for i in range(runs):
+        if cold > 0:
+            time.sleep(cold)
+        results.append(measure(argv, cwd, keep if i == 0 else None))
+    return median(results)

@@ -546,7 +546,7 @@ impl GroupTable {
     fn with_capacity(groups: usize) -> GroupTable {
         let size = (groups * 3 / 2 + 1).next_power_of_two().max(64);
         GroupTable {
-            slots: crate::memory::huge_vec(Group::default(), size),
+            slots: vec![Group::default(); size],
             len: 0,
             shift: 64 - size.trailing_zeros(),
         }

@@ -6,7 +6,7 @@
 //! stacks (not of the events), each frame a constant-time step — array
 //! reads, a generation stamp for "once per stack", at most one hash.
 
-use crate::memory::huge_vec_with_room;
+use crate::memory::vec_with_room;
 use crate::model::*;
 use crate::packed::{Layout, Sums};
 use crate::parallel::on_two_threads;
@@ -1609,8 +1609,8 @@ impl<'a> TreeWalk<'a> {
     fn new(function_of: &'a [FunctionId], room: usize) -> TreeWalk<'a> {
         TreeWalk {
             function_of,
-            function: huge_vec_with_room(TOTAL, 1, room),
-            parent_of: huge_vec_with_room(0, 1, room),
+            function: vec_with_room(TOTAL, 1, room),
+            parent_of: vec_with_room(0, 1, room),
             ends: Vec::new(),
             children: Children::with_room(room),
             path: vec![0],
@@ -1642,7 +1642,7 @@ impl Absorb for TreeWalk<'_> {
     /// share little more than the outer paths of the runs they walked.
     fn absorb(&mut self, other: Self) {
         let shared = self.function.len() as u32;
-        let mut here = huge_vec_with_room(0u32, other.function.len(), 0);
+        let mut here = vec_with_room(0u32, other.function.len(), 0);
         for node in 1..other.function.len() {
             let (parent, function) = (here[other.parent_of[node] as usize], other.function[node]);
             here[node] = match parent < shared {

@@ -197,21 +197,10 @@ pub struct Sums {
     words: Vec<u64>,
 }
 
-/// Words from which [`Sums`] are in huge pages.
-const HUGE_FROM: usize = 1 << 19;
-
 impl Sums {
-    /// `len` zero values of `width` words; in huge pages when large (the
-    /// sums of a million stacks, or of every pair of functions, are read
-    /// in random order: in small pages nearly every access would miss the
-    /// TLB).
+    /// `len` zero values of `width` words.
     pub fn new(width: usize, len: usize) -> Sums {
-        // A large zeroed vector is fresh memory from the kernel, not
-        // touched before the advice.
         let words = vec![0; width * len];
-        if words.len() >= HUGE_FROM {
-            crate::memory::advise_huge_pages(&words);
-        }
         Sums { width, words }
     }
 

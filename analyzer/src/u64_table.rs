@@ -5,9 +5,8 @@
 //!
 //! With a general-purpose map each access waits for a cache miss (and a
 //! TLB miss, in a VM). This one is open addressing with linear probing on
-//! the key itself, in huge pages where the kernel allows, so that a
-//! caller can fetch a key's slot while it still works on others
-//! ([`U64Table::prefetch`]). A removal shifts the slots after it back (no
+//! the key itself, so that a caller can fetch a key's slot while it
+//! still works on others ([`U64Table::prefetch`]). A removal shifts the slots after it back (no
 //! tombstones: probes stay short however many keys come and go).
 //!
 //! Probes run forward and never wrap: a run that passes the last home
@@ -17,9 +16,7 @@
 //! moved to its new home in one pass; a table without room moves to a new
 //! vector twice as large. In a VM the kernel's clearing of fresh pages
 //! costs as much as all of a large heap replay's other work on the table:
-//! in place, over its growth a table clears each page once, not twice (a
-//! vector grown by `realloc` would also be moved by `mremap`, which splits
-//! its huge pages).
+//! in place, over its growth a table clears each page once, not twice.
 
 /// One slot: `key` 0 is empty.
 #[derive(Debug, Clone, Copy, Default)]
@@ -55,7 +52,7 @@ impl<V: Copy + Default> U64Table<V> {
             .unwrap_or(usize::MAX)
             .max(FIRST_SIZE);
         let room = homes.saturating_add(homes / TAIL_ROOM);
-        let slots = crate::memory::huge_vec_with_room(Slot::default(), 0, room);
+        let slots = crate::memory::vec_with_room(Slot::default(), 0, room);
         U64Table {
             slots,
             len: 0,
@@ -198,7 +195,7 @@ impl<V: Copy + Default> U64Table<V> {
     /// tail.
     fn move_to(&mut self, homes: usize) {
         let room = homes + homes / TAIL_ROOM;
-        let slots = crate::memory::huge_vec_with_room(Slot::default(), homes, room);
+        let slots = crate::memory::vec_with_room(Slot::default(), homes, room);
         let old = std::mem::replace(&mut self.slots, slots);
         self.shift = 64 - homes.trailing_zeros();
         for slot in old.into_iter().filter(|s| s.key != 0) {
@@ -428,7 +425,7 @@ impl Children {
     /// No children yet, with room for `nodes` nodes to grow in place.
     pub(crate) fn with_room(nodes: usize) -> Children {
         Children {
-            near: crate::memory::huge_vec_with_room(NO_NEAR, 0, nodes),
+            near: crate::memory::vec_with_room(NO_NEAR, 0, nodes),
             others: U64Table::with_room(nodes),
         }
     }

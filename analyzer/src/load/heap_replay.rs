@@ -349,9 +349,6 @@ impl Builder {
     ) -> Result<BlockStats> {
         let first = self.model.heap.len();
         reserve(&mut self.model.heap, replaying.room);
-        // Filled as the allocations come, hundreds of megabytes: a page
-        // fault per 2 MiB, not per 4 KiB.
-        crate::memory::advise_huge_pages(&self.model.heap);
         for replayed in &replaying.allocations {
             match replayed {
                 Replayed::Allocations(mut batch) => {
