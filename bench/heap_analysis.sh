@@ -27,6 +27,11 @@
 # `rdbx analyze` builds a listing's JSON beside its text, tens of gigabytes
 # of JSON values: run them whole (LIMIT unset) only on smaller experiments.
 #
+# COLD=seconds waits that long before each run (bench/timing.py), so that
+# each starts as a user's first analysis does, with memory the host took
+# back (in a VM, the runs back to back reuse pages the one before freed
+# and can rank two designs the other way round).
+#
 # RDBX=path measures that rdbx binary instead of this tree's release build
 # (to compare builds on one experiment); WORK=dir keeps the experiment there
 # and reuses it when it exists (it takes a minute or two to write);
