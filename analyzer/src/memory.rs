@@ -6,12 +6,13 @@
 //! whose guest hands its free memory back to the host (virtio-balloon's
 //! free page reporting, which reports free blocks of 2 MiB and more), a
 //! fresh huge page is such a block: the host faults in all of it, 4 KiB
-//! at a time. Measured on this project's VM, a first touch of 512 MiB
-//! after the machine sat idle for 15 s: 0.45 GB/s in huge pages, 3 GB/s
-//! in small ones, 22 GB/s in huge pages a run freed a moment before. A
-//! benchmark run back to back sees the last figure, a user's first
-//! analysis the first: a heap `calltree` took 0.84 s one way and 1.35 s
-//! the other with huge pages, 1.07 s either way without.
+//! at a time. Measured on this project's VM by bench/first_touch.sh (a
+//! first write of 512 MiB after the machine sat idle for 20 s): 0.44 GB/s
+//! in huge pages, 2.9 GB/s in small ones, 21 GB/s in huge pages the same
+//! process freed a moment before. A benchmark run back to back sees the
+//! last figure, a user's first analysis the first: a heap `calltree`
+//! took 0.84 s one way and 1.35 s the other with huge pages, 1.07 s
+//! either way without.
 
 /// A vector of `len` copies of `value` with room for at least `room`
 /// elements, if the allocator gives it (address space only until used);
