@@ -604,7 +604,7 @@ impl Builder {
         // The events do not grow past what was reserved (the file holds
         // no more), so they stay put until the join below.
         let spares = vec![crate::memory::spare(&self.model.events)];
-        let populating = crate::memory::populate_in_background(spares);
+        let populating = crate::memory::populate_in_background(spares, 128 << 20);
         let stack_stats = crate::stack_file::for_each_stack_block(expt, |records| {
             for record in records {
                 stacks.by_id.prefetch(record.header.stack_id);

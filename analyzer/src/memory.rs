@@ -57,26 +57,27 @@ impl Drop for Populating {
     }
 }
 
-/// Faults in the spare capacity of the vectors `spares` describes (start
-/// address and length in bytes, from [`spare`]) on another thread, front to
-/// back: the kernel zeroes the pages there while this thread fills them,
-/// instead of stopping it at every new page (a fifth of loading a big
-/// experiment). Keep the vectors where they are until the result is
-/// dropped.
-pub(crate) fn populate_in_background(spares: Vec<(usize, usize)>) -> Populating {
+/// Faults in the memory `regions` describes (start address and length in
+/// bytes: a vector's spare capacity, from [`spare`], or a large zeroed
+/// vector not written yet) on another thread, front to back, when it takes
+/// at least `worth` bytes: the kernel zeroes the pages there while this
+/// thread fills them, instead of stopping it at every new page (a fifth of
+/// loading a big experiment). Keep the vectors where they are until the
+/// result is dropped.
+pub(crate) fn populate_in_background(regions: Vec<(usize, usize)>, worth: usize) -> Populating {
     const CHUNK: usize = 2 << 20;
     let page = 4096;
-    let worth = spares.iter().map(|&(_, len)| len).sum::<usize>() >= 64 * CHUNK;
+    let worth = regions.iter().map(|&(_, len)| len).sum::<usize>() >= worth;
     if !worth {
         return Populating(None);
     }
     let populate = move || {
-        for (start, len) in spares {
+        for (start, len) in regions {
             let first = start.next_multiple_of(page);
             let end = start + len;
             for chunk in (first..end).step_by(CHUNK) {
                 let size = CHUNK.min(end - chunk);
-                // SAFETY: the range is spare capacity of a live vector the
+                // SAFETY: the range lies in a live vector's buffer the
                 // caller keeps in place until the join. Even were it moved,
                 // populating changes no byte of a page already there and
                 // gives a new page the zeros it would get at its first

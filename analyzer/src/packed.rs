@@ -198,6 +198,12 @@ pub struct Sums {
 }
 
 impl Sums {
+    /// Where the words are: address and length in bytes (to fault them in
+    /// on another thread: [`crate::memory::populate_in_background`]).
+    pub(crate) fn region(&self) -> (usize, usize) {
+        (self.words.as_ptr() as usize, self.words.len() * 8)
+    }
+
     /// `len` zero values of `width` words.
     pub fn new(width: usize, len: usize) -> Sums {
         let words = vec![0; width * len];
