@@ -1,5 +1,5 @@
-//! Large vectors with room to grow in place, and fetching what will be
-//! read soon.
+//! Large vectors with room to grow in place, memory faulted in on
+//! another thread, and fetching what will be read soon.
 //!
 //! Nothing here asks for transparent huge pages, though the large tables
 //! are read in random order and would miss the TLB less in them. In a VM
@@ -67,8 +67,7 @@ impl Drop for Populating {
 pub(crate) fn populate_in_background(regions: Vec<(usize, usize)>, worth: usize) -> Populating {
     const CHUNK: usize = 2 << 20;
     let page = 4096;
-    let worth = regions.iter().map(|&(_, len)| len).sum::<usize>() >= worth;
-    if !worth {
+    if regions.iter().map(|&(_, len)| len).sum::<usize>() < worth {
         return Populating(None);
     }
     let populate = move || {

@@ -1566,7 +1566,7 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
         children,
         ..
     } = tree;
-    // Freed before the values are made: their pages serve again.
+    // Freed before the values are made: the peak holds one or the other.
     drop(children);
     let mut inclusive = Sums::new(weights.layout().width(), function.len());
     // Fresh memory (98 MB for 3.2 million nodes of heap values): faulted in
@@ -1647,7 +1647,7 @@ impl Absorb for TreeWalk<'_> {
     /// share little more than the outer paths of the runs they walked.
     fn absorb(&mut self, other: Self) {
         let shared = self.function.len() as u32;
-        let mut here = vec_with_room(0u32, other.function.len(), 0);
+        let mut here = vec![0u32; other.function.len()];
         for node in 1..other.function.len() {
             let (parent, function) = (here[other.parent_of[node] as usize], other.function[node]);
             here[node] = match parent < shared {

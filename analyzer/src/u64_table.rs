@@ -6,8 +6,9 @@
 //! With a general-purpose map each access waits for a cache miss (and a
 //! TLB miss, in a VM). This one is open addressing with linear probing on
 //! the key itself, so that a caller can fetch a key's slot while it
-//! still works on others ([`U64Table::prefetch`]). A removal shifts the slots after it back (no
-//! tombstones: probes stay short however many keys come and go).
+//! still works on others ([`U64Table::prefetch`]). A removal shifts the
+//! slots after it back (no tombstones: probes stay short however many
+//! keys come and go).
 //!
 //! Probes run forward and never wrap: a run that passes the last home
 //! goes on into a tail of slots after it. So a table made with room for
