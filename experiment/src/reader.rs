@@ -197,15 +197,28 @@ struct HeapBlockSpan {
 }
 
 /// Where a thread's next event comes in a stable sort by order number of the events in
-/// file order: (order, block, place in the block). Keys are never equal.
-type MergeKey = (u64, usize, usize);
+/// file order: the order number, then the block's index and the place in it (32 bits
+/// each), in one integer so that the merge compares heads with one comparison. Keys are
+/// never equal; a block holds far fewer than 2^32 events, so no key is `NO_MORE`.
+type MergeKey = u128;
+
+/// The key of a thread with no more events.
+const NO_MORE: MergeKey = u128::MAX;
+
+/// The key of the event of order number `order` at `place` in block `block`.
+fn merge_key(order: u64, block: usize, place: usize) -> MergeKey {
+    (u128::from(order) << 64) | ((block as u128 & 0xffff_ffff) << 32) | place as u128
+}
+
+/// The order number of the event of `key`.
+fn key_order(key: MergeKey) -> u64 {
+    (key >> 64) as u64
+}
 
 /// The threads' heap events being merged.
 struct HeapMerge {
     /// Per thread: its blocks (indices of spans) in file order.
     threads: Vec<HeapCursor>,
-    /// Per thread: the key of its next event, None when it has no more.
-    heads: Vec<Option<MergeKey>>,
     /// Per block: records decoded, and their bytes.
     decoded: Vec<(u64, usize)>,
 }
@@ -225,63 +238,85 @@ impl HeapMerge {
             threads[thread].blocks.push(index);
         }
         HeapMerge {
-            heads: vec![None; threads.len()],
             threads,
             decoded: vec![(0, 0); spans.len()],
         }
     }
 
-    /// Decodes thread `thread`'s next event into its head; false when its numbers went
-    /// down.
-    fn advance(&mut self, thread: usize, spans: &[HeapBlockSpan], file: &File) -> io::Result<bool> {
+    /// The key of thread `thread`'s next event, its next block read when it needs one.
+    #[inline]
+    fn head(
+        &mut self,
+        thread: usize,
+        spans: &[HeapBlockSpan],
+        file: &File,
+    ) -> io::Result<MergeKey> {
+        self.threads[thread].head(spans, file, &mut self.decoded)
+    }
+
+    /// Gives thread `thread`'s next event to `each`; the key of the one after it, or
+    /// None when the thread's numbers went down.
+    #[inline]
+    fn take(
+        &mut self,
+        thread: usize,
+        spans: &[HeapBlockSpan],
+        file: &File,
+        each: &mut impl FnMut(HeapEventRecord),
+    ) -> io::Result<Option<MergeKey>> {
         let cursor = &mut self.threads[thread];
-        let previous = cursor.event.map(|e| e.order);
-        let key = cursor.advance(spans, file, &mut self.decoded)?;
-        self.heads[thread] = key;
-        Ok(match (previous, key) {
-            (Some(previous), Some((order, ..))) => previous <= order,
-            _ => true,
-        })
+        let Some(&event) = cursor.events.get(cursor.next) else {
+            return Ok(Some(NO_MORE));
+        };
+        cursor.next += 1;
+        each(HeapEventRecord {
+            tid: cursor.tid,
+            event,
+        });
+        let next = self.head(thread, spans, file)?;
+        Ok((next == NO_MORE || key_order(next) >= event.order).then_some(next))
     }
 
-    fn emit(&self, thread: usize, each: &mut impl FnMut(HeapEventRecord)) {
-        let cursor = &self.threads[thread];
-        if let Some(event) = cursor.event {
-            each(HeapEventRecord {
-                tid: cursor.tid,
-                event,
-            });
-        }
-    }
-
-    /// The merge, the next thread found by a scan of the heads; false when some
-    /// thread's numbers went down.
+    /// The merge, the next thread found by a scan of the heads' order numbers; false
+    /// when some thread's numbers went down.
     fn run_scanning(
         &mut self,
         spans: &[HeapBlockSpan],
         file: &File,
         mut each: impl FnMut(HeapEventRecord),
     ) -> io::Result<bool> {
+        // Per thread: its next event's order number, `u64::MAX` when it has none.
+        let mut orders = Vec::with_capacity(self.threads.len());
         for thread in 0..self.threads.len() {
-            self.advance(thread, spans, file)?;
+            orders.push(key_order(self.head(thread, spans, file)?));
         }
         loop {
-            let mut best: Option<(MergeKey, usize)> = None;
-            for (thread, head) in self.heads.iter().enumerate() {
-                if let Some(key) = *head {
-                    if best.is_none_or(|(b, _)| key < b) {
-                        best = Some((key, thread));
-                    }
-                }
-            }
-            let Some((_, thread)) = best else {
-                return Ok(true);
+            let thread = match least(&orders) {
+                Some(thread) => thread,
+                // Two heads with one number (or the largest): the whole keys decide.
+                None => match self.least_key(spans, file)? {
+                    Some(thread) => thread,
+                    None => return Ok(true),
+                },
             };
-            self.emit(thread, &mut each);
-            if !self.advance(thread, spans, file)? {
-                return Ok(false);
+            match self.take(thread, spans, file, &mut each)? {
+                Some(next) => orders[thread] = key_order(next),
+                None => return Ok(false),
             }
         }
+    }
+
+    /// The thread whose next event comes first by whole keys, None when none has one.
+    #[cold]
+    fn least_key(&mut self, spans: &[HeapBlockSpan], file: &File) -> io::Result<Option<usize>> {
+        let mut best = (NO_MORE, None);
+        for thread in 0..self.threads.len() {
+            let key = self.head(thread, spans, file)?;
+            if key < best.0 {
+                best = (key, Some(thread));
+            }
+        }
+        Ok(best.1)
     }
 
     /// The merge, the next thread taken from a binary heap (many threads).
@@ -293,21 +328,20 @@ impl HeapMerge {
     ) -> io::Result<bool> {
         let mut next = std::collections::BinaryHeap::new();
         for thread in 0..self.threads.len() {
-            self.advance(thread, spans, file)?;
-            if let Some(key) = self.heads[thread] {
+            let key = self.head(thread, spans, file)?;
+            if key != NO_MORE {
                 next.push(std::cmp::Reverse((key, thread)));
             }
         }
         while let Some(std::cmp::Reverse((_, thread))) = next.pop() {
             // The thread goes on while its events come first.
             loop {
-                self.emit(thread, &mut each);
-                if !self.advance(thread, spans, file)? {
+                let Some(key) = self.take(thread, spans, file, &mut each)? else {
                     return Ok(false);
-                }
-                let Some(key) = self.heads[thread] else {
-                    break;
                 };
+                if key == NO_MORE {
+                    break;
+                }
                 if next
                     .peek()
                     .is_some_and(|std::cmp::Reverse(top)| top.0 < key)
@@ -321,6 +355,21 @@ impl HeapMerge {
     }
 }
 
+/// The index of the least of `orders` when no other equals it and it is not `u64::MAX`
+/// (None otherwise: rare, the whole keys decide). Without a branch per thread: which
+/// thread comes next is as good as random.
+#[inline]
+fn least(orders: &[u64]) -> Option<usize> {
+    let (mut best, mut least, mut tied) = (0, u64::MAX, true);
+    for (thread, &order) in orders.iter().enumerate() {
+        let below = order < least;
+        tied = (order == least) | (tied & !below);
+        best = if below { thread } else { best };
+        least = least.min(order);
+    }
+    (!tied).then_some(best)
+}
+
 /// One thread's heap events, read and decoded a block at a time (a tight loop over the
 /// block's records, not one call per event through the merge).
 #[derive(Default)]
@@ -331,32 +380,51 @@ struct HeapCursor {
     /// How many of `blocks` were read: the current one is `block - 1`.
     block: usize,
     bytes: Vec<u8>,
-    /// The current block's events, and the place of the one decoded last plus one.
+    /// The current block's events, and the place of the next one.
     events: Vec<crate::heap::HeapEvent>,
     next: usize,
-    /// The event decoded last.
-    event: Option<crate::heap::HeapEvent>,
 }
 
 impl HeapCursor {
-    /// Takes the thread's next event into `event`; its merge key, or None when the
-    /// thread has no more. A block's events are counted in `decoded` when it is read.
-    fn advance(
+    /// The merge key of the thread's next event, `NO_MORE` when it has none; the next
+    /// blocks are read when the current one has no more.
+    #[inline]
+    fn head(
         &mut self,
         spans: &[HeapBlockSpan],
         file: &File,
         decoded: &mut [(u64, usize)],
-    ) -> io::Result<Option<MergeKey>> {
+    ) -> io::Result<MergeKey> {
+        match self.events.get(self.next) {
+            Some(event) => Ok(merge_key(
+                event.order,
+                self.blocks[self.block - 1],
+                self.next,
+            )),
+            None => self.read_next(spans, file, decoded),
+        }
+    }
+
+    /// [`HeapCursor::head`] once the current block has no more: the thread's next
+    /// blocks read until one has events. A block's events are counted in `decoded`
+    /// when it is read. Out of line, so that the merge's loop stays small.
+    #[inline(never)]
+    fn read_next(
+        &mut self,
+        spans: &[HeapBlockSpan],
+        file: &File,
+        decoded: &mut [(u64, usize)],
+    ) -> io::Result<MergeKey> {
         loop {
-            if let Some(&event) = self.events.get(self.next) {
-                let key = (event.order, self.blocks[self.block - 1], self.next);
-                self.event = Some(event);
-                self.next += 1;
-                return Ok(Some(key));
+            if let Some(event) = self.events.get(self.next) {
+                return Ok(merge_key(
+                    event.order,
+                    self.blocks[self.block - 1],
+                    self.next,
+                ));
             }
             let Some(&index) = self.blocks.get(self.block) else {
-                self.event = None;
-                return Ok(None);
+                return Ok(NO_MORE);
             };
             let span = &spans[index];
             self.bytes.resize(span.len, 0);
@@ -887,7 +955,7 @@ impl Experiment {
         };
         let mut merge = HeapMerge::new(&spans);
         let io = |e| Error::io(&path, e);
-        let rising = match merge.heads.len() {
+        let rising = match merge.threads.len() {
             // Few threads (most programs): the smallest head by a scan.
             0..=8 => merge
                 .run_scanning(&spans, &file, |e| each(&mut state, e))
@@ -1569,6 +1637,19 @@ mod tests {
         assert_eq!(stats, plain_stats);
         assert_eq!(plain.len(), merged.len());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The merge's scan takes the least order number when it is alone, and leaves ties
+    /// and threads with no more events to the whole keys.
+    #[test]
+    fn the_least_head_is_found_without_ties() {
+        assert_eq!(super::least(&[7, 3, 9, 4]), Some(1));
+        assert_eq!(super::least(&[2, 3, u64::MAX]), Some(0));
+        assert_eq!(super::least(&[u64::MAX, u64::MAX, 5]), Some(2));
+        assert_eq!(super::least(&[5, 3, 3]), None);
+        assert_eq!(super::least(&[3, 3, 1]), Some(2));
+        assert_eq!(super::least(&[u64::MAX, u64::MAX]), None);
+        assert_eq!(super::least(&[]), None);
     }
 
     /// Many threads are merged through a heap, to the same order.
