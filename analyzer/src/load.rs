@@ -265,6 +265,14 @@ impl RecordedStacks {
         for id in ids.clone() {
             self.by_id.prefetch(id);
         }
+        self.prefetch_records(ids);
+        self.prefetch_cells(cells);
+    }
+
+    /// Starts fetching the records of the stacks `ids` no event used yet
+    /// (their table entries fetched before), and keeps them for
+    /// [`RecordedStacks::prefetch_cells`].
+    fn prefetch_records(&mut self, ids: impl Iterator<Item = u64>) {
         self.firsts.clear();
         for id in ids {
             if let Lookup::Record(r) = self.by_id.get(id) {
@@ -274,6 +282,11 @@ impl RecordedStacks {
                     .map(crate::memory::prefetch_one);
             }
         }
+    }
+
+    /// Starts fetching the innermost frames in `cells` of the records
+    /// [`RecordedStacks::prefetch_records`] fetched.
+    fn prefetch_cells(&self, cells: &[u32]) {
         for &r in &self.firsts {
             if let Some(record) = self.records.get(r as usize) {
                 cells

@@ -30,6 +30,11 @@ struct Allocation {
     stack_id: u64,
 }
 
+/// The recorded stacks of `allocations`.
+fn stack_ids(allocations: &[Allocation]) -> impl Iterator<Item = u64> + '_ {
+    allocations.iter().map(|a| a.stack_id)
+}
+
 /// Allocations sent to the loader at a time.
 const BATCH: usize = 1 << 14;
 
@@ -378,8 +383,11 @@ impl Builder {
     }
 
     /// Adds the allocations of `batch` to the model with their thread
-    /// numbers and model stacks, the stacks looked up a few allocations at
-    /// a time, their table entries fetched while those before are worked on.
+    /// numbers and model stacks. The stacks are looked up a group of
+    /// allocations at a time, what a group needs fetched in three steps
+    /// while the groups before it are worked on: its table entries, then
+    /// the records of the stacks no allocation used yet, then their
+    /// innermost frames (each step needs what the one before fetched).
     fn resolve_heap(
         &mut self,
         experiment: u16,
@@ -389,16 +397,26 @@ impl Builder {
         tally: &mut Tally,
         mappings: &[Mapping],
     ) {
-        for allocation in batch.iter().take(EVENT_BATCH) {
-            stacks.by_id.prefetch(allocation.stack_id);
-        }
-        for start in (0..batch.len()).step_by(EVENT_BATCH) {
-            let end = (start + EVENT_BATCH).min(batch.len());
-            for allocation in batch.get(end..).unwrap_or(&[]).iter().take(EVENT_BATCH) {
-                stacks.by_id.prefetch(allocation.stack_id);
+        let groups: Vec<&[Allocation]> = batch.chunks(EVENT_BATCH).collect();
+        // Step s fetches group s's entries, s - 1's records and s - 2's
+        // frames (their records kept at step s - 1), and adds group s - 3.
+        for step in 0..groups.len() + 3 {
+            if step >= 2 {
+                stacks.prefetch_cells(self.stacks.cells());
             }
-            let group = &batch[start..end];
-            stacks.prefetch(group.iter().map(|a| a.stack_id), self.stacks.cells());
+            if let Some(&group) = step.checked_sub(1).and_then(|g| groups.get(g)) {
+                stacks.prefetch_records(stack_ids(group));
+            }
+            for id in groups
+                .get(step)
+                .into_iter()
+                .flat_map(|&group| stack_ids(group))
+            {
+                stacks.by_id.prefetch(id);
+            }
+            let Some(&group) = step.checked_sub(3).and_then(|g| groups.get(g)) else {
+                continue;
+            };
             for allocation in group {
                 let stack = self.model_stack(experiment, stacks, allocation.stack_id, mappings);
                 self.model.heap.push(HeapEntry {
