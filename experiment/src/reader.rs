@@ -395,14 +395,21 @@ impl HeapCursor {
         file: &File,
         decoded: &mut [(u64, usize)],
     ) -> io::Result<MergeKey> {
-        match self.events.get(self.next) {
-            Some(event) => Ok(merge_key(
-                event.order,
-                self.blocks[self.block - 1],
-                self.next,
-            )),
+        match self.current() {
+            Some(key) => Ok(key),
             None => self.read_next(spans, file, decoded),
         }
+    }
+
+    /// The merge key of the current block's next event, if it has one.
+    #[inline]
+    fn current(&self) -> Option<MergeKey> {
+        let event = self.events.get(self.next)?;
+        Some(merge_key(
+            event.order,
+            self.blocks[self.block - 1],
+            self.next,
+        ))
     }
 
     /// [`HeapCursor::head`] once the current block has no more: the thread's next
@@ -416,12 +423,8 @@ impl HeapCursor {
         decoded: &mut [(u64, usize)],
     ) -> io::Result<MergeKey> {
         loop {
-            if let Some(event) = self.events.get(self.next) {
-                return Ok(merge_key(
-                    event.order,
-                    self.blocks[self.block - 1],
-                    self.next,
-                ));
+            if let Some(key) = self.current() {
+                return Ok(key);
             }
             let Some(&index) = self.blocks.get(self.block) else {
                 return Ok(NO_MORE);
