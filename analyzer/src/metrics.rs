@@ -1574,7 +1574,12 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     // added, ahead of them.
     let populating = populate_in_background(vec![inclusive.region()], 16 << 20);
     let (child_start, child_ids) = child_lists(&parent_of);
-    for (node, slot) in ends {
+    // The stacks' sums are read in walk order, not slot order: each is
+    // fetched a few stacks ahead.
+    for (i, &(node, slot)) in ends.iter().enumerate() {
+        if let Some(&(_, ahead)) = ends.get(i + PREFETCH_AHEAD) {
+            weights.sums.prefetch_whole(ahead as usize);
+        }
         inclusive.add(node as usize, weights.sums.get(slot as usize));
     }
     // A node's inclusive value is what ends in it and in its descendants:
