@@ -1642,6 +1642,45 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Random threads' blocks, numbers rising within each thread and often equal across
+    /// threads, interleaved in the file at random: the merge (by scan for up to 8
+    /// threads, by heap above) gives what a stable sort by order number gives.
+    #[test]
+    fn heap_events_in_order_agree_with_a_sort_on_random_blocks() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        for (round, threads) in [1u32, 2, 3, 4, 8, 9, 12].into_iter().enumerate() {
+            let mut orders = vec![0u64; threads as usize];
+            let mut blocks = Vec::new();
+            for _ in 0..6 * threads {
+                let thread = next(u64::from(threads)) as usize;
+                let events = (0..1 + next(40))
+                    .map(|i| {
+                        // Small steps: threads often share a number.
+                        orders[thread] += next(3);
+                        let op = if i % 3 == 2 { Free } else { Malloc };
+                        heap_event(op, orders[thread], 0x1000 + 16 * next(64))
+                    })
+                    .collect();
+                blocks.push((thread as u32 + 1, events));
+            }
+            let dir = temp_expt(&format!("heap-random-{round}"));
+            write_heap_blocks(&dir, &blocks);
+            let expt = Experiment::open(&dir).unwrap();
+            let (merged, stats) = in_order(&expt);
+            assert_eq!(merged, expt.heap_events().unwrap(), "{threads} threads");
+            let total: usize = blocks.iter().map(|b| b.1.len()).sum();
+            assert_eq!(stats.records, total as u64);
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
     /// The merge's scan takes the least order number when it is alone, and leaves ties
     /// and threads with no more events to the whole keys.
     #[test]
