@@ -1578,7 +1578,7 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     // fetched a few stacks ahead.
     for (i, &(node, slot)) in ends.iter().enumerate() {
         if let Some(&(_, ahead)) = ends.get(i + PREFETCH_AHEAD) {
-            weights.sums.prefetch_whole(ahead as usize);
+            weights.sums.prefetch(ahead as usize);
         }
         inclusive.add(node as usize, weights.sums.get(slot as usize));
     }

@@ -243,21 +243,19 @@ impl Sums {
         &self.words[start..start + self.width]
     }
 
-    /// Starts fetching value `i` (for an access soon).
+    /// Starts fetching every cache line of value `i`, for an access soon:
+    /// a value wider than a word may straddle two (the vector starts where
+    /// the allocator put it, not at a line), and then the second is
+    /// fetched too.
     pub fn prefetch(&self, i: usize) {
-        if let Some(word) = self.words.get(i * self.width) {
-            crate::memory::prefetch_one(word);
-        }
-    }
-
-    /// Starts fetching every cache line of value `i` (one wider than a
-    /// word may straddle two).
-    pub fn prefetch_whole(&self, i: usize) {
         let start = i * self.width;
         if let Some(words) = self.words.get(start..start + self.width) {
             if let (Some(first), Some(last)) = (words.first(), words.last()) {
                 crate::memory::prefetch_one(first);
-                crate::memory::prefetch_one(last);
+                let line = |word: &u64| word as *const u64 as usize / 64;
+                if line(last) != line(first) {
+                    crate::memory::prefetch_one(last);
+                }
             }
         }
     }

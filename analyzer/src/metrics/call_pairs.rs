@@ -87,7 +87,7 @@ impl CallPairs {
     /// Starts fetching a pair's cell, to be added to soon.
     pub(super) fn prefetch(&self, caller: FunctionId, callee: FunctionId) {
         if let Cells::Dense { bound, sums } = &self.cells {
-            sums.prefetch_whole(caller as usize * bound + callee as usize);
+            sums.prefetch(caller as usize * bound + callee as usize);
         }
     }
 
