@@ -1454,7 +1454,7 @@ impl PathVisitor for PairWalk<'_> {
                 }
             }
         }
-        self.pairs.add(caller, function, own, share);
+        self.pairs.add_soon(caller, function, own, share);
         self.innermost[function as usize] = outer;
         self.sums.pop();
         self.covered.drop_innermost();

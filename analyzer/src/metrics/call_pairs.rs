@@ -16,7 +16,27 @@ pub(super) struct CallPairs {
     /// Words of each half of a cell.
     width: usize,
     cells: Cells,
+    /// Adds to dense cells not made yet, each made `WAITING` adds later,
+    /// its cell fetched meanwhile.
+    waiting: Waiting,
 }
+
+/// Adds waiting for their cells, in a ring: a frame's pair is added when
+/// the frame is left, and a leaf is left as soon as it is entered, so
+/// there is no time to fetch its cell before the add.
+#[derive(Default)]
+struct Waiting {
+    /// Per slot: the cell.
+    cells: Vec<usize>,
+    /// Per slot: the two halves' words.
+    words: Vec<u64>,
+    /// The slot of the next add, and how many slots are full.
+    next: usize,
+    len: usize,
+}
+
+/// Adds that wait for their cells at once.
+const WAITING: usize = 16;
 
 enum Cells {
     /// Cell `caller * bound + callee`.
@@ -43,7 +63,16 @@ impl CallPairs {
                 sums: Sums::new(2 * width, 0),
             },
         };
-        CallPairs { width, cells }
+        let waiting = Waiting {
+            cells: vec![0; WAITING],
+            words: vec![0; WAITING * 2 * width],
+            ..Waiting::default()
+        };
+        CallPairs {
+            width,
+            cells,
+            waiting,
+        }
     }
 
     /// Whether the pairs are hashed (for tests of the sparse form).
@@ -84,6 +113,49 @@ impl CallPairs {
         sums.add_at(cell, width, taken);
     }
 
+    /// [`CallPairs::add`], made after a few more adds (dense cells: the
+    /// cell is fetched meanwhile); [`CallPairs::settle`] makes those still
+    /// waiting.
+    pub(super) fn add_soon(
+        &mut self,
+        caller: FunctionId,
+        callee: FunctionId,
+        from_caller: &[u64],
+        taken: &[u64],
+    ) {
+        let Cells::Dense { bound, sums } = &mut self.cells else {
+            return self.add(caller, callee, from_caller, taken);
+        };
+        let cell = caller as usize * *bound + callee as usize;
+        sums.prefetch(cell);
+        let (waiting, width) = (&mut self.waiting, self.width);
+        let slot = waiting.next;
+        let words = &mut waiting.words[slot * 2 * width..(slot + 1) * 2 * width];
+        if waiting.len == WAITING {
+            sums.add_at(waiting.cells[slot], 0, words);
+        } else {
+            waiting.len += 1;
+        }
+        waiting.cells[slot] = cell;
+        words[..width].copy_from_slice(from_caller);
+        words[width..].copy_from_slice(taken);
+        waiting.next = (slot + 1) % WAITING;
+    }
+
+    /// Makes the adds still waiting.
+    fn settle(&mut self) {
+        let Cells::Dense { sums, .. } = &mut self.cells else {
+            return;
+        };
+        let (waiting, width) = (&mut self.waiting, self.width);
+        for slot in 0..waiting.len {
+            let words = &waiting.words[slot * 2 * width..(slot + 1) * 2 * width];
+            sums.add_at(waiting.cells[slot], 0, words);
+        }
+        waiting.len = 0;
+        waiting.next = 0;
+    }
+
     /// Starts fetching a pair's cell, to be added to soon.
     pub(super) fn prefetch(&self, caller: FunctionId, callee: FunctionId) {
         if let Cells::Dense { bound, sums } = &self.cells {
@@ -92,7 +164,9 @@ impl CallPairs {
     }
 
     /// Adds the sums of `other` (as wide).
-    pub(super) fn absorb(&mut self, other: CallPairs) {
+    pub(super) fn absorb(&mut self, mut other: CallPairs) {
+        self.settle();
+        other.settle();
         let width = self.width;
         match (&mut self.cells, other.cells) {
             (
@@ -120,7 +194,8 @@ impl CallPairs {
     }
 
     /// The pairs, ready to list by function.
-    pub(super) fn listed(self) -> ListedPairs {
+    pub(super) fn listed(mut self) -> ListedPairs {
+        self.settle();
         let (mut by_callee, mut by_caller) = (FxHashMap::default(), FxHashMap::default());
         if let Cells::Sparse { index, .. } = &self.cells {
             for (&(caller, callee), &cell) in index {
@@ -209,4 +284,50 @@ fn nonzero(
             (!value.is_empty()).then_some((function as FunctionId, value))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every dense cell's words.
+    fn cells(pairs: &CallPairs) -> Vec<u64> {
+        match &pairs.cells {
+            Cells::Dense { sums, .. } => {
+                (0..sums.len()).flat_map(|c| sums.get(c).to_vec()).collect()
+            }
+            Cells::Sparse { .. } => panic!("dense pairs expected"),
+        }
+    }
+
+    /// Adds made soon (some in a second set absorbed after, both with adds
+    /// still waiting) come to what the same adds made at once come to.
+    #[test]
+    fn adds_made_soon_are_the_adds() {
+        let (bound, width) = (7, 3);
+        let (mut now, mut soon, mut other) = (
+            CallPairs::new(bound, width),
+            CallPairs::new(bound, width),
+            CallPairs::new(bound, width),
+        );
+        let mut x = 1u64;
+        for i in 0..500u64 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let caller = (x >> 33) as FunctionId % bound as FunctionId;
+            let callee = (x >> 45) as FunctionId % bound as FunctionId;
+            let (from_caller, taken) = ([i, 2 * i, 1], [i + 1, 3, x >> 60]);
+            now.add(caller, callee, &from_caller, &taken);
+            match i % 3 {
+                0 => other.add_soon(caller, callee, &from_caller, &taken),
+                _ => soon.add_soon(caller, callee, &from_caller, &taken),
+            }
+        }
+        // The last adds of both still wait.
+        assert!(soon.waiting.len > 0 && other.waiting.len > 0);
+        soon.absorb(other);
+        soon.settle();
+        assert_eq!(cells(&soon), cells(&now));
+    }
 }
