@@ -24,15 +24,22 @@ pub(super) struct CallPairs {
 /// Adds waiting for their cells, in a ring: a frame's pair is added when
 /// the frame is left, and a leaf is left as soon as it is entered, so
 /// there is no time to fetch its cell before the add.
-#[derive(Default)]
 struct Waiting {
     /// Per slot: the cell.
     cells: Vec<usize>,
     /// Per slot: the two halves' words.
     words: Vec<u64>,
-    /// The slot of the next add, and how many slots are full.
-    next: usize,
-    len: usize,
+    /// Adds queued since the ring was last emptied: the next goes to slot
+    /// `queued % WAITING`, where the oldest waits once the ring is full.
+    queued: usize,
+}
+
+impl Waiting {
+    /// The words of slot `slot`.
+    fn words(&mut self, slot: usize) -> &mut [u64] {
+        let size = self.words.len() / WAITING;
+        &mut self.words[slot * size..(slot + 1) * size]
+    }
 }
 
 /// Adds that wait for their cells at once.
@@ -66,7 +73,7 @@ impl CallPairs {
         let waiting = Waiting {
             cells: vec![0; WAITING],
             words: vec![0; WAITING * 2 * width],
-            ..Waiting::default()
+            queued: 0,
         };
         CallPairs {
             width,
@@ -129,17 +136,16 @@ impl CallPairs {
         let cell = caller as usize * *bound + callee as usize;
         sums.prefetch(cell);
         let (waiting, width) = (&mut self.waiting, self.width);
-        let slot = waiting.next;
-        let words = &mut waiting.words[slot * 2 * width..(slot + 1) * 2 * width];
-        if waiting.len == WAITING {
-            sums.add_at(waiting.cells[slot], 0, words);
-        } else {
-            waiting.len += 1;
+        let (slot, full) = (waiting.queued % WAITING, waiting.queued >= WAITING);
+        let oldest = waiting.cells[slot];
+        let words = waiting.words(slot);
+        if full {
+            sums.add_at(oldest, 0, words);
         }
-        waiting.cells[slot] = cell;
         words[..width].copy_from_slice(from_caller);
         words[width..].copy_from_slice(taken);
-        waiting.next = (slot + 1) % WAITING;
+        waiting.cells[slot] = cell;
+        waiting.queued += 1;
     }
 
     /// Makes the adds still waiting.
@@ -147,13 +153,12 @@ impl CallPairs {
         let Cells::Dense { sums, .. } = &mut self.cells else {
             return;
         };
-        let (waiting, width) = (&mut self.waiting, self.width);
-        for slot in 0..waiting.len {
-            let words = &waiting.words[slot * 2 * width..(slot + 1) * 2 * width];
-            sums.add_at(waiting.cells[slot], 0, words);
+        let waiting = &mut self.waiting;
+        for slot in 0..waiting.queued.min(WAITING) {
+            let cell = waiting.cells[slot];
+            sums.add_at(cell, 0, waiting.words(slot));
         }
-        waiting.len = 0;
-        waiting.next = 0;
+        waiting.queued = 0;
     }
 
     /// Starts fetching a pair's cell, to be added to soon.
@@ -325,7 +330,7 @@ mod tests {
             }
         }
         // The last adds of both still wait.
-        assert!(soon.waiting.len > 0 && other.waiting.len > 0);
+        assert!(soon.waiting.queued > 0 && other.waiting.queued > 0);
         soon.absorb(other);
         soon.settle();
         assert_eq!(cells(&soon), cells(&now));
