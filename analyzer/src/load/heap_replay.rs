@@ -401,7 +401,8 @@ impl Builder {
         // Step s fetches group s's entries, s - 1's records and s - 2's
         // frames (their records kept at step s - 1), and adds group s - 3.
         for step in 0..groups.len() + 3 {
-            if step >= 2 {
+            // Group s - 2's records, kept by the step before.
+            if (2..groups.len() + 2).contains(&step) {
                 stacks.prefetch_cells(self.stacks.cells());
             }
             if let Some(&group) = step.checked_sub(1).and_then(|g| groups.get(g)) {
