@@ -338,6 +338,11 @@ impl<'a> StackRecordRef<'a> {
         Some(StackRecordRef { header, pcs_bytes })
     }
 
+    /// The pcs as recorded: 8 little-endian bytes each, leaf first.
+    pub fn pcs_bytes(&self) -> &'a [u8] {
+        self.pcs_bytes
+    }
+
     /// The pcs, leaf first.
     pub fn pcs(&self) -> impl DoubleEndedIterator<Item = u64> + 'a {
         self.pcs_bytes
@@ -636,24 +641,52 @@ pub struct UsedBlock<'a> {
     pub cut: bool,
 }
 
-/// Looks at one block (`bytes` may be shorter than `block_size` when the file ends inside
-/// it). `kind` is the kind the file must hold.
-pub fn parse_block(bytes: &[u8], block_size: usize, kind: u16) -> BlockState<'_> {
-    let Some(header) = BlockHeader::from_bytes(bytes) else {
+/// Where a claimed block's committed records are, as its header and the file's length
+/// tell: what [`parse_block_head`] finds without the records themselves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordSpan {
+    pub header: BlockHeader,
+    /// The committed record bytes present in the file are the block's bytes
+    /// `start..end`.
+    pub start: usize,
+    pub end: usize,
+    /// `committed` was larger than the block can hold (it was clamped).
+    pub clamped: bool,
+    /// The file ends before the committed part does (file cut or still growing).
+    pub cut: bool,
+}
+
+/// What a block holds, from its first bytes alone: [`BlockState`] with where the
+/// records are in place of the records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockHead {
+    Unused,
+    Garbage,
+    CutHeader,
+    BadHeader(BlockHeader),
+    Used(RecordSpan),
+}
+
+/// Looks at one block from its first bytes, `head` (its header, or all the file holds
+/// of the block when that is less), given that the file holds `available` bytes of the
+/// block: for a reader that reads the records later, or only needs where they are.
+/// `kind` is the kind the file must hold.
+pub fn parse_block_head(head: &[u8], available: usize, block_size: usize, kind: u16) -> BlockHead {
+    let Some(header) = BlockHeader::from_bytes(head) else {
         // Fewer bytes than a header: the first (up to) four are the magic.
-        let magic = bytes.get(..bytes.len().min(4)).unwrap_or(&[]);
+        let magic = head.get(..head.len().min(4)).unwrap_or(&[]);
         return if magic.iter().all(|&b| b == 0) {
-            BlockState::Unused
+            BlockHead::Unused
         } else if BLOCK_MAGIC.to_le_bytes().starts_with(magic) {
-            BlockState::CutHeader
+            BlockHead::CutHeader
         } else {
-            BlockState::Garbage
+            BlockHead::Garbage
         };
     };
     match header.magic {
         BLOCK_MAGIC => {}
-        0 => return BlockState::Unused,
-        _ => return BlockState::Garbage,
+        0 => return BlockHead::Unused,
+        _ => return BlockHead::Garbage,
     }
     let header_size = header.header_size as usize;
     if header.kind != kind
@@ -661,20 +694,36 @@ pub fn parse_block(bytes: &[u8], block_size: usize, kind: u16) -> BlockState<'_>
         || !header_size.is_multiple_of(8)
         || header_size > block_size
     {
-        return BlockState::BadHeader(header);
+        return BlockHead::BadHeader(header);
     }
     let capacity = block_size - header_size;
     let committed = header.committed as usize;
-    let clamped = committed > capacity;
     let end = header_size + committed.min(capacity);
-    let present = end.min(bytes.len());
-    let records = bytes.get(header_size..present).unwrap_or(&[]);
-    BlockState::Used(UsedBlock {
+    let present = end.min(available);
+    BlockHead::Used(RecordSpan {
         header,
-        records,
-        clamped,
+        start: header_size,
+        end: present.max(header_size),
+        clamped: committed > capacity,
         cut: present < end,
     })
+}
+
+/// Looks at one block (`bytes` may be shorter than `block_size` when the file ends inside
+/// it). `kind` is the kind the file must hold.
+pub fn parse_block(bytes: &[u8], block_size: usize, kind: u16) -> BlockState<'_> {
+    match parse_block_head(bytes, bytes.len(), block_size, kind) {
+        BlockHead::Unused => BlockState::Unused,
+        BlockHead::Garbage => BlockState::Garbage,
+        BlockHead::CutHeader => BlockState::CutHeader,
+        BlockHead::BadHeader(header) => BlockState::BadHeader(header),
+        BlockHead::Used(span) => BlockState::Used(UsedBlock {
+            header: span.header,
+            records: bytes.get(span.start..span.end).unwrap_or(&[]),
+            clamped: span.clamped,
+            cut: span.cut,
+        }),
+    }
 }
 
 /// Decodes every fixed-size record of one block's committed bytes with

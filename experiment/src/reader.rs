@@ -3,9 +3,9 @@
 
 use crate::archive::{self, ArchivedObject};
 use crate::layout::{
-    self, BlockState, ClockEvent, StackRecordRef, StackStatus, BLOCK_SIZE, CLOCK_EVENT_SIZE,
-    FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_COUNTERS, KIND_HEAP, KIND_IO, KIND_MPI,
-    KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
+    self, BlockHead, ClockEvent, RecordSpan, StackRecordRef, StackStatus, BLOCK_SIZE,
+    CLOCK_EVENT_SIZE, FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_COUNTERS, KIND_HEAP, KIND_IO,
+    KIND_MPI, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
 use crate::log::{parse_log, Event, LogEvent, Sample};
 use crate::text::preview;
@@ -940,16 +940,15 @@ impl Experiment {
         // Where each used block's records are; they are decoded (and counted) once, by
         // the merge.
         let mut spans: Vec<HeapBlockSpan> = Vec::new();
-        let mut stats = self.for_each_block_at("heap", KIND_HEAP, |used, at, _| {
+        let mut stats = self.for_each_record_span("heap", KIND_HEAP, |span, at| {
             spans.push(HeapBlockSpan {
-                offset: at,
-                len: used.records.len(),
-                tid: used.header.tid,
-                first_timestamp_ns: used.header.first_timestamp_ns,
-                // for_each_block_at counted these as damaged already.
-                counted: used.cut || used.clamped,
+                offset: at.saturating_add(span.start as u64),
+                len: span.end - span.start,
+                tid: span.header.tid,
+                first_timestamp_ns: span.header.first_timestamp_ns,
+                // for_each_record_span counted these as damaged already.
+                counted: span.cut || span.clamped,
             });
-            false
         })?;
         let path = self.dir.join("heap");
         let mut state = start();
@@ -1056,54 +1055,103 @@ impl Experiment {
         kind: u16,
         mut records: impl FnMut(&layout::UsedBlock<'_>, u64, &mut BlockStats) -> bool,
     ) -> Result<BlockStats> {
+        self.walk_blocks(name, kind, true, |span, at, bytes, stats| {
+            let used = layout::UsedBlock {
+                header: span.header,
+                records: bytes.get(span.start..span.end).unwrap_or(&[]),
+                clamped: span.clamped,
+                cut: span.cut,
+            };
+            records(&used, at.saturating_add(span.start as u64), stats)
+        })
+    }
+
+    /// Where each used block of the block file `name` is and where its committed records
+    /// are in it, from the blocks' headers alone (the records are left in the file for
+    /// a reader that reads them later: one read of them, not two).
+    fn for_each_record_span(
+        &self,
+        name: &str,
+        kind: u16,
+        mut each: impl FnMut(&RecordSpan, u64),
+    ) -> Result<BlockStats> {
+        self.walk_blocks(name, kind, false, |span, at, _, _| {
+            each(span, at);
+            false
+        })
+    }
+
+    /// Walks the block file `name` block by block, counting what each block holds, and
+    /// calls `each` with each used block's record span, its offset in the file and what
+    /// was read of it: the whole block when `whole`, else its header only (the file's
+    /// length when the walk starts says how much of it the file holds). `each` returns
+    /// true when the records did not parse as whole records. A missing file reads as
+    /// empty.
+    fn walk_blocks(
+        &self,
+        name: &str,
+        kind: u16,
+        whole: bool,
+        mut each: impl FnMut(&RecordSpan, u64, &[u8], &mut BlockStats) -> bool,
+    ) -> Result<BlockStats> {
         let path = self.dir.join(name);
         let mut stats = BlockStats::default();
         let Some(file) = open_regular(&path)? else {
             return Ok(stats);
         };
+        let io = |e| Error::io(&path, e);
         let block_size = self.manifest.block_size;
-        let mut block = vec![0u8; block_size];
+        let length = match whole {
+            true => u64::MAX,
+            false => file.metadata().map_err(io)?.len(),
+        };
+        let mut block = vec![0u8; if whole { block_size } else { HEADER_SIZE }];
         let mut offset = 0u64;
         loop {
             // Holes of a sparse file are never-claimed blocks: count them without reading
             // them (a file cut to a huge length would otherwise take hours of zeros).
-            let holes = skip_holes(&file, offset, block_size).map_err(|e| Error::io(&path, e))?;
+            let holes = skip_holes(&file, offset, block_size).map_err(io)?;
             stats.blocks = stats.blocks.saturating_add(holes.blocks);
             stats.unused = stats.unused.saturating_add(holes.blocks);
             let Some(next) = holes.next_offset else {
                 break;
             };
             offset = next;
+            let in_file = usize::try_from(length.saturating_sub(offset)).unwrap_or(usize::MAX);
+            let wanted = block_size.min(in_file);
+            let size = wanted.min(block.len());
+            let head = block.get_mut(..size).unwrap_or(&mut []);
             // One pass over the block in address order: the header (with `committed`) is
             // copied before the records it covers.
-            let len = read_full_at(&file, &mut block, offset).map_err(|e| Error::io(&path, e))?;
-            if len == 0 {
+            let read = read_full_at(&file, head, offset).map_err(io)?;
+            if read == 0 {
                 break;
             }
-            offset = offset.saturating_add(len as u64);
+            // Less than asked: the file ends (or was cut since its length was taken) there.
+            let available = match read < head.len() || whole {
+                true => read,
+                false => wanted,
+            };
+            let at = offset;
+            offset = offset.saturating_add(available as u64);
             stats.blocks += 1;
-            let bytes = block.get(..len).unwrap_or(&[]);
-            match layout::parse_block(bytes, block_size, kind) {
-                BlockState::Unused => stats.unused += 1,
-                BlockState::CutHeader => stats.cut += 1,
-                BlockState::BadHeader(_) | BlockState::Garbage => stats.damaged += 1,
-                BlockState::Used(used) => {
+            match layout::parse_block_head(&head[..read], available, block_size, kind) {
+                BlockHead::Unused => stats.unused += 1,
+                BlockHead::CutHeader => stats.cut += 1,
+                BlockHead::BadHeader(_) | BlockHead::Garbage => stats.damaged += 1,
+                BlockHead::Used(span) => {
                     stats.used += 1;
-                    let cut = used.cut;
-                    let start =
-                        (used.records.as_ptr() as usize).saturating_sub(bytes.as_ptr() as usize);
-                    let at = (offset - len as u64).saturating_add(start as u64);
-                    let damaged = records(&used, at, &mut stats);
+                    let damaged = each(&span, at, &head[..read], &mut stats);
                     // A record cut by the end of the file is expected while writing.
-                    if used.clamped || (damaged && !cut) {
+                    if span.clamped || (damaged && !span.cut) {
                         stats.damaged += 1;
                     }
-                    if cut {
+                    if span.cut {
                         stats.cut += 1;
                     }
                 }
             }
-            if len < block_size {
+            if available < block_size {
                 break;
             }
         }
@@ -1768,6 +1816,51 @@ mod tests {
         assert_eq!(merged, expt.heap_events().unwrap());
         assert_eq!(merged.len(), 4);
         assert_eq!(stats.damaged, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The merge finds the blocks from their headers alone: what it reads and counts is
+    /// what reading whole blocks finds, wherever the file is cut (in a header, in the
+    /// records, at a block's end) and whatever a block holds (garbage, a committed count
+    /// past the block's end, a never-claimed block).
+    #[test]
+    fn heap_blocks_found_from_headers_agree_with_whole_blocks_at_any_cut() {
+        use crate::heap::HeapOp::{Free, Malloc};
+        let dir = temp_expt("heap-cuts");
+        let events = |from: u64| {
+            (from..from + 40)
+                .map(|n| heap_event(if n % 3 == 0 { Free } else { Malloc }, n, 0x10 * n))
+                .collect::<Vec<_>>()
+        };
+        write_heap_blocks(&dir, &[(1, events(0)), (2, events(40)), (1, events(80))]);
+        let mut whole = std::fs::read(dir.join("heap")).unwrap();
+        let size = layout::BLOCK_SIZE;
+        // Block 1 claims more than a block holds; a never-claimed block and garbage follow.
+        let clamped = (size as u32).to_le_bytes();
+        whole[size + 12..size + 16].copy_from_slice(&clamped);
+        whole.extend(std::iter::repeat_n(0u8, size));
+        whole.extend(std::iter::repeat_n(0x5au8, size));
+        let used = |block: usize| {
+            let at = block * size;
+            let committed = u32::from_le_bytes(whole[at + 12..at + 16].try_into().unwrap());
+            at + layout::HEADER_SIZE + (committed as usize).min(size - layout::HEADER_SIZE)
+        };
+        let mut cuts = vec![whole.len()];
+        for block in 0..5 {
+            let at = block * size;
+            cuts.extend([at, at + 1, at + 5, at + 31, at + 32, at + 33, at + 100]);
+            if block < 3 {
+                cuts.extend([used(block) - 1, used(block), used(block) + 1]);
+            }
+        }
+        for cut in cuts {
+            std::fs::write(dir.join("heap"), &whole[..cut]).unwrap();
+            let expt = Experiment::open(&dir).unwrap();
+            let (merged, stats) = in_order(&expt);
+            let (sorted, sorted_stats) = expt.sorted_heap_events().unwrap();
+            assert_eq!(merged, sorted, "cut at {cut}");
+            assert_eq!(stats, sorted_stats, "cut at {cut}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
