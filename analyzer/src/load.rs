@@ -15,7 +15,7 @@ mod heap_replay;
 use debugger::symbols::{ObjectFile, SourceLocation};
 use experiment::archive::ArchivedObject;
 use experiment::counters::{CounterSpec, MAX_COUNTERS};
-use experiment::layout::{StackRecordRef, StackStatus};
+use experiment::layout::{StackRecordRef, StackStatus, MAX_STACK_DEPTH};
 use experiment::log::{Event, Sample};
 use experiment::Experiment;
 use rustc_hash::FxHashMap;
@@ -198,9 +198,12 @@ struct RecordedStacks {
     by_id: crate::stack_ids::StackIds,
     records: Vec<Record>,
     slots: Slots,
-    /// The record added last: its PCs from the outermost, and the
-    /// position of each in the tree.
-    previous_pcs: Vec<u64>,
+    /// The record added last: its PCs as recorded (leaf first), at the
+    /// end of `previous_bytes` (so that a record's own PCs are copied in
+    /// below those it shares), and the position of each from the
+    /// outermost in the tree.
+    previous_bytes: Vec<u8>,
+    previous_len: usize,
     previous_path: Vec<u32>,
     /// A record's own frames, leaf first (reused).
     own: Vec<u64>,
@@ -213,6 +216,31 @@ struct RecordedStacks {
 struct Record {
     position: u32,
     status: StackStatus,
+}
+
+/// How many 8-byte words `a` and `b` end with alike. Compared 32 bytes at
+/// a time (fixed-size arrays compare as vectors): a record shares most of
+/// its frames with the one before, and the comparison was a third of
+/// reading a deep stacks file one word at a time.
+fn common_suffix_words(a: &[u8], b: &[u8]) -> usize {
+    let words = a.len().min(b.len()) / 8;
+    let (a, b) = (&a[a.len() - words * 8..], &b[b.len() - words * 8..]);
+    let mut same = 0;
+    while same + 4 <= words {
+        let rest = (words - same) * 8;
+        if a[..rest].last_chunk::<32>() != b[..rest].last_chunk::<32>() {
+            break;
+        }
+        same += 4;
+    }
+    while same < words {
+        let rest = (words - same) * 8;
+        if a[..rest].last_chunk::<8>() != b[..rest].last_chunk::<8>() {
+            break;
+        }
+        same += 1;
+    }
+    same
 }
 
 impl RecordedStacks {
@@ -229,17 +257,25 @@ impl RecordedStacks {
         if !self.by_id.insert(record.header.stack_id, index) {
             return;
         }
-        let depth = usize::from(record.header.depth);
+        let pcs = record.pcs_bytes();
+        let depth = pcs.len() / 8;
+        if self.previous_bytes.len() < pcs.len() {
+            // Room for the deepest record (the first to come, or a deeper one: the
+            // kept record moves to the new end).
+            let room = pcs.len().max(MAX_STACK_DEPTH * 8);
+            let kept = self.previous_bytes.len() - self.previous_len;
+            self.previous_bytes.resize(room, 0);
+            self.previous_bytes
+                .copy_within(kept..kept + self.previous_len, room - self.previous_len);
+        }
+        let end = self.previous_bytes.len();
+        let before = &self.previous_bytes[end - self.previous_len..];
         // Neither leaf is shared: a leaf's slot is not a caller's.
-        let most = depth.min(self.previous_pcs.len()).saturating_sub(1);
-        let shared = record
-            .pcs()
-            .rev()
-            .zip(&self.previous_pcs)
-            .take(most)
-            .take_while(|(pc, before)| pc == *before)
-            .count();
-        self.previous_pcs.truncate(shared);
+        let most = depth.min(self.previous_len / 8).saturating_sub(1);
+        let shared = common_suffix_words(pcs, before).min(most);
+        let own_bytes = &pcs[..pcs.len() - shared * 8];
+        self.previous_bytes[end - pcs.len()..end - shared * 8].copy_from_slice(own_bytes);
+        self.previous_len = pcs.len();
         self.previous_path.truncate(shared);
         let parent = self.previous_path.last().copied().unwrap_or(ROOT_POSITION);
         self.own.clear();
@@ -248,7 +284,6 @@ impl RecordedStacks {
         let own = self.own.iter().enumerate().rev();
         let first = table.push_run(parent, own.map(|(i, &pc)| slots.slot(pc, i == 0)));
         let end = first + self.own.len() as u32;
-        self.previous_pcs.extend(self.own.iter().rev());
         self.previous_path.extend(first..end);
         let position = match self.own.is_empty() {
             true => parent,
@@ -1902,6 +1937,43 @@ mod tests {
         for t in times {
             assert_eq!(intervals.of(t), sample_of(&samples, t), "at {t}");
         }
+    }
+
+    /// The 32-byte comparison finds what a word-by-word one does, the
+    /// first difference anywhere in or after a run of four words.
+    #[test]
+    fn common_suffixes_are_counted_in_whole_words() {
+        let bytes =
+            |words: &[u64]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        for len_a in 0..11usize {
+            for len_b in 0..11usize {
+                for differ in 0..=len_a.min(len_b) {
+                    let b: Vec<u64> = (0..len_b as u64).map(|i| 100 + i).collect();
+                    // `a` ends as `b` does for its last `differ` words, one word
+                    // before them differs (when there is one).
+                    let mut a: Vec<u64> = (0..len_a as u64).map(|i| 900 + i).collect();
+                    for k in 1..=differ {
+                        a[len_a - k] = b[len_b - k];
+                    }
+                    let naive = a
+                        .iter()
+                        .rev()
+                        .zip(b.iter().rev())
+                        .take_while(|(x, y)| x == y)
+                        .count();
+                    assert_eq!(naive, differ);
+                    assert_eq!(
+                        common_suffix_words(&bytes(&a), &bytes(&b)),
+                        naive,
+                        "{a:?} {b:?}"
+                    );
+                }
+            }
+        }
+        // A differing byte inside a word ends the run there.
+        let (a, mut b) = (bytes(&[1, 2, 3, 4, 5, 6]), bytes(&[1, 2, 3, 4, 5, 6]));
+        b[8 * 3 + 5] ^= 1;
+        assert_eq!(common_suffix_words(&a, &b), 2);
     }
 
     #[test]
