@@ -1573,20 +1573,25 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     // on another thread while the child lists are made and the values
     // added, ahead of them.
     let populating = populate_in_background(vec![inclusive.region()], 16 << 20);
-    let (child_start, child_ids) = child_lists(&parent_of);
-    // The stacks' sums are read in walk order, not slot order: each is
-    // fetched a few stacks ahead.
-    for (i, &(node, slot)) in ends.iter().enumerate() {
-        if let Some(&(_, ahead)) = ends.get(i + PREFETCH_AHEAD) {
-            weights.sums.prefetch(ahead as usize);
+    // The child lists and the values need only `parent_of`: made side by
+    // side.
+    let add_values = || {
+        // The stacks' sums are read in walk order, not slot order: each is
+        // fetched a few stacks ahead.
+        for (i, &(node, slot)) in ends.iter().enumerate() {
+            if let Some(&(_, ahead)) = ends.get(i + PREFETCH_AHEAD) {
+                weights.sums.prefetch(ahead as usize);
+            }
+            inclusive.add(node as usize, weights.sums.get(slot as usize));
         }
-        inclusive.add(node as usize, weights.sums.get(slot as usize));
-    }
-    // A node's inclusive value is what ends in it and in its descendants:
-    // summed from the last node back (children come after their parents).
-    for id in (1..function.len()).rev() {
-        inclusive.add_within(parent_of[id] as usize, id);
-    }
+        // A node's inclusive value is what ends in it and in its
+        // descendants: summed from the last node back (children come after
+        // their parents).
+        for id in (1..function.len()).rev() {
+            inclusive.add_within(parent_of[id] as usize, id);
+        }
+    };
+    let ((), (child_start, child_ids)) = on_two_threads(add_values, || child_lists(&parent_of));
     drop(populating);
     CallTree {
         layout: weights.layout().clone(),
