@@ -3,7 +3,7 @@
 
 use crate::archive::{self, ArchivedObject};
 use crate::layout::{
-    self, BlockHead, ClockEvent, RecordSpan, StackRecordRef, StackStatus, BLOCK_SIZE,
+    self, BlockHead, BlockState, ClockEvent, RecordSpan, StackRecordRef, StackStatus, BLOCK_SIZE,
     CLOCK_EVENT_SIZE, FORMAT_NAME, FORMAT_VERSION, HEADER_SIZE, KIND_COUNTERS, KIND_HEAP, KIND_IO,
     KIND_MPI, KIND_OFFCPU, KIND_PROFILE, KIND_STACKS, KIND_SYNC, MAX_STACK_DEPTH,
 };
@@ -1055,44 +1055,57 @@ impl Experiment {
         kind: u16,
         mut records: impl FnMut(&layout::UsedBlock<'_>, u64, &mut BlockStats) -> bool,
     ) -> Result<BlockStats> {
-        self.walk_blocks(name, kind, true, |span, at, bytes, stats| {
-            let used = layout::UsedBlock {
-                header: span.header,
-                records: bytes.get(span.start..span.end).unwrap_or(&[]),
-                clamped: span.clamped,
-                cut: span.cut,
-            };
-            records(&used, at.saturating_add(span.start as u64), stats)
-        })
+        let path = self.dir.join(name);
+        let mut stats = BlockStats::default();
+        let Some(file) = open_regular(&path)? else {
+            return Ok(stats);
+        };
+        let block_size = self.manifest.block_size;
+        let mut block = vec![0u8; block_size];
+        let mut offset = 0u64;
+        let io = |e| Error::io(&path, e);
+        while let Some(next) = next_data_block(&file, offset, block_size, &mut stats).map_err(io)? {
+            offset = next;
+            // One pass over the block in address order: the header (with `committed`) is
+            // copied before the records it covers.
+            let len = read_full_at(&file, &mut block, offset).map_err(io)?;
+            if len == 0 {
+                break;
+            }
+            offset = offset.saturating_add(len as u64);
+            stats.blocks += 1;
+            let bytes = block.get(..len).unwrap_or(&[]);
+            match layout::parse_block(bytes, block_size, kind) {
+                BlockState::Unused => stats.unused += 1,
+                BlockState::CutHeader => stats.cut += 1,
+                BlockState::BadHeader(_) | BlockState::Garbage => stats.damaged += 1,
+                BlockState::Used(used) => {
+                    stats.used += 1;
+                    let cut = used.cut;
+                    let start =
+                        (used.records.as_ptr() as usize).saturating_sub(bytes.as_ptr() as usize);
+                    let at = (offset - len as u64).saturating_add(start as u64);
+                    let damaged = records(&used, at, &mut stats);
+                    count_used_block(&mut stats, used.clamped, cut, damaged);
+                }
+            }
+            if len < block_size {
+                break;
+            }
+        }
+        Ok(stats)
     }
 
-    /// Where each used block of the block file `name` is and where its committed records
-    /// are in it, from the blocks' headers alone (the records are left in the file for
-    /// a reader that reads them later: one read of them, not two).
+    /// Where each used block of the block file `name` is (its offset in the file) and where
+    /// its committed records are in it, from the blocks' headers alone, counting what each
+    /// block holds as [`Experiment::for_each_block`] does: the records stay in the file
+    /// for a reader that reads them later, once. The file's length when the walk starts
+    /// says how much of a block the file holds.
     fn for_each_record_span(
         &self,
         name: &str,
         kind: u16,
         mut each: impl FnMut(&RecordSpan, u64),
-    ) -> Result<BlockStats> {
-        self.walk_blocks(name, kind, false, |span, at, _, _| {
-            each(span, at);
-            false
-        })
-    }
-
-    /// Walks the block file `name` block by block, counting what each block holds, and
-    /// calls `each` with each used block's record span, its offset in the file and what
-    /// was read of it: the whole block when `whole`, else its header only (the file's
-    /// length when the walk starts says how much of it the file holds). `each` returns
-    /// true when the records did not parse as whole records. A missing file reads as
-    /// empty.
-    fn walk_blocks(
-        &self,
-        name: &str,
-        kind: u16,
-        whole: bool,
-        mut each: impl FnMut(&RecordSpan, u64, &[u8], &mut BlockStats) -> bool,
     ) -> Result<BlockStats> {
         let path = self.dir.join(name);
         let mut stats = BlockStats::default();
@@ -1101,37 +1114,20 @@ impl Experiment {
         };
         let io = |e| Error::io(&path, e);
         let block_size = self.manifest.block_size;
-        let length = match whole {
-            true => u64::MAX,
-            false => file.metadata().map_err(io)?.len(),
-        };
-        let mut block = vec![0u8; if whole { block_size } else { HEADER_SIZE }];
+        let length = file.metadata().map_err(io)?.len();
+        let mut head = [0u8; HEADER_SIZE];
         let mut offset = 0u64;
-        loop {
-            // Holes of a sparse file are never-claimed blocks: count them without reading
-            // them (a file cut to a huge length would otherwise take hours of zeros).
-            let holes = skip_holes(&file, offset, block_size).map_err(io)?;
-            stats.blocks = stats.blocks.saturating_add(holes.blocks);
-            stats.unused = stats.unused.saturating_add(holes.blocks);
-            let Some(next) = holes.next_offset else {
-                break;
-            };
+        while let Some(next) = next_data_block(&file, offset, block_size, &mut stats).map_err(io)? {
             offset = next;
             let in_file = usize::try_from(length.saturating_sub(offset)).unwrap_or(usize::MAX);
             let wanted = block_size.min(in_file);
-            let size = wanted.min(block.len());
-            let head = block.get_mut(..size).unwrap_or(&mut []);
-            // One pass over the block in address order: the header (with `committed`) is
-            // copied before the records it covers.
-            let read = read_full_at(&file, head, offset).map_err(io)?;
+            let asked = head.get_mut(..wanted.min(HEADER_SIZE)).unwrap_or(&mut []);
+            let read = read_full_at(&file, asked, offset).map_err(io)?;
             if read == 0 {
                 break;
             }
             // Less than asked: the file ends (or was cut since its length was taken) there.
-            let available = match read < head.len() || whole {
-                true => read,
-                false => wanted,
-            };
+            let available = if read < asked.len() { read } else { wanted };
             let at = offset;
             offset = offset.saturating_add(available as u64);
             stats.blocks += 1;
@@ -1141,14 +1137,8 @@ impl Experiment {
                 BlockHead::BadHeader(_) | BlockHead::Garbage => stats.damaged += 1,
                 BlockHead::Used(span) => {
                     stats.used += 1;
-                    let damaged = each(&span, at, &head[..read], &mut stats);
-                    // A record cut by the end of the file is expected while writing.
-                    if span.clamped || (damaged && !span.cut) {
-                        stats.damaged += 1;
-                    }
-                    if span.cut {
-                        stats.cut += 1;
-                    }
+                    each(&span, at);
+                    count_used_block(&mut stats, span.clamped, span.cut, false);
                 }
             }
             if available < block_size {
@@ -1381,6 +1371,33 @@ fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 struct Holes {
     blocks: u64,
     next_offset: Option<u64>,
+}
+
+/// Where the next block to read is, from `offset` (a block boundary) on: the holes of a
+/// sparse file are never-claimed blocks, counted in `stats` without being read (a file cut
+/// to a huge length would otherwise take hours of zeros). None: only holes follow.
+fn next_data_block(
+    file: &File,
+    offset: u64,
+    block_size: usize,
+    stats: &mut BlockStats,
+) -> io::Result<Option<u64>> {
+    let holes = skip_holes(file, offset, block_size)?;
+    stats.blocks = stats.blocks.saturating_add(holes.blocks);
+    stats.unused = stats.unused.saturating_add(holes.blocks);
+    Ok(holes.next_offset)
+}
+
+/// Counts a used block's damage: a committed count larger than the block (`clamped`), or
+/// records that did not parse (`damaged`) other than one cut by the end of the file, which
+/// is expected while writing (`cut`, counted apart).
+fn count_used_block(stats: &mut BlockStats, clamped: bool, cut: bool, damaged: bool) {
+    if clamped || (damaged && !cut) {
+        stats.damaged += 1;
+    }
+    if cut {
+        stats.cut += 1;
+    }
 }
 
 /// Skips the whole blocks of holes at `offset` (a block boundary) with `SEEK_DATA`. Where the
