@@ -201,9 +201,8 @@ struct RecordedStacks {
     /// The record added last: its PCs as recorded (leaf first), at the
     /// end of `previous_bytes` (so that a record's own PCs are copied in
     /// below those it shares), and the position of each from the
-    /// outermost in the tree.
+    /// outermost in the tree (as many as its PCs).
     previous_bytes: Vec<u8>,
-    previous_len: usize,
     previous_path: Vec<u32>,
     /// A record's own frames, leaf first (reused).
     own: Vec<u64>,
@@ -259,23 +258,23 @@ impl RecordedStacks {
         }
         let pcs = record.pcs_bytes();
         let depth = pcs.len() / 8;
+        let previous_len = self.previous_path.len() * 8;
         if self.previous_bytes.len() < pcs.len() {
             // Room for the deepest record (the first to come, or a deeper one: the
             // kept record moves to the new end).
             let room = pcs.len().max(MAX_STACK_DEPTH * 8);
-            let kept = self.previous_bytes.len() - self.previous_len;
+            let kept = self.previous_bytes.len() - previous_len;
             self.previous_bytes.resize(room, 0);
             self.previous_bytes
-                .copy_within(kept..kept + self.previous_len, room - self.previous_len);
+                .copy_within(kept..kept + previous_len, room - previous_len);
         }
         let end = self.previous_bytes.len();
-        let before = &self.previous_bytes[end - self.previous_len..];
+        let before = &self.previous_bytes[end - previous_len..];
         // Neither leaf is shared: a leaf's slot is not a caller's.
-        let most = depth.min(self.previous_len / 8).saturating_sub(1);
+        let most = depth.min(self.previous_path.len()).saturating_sub(1);
         let shared = common_suffix_words(pcs, before).min(most);
         let own_bytes = &pcs[..pcs.len() - shared * 8];
         self.previous_bytes[end - pcs.len()..end - shared * 8].copy_from_slice(own_bytes);
-        self.previous_len = pcs.len();
         self.previous_path.truncate(shared);
         let parent = self.previous_path.last().copied().unwrap_or(ROOT_POSITION);
         self.own.clear();

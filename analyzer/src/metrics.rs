@@ -1574,8 +1574,9 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
     // added, ahead of them.
     let populating = populate_in_background(vec![inclusive.region()], 16 << 20);
     // The child lists and the values need only `parent_of`: made side by
-    // side.
-    let add_values = || {
+    // side, for a tree of stacks enough to be worth a second thread.
+    let alone = ends.len() < SPLIT_WALK_FROM;
+    let mut add_values = || {
         // The stacks' sums are read in walk order, not slot order: each is
         // fetched a few stacks ahead.
         for (i, &(node, slot)) in ends.iter().enumerate() {
@@ -1591,7 +1592,13 @@ pub fn call_tree(view: &View, weights: &Weights) -> CallTree {
             inclusive.add_within(parent_of[id] as usize, id);
         }
     };
-    let ((), (child_start, child_ids)) = on_two_threads(add_values, || child_lists(&parent_of));
+    let (child_start, child_ids) = match alone {
+        true => {
+            add_values();
+            child_lists(&parent_of)
+        }
+        false => on_two_threads(add_values, || child_lists(&parent_of)).1,
+    };
     drop(populating);
     CallTree {
         layout: weights.layout().clone(),

@@ -432,7 +432,8 @@ impl HeapCursor {
             let span = &spans[index];
             self.bytes.resize(span.len, 0);
             let read = read_full_at(file, &mut self.bytes, span.offset)?;
-            // The first pass saw these bytes: a file cut since then ends the block.
+            // The first pass saw the file hold these bytes: a file cut since then ends
+            // the block.
             self.bytes.truncate(read);
             self.events.clear();
             self.next = 0;
